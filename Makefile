@@ -1,0 +1,71 @@
+# terrarium: `make` builds, `make up` runs the stack, `make test` runs every test.
+CC ?= cc
+BUILD ?= build
+CPPFLAGS += -D_GNU_SOURCE -I. $(shell mariadb_config --include 2>/dev/null || pkg-config --cflags libmariadb)
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 -Wall -Wextra -Wformat=2 -Wstrict-prototypes -Wvla -Wwrite-strings -Werror \
+	-fno-strict-aliasing -MMD -MP
+LDLIBS_DB := $(shell mariadb_config --libs 2>/dev/null || pkg-config --libs libmariadb)
+
+COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c
+DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c
+HANDLER_SRC := handlers/verr.c handlers/common.c handlers/env_validate.c handlers/cursor.c \
+	handlers/environments.c
+FCGI_SRC := fcgi/request.c fcgi/response.c fcgi/router.c fcgi/serve.c
+API_SRC := fcgi/main.c $(FCGI_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
+RECON_SRC := reconciler/main.c db/db.c $(COMMON_SRC)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+API_BIN := $(BUILD)/terrarium-api
+RECON_BIN := $(BUILD)/terrarium-reconciler
+RUNNER_BIN := $(BUILD)/e2e-runner
+
+UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core
+
+all: $(API_BIN) $(RECON_BIN) $(RUNNER_BIN)
+
+$(API_BIN): $(call obj,$(API_SRC))
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB)
+
+$(RECON_BIN): $(call obj,$(RECON_SRC))
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -linih $(LDLIBS_DB)
+
+$(RUNNER_BIN): $(call obj,tests/e2e/runner.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
+
+$(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/env_validate.c \
+	handlers/verr.c common/backend.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
+
+$(BUILD)/test_core: $(call obj,tests/unit/test_core.c fcgi/request.c fcgi/response.c \
+	fcgi/router.c handlers/cursor.c db/db.c $(COMMON_SRC)) $(BUILD)/obj/tests/unit/stubs.o
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+unit: $(UNIT_TESTS)
+	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
+
+test: all unit
+	tests/e2e/run.sh
+
+# ASan + UBSan build of everything, into build-asan/, then the whole suite against it.
+asan:
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+		LDFLAGS="-fsanitize=address,undefined" all $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_TESTS))
+
+up:
+	scripts/up.sh
+
+down:
+	scripts/down.sh
+
+clean:
+	rm -rf build build-asan
+
+.PHONY: all unit test asan up down clean
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,25 @@
+#include "clock.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+void clock_now(char db[CLOCK_DB_LEN], char api[CLOCK_API_LEN])
+{
+	struct timespec ts;
+	char base[24];
+	struct tm tm;
+	unsigned us;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	us = (unsigned)(ts.tv_nsec / 1000) % 1000000u;
+	if (db) {
+		strftime(base, sizeof(base), "%Y-%m-%d %H:%M:%S", &tm);
+		snprintf(db, CLOCK_DB_LEN, "%.19s.%06u", base, us);
+	}
+	if (api) {
+		strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+		snprintf(api, CLOCK_API_LEN, "%.19s.%06uZ", base, us);
+	}
+}

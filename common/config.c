@@ -1,0 +1,135 @@
+#include "config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+static int set_str(char *dst, const char *value)
+{
+	if (strlen(value) >= CONFIG_STR_MAX)
+		return -1;
+	strcpy(dst, value);
+	return 0;
+}
+
+static int parse_long(const char *value, int base, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(value, &end, base);
+	if (errno || end == value || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_level(const char *value)
+{
+	static const char *levels[] = { "debug", "info", "warn", "error" };
+
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(levels[i], value))
+			return i;
+	return -1;
+}
+
+/* inih callback: returns nonzero to continue; an unknown key or bad value stops the parse. */
+static int on_entry(void *user, const char *section, const char *name, const char *value)
+{
+	struct config *cfg = user;
+	long v;
+	int rc = -1;
+
+#define KEY(s, k) (!strcmp(section, s) && !strcmp(name, k))
+	if (KEY("database", "socket"))
+		rc = set_str(cfg->db_socket, value);
+	else if (KEY("database", "host"))
+		rc = set_str(cfg->db_host, value);
+	else if (KEY("database", "port")) {
+		rc = parse_long(value, 10, 0, 65535, &v);
+		cfg->db_port = (unsigned)v;
+	} else if (KEY("database", "user"))
+		rc = set_str(cfg->db_user, value);
+	else if (KEY("database", "password"))
+		rc = set_str(cfg->db_password, value);
+	else if (KEY("database", "name"))
+		rc = set_str(cfg->db_name, value);
+	else if (KEY("api", "socket"))
+		rc = set_str(cfg->api_socket, value);
+	else if (KEY("api", "socket_group"))
+		rc = set_str(cfg->api_socket_group, value);
+	else if (KEY("api", "socket_mode")) {
+		rc = parse_long(value, 8, 0, 0777, &v);
+		cfg->api_socket_mode = (unsigned)v;
+	} else if (KEY("api", "workers")) {
+		rc = parse_long(value, 10, 0, CONFIG_MAX_WORKERS, &v);
+		cfg->api_workers = (int)v;
+	} else if (KEY("api", "max_requests")) {
+		rc = parse_long(value, 10, 0, 1000000000L, &v);
+		cfg->api_max_requests = v;
+	} else if (KEY("sandbox", "backend")) {
+		rc = backend_lookup(value) ? set_str(cfg->backend, value) : -1;
+	} else if (KEY("log", "level")) {
+		cfg->log_level = parse_level(value);
+		rc = cfg->log_level < 0 ? -1 : 0;
+	} else {
+		snprintf(cfg->error, sizeof(cfg->error), "%s.%s: unknown key", section, name);
+		return 0;
+	}
+#undef KEY
+	if (rc) {
+		snprintf(cfg->error, sizeof(cfg->error), "%s.%s: invalid value", section, name);
+		return 0;
+	}
+	return 1;
+}
+
+const char *config_path(const char *path)
+{
+	const char *env;
+
+	if (path && *path)
+		return path;
+	env = getenv("TERRARIUM_CONFIG");
+	return env && *env ? env : CONFIG_DEFAULT_PATH;
+}
+
+int config_load(struct config *cfg, const char *path)
+{
+	const char *env;
+	int rc;
+
+	memset(cfg, 0, sizeof(*cfg));
+	strcpy(cfg->db_host, "localhost");
+	strcpy(cfg->db_user, "terrarium");
+	strcpy(cfg->db_name, "terrarium");
+	strcpy(cfg->api_socket, "var/api.sock");
+	cfg->api_socket_mode = 0660;
+	cfg->api_max_requests = CONFIG_DEFAULT_MAX_REQUESTS;
+	strcpy(cfg->backend, "local");
+	cfg->log_level = 1;
+
+	path = config_path(path);
+	rc = ini_parse(path, on_entry, cfg);
+	if (rc < 0) {
+		snprintf(cfg->error, sizeof(cfg->error), "%s: cannot read: %s", path, strerror(errno));
+		return -1;
+	}
+	if (rc > 0) {
+		if (!cfg->error[0])
+			snprintf(cfg->error, sizeof(cfg->error), "%s: syntax error on line %d", path, rc);
+		return -1;
+	}
+	env = getenv("TERRARIUM_DB_PASSWORD");
+	if (env && set_str(cfg->db_password, env)) {
+		snprintf(cfg->error, sizeof(cfg->error), "TERRARIUM_DB_PASSWORD: too long");
+		return -1;
+	}
+	return 0;
+}

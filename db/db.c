@@ -1,0 +1,443 @@
+#include "db.h"
+
+#include <errmsg.h>
+#include <stdio.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../common/crypto.h"
+#include "../common/log.h"
+
+#define DB_CELL_MIN 64
+
+struct stmt_entry {
+	const char *sql;
+	MYSQL_STMT *stmt;
+};
+
+struct db {
+	const struct config *cfg;
+	MYSQL *conn;
+	bool in_tx;
+	struct stmt_entry cache[DB_STMT_CACHE_MAX];
+	int ncache;
+	char error[512];
+};
+
+enum db_status db_classify(unsigned err)
+{
+	switch (err) {
+	case 0:
+		return DB_OK;
+	case ER_LOCK_DEADLOCK:
+	case ER_LOCK_WAIT_TIMEOUT:
+		return DB_RETRY;
+	case ER_DUP_ENTRY:
+	case ER_ROW_IS_REFERENCED_2:
+	case ER_NO_REFERENCED_ROW_2:
+		return DB_CONFLICT;
+	case CR_SERVER_GONE_ERROR:
+	case CR_SERVER_LOST:
+	case CR_CONNECTION_ERROR:
+	case CR_CONN_HOST_ERROR:
+	case CR_SERVER_LOST_EXTENDED:
+	case ER_CONNECTION_KILLED:
+	case ER_SERVER_SHUTDOWN:
+	case ER_CON_COUNT_ERROR:
+	case ER_QUERY_INTERRUPTED:
+	case 4031: /* ER_CLIENT_INTERACTION_TIMEOUT: disconnected by the server */
+		return DB_GONE;
+	default:
+		return DB_FATAL;
+	}
+}
+
+const char *db_status_name(enum db_status status)
+{
+	static const char *names[] = { "ok", "conflict", "retry", "gone", "fatal" };
+	return (unsigned)status < 5 ? names[status] : "?";
+}
+
+const char *db_error(const struct db *db)
+{
+	return db->error;
+}
+
+struct db *db_new(const struct config *cfg)
+{
+	struct db *db = calloc(1, sizeof(*db));
+
+	if (db)
+		db->cfg = cfg;
+	return db;
+}
+
+static void db_disconnect(struct db *db)
+{
+	for (int i = 0; i < db->ncache; i++)
+		mysql_stmt_close(db->cache[i].stmt);
+	db->ncache = 0;
+	if (db->conn)
+		mysql_close(db->conn);
+	db->conn = NULL;
+	db->in_tx = false;
+}
+
+void db_free(struct db *db)
+{
+	if (!db)
+		return;
+	db_disconnect(db);
+	free(db);
+}
+
+static enum db_status fail(struct db *db, unsigned err, const char *msg)
+{
+	enum db_status st = db_classify(err);
+
+	snprintf(db->error, sizeof(db->error), "%u: %s", err, msg);
+	if (st == DB_GONE)
+		db_disconnect(db);
+	return st;
+}
+
+enum db_status db_connect(struct db *db)
+{
+	const struct config *c = db->cfg;
+	unsigned timeout = DB_CONNECT_TIMEOUT_S, io = DB_IO_TIMEOUT_S;
+	my_bool off = 0;
+	MYSQL *m;
+
+	if (db->conn)
+		return DB_OK;
+	m = mysql_init(NULL);
+	if (!m)
+		return DB_FATAL;
+	mysql_options(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+	mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+	mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &io);
+	mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &io);
+	/* never let the client reconnect by itself: it would invalidate cached statements */
+	mysql_options(m, MYSQL_OPT_RECONNECT, &off);
+	mysql_options(m, MYSQL_INIT_COMMAND, "SET time_zone = '+00:00', NAMES utf8mb4");
+	if (!mysql_real_connect(m, c->db_socket[0] ? NULL : c->db_host, c->db_user,
+				c->db_password, c->db_name, c->db_port,
+				c->db_socket[0] ? c->db_socket : NULL, 0)) {
+		unsigned err = mysql_errno(m);
+		snprintf(db->error, sizeof(db->error), "%u: %s", err, mysql_error(m));
+		mysql_close(m);
+		return db_classify(err) == DB_GONE || err == 2002 || err == 2003 ? DB_GONE
+										 : DB_FATAL;
+	}
+	db->conn = m;
+	return DB_OK;
+}
+
+enum db_status db_query(struct db *db, const char *sql)
+{
+	enum db_status st = db_connect(db);
+
+	if (st)
+		return st;
+	if (mysql_query(db->conn, sql))
+		return fail(db, mysql_errno(db->conn), mysql_error(db->conn));
+	/* drain any result so the connection stays usable */
+	do {
+		MYSQL_RES *res = mysql_store_result(db->conn);
+		if (res)
+			mysql_free_result(res);
+	} while (mysql_next_result(db->conn) == 0);
+	if (mysql_errno(db->conn))
+		return fail(db, mysql_errno(db->conn), mysql_error(db->conn));
+	return DB_OK;
+}
+
+static MYSQL_STMT *stmt_get(struct db *db, const char *sql, unsigned *err)
+{
+	MYSQL_STMT *stmt;
+	my_bool on = 1;
+
+	for (int i = 0; i < db->ncache; i++)
+		if (db->cache[i].sql == sql)
+			return db->cache[i].stmt;
+	stmt = mysql_stmt_init(db->conn);
+	if (!stmt) {
+		*err = CR_OUT_OF_MEMORY;
+		return NULL;
+	}
+	if (mysql_stmt_prepare(stmt, sql, strlen(sql))) {
+		*err = mysql_stmt_errno(stmt);
+		snprintf(db->error, sizeof(db->error), "%u: %s", *err, mysql_stmt_error(stmt));
+		mysql_stmt_close(stmt);
+		return NULL;
+	}
+	mysql_stmt_attr_set(stmt, STMT_ATTR_UPDATE_MAX_LENGTH, &on);
+	if (db->ncache < DB_STMT_CACHE_MAX)
+		db->cache[db->ncache++] = (struct stmt_entry){ sql, stmt };
+	else
+		log_warn("statement cache full; raise DB_STMT_CACHE_MAX");
+	return stmt;
+}
+
+static void stmt_done(struct db *db, MYSQL_STMT *stmt)
+{
+	mysql_stmt_free_result(stmt);
+	for (int i = 0; i < db->ncache; i++)
+		if (db->cache[i].stmt == stmt)
+			return;
+	mysql_stmt_close(stmt);
+}
+
+void db_rows_free(struct db_rows *rows)
+{
+	if (!rows || !rows->cell)
+		return;
+	for (unsigned i = 0; i < rows->nrows * rows->ncols; i++)
+		free(rows->cell[i]);
+	free(rows->cell);
+	free(rows->len);
+	memset(rows, 0, sizeof(*rows));
+}
+
+/* Fetch the whole stored result of STMT into ROWS. Returns 0 or a MariaDB error number. */
+static unsigned fetch_all(MYSQL_STMT *stmt, MYSQL_RES *meta, struct db_rows *rows)
+{
+	unsigned ncols = mysql_num_fields(meta), err = 0;
+	MYSQL_FIELD *fields = mysql_fetch_fields(meta);
+	unsigned long long nrows = mysql_stmt_num_rows(stmt);
+	MYSQL_BIND *bind = calloc(ncols ? ncols : 1, sizeof(*bind));
+	unsigned long *lens = calloc(ncols ? ncols : 1, sizeof(*lens));
+	my_bool *nulls = calloc(ncols ? ncols : 1, sizeof(*nulls));
+	my_bool *errs = calloc(ncols ? ncols : 1, sizeof(*errs));
+	char **bufs = calloc(ncols ? ncols : 1, sizeof(*bufs));
+	unsigned r = 0;
+
+	rows->ncols = ncols;
+	rows->nrows = 0;
+	rows->cell = calloc(nrows * ncols + 1, sizeof(*rows->cell));
+	rows->len = calloc(nrows * ncols + 1, sizeof(*rows->len));
+	if (!bind || !lens || !nulls || !errs || !bufs || !rows->cell || !rows->len) {
+		err = CR_OUT_OF_MEMORY;
+		goto out;
+	}
+	for (unsigned c = 0; c < ncols; c++) {
+		unsigned long cap = fields[c].max_length > DB_CELL_MIN ? fields[c].max_length : DB_CELL_MIN;
+		bufs[c] = malloc(cap + 1);
+		if (!bufs[c]) {
+			err = CR_OUT_OF_MEMORY;
+			goto out;
+		}
+		bind[c].buffer_type = MYSQL_TYPE_STRING;
+		bind[c].buffer = bufs[c];
+		bind[c].buffer_length = cap + 1;
+		bind[c].length = &lens[c];
+		bind[c].is_null = &nulls[c];
+		bind[c].error = &errs[c];
+	}
+	if (ncols && mysql_stmt_bind_result(stmt, bind)) {
+		err = mysql_stmt_errno(stmt);
+		goto out;
+	}
+	for (;;) {
+		int rc = mysql_stmt_fetch(stmt);
+		if (rc == MYSQL_NO_DATA)
+			break;
+		if (rc == 1) {
+			err = mysql_stmt_errno(stmt);
+			goto out;
+		}
+		if (r >= nrows)
+			break;
+		for (unsigned c = 0; c < ncols; c++) {
+			char *cell;
+			if (nulls[c])
+				continue;
+			cell = malloc(lens[c] + 1);
+			if (!cell) {
+				err = CR_OUT_OF_MEMORY;
+				goto out;
+			}
+			if (lens[c] < bind[c].buffer_length) {
+				memcpy(cell, bufs[c], lens[c]);
+			} else {
+				MYSQL_BIND one = bind[c];
+				one.buffer = cell;
+				one.buffer_length = lens[c] + 1;
+				if (mysql_stmt_fetch_column(stmt, &one, c, 0)) {
+					free(cell);
+					err = mysql_stmt_errno(stmt);
+					goto out;
+				}
+			}
+			cell[lens[c]] = '\0';
+			rows->cell[r * ncols + c] = cell;
+			rows->len[r * ncols + c] = lens[c];
+		}
+		r++;
+		rows->nrows = r;
+	}
+out:
+	for (unsigned c = 0; bufs && c < ncols; c++)
+		free(bufs[c]);
+	free(bufs);
+	free(bind);
+	free(lens);
+	free(nulls);
+	free(errs);
+	if (err)
+		db_rows_free(rows);
+	return err;
+}
+
+static enum db_status exec_once(struct db *db, const char *sql, const struct db_val *params,
+				unsigned nparams, struct db_rows *rows,
+				unsigned long long *affected)
+{
+	MYSQL_BIND bind[DB_MAX_PARAMS];
+	MYSQL_STMT *stmt;
+	MYSQL_RES *meta = NULL;
+	enum db_status st;
+	unsigned err = 0;
+
+	if (nparams > DB_MAX_PARAMS)
+		return fail(db, CR_UNKNOWN_ERROR, "too many parameters");
+	st = db_connect(db);
+	if (st)
+		return st;
+	stmt = stmt_get(db, sql, &err);
+	if (!stmt)
+		return fail(db, err, db->error);
+	memset(bind, 0, sizeof(bind));
+	for (unsigned i = 0; i < nparams; i++) {
+		switch (params[i].type) {
+		case DBT_NULL:
+			bind[i].buffer_type = MYSQL_TYPE_NULL;
+			break;
+		case DBT_STR:
+			bind[i].buffer_type = MYSQL_TYPE_STRING;
+			bind[i].buffer = (void *)params[i].s;
+			bind[i].buffer_length = params[i].len;
+			break;
+		case DBT_INT:
+			bind[i].buffer_type = MYSQL_TYPE_LONGLONG;
+			bind[i].buffer = (void *)&params[i].i;
+			break;
+		}
+	}
+	if (nparams && mysql_stmt_bind_param(stmt, bind))
+		goto stmt_fail;
+	if (mysql_stmt_execute(stmt))
+		goto stmt_fail;
+	if (affected)
+		*affected = mysql_stmt_affected_rows(stmt);
+	meta = mysql_stmt_result_metadata(stmt);
+	if (meta) {
+		if (mysql_stmt_store_result(stmt))
+			goto stmt_fail;
+		if (rows) {
+			err = fetch_all(stmt, meta, rows);
+			if (err) {
+				mysql_free_result(meta);
+				stmt_done(db, stmt);
+				return fail(db, err, "fetching a result");
+			}
+		}
+		mysql_free_result(meta);
+	} else if (rows) {
+		memset(rows, 0, sizeof(*rows));
+	}
+	stmt_done(db, stmt);
+	return DB_OK;
+
+stmt_fail:
+	err = mysql_stmt_errno(stmt);
+	snprintf(db->error, sizeof(db->error), "%u: %s", err, mysql_stmt_error(stmt));
+	if (meta)
+		mysql_free_result(meta);
+	stmt_done(db, stmt);
+	if (err == ER_UNKNOWN_STMT_HANDLER || err == ER_NEED_REPREPARE) {
+		/* the server forgot the statement (e.g. after a migration): drop the cache */
+		bool tx = db->in_tx;
+		for (int i = 0; i < db->ncache; i++)
+			mysql_stmt_close(db->cache[i].stmt);
+		db->ncache = 0;
+		db->in_tx = tx;
+		return DB_RETRY;
+	}
+	return fail(db, err, db->error);
+}
+
+enum db_status db_exec(struct db *db, const char *sql, const struct db_val *params,
+		       unsigned nparams, struct db_rows *rows, unsigned long long *affected)
+{
+	enum db_status st = exec_once(db, sql, params, nparams, rows, affected);
+
+	if ((st == DB_GONE || st == DB_RETRY) && !db->in_tx) {
+		log_warn("database: %s (%s); retrying once", db_status_name(st), db->error);
+		st = exec_once(db, sql, params, nparams, rows, affected);
+	}
+	return st;
+}
+
+static void backoff(int attempt)
+{
+	unsigned ms = DB_TX_BACKOFF_BASE_MS << attempt, jitter;
+	struct timespec ts;
+
+	if (ms > DB_TX_BACKOFF_CAP_MS)
+		ms = DB_TX_BACKOFF_CAP_MS;
+	if (random_bytes(&jitter, sizeof(jitter)))
+		jitter = 0;
+	ms = ms / 2 + jitter % (ms / 2 + 1); /* "equal jitter": [ms/2, ms] */
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
+enum db_status db_tx(struct db *db, db_tx_fn fn, void *ctx)
+{
+	enum db_status st = DB_FATAL;
+
+	for (int attempt = 0; attempt < DB_TX_MAX_ATTEMPTS; attempt++) {
+		if (attempt)
+			backoff(attempt);
+		st = db_connect(db);
+		if (st == DB_GONE)
+			continue;
+		if (st)
+			return st;
+		if (mysql_query(db->conn, "START TRANSACTION")) {
+			st = fail(db, mysql_errno(db->conn), mysql_error(db->conn));
+			if (st == DB_GONE || st == DB_RETRY)
+				continue;
+			return st;
+		}
+		db->in_tx = true;
+		st = fn(db, ctx);
+		if (st == DB_OK) {
+			if (mysql_commit(db->conn)) {
+				/* a lost connection during COMMIT leaves the outcome unknown: no retry */
+				st = fail(db, mysql_errno(db->conn), mysql_error(db->conn));
+				if (st == DB_RETRY) {
+					if (db->conn)
+						mysql_rollback(db->conn);
+					db->in_tx = false;
+					continue;
+				}
+			}
+			db->in_tx = false;
+			return st;
+		}
+		if (db->conn)
+			mysql_rollback(db->conn);
+		db->in_tx = false;
+		if (st != DB_RETRY && st != DB_GONE)
+			return st;
+		log_info("transaction attempt %d: %s (%s)", attempt + 1, db_status_name(st),
+			 db->error);
+	}
+	return st;
+}

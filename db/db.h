@@ -1,0 +1,91 @@
+/* MariaDB access: one connection per process, prepared statements cached by SQL text
+ * address, one error classification, and a transaction runner that retries deadlocks and lock
+ * wait timeouts. Only db/ includes mysql.h. */
+#ifndef TERRARIUM_DB_H
+#define TERRARIUM_DB_H
+
+#include <stddef.h>
+#include <string.h>
+
+#include "../common/config.h"
+
+#define DB_STMT_CACHE_MAX 96
+#define DB_TX_MAX_ATTEMPTS 5
+#define DB_TX_BACKOFF_BASE_MS 5
+#define DB_TX_BACKOFF_CAP_MS 200
+#define DB_CONNECT_TIMEOUT_S 2
+#define DB_IO_TIMEOUT_S 30
+#define DB_MAX_PARAMS 24
+
+enum db_status {
+	DB_OK = 0,
+	DB_CONFLICT, /* duplicate key, foreign key violation */
+	DB_RETRY,    /* deadlock (1213) or lock wait timeout (1205): retry the transaction */
+	DB_GONE,     /* the server is unreachable or went away */
+	DB_FATAL,    /* anything else: a bug or bad state */
+};
+
+enum db_type { DBT_NULL, DBT_STR, DBT_INT };
+
+struct db_val {
+	enum db_type type;
+	const char *s;
+	size_t len;
+	long long i;
+};
+
+#define DB_STR(x) ((struct db_val){ DBT_STR, (x), strlen(x), 0 })
+#define DB_STRN(x, n) ((struct db_val){ DBT_STR, (x), (n), 0 })
+#define DB_INT(x) ((struct db_val){ DBT_INT, NULL, 0, (x) })
+#define DB_NULL ((struct db_val){ DBT_NULL, NULL, 0, 0 })
+
+/* A fully fetched result set: cell[r * ncols + c] is a NUL-terminated string, or NULL for SQL
+ * NULL. Owned by the struct (db_rows_free). */
+struct db_rows {
+	unsigned nrows, ncols;
+	char **cell;
+	unsigned long *len;
+};
+
+struct db;
+
+/* New handle for CFG (borrowed; must outlive the handle); does not connect yet. */
+struct db *db_new(const struct config *cfg);
+void db_free(struct db *db);
+
+/* Connect if not connected. DB_OK or DB_GONE / DB_FATAL. */
+enum db_status db_connect(struct db *db);
+
+/* Execute SQL (a string literal: its address keys the statement cache) with PARAMS. When ROWS
+ * is given the result set is fetched into it (caller db_rows_free). AFFECTED, when given,
+ * receives the affected row count. Outside a transaction a server-gone error reconnects and
+ * retries once. */
+enum db_status db_exec(struct db *db, const char *sql, const struct db_val *params,
+		       unsigned nparams, struct db_rows *rows, unsigned long long *affected);
+
+/* Execute SQL text without preparing (DDL, migrations). */
+enum db_status db_query(struct db *db, const char *sql);
+
+static inline const char *db_cell(const struct db_rows *r, unsigned row, unsigned col)
+{
+	return r->cell[row * r->ncols + col];
+}
+void db_rows_free(struct db_rows *rows);
+
+typedef enum db_status (*db_tx_fn)(struct db *db, void *ctx);
+
+/* Run FN inside a transaction: commit on DB_OK, roll back otherwise. DB_RETRY and a server-gone
+ * before commit roll back, wait a jittered backoff and run FN again (FN must be re-runnable),
+ * up to DB_TX_MAX_ATTEMPTS. Returns FN's status or the commit's. */
+enum db_status db_tx(struct db *db, db_tx_fn fn, void *ctx);
+
+/* Last server error message (for logs only; never sent to clients). */
+const char *db_error(const struct db *db);
+
+/* Human-readable name of STATUS. */
+const char *db_status_name(enum db_status status);
+
+/* Classify a MariaDB client or server error number. */
+enum db_status db_classify(unsigned err);
+
+#endif

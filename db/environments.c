@@ -1,0 +1,117 @@
+#include "environments.h"
+
+#include <stdlib.h>
+
+#define ENV_SELECT                                                                        \
+	"SELECT id, name, description, metadata, config, scope,"                          \
+	" DATE_FORMAT(created_at, '%Y-%m-%dT%H:%i:%s.%fZ'),"                              \
+	" DATE_FORMAT(updated_at, '%Y-%m-%dT%H:%i:%s.%fZ'),"                              \
+	" DATE_FORMAT(archived_at, '%Y-%m-%dT%H:%i:%s.%fZ'), revision,"                   \
+	" DATE_FORMAT(created_at, '%Y-%m-%d %H:%i:%s.%f') FROM environments "
+
+#define ENV_VISIBLE " workspace_id = ? AND (scope IS NULL OR scope <> 'account' OR account_id = ?) "
+
+enum db_status envdb_get(struct db *db, const char *id, const char *ws, const char *account,
+			 int for_update, struct db_rows *rows)
+{
+	static const char sql[] = ENV_SELECT "WHERE id = ? AND" ENV_VISIBLE;
+	static const char sql_lock[] = ENV_SELECT "WHERE id = ? AND" ENV_VISIBLE "FOR UPDATE";
+	struct db_val p[] = { DB_STR(id), DB_STR(ws), DB_STR(account) };
+
+	return db_exec(db, for_update ? sql_lock : sql, p, 3, rows, NULL);
+}
+
+static struct db_val opt(const char *s)
+{
+	return s ? DB_STR(s) : DB_NULL;
+}
+
+enum db_status envdb_insert(struct db *db, const struct env_row_in *in)
+{
+	static const char sql[] =
+		"INSERT INTO environments (id, workspace_id, account_id, name, description, metadata,"
+		" type, scope, config, revision, created_at, updated_at)"
+		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)";
+	struct db_val p[] = { DB_STR(in->id),	    DB_STR(in->workspace_id), DB_STR(in->account_id),
+			      DB_STR(in->name),	    opt(in->description),     DB_STR(in->metadata),
+			      DB_STR(in->type),	    opt(in->scope),	      DB_STR(in->config),
+			      DB_STR(in->now),	    DB_STR(in->now) };
+
+	return db_exec(db, sql, p, 11, NULL, NULL);
+}
+
+enum db_status envdb_update(struct db *db, const struct env_row_in *in)
+{
+	static const char sql[] =
+		"UPDATE environments SET name = ?, description = ?, metadata = ?, type = ?, scope = ?,"
+		" config = ?, revision = revision + 1, updated_at = ? WHERE id = ? AND workspace_id = ?";
+	struct db_val p[] = { DB_STR(in->name),	  opt(in->description), DB_STR(in->metadata),
+			      DB_STR(in->type),	  opt(in->scope),	DB_STR(in->config),
+			      DB_STR(in->now),	  DB_STR(in->id),	DB_STR(in->workspace_id) };
+
+	return db_exec(db, sql, p, 9, NULL, NULL);
+}
+
+enum db_status envdb_archive(struct db *db, const char *id, const char *ws, const char *account,
+			     const char *now, unsigned long long *affected)
+{
+	static const char sql[] = "UPDATE environments SET archived_at = ?, updated_at = ?"
+				  " WHERE id = ? AND archived_at IS NULL AND" ENV_VISIBLE;
+	struct db_val p[] = { DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws), DB_STR(account) };
+
+	return db_exec(db, sql, p, 5, NULL, affected);
+}
+
+enum db_status envdb_delete(struct db *db, const char *id, const char *ws, const char *account,
+			    unsigned long long *affected)
+{
+	static const char sql[] =
+		"DELETE FROM environments WHERE id = ? AND" ENV_VISIBLE
+		"AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.environment_id = environments.id)";
+	struct db_val p[] = { DB_STR(id), DB_STR(ws), DB_STR(account) };
+
+	return db_exec(db, sql, p, 3, NULL, affected);
+}
+
+enum db_status envdb_references(struct db *db, const char *id, const char *ws,
+				const char *account, int *exists, long long *count)
+{
+	static const char sql[] =
+		"SELECT (SELECT COUNT(*) FROM sessions s WHERE s.environment_id = e.id)"
+		" FROM environments e WHERE id = ? AND"
+		" e.workspace_id = ? AND (e.scope IS NULL OR e.scope <> 'account' OR e.account_id = ?)";
+	struct db_val p[] = { DB_STR(id), DB_STR(ws), DB_STR(account) };
+	struct db_rows rows;
+	enum db_status st = db_exec(db, sql, p, 3, &rows, NULL);
+
+	if (st)
+		return st;
+	*exists = rows.nrows > 0;
+	*count = rows.nrows ? atoll(db_cell(&rows, 0, 0)) : 0;
+	db_rows_free(&rows);
+	return DB_OK;
+}
+
+enum db_status envdb_list(struct db *db, const char *ws, const char *account, int include_archived,
+			  const char *after_created, const char *after_id, long long limit,
+			  struct db_rows *rows)
+{
+#define ENV_LIST_ORDER " ORDER BY created_at DESC, id DESC LIMIT ?"
+#define ENV_LIST_AFTER " AND (created_at < ? OR (created_at = ? AND id < ?))"
+	static const char all_first[] = ENV_SELECT "WHERE" ENV_VISIBLE ENV_LIST_ORDER;
+	static const char live_first[] =
+		ENV_SELECT "WHERE" ENV_VISIBLE "AND archived_at IS NULL" ENV_LIST_ORDER;
+	static const char all_next[] = ENV_SELECT "WHERE" ENV_VISIBLE ENV_LIST_AFTER ENV_LIST_ORDER;
+	static const char live_next[] = ENV_SELECT "WHERE" ENV_VISIBLE
+		"AND archived_at IS NULL" ENV_LIST_AFTER ENV_LIST_ORDER;
+	struct db_val first[] = { DB_STR(ws), DB_STR(account), DB_INT(limit) };
+
+	if (!after_created)
+		return db_exec(db, include_archived ? all_first : live_first, first, 3, rows, NULL);
+	{
+		struct db_val next[] = { DB_STR(ws),		 DB_STR(account),
+					 DB_STR(after_created), DB_STR(after_created),
+					 DB_STR(after_id),	 DB_INT(limit) };
+		return db_exec(db, include_archived ? all_next : live_next, next, 6, rows, NULL);
+	}
+}

@@ -1,0 +1,51 @@
+/* The environments table. Every query filters on the workspace and on `scope: account`
+ * visibility (an account-scoped environment is visible only to its creating account). */
+#ifndef TERRARIUM_DB_ENVIRONMENTS_H
+#define TERRARIUM_DB_ENVIRONMENTS_H
+
+#include "db.h"
+
+/* Columns of every environment SELECT, in this order. */
+enum env_col {
+	ENV_C_ID,
+	ENV_C_NAME,
+	ENV_C_DESCRIPTION,
+	ENV_C_METADATA,
+	ENV_C_CONFIG,
+	ENV_C_SCOPE,
+	ENV_C_CREATED,   /* RFC 3339 */
+	ENV_C_UPDATED,   /* RFC 3339 */
+	ENV_C_ARCHIVED,  /* RFC 3339 or NULL */
+	ENV_C_REVISION,
+	ENV_C_CREATED_DB /* "YYYY-MM-DD HH:MM:SS.ffffff", the list cursor's key */
+};
+
+struct env_row_in {
+	const char *id, *workspace_id, *account_id, *name;
+	const char *description; /* NULL: SQL NULL */
+	const char *metadata, *type, *scope /* NULL */, *config;
+	const char *now;         /* "YYYY-MM-DD HH:MM:SS.ffffff" */
+};
+
+/* One visible environment by id into ROWS (0 or 1 row); FOR_UPDATE locks it. */
+enum db_status envdb_get(struct db *db, const char *id, const char *ws, const char *account,
+			 int for_update, struct db_rows *rows);
+enum db_status envdb_insert(struct db *db, const struct env_row_in *in);
+/* Replace the user-settable fields, revision + 1, updated_at = in->now. */
+enum db_status envdb_update(struct db *db, const struct env_row_in *in);
+/* Set archived_at (and updated_at) when not yet archived. *AFFECTED = rows changed. */
+enum db_status envdb_archive(struct db *db, const char *id, const char *ws, const char *account,
+			     const char *now, unsigned long long *affected);
+/* Delete when no session references it: one statement. *AFFECTED = 1 when deleted. */
+enum db_status envdb_delete(struct db *db, const char *id, const char *ws, const char *account,
+			    unsigned long long *affected);
+/* Sessions referencing ENVIRONMENT_ID into *COUNT; *EXISTS = the environment is visible. */
+enum db_status envdb_references(struct db *db, const char *id, const char *ws,
+				const char *account, int *exists, long long *count);
+/* Visible environments newest first, after the cursor (AFTER_CREATED/AFTER_ID, both NULL for
+ * the first page), at most LIMIT rows. */
+enum db_status envdb_list(struct db *db, const char *ws, const char *account, int include_archived,
+			  const char *after_created, const char *after_id, long long limit,
+			  struct db_rows *rows);
+
+#endif

@@ -1,0 +1,121 @@
+#include "keys.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/crypto.h"
+
+static void copy_cell(char *out, size_t sz, const char *cell)
+{
+	snprintf(out, sz, "%s", cell ? cell : "");
+}
+
+enum db_status keys_lookup(struct db *db, const unsigned char hash[32], char *key_id,
+			   char *workspace_id, char *account, size_t sz, int *found)
+{
+	static const char sql[] = "SELECT id, workspace_id, account_id FROM api_keys "
+				  "WHERE key_hash = ? AND revoked_at IS NULL";
+	struct db_val p[] = { DB_STRN((const char *)hash, 32) };
+	struct db_rows rows;
+	enum db_status st = db_exec(db, sql, p, 1, &rows, NULL);
+
+	*found = 0;
+	if (st)
+		return st;
+	if (rows.nrows) {
+		copy_cell(key_id, sz, db_cell(&rows, 0, 0));
+		copy_cell(workspace_id, sz, db_cell(&rows, 0, 1));
+		copy_cell(account, sz, db_cell(&rows, 0, 2));
+		*found = 1;
+	}
+	db_rows_free(&rows);
+	return DB_OK;
+}
+
+enum db_status workspace_lookup(struct db *db, const char *name, char *out, size_t sz, int *found)
+{
+	static const char sql[] = "SELECT id FROM workspaces WHERE name = ?";
+	struct db_val p[] = { DB_STR(name) };
+	struct db_rows rows;
+	enum db_status st = db_exec(db, sql, p, 1, &rows, NULL);
+
+	*found = 0;
+	if (st)
+		return st;
+	if (rows.nrows) {
+		copy_cell(out, sz, db_cell(&rows, 0, 0));
+		*found = 1;
+	}
+	db_rows_free(&rows);
+	return DB_OK;
+}
+
+struct create_ctx {
+	const char *workspace, *account;
+	char *key;
+	size_t keysz;
+};
+
+static enum db_status create_tx(struct db *db, void *arg)
+{
+	static const char ins_ws[] = "INSERT IGNORE INTO workspaces (id, name) VALUES (?, ?)";
+	static const char ins_key[] = "INSERT INTO api_keys (id, workspace_id, account_id, key_hash) "
+				      "SELECT ?, id, ?, ? FROM workspaces WHERE name = ?";
+	struct create_ctx *c = arg;
+	char ws_id[48], key_id[48];
+	unsigned char hash[SHA256_LEN];
+	enum db_status st;
+
+	if (random_id(ws_id, sizeof(ws_id), "wrkspc_", ID_RANDOM_LEN) ||
+	    random_id(key_id, sizeof(key_id), "apikey_", ID_RANDOM_LEN) ||
+	    random_id(c->key, c->keysz, KEY_PREFIX, KEY_RANDOM_LEN))
+		return DB_FATAL;
+	st = db_exec(db, ins_ws, (struct db_val[]){ DB_STR(ws_id), DB_STR(c->workspace) }, 2, NULL,
+		     NULL);
+	if (st)
+		return st;
+	sha256(c->key, strlen(c->key), hash);
+	return db_exec(db, ins_key,
+		       (struct db_val[]){ DB_STR(key_id), DB_STR(c->account),
+					  DB_STRN((const char *)hash, SHA256_LEN),
+					  DB_STR(c->workspace) },
+		       4, NULL, NULL);
+}
+
+enum db_status keys_create(struct db *db, const char *workspace, const char *account, char *key,
+			   size_t keysz)
+{
+	struct create_ctx c = { workspace, account, key, keysz };
+	return db_tx(db, create_tx, &c);
+}
+
+enum db_status keys_revoke(struct db *db, const char *key, int *found)
+{
+	static const char sql[] = "UPDATE api_keys SET revoked_at = UTC_TIMESTAMP(6) "
+				  "WHERE key_hash = ? AND revoked_at IS NULL";
+	unsigned char hash[SHA256_LEN];
+	unsigned long long n = 0;
+	enum db_status st;
+
+	sha256(key, strlen(key), hash);
+	st = db_exec(db, sql, (struct db_val[]){ DB_STRN((const char *)hash, SHA256_LEN) }, 1, NULL,
+		     &n);
+	*found = n > 0;
+	return st;
+}
+
+enum db_status secret_get(struct db *db, const char *name, unsigned char *out, size_t len)
+{
+	static const char sql[] = "SELECT secret FROM server_secrets WHERE name = ?";
+	struct db_rows rows;
+	enum db_status st = db_exec(db, sql, (struct db_val[]){ DB_STR(name) }, 1, &rows, NULL);
+
+	if (st)
+		return st;
+	if (rows.nrows != 1 || !db_cell(&rows, 0, 0) || rows.len[0] < len)
+		st = DB_FATAL;
+	else
+		memcpy(out, db_cell(&rows, 0, 0), len);
+	db_rows_free(&rows);
+	return st;
+}

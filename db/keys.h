@@ -1,0 +1,36 @@
+/* Workspaces and API keys. Keys are stored as SHA-256 only; the key itself is shown once. */
+#ifndef TERRARIUM_DB_KEYS_H
+#define TERRARIUM_DB_KEYS_H
+
+#include "db.h"
+
+#define KEY_PREFIX "trm_"
+#define KEY_RANDOM_LEN 40
+#define KEY_MAX_LEN 256          /* longer presented keys are rejected without a lookup */
+#define WORKSPACE_NAME_MAX 255
+#define ACCOUNT_NAME_MAX 255
+
+/* Find the active key whose hash is HASH. DB_OK with *FOUND set; on a hit fills the key id,
+ * workspace id and account (each buffer of size SZ). */
+enum db_status keys_lookup(struct db *db, const unsigned char hash[32], char *key_id,
+			   char *workspace_id, char *account, size_t sz, int *found);
+
+/* Create workspace NAME if missing and a new key for ACCOUNT in it; the key (shown once) goes
+ * to KEY (size >= sizeof KEY_PREFIX + KEY_RANDOM_LEN). */
+enum db_status keys_create(struct db *db, const char *workspace, const char *account, char *key,
+			   size_t keysz);
+
+/* Revoke the key KEY (the key itself). *FOUND = 0 when no active key matched. */
+enum db_status keys_revoke(struct db *db, const char *key, int *found);
+
+/* Workspace id of NAME into OUT. *FOUND = 0 when there is none. */
+enum db_status workspace_lookup(struct db *db, const char *name, char *out, size_t sz, int *found);
+
+/* The deployment's secret NAME (created by migrations) into OUT (LEN bytes). */
+enum db_status secret_get(struct db *db, const char *name, unsigned char *out, size_t len);
+
+/* Apply every migration in DIR not yet in schema_migrations, in name order, each recorded.
+ * Prints what it applies to stderr. DB_OK or the failure (with the file named in the log). */
+enum db_status migrate_dir(struct db *db, const char *dir);
+
+#endif

@@ -1,0 +1,94 @@
+/* The parsed request and the response under construction: what handlers see. Nothing here
+ * depends on libfcgi; fcgi/serve.c fills a request from FastCGI or CGI and writes the response. */
+#ifndef TERRARIUM_HTTP_H
+#define TERRARIUM_HTTP_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define REQ_MAX_BODY (1024 * 1024)  /* API.md §1: larger bodies answer 413 */
+#define REQ_MAX_PATH 2048
+#define REQ_MAX_PARAMS 4            /* {id} captures in a route pattern */
+#define REQ_MAX_QUERY 32            /* query parameters kept */
+#define REQ_ID_LEN 28               /* "req_" + 24 */
+#define RESP_MAX_HEADERS 8
+#define RESP_HEADER_MAX 256
+#define AUTH_ID_MAX 64
+#define AUTH_ACCOUNT_MAX 256
+
+struct query_param {
+	char *name;  /* decoded, owned */
+	char *value; /* decoded, owned */
+};
+
+struct auth {
+	char key_id[AUTH_ID_MAX];
+	char workspace_id[AUTH_ID_MAX];
+	char account_id[AUTH_ACCOUNT_MAX];
+};
+
+struct request {
+	char method[16];
+	char path[REQ_MAX_PATH];          /* decoded-free raw path, without query */
+	char request_id[REQ_ID_LEN + 1];
+	char **env;                       /* borrowed CGI/FastCGI parameters */
+	char *body;                       /* owned, NUL-terminated, body_len bytes */
+	size_t body_len;
+	int has_content_length;           /* CONTENT_LENGTH present and non-empty */
+	struct query_param query[REQ_MAX_QUERY];
+	int nquery;
+	const char *params[REQ_MAX_PARAMS]; /* route captures, point into param_buf */
+	char param_buf[REQ_MAX_PATH];
+	int nparams;
+	json_t *json;                     /* parsed body when the route takes one; owned */
+	struct auth auth;
+};
+
+struct response {
+	int status;
+	char headers[RESP_MAX_HEADERS][RESP_HEADER_MAX]; /* "name: value" */
+	int nheaders;
+	char *body;      /* owned */
+	size_t body_len;
+};
+
+/* Value of the CGI parameter NAME (e.g. "HTTP_X_API_KEY"), or NULL. Borrowed from req->env. */
+const char *req_env(const struct request *req, const char *name);
+
+/* Join every occurrence of header parameter NAME with ", " into OUT. Returns the number found
+ * (0: OUT is ""), or -1 when OUT is too small. */
+int req_header_all(const struct request *req, const char *name, char *out, size_t outsz);
+
+/* Decoded value of query parameter NAME, or NULL. Borrowed from req. */
+const char *req_query(const struct request *req, const char *name);
+
+/* Parse QUERY (a raw query string) into req->query. Returns 0, or -1 when it is malformed
+ * (bad percent escape, too many parameters, duplicate name). */
+int req_parse_query(struct request *req, const char *query);
+
+/* Reads up to N body bytes into BUF; returns fewer only at end of input. */
+typedef size_t (*req_reader)(void *ctx, char *buf, size_t n);
+
+/* Fill REQ from req->env (already set) and the body from READ: request id (REQUEST_ID when well
+ * formed, else a new one), method, path, query, and exactly CONTENT_LENGTH body bytes (strict
+ * digits; over REQ_MAX_BODY: 413 without reading; fewer bytes: 400). 0, or -1 with RESP
+ * filled. */
+int req_read(struct request *req, struct response *resp, req_reader read, void *ctx);
+
+/* Release what the request owns (body, json, query); the struct can then be reused. */
+void req_release(struct request *req);
+
+/* Response building. All of these replace any earlier body. */
+void resp_header(struct response *resp, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Serialise VALUE (steals the reference) as the body with STATUS. */
+void resp_json(struct response *resp, int status, json_t *value);
+/* The API.md §2 error envelope for STATUS; CODE is the error_code or NULL/"" for none. Sets
+ * x-should-retry per status (and retry-after for 429/503). */
+void resp_error(struct response *resp, const struct request *req, int status, const char *code,
+		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* error.type for STATUS per API.md §2. */
+const char *resp_error_type(int status);
+void resp_release(struct response *resp);
+
+#endif

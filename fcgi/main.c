@@ -1,0 +1,110 @@
+/* terrarium-api: the API server and its administrative commands.
+ *
+ *   terrarium-api [-c CONFIG] serve                      prefork supervisor on [api] socket
+ *   terrarium-api [-c CONFIG] migrate [SQL_DIR]          apply sql/ migrations
+ *   terrarium-api [-c CONFIG] key create WORKSPACE [ACCOUNT]   print a new key (shown once)
+ *   terrarium-api [-c CONFIG] key revoke KEY
+ *   terrarium-api [-c CONFIG] workspace id WORKSPACE
+ *
+ * Started by a web server (GATEWAY_INTERFACE set, or a listening socket on fd 0) it serves:
+ * FastCGI on fd 0 (spawn-fcgi, mod_fcgid), or one plain CGI request. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/config.h"
+#include "../common/log.h"
+#include "../db/keys.h"
+#include "serve.h"
+
+#define MAIN_DEFAULT_ACCOUNT "default"
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: terrarium-api [-c CONFIG] serve\n"
+		"       terrarium-api [-c CONFIG] migrate [SQL_DIR]\n"
+		"       terrarium-api [-c CONFIG] key create WORKSPACE [ACCOUNT]\n"
+		"       terrarium-api [-c CONFIG] key revoke KEY\n"
+		"       terrarium-api [-c CONFIG] workspace id WORKSPACE\n");
+	return 2;
+}
+
+static int admin(const struct config *cfg, int argc, char **argv)
+{
+	struct db *db = db_new(cfg);
+	enum db_status st = DB_FATAL;
+	int ret = 1, found = 0;
+
+	if (!db)
+		return 1;
+	if (!strcmp(argv[0], "migrate")) {
+		st = migrate_dir(db, argc > 1 ? argv[1] : "sql");
+	} else if (!strcmp(argv[0], "key") && argc >= 3 && !strcmp(argv[1], "create")) {
+		char key[sizeof(KEY_PREFIX) + KEY_RANDOM_LEN];
+		const char *account = argc > 3 ? argv[3] : MAIN_DEFAULT_ACCOUNT;
+		if (strlen(argv[2]) > WORKSPACE_NAME_MAX || strlen(account) > ACCOUNT_NAME_MAX) {
+			fprintf(stderr, "workspace and account names are at most %d characters\n",
+				WORKSPACE_NAME_MAX);
+			goto out;
+		}
+		st = keys_create(db, argv[2], account, key, sizeof(key));
+		if (!st)
+			printf("%s\n", key);
+	} else if (!strcmp(argv[0], "key") && argc == 3 && !strcmp(argv[1], "revoke")) {
+		st = keys_revoke(db, argv[2], &found);
+		if (!st && !found) {
+			fprintf(stderr, "no active key matches\n");
+			goto out;
+		}
+	} else if (!strcmp(argv[0], "workspace") && argc == 3 && !strcmp(argv[1], "id")) {
+		char id[64];
+		st = workspace_lookup(db, argv[2], id, sizeof(id), &found);
+		if (!st && !found) {
+			fprintf(stderr, "no workspace named %s\n", argv[2]);
+			goto out;
+		}
+		if (!st)
+			printf("%s\n", id);
+	} else {
+		ret = usage();
+		goto out;
+	}
+	if (st)
+		fprintf(stderr, "database %s: %s\n", db_status_name(st), db_error(db));
+	ret = st ? 1 : 0;
+out:
+	db_free(db);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = NULL;
+	struct config cfg;
+	int i = 1;
+
+	if (argc > 2 && !strcmp(argv[1], "-c")) {
+		path = argv[2];
+		i = 3;
+	}
+	if (i >= argc) {
+		int mode = serve_started_by_server();
+		if (!mode)
+			return usage();
+		if (config_load(&cfg, path)) {
+			fprintf(stderr, "config: %s\n", cfg.error);
+			return 1;
+		}
+		log_set_level(cfg.log_level);
+		return mode == SERVE_FASTCGI ? serve_fd0(&cfg) : serve_cgi(&cfg);
+	}
+	if (config_load(&cfg, path)) {
+		fprintf(stderr, "config: %s\n", cfg.error);
+		return 1;
+	}
+	log_set_level(cfg.log_level);
+	if (!strcmp(argv[i], "serve"))
+		return serve_supervisor(&cfg);
+	return admin(&cfg, argc - i, argv + i);
+}

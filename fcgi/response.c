@@ -1,0 +1,102 @@
+/* Response building and the error envelope of API.md §2. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+
+#define RESP_RETRY_AFTER_SECONDS 1
+
+void resp_header(struct response *resp, const char *name, const char *fmt, ...)
+{
+	char *line;
+	size_t n;
+	va_list ap;
+
+	if (resp->nheaders >= RESP_MAX_HEADERS)
+		return;
+	line = resp->headers[resp->nheaders++];
+	n = (size_t)snprintf(line, RESP_HEADER_MAX, "%s: ", name);
+	if (n >= RESP_HEADER_MAX)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line + n, RESP_HEADER_MAX - n, fmt, ap);
+	va_end(ap);
+}
+
+void resp_json(struct response *resp, int status, json_t *value)
+{
+	free(resp->body);
+	resp->status = status;
+	resp->body = json_dumps(value, JSON_COMPACT);
+	resp->body_len = resp->body ? strlen(resp->body) : 0;
+	json_decref(value);
+	if (!resp->body) {
+		/* out of memory: the smallest valid envelope */
+		static const char oom[] =
+			"{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"out of memory\"}}";
+		resp->status = 500;
+		resp->body = strdup(oom);
+		resp->body_len = resp->body ? strlen(oom) : 0;
+	}
+}
+
+const char *resp_error_type(int status)
+{
+	switch (status) {
+	case 400:
+	case 405:
+	case 422:
+		return "invalid_request_error";
+	case 401:
+		return "authentication_error";
+	case 403:
+		return "permission_error";
+	case 404:
+		return "not_found_error";
+	case 409:
+		return "conflict_error";
+	case 413:
+		return "request_too_large";
+	case 429:
+		return "rate_limit_error";
+	case 503:
+		return "overloaded_error";
+	default:
+		return status >= 400 && status < 500 ? "invalid_request_error" : "api_error";
+	}
+}
+
+void resp_error(struct response *resp, const struct request *req, int status, const char *code,
+		const char *fmt, ...)
+{
+	char msg[1024];
+	json_t *err, *body;
+	va_list ap;
+	int retry;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+
+	err = json_pack("{s:s, s:s}", "type", resp_error_type(status), "message", msg);
+	if (code && *code)
+		json_object_set_new(err, "details", json_pack("{s:s}", "error_code", code));
+	body = json_pack("{s:s, s:o, s:s}", "type", "error", "error", err, "request_id",
+			 req ? req->request_id : "");
+
+	retry = status == 408 || status == 429 || status >= 500;
+	if (status == 500)
+		retry = 0; /* our 500s come from bugs or bad state, not from load */
+	resp_header(resp, "x-should-retry", "%s", retry ? "true" : "false");
+	if (status == 429 || status == 503)
+		resp_header(resp, "retry-after", "%d", RESP_RETRY_AFTER_SECONDS);
+	resp_json(resp, status, body);
+}
+
+void resp_release(struct response *resp)
+{
+	free(resp->body);
+	memset(resp, 0, sizeof(*resp));
+}

@@ -1,0 +1,141 @@
+#include "router.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#define ALLOW_MAX 64
+
+static const struct route routes[] = {
+	{ "GET", "/healthz", health_live, 0 },
+	{ "GET", "/readyz", health_ready, 0 },
+	{ "POST", "/v1/environments", env_create, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
+	{ "GET", "/v1/environments", env_list, ROUTE_AUTH | ROUTE_BETA },
+	{ "GET", "/v1/environments/{id}", env_retrieve, ROUTE_AUTH | ROUTE_BETA },
+	{ "POST", "/v1/environments/{id}", env_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
+	{ "DELETE", "/v1/environments/{id}", env_delete, ROUTE_AUTH | ROUTE_BETA },
+	{ "POST", "/v1/environments/{id}/archive", env_archive,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT },
+};
+
+int route_match(const char *pattern, const char *path, struct request *req)
+{
+	const char *p = pattern, *s = path;
+	size_t used = 0;
+	int n = 0;
+
+	while (*p && *s) {
+		if (*p == '{') {
+			const char *seg_end = strchr(s, '/');
+			size_t len = seg_end ? (size_t)(seg_end - s) : strlen(s);
+			p = strchr(p, '}');
+			if (!p || !len || n >= REQ_MAX_PARAMS || used + len + 1 > sizeof(req->param_buf))
+				return 0;
+			p++;
+			memcpy(req->param_buf + used, s, len);
+			req->param_buf[used + len] = '\0';
+			req->params[n++] = req->param_buf + used;
+			used += len + 1;
+			s += len;
+			continue;
+		}
+		if (*p != *s)
+			return 0;
+		p++, s++;
+	}
+	if (*p || *s)
+		return 0;
+	req->nparams = n;
+	return 1;
+}
+
+int header_list_has(const char *value, const char *token)
+{
+	size_t tlen = strlen(token);
+
+	while (value && *value) {
+		const char *end = strchr(value, ',');
+		const char *a = value, *b = end ? end : value + strlen(value);
+		while (a < b && isspace((unsigned char)*a))
+			a++;
+		while (b > a && isspace((unsigned char)b[-1]))
+			b--;
+		if ((size_t)(b - a) == tlen && !strncmp(a, token, tlen))
+			return 1;
+		value = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
+/* Parse the body as a JSON object into req->json. 0, or -1 with RESP filled. */
+static int parse_body(struct request *req, struct response *resp, int optional)
+{
+	json_error_t jerr;
+
+	if (!req->body_len) {
+		if (optional)
+			return 0;
+		resp_error(resp, req, 400, NULL, "request body is required: a JSON object");
+		return -1;
+	}
+	req->json = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!req->json) {
+		resp_error(resp, req, 400, NULL, "request body is not valid JSON: %s (at position %d)",
+			   jerr.text, jerr.position);
+		return -1;
+	}
+	if (!json_is_object(req->json)) {
+		resp_error(resp, req, 400, NULL, "request body must be a JSON object");
+		return -1;
+	}
+	return 0;
+}
+
+void route_dispatch(struct worker *w, struct request *req, struct response *resp)
+{
+	const struct route *found = NULL;
+	char allow[ALLOW_MAX] = "";
+	char beta[ROUTE_BETA_HEADER_MAX];
+	int path_matched = 0;
+
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		if (!route_match(routes[i].pattern, req->path, req))
+			continue;
+		path_matched = 1;
+		if (!strstr(allow, routes[i].method)) {
+			if (allow[0])
+				strcat(allow, ", ");
+			strcat(allow, routes[i].method);
+		}
+		if (!strcmp(routes[i].method, req->method) && !found)
+			found = &routes[i];
+	}
+	if (!found) {
+		if (!path_matched) {
+			resp_error(resp, req, 404, NULL, "no route for %s %s", req->method,
+				   req->path);
+			return;
+		}
+		resp_header(resp, "allow", "%s", allow);
+		resp_error(resp, req, 405, NULL, "method %s is not allowed on %s; allowed: %s",
+			   req->method, req->path, allow);
+		return;
+	}
+	/* the captures of the last pattern tried may be stale: take the found route's */
+	route_match(found->pattern, req->path, req);
+
+	if ((found->flags & ROUTE_AUTH) && auth_request(w, req, resp))
+		return;
+	if (found->flags & ROUTE_BETA) {
+		int n = req_header_all(req, "HTTP_ANTHROPIC_BETA", beta, sizeof(beta));
+		if (n <= 0 || !header_list_has(beta, ROUTE_BETA_REQUIRED)) {
+			resp_error(resp, req, 400, NULL,
+				   "the 'anthropic-beta' header must include '%s'",
+				   ROUTE_BETA_REQUIRED);
+			return;
+		}
+	}
+	if ((found->flags & (ROUTE_JSON | ROUTE_JSON_OPT)) &&
+	    parse_body(req, resp, !!(found->flags & ROUTE_JSON_OPT)))
+		return;
+	found->handler(w, req, resp);
+}

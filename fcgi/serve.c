@@ -1,0 +1,373 @@
+/* The only file that speaks FastCGI: accept loop, reading the request, writing the response,
+ * and the prefork supervisor. */
+#include "serve.h"
+
+#include <errno.h>
+#include <fcgiapp.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/crypto.h"
+#include "../common/log.h"
+#include "router.h"
+
+extern char **environ;
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+/* Where the body comes from: a FastCGI stream or stdin. */
+struct body_src {
+	FCGX_Stream *in; /* NULL: stdin */
+};
+
+static size_t src_read(void *ctx, char *buf, size_t n)
+{
+	struct body_src *src = ctx;
+	size_t got = 0;
+
+	while (got < n) {
+		size_t r;
+		if (src->in) {
+			int k = FCGX_GetStr(buf + got, (int)(n - got), src->in);
+			if (k <= 0)
+				break;
+			r = (size_t)k;
+		} else {
+			r = fread(buf + got, 1, n - got, stdin);
+			if (!r)
+				break;
+		}
+		got += r;
+	}
+	return got;
+}
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 413: return "Payload Too Large";
+	case 422: return "Unprocessable Entity";
+	case 429: return "Too Many Requests";
+	case 503: return "Service Unavailable";
+	default: return status < 500 ? "Client Error" : "Internal Server Error";
+	}
+}
+
+/* Format the CGI response head (libfcgi's own printf loses %zu: format here, then write). */
+static int format_head(const struct request *req, const struct response *resp, char *buf,
+		       size_t size)
+{
+	int n = snprintf(buf, size,
+			 "Status: %d %s\r\ncontent-type: application/json\r\n"
+			 "request-id: %s\r\ncontent-length: %zu\r\n",
+			 resp->status, reason(resp->status), req->request_id, resp->body_len);
+	for (int i = 0; i < resp->nheaders && n > 0 && (size_t)n < size; i++)
+		n += snprintf(buf + n, size - (size_t)n, "%s\r\n", resp->headers[i]);
+	if (n > 0 && (size_t)n + 3 < size)
+		n += snprintf(buf + n, size - (size_t)n, "\r\n");
+	return n;
+}
+
+/* Handle one request whose parameters are ENV: read, dispatch, and leave the response. */
+static void handle(struct worker *w, char **env, struct body_src *src, struct request *req,
+		   struct response *resp)
+{
+	memset(req, 0, sizeof(*req));
+	memset(resp, 0, sizeof(*resp));
+	req->env = env;
+	if (req_read(req, resp, src_read, src) == 0)
+		route_dispatch(w, req, resp);
+	if (!resp->body)
+		resp_error(resp, req, 500, NULL, "handler produced no response");
+	log_debug("%s %s -> %d %s", req->method, req->path, resp->status, req->request_id);
+}
+
+static void write_fcgx(FCGX_Stream *out, const struct request *req, const struct response *resp)
+{
+	char head[RESP_MAX_HEADERS * RESP_HEADER_MAX + 512];
+	int n = format_head(req, resp, head, sizeof(head));
+
+	FCGX_PutStr(head, n, out);
+	for (size_t off = 0; off < resp->body_len; off += SERVE_WRITE_CHUNK) {
+		size_t k = resp->body_len - off < SERVE_WRITE_CHUNK ? resp->body_len - off
+								    : SERVE_WRITE_CHUNK;
+		FCGX_PutStr(resp->body + off, (int)k, out);
+	}
+}
+
+static void worker_init(struct worker *w, const struct config *cfg)
+{
+	memset(w, 0, sizeof(*w));
+	w->cfg = cfg;
+	w->caps = backend_lookup(cfg->backend);
+	w->db = db_new(cfg);
+}
+
+/* Accept and serve until asked to stop or MAX requests are served (0: no limit). */
+static int worker_loop(const struct config *cfg, int listen_fd, long max)
+{
+	struct worker w;
+	struct request req;
+	struct response resp;
+	FCGX_Request fr;
+	struct sigaction sa;
+	sigset_t term, old;
+	long served = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop; /* no SA_RESTART: accept() must return EINTR */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigaddset(&term, SIGINT);
+	/* SIGTERM is only delivered while waiting in accept(): an in-flight request finishes */
+	sigprocmask(SIG_BLOCK, &term, &old);
+
+	worker_init(&w, cfg);
+	if (!w.db || FCGX_InitRequest(&fr, listen_fd, FCGI_FAIL_ACCEPT_ON_INTR)) {
+		log_error("worker: out of memory at start");
+		return 1;
+	}
+	while (!max || served < max) {
+		int rc;
+
+		sigprocmask(SIG_UNBLOCK, &term, NULL);
+		rc = stop_requested ? -1 : FCGX_Accept_r(&fr);
+		sigprocmask(SIG_BLOCK, &term, NULL);
+		if (stop_requested)
+			break;
+		if (rc < 0) {
+			if (errno == EINTR)
+				continue;
+			log_error("worker: accept failed: %s", strerror(errno));
+			break;
+		}
+		{
+			struct body_src src = { fr.in };
+			handle(&w, fr.envp, &src, &req, &resp);
+			write_fcgx(fr.out, &req, &resp);
+			req_release(&req);
+			resp_release(&resp);
+		}
+		FCGX_Finish_r(&fr);
+		served++;
+	}
+	FCGX_Free(&fr, 0);
+	db_free(w.db);
+	return 0;
+}
+
+int serve_fd0(const struct config *cfg)
+{
+	if (FCGX_Init())
+		return 1;
+	return worker_loop(cfg, 0, 0);
+}
+
+int serve_cgi(const struct config *cfg)
+{
+	struct worker w;
+	struct request req;
+	struct response resp;
+	struct body_src src = { NULL };
+	char head[RESP_MAX_HEADERS * RESP_HEADER_MAX + 512];
+	int n;
+
+	worker_init(&w, cfg);
+	handle(&w, environ, &src, &req, &resp);
+	n = format_head(&req, &resp, head, sizeof(head));
+	fwrite(head, 1, (size_t)n, stdout);
+	fwrite(resp.body, 1, resp.body_len, stdout);
+	fflush(stdout);
+	req_release(&req);
+	resp_release(&resp);
+	db_free(w.db);
+	return 0;
+}
+
+int serve_started_by_server(void)
+{
+	if (FCGX_Init() == 0 && !FCGX_IsCGI())
+		return SERVE_FASTCGI;
+	return getenv("GATEWAY_INTERFACE") ? SERVE_CGI : 0;
+}
+
+/* ---- supervisor ---- */
+
+static volatile sig_atomic_t child_exited;
+
+static void on_child(int sig)
+{
+	(void)sig;
+	child_exited = 1;
+}
+
+static pid_t spawn(const struct config *cfg, int listen_fd, long max)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		sigaction(SIGCHLD, &sa, NULL);
+		_exit(worker_loop(cfg, listen_fd, max));
+	}
+	if (pid < 0)
+		log_error("supervisor: fork: %s", strerror(errno));
+	return pid;
+}
+
+static int worker_count(const struct config *cfg)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (cfg->api_workers > 0)
+		return cfg->api_workers;
+	if (cores < 1)
+		cores = 1;
+	return cores * 2 > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (int)cores * 2;
+}
+
+static int bind_socket(const struct config *cfg)
+{
+	int fd;
+
+	unlink(cfg->api_socket);
+	fd = FCGX_OpenSocket(cfg->api_socket, SERVE_BACKLOG);
+	if (fd < 0) {
+		log_error("cannot bind %s: %s", cfg->api_socket, strerror(errno));
+		return -1;
+	}
+	if (cfg->api_socket_group[0]) {
+		struct group *g = getgrnam(cfg->api_socket_group);
+		if (!g || chown(cfg->api_socket, (uid_t)-1, g->gr_gid)) {
+			log_error("cannot give %s to group %s", cfg->api_socket,
+				  cfg->api_socket_group);
+			close(fd);
+			return -1;
+		}
+	}
+	if (chmod(cfg->api_socket, cfg->api_socket_mode)) {
+		log_error("chmod %s: %s", cfg->api_socket, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int serve_supervisor(const struct config *cfg)
+{
+	int n = worker_count(cfg), listen_fd, alive = 0, burst = 0;
+	pid_t *pids = calloc((size_t)n, sizeof(*pids));
+	struct sigaction sa;
+	sigset_t mask, old;
+	time_t window = time(NULL);
+
+	if (!pids || FCGX_Init())
+		return 1;
+	listen_fd = bind_socket(cfg);
+	if (listen_fd < 0)
+		return 1;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_child;
+	sa.sa_flags = SA_NOCLDSTOP;
+	sigaction(SIGCHLD, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+
+	for (int i = 0; i < n; i++) {
+		pids[i] = spawn(cfg, listen_fd, cfg->api_max_requests);
+		alive += pids[i] > 0;
+	}
+	log_info("supervisor: %d workers on %s (backend %s)", alive, cfg->api_socket, cfg->backend);
+
+	while (!stop_requested) {
+		pid_t pid;
+		int status;
+
+		sigsuspend(&old); /* wait for SIGCHLD or SIGTERM with both unblocked */
+		child_exited = 0;
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+			for (int i = 0; i < n; i++) {
+				if (pids[i] != pid)
+					continue;
+				if (WIFSIGNALED(status))
+					log_warn("worker %d killed by signal %d; restarting", (int)pid,
+						 WTERMSIG(status));
+				pids[i] = 0;
+				if (stop_requested)
+					break;
+				if (time(NULL) - window >= SERVE_RESPAWN_WINDOW_S) {
+					window = time(NULL);
+					burst = 0;
+				}
+				if (++burst > SERVE_RESPAWN_BURST) {
+					log_error("workers die too fast; slowing down");
+					sleep(1);
+				}
+				pids[i] = spawn(cfg, listen_fd, cfg->api_max_requests);
+			}
+		}
+	}
+
+	log_info("supervisor: stopping");
+	for (int i = 0; i < n; i++)
+		if (pids[i] > 0)
+			kill(pids[i], SIGTERM);
+	for (time_t deadline = time(NULL) + SERVE_STOP_GRACE_S;;) {
+		int left = 0;
+		pid_t pid;
+		while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+			for (int i = 0; i < n; i++)
+				if (pids[i] == pid)
+					pids[i] = 0;
+		for (int i = 0; i < n; i++)
+			left += pids[i] > 0;
+		if (!left)
+			break;
+		if (time(NULL) >= deadline) {
+			for (int i = 0; i < n; i++)
+				if (pids[i] > 0)
+					kill(pids[i], SIGKILL);
+		}
+		usleep(20000);
+	}
+	close(listen_fd);
+	unlink(cfg->api_socket);
+	free(pids);
+	log_info("supervisor: stopped");
+	return 0;
+}

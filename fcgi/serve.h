@@ -1,0 +1,29 @@
+/* Serving modes of the API binary. */
+#ifndef TERRARIUM_SERVE_H
+#define TERRARIUM_SERVE_H
+
+#include "../common/config.h"
+
+#define SERVE_BACKLOG 1024
+#define SERVE_STOP_GRACE_S 10     /* SIGTERM -> wait this long for in-flight requests */
+#define SERVE_RESPAWN_WINDOW_S 1  /* more than SERVE_RESPAWN_BURST deaths in this window... */
+#define SERVE_RESPAWN_BURST 20    /* ...slow respawning down */
+#define SERVE_WRITE_CHUNK 65536
+
+/* Supervisor: bind cfg->api_socket, prefork workers, restart and recycle them, stop gracefully
+ * on SIGTERM/SIGINT. Returns the process exit status. */
+int serve_supervisor(const struct config *cfg);
+
+/* One worker loop on the listening socket already on fd 0 (spawn-fcgi, mod_fcgid). */
+int serve_fd0(const struct config *cfg);
+
+/* Serve one request as plain CGI from the environment and stdin to stdout. */
+int serve_cgi(const struct config *cfg);
+
+enum { SERVE_FASTCGI = 1, SERVE_CGI = 2 };
+
+/* SERVE_FASTCGI when fd 0 is a listening socket, SERVE_CGI when a web server started us as CGI
+ * (GATEWAY_INTERFACE set), else 0 (started from a shell). */
+int serve_started_by_server(void);
+
+#endif

@@ -1,0 +1,42 @@
+/* What every handler sees: the worker's long-lived state, the parsed request, the response.
+ * Handlers validate, persist through db/, and fill the response; they never write to the
+ * socket. */
+#ifndef TERRARIUM_HANDLERS_H
+#define TERRARIUM_HANDLERS_H
+
+#include "../common/backend.h"
+#include "../common/config.h"
+#include "../common/crypto.h"
+#include "../db/db.h"
+#include "../fcgi/http.h"
+
+struct worker {
+	const struct config *cfg;
+	struct db *db;
+	const struct backend_caps *caps;
+	unsigned char cursor_key[SHA256_LEN];
+	int cursor_key_loaded;
+};
+
+typedef void (*handler_fn)(struct worker *w, struct request *req, struct response *resp);
+
+/* Map a database failure to the response: DB_GONE/DB_RETRY -> 503 overloaded_error with
+ * retry-after; anything else -> 500 api_error. Logs the server's message. */
+void handle_db_error(struct worker *w, struct request *req, struct response *resp,
+		     enum db_status st);
+
+/* Authenticate REQ (x-api-key or Authorization: Bearer) and fill req->auth. On failure fills
+ * RESP (401, 403, 503) and returns -1. */
+int auth_request(struct worker *w, struct request *req, struct response *resp);
+
+void health_live(struct worker *w, struct request *req, struct response *resp);
+void health_ready(struct worker *w, struct request *req, struct response *resp);
+
+void env_create(struct worker *w, struct request *req, struct response *resp);
+void env_retrieve(struct worker *w, struct request *req, struct response *resp);
+void env_update(struct worker *w, struct request *req, struct response *resp);
+void env_list(struct worker *w, struct request *req, struct response *resp);
+void env_archive(struct worker *w, struct request *req, struct response *resp);
+void env_delete(struct worker *w, struct request *req, struct response *resp);
+
+#endif

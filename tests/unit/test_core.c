@@ -1,0 +1,525 @@
+/* Unit tests of the request layer, router, error envelope, config, cursor, crypto and database
+ * error classes. No database or web server is needed. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../common/config.h"
+#include "../../common/crypto.h"
+#include "../../db/db.h"
+#include "../../handlers/cursor.h"
+#include "stubs.h"
+
+/* CGI parameter arrays are written as string literals; the code under test never writes them. */
+#pragma GCC diagnostic ignored "-Wdiscarded-qualifiers"
+
+/* ---- helpers ---- */
+
+struct mem_src {
+	const char *data;
+	size_t len, off;
+};
+
+static size_t mem_read(void *ctx, char *buf, size_t n)
+{
+	struct mem_src *m = ctx;
+	size_t k = m->len - m->off < n ? m->len - m->off : n;
+	memcpy(buf, m->data + m->off, k);
+	m->off += k;
+	return k;
+}
+
+/* Run one request through req_read and route_dispatch. ENV is NULL-terminated. */
+static void run(char **env, const char *body, struct request *req, struct response *resp)
+{
+	struct mem_src src = { body ? body : "", body ? strlen(body) : 0, 0 };
+	struct worker w = { 0 };
+
+	memset(req, 0, sizeof(*req));
+	memset(resp, 0, sizeof(*resp));
+	req->env = env;
+	stub_last_handler = NULL;
+	if (req_read(req, resp, mem_read, &src) == 0)
+		route_dispatch(&w, req, resp);
+}
+
+static json_t *body_json(const struct response *resp)
+{
+	json_t *j = json_loadb(resp->body, resp->body_len, 0, NULL);
+	assert_non_null(j);
+	return j;
+}
+
+static const char *header(const struct response *resp, const char *name)
+{
+	size_t n = strlen(name);
+	for (int i = 0; i < resp->nheaders; i++)
+		if (!strncmp(resp->headers[i], name, n) && resp->headers[i][n] == ':')
+			return resp->headers[i] + n + 2;
+	return NULL;
+}
+
+static void assert_error(const struct response *resp, int status, const char *type,
+			 const char *msg_part)
+{
+	json_t *j = body_json(resp);
+	assert_int_equal(resp->status, status);
+	assert_string_equal(json_string_value(json_object_get(j, "type")), "error");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "type")),
+			    type);
+	if (msg_part)
+		assert_non_null(strstr(json_string_value(json_object_get(
+					       json_object_get(j, "error"), "message")),
+				       msg_part));
+	json_decref(j);
+}
+
+#define BETA "HTTP_ANTHROPIC_BETA=managed-agents-2026-04-01"
+
+/* ---- router ---- */
+
+static void test_route_match_captures(void **state)
+{
+	struct request req = { 0 };
+	(void)state;
+	assert_true(route_match("/v1/environments/{id}/archive", "/v1/environments/env_1/archive",
+				&req));
+	assert_int_equal(req.nparams, 1);
+	assert_string_equal(req.params[0], "env_1");
+	assert_false(route_match("/v1/environments/{id}", "/v1/environments/", &req));
+	assert_false(route_match("/v1/environments/{id}", "/v1/environments/a/b", &req));
+	assert_false(route_match("/v1/environments", "/v1/environmentsx", &req));
+}
+
+static void test_unknown_route_404(void **state)
+{
+	char *env[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/nope", BETA, NULL };
+	struct request req;
+	struct response resp;
+	json_t *j;
+	(void)state;
+	run(env, NULL, &req, &resp);
+	assert_error(&resp, 404, "not_found_error", "/v1/nope");
+	j = body_json(&resp);
+	assert_string_equal(json_string_value(json_object_get(j, "request_id")), req.request_id);
+	assert_int_equal(strlen(req.request_id), REQ_ID_LEN);
+	assert_string_equal(header(&resp, "x-should-retry"), "false");
+	json_decref(j);
+	req_release(&req);
+	resp_release(&resp);
+}
+
+static void test_wrong_method_405_allow(void **state)
+{
+	char *env[] = { "REQUEST_METHOD=PUT", "REQUEST_URI=/v1/environments/env_1", BETA, NULL };
+	struct request req;
+	struct response resp;
+	(void)state;
+	run(env, NULL, &req, &resp);
+	assert_error(&resp, 405, "invalid_request_error", "PUT");
+	assert_string_equal(header(&resp, "allow"), "GET, POST, DELETE");
+	assert_null(stub_last_handler);
+	req_release(&req);
+	resp_release(&resp);
+}
+
+static void test_dispatch_reaches_handler(void **state)
+{
+	char *env[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments/env_1?beta=true",
+			"QUERY_STRING=beta=true", BETA, NULL };
+	struct request req;
+	struct response resp;
+	(void)state;
+	stub_auth_result = 0;
+	run(env, NULL, &req, &resp);
+	assert_int_equal(resp.status, 200);
+	assert_string_equal(stub_last_handler, "env_retrieve");
+	assert_string_equal(req.params[0], "env_1");
+	req_release(&req);
+	resp_release(&resp);
+}
+
+static void test_auth_failure_stops_dispatch(void **state)
+{
+	char *env[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments", BETA, NULL };
+	struct request req;
+	struct response resp;
+	(void)state;
+	stub_auth_result = -1;
+	run(env, NULL, &req, &resp);
+	stub_auth_result = 0;
+	assert_error(&resp, 401, "authentication_error", NULL);
+	assert_null(stub_last_handler);
+	req_release(&req);
+	resp_release(&resp);
+}
+
+static void test_beta_header_required(void **state)
+{
+	char *missing[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments", NULL };
+	char *other[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments",
+			  "HTTP_ANTHROPIC_BETA=foo, managed-agents-2026-04-01x", NULL };
+	char *listed[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments",
+			   "HTTP_ANTHROPIC_BETA=foo,  managed-agents-2026-04-01 ,bar", NULL };
+	char *repeated[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments",
+			     "HTTP_ANTHROPIC_BETA=foo", BETA, NULL };
+	struct request req;
+	struct response resp;
+	(void)state;
+	run(missing, NULL, &req, &resp);
+	assert_error(&resp, 400, "invalid_request_error", "anthropic-beta");
+	req_release(&req);
+	resp_release(&resp);
+	run(other, NULL, &req, &resp);
+	assert_error(&resp, 400, "invalid_request_error", "anthropic-beta");
+	req_release(&req);
+	resp_release(&resp);
+	run(listed, NULL, &req, &resp);
+	assert_int_equal(resp.status, 200);
+	req_release(&req);
+	resp_release(&resp);
+	run(repeated, NULL, &req, &resp);
+	assert_int_equal(resp.status, 200);
+	req_release(&req);
+	resp_release(&resp);
+}
+
+static void test_health_needs_no_key_or_beta(void **state)
+{
+	char *env[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/healthz", NULL };
+	struct request req;
+	struct response resp;
+	(void)state;
+	stub_auth_result = -1;
+	run(env, NULL, &req, &resp);
+	stub_auth_result = 0;
+	assert_int_equal(resp.status, 200);
+	assert_string_equal(stub_last_handler, "health_live");
+	req_release(&req);
+	resp_release(&resp);
+}
+
+/* ---- body reading ---- */
+
+static void test_body_json_rules(void **state)
+{
+	char *dup[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
+			"CONTENT_LENGTH=16", NULL };
+	char *arr[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
+			"CONTENT_LENGTH=2", NULL };
+	char *empty[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
+			  "CONTENT_LENGTH=", NULL };
+	char *archive[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments/env_1/archive",
+			    BETA, "CONTENT_LENGTH=", NULL };
+	struct request req;
+	struct response resp;
+	(void)state;
+	run(dup, "{\"a\":1,\"a\":2}   ", &req, &resp);
+	assert_error(&resp, 400, "invalid_request_error", "JSON");
+	req_release(&req);
+	resp_release(&resp);
+	run(arr, "[]", &req, &resp);
+	assert_error(&resp, 400, "invalid_request_error", "object");
+	req_release(&req);
+	resp_release(&resp);
+	run(empty, NULL, &req, &resp);
+	assert_error(&resp, 400, "invalid_request_error", "body is required");
+	req_release(&req);
+	resp_release(&resp);
+	run(archive, NULL, &req, &resp);
+	assert_int_equal(resp.status, 200);
+	assert_string_equal(stub_last_handler, "env_archive");
+	req_release(&req);
+	resp_release(&resp);
+}
+
+static void test_content_length_strict(void **state)
+{
+	char *bad[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
+			"CONTENT_LENGTH=12a", NULL };
+	char *neg[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
+			"CONTENT_LENGTH=-1", NULL };
+	char *shortb[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
+			   "CONTENT_LENGTH=10", NULL };
+	char *big[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
+			"CONTENT_LENGTH=1048577", NULL };
+	char *huge[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
+			 "CONTENT_LENGTH=99999999999999999999999", NULL };
+	struct request req;
+	struct response resp;
+	(void)state;
+	run(bad, "{}", &req, &resp);
+	assert_error(&resp, 400, "invalid_request_error", "Content-Length");
+	req_release(&req);
+	resp_release(&resp);
+	run(neg, "{}", &req, &resp);
+	assert_error(&resp, 400, "invalid_request_error", "Content-Length");
+	req_release(&req);
+	resp_release(&resp);
+	run(shortb, "{}", &req, &resp);
+	assert_error(&resp, 400, "invalid_request_error", "shorter");
+	req_release(&req);
+	resp_release(&resp);
+	run(big, "{}", &req, &resp);
+	assert_error(&resp, 413, "request_too_large", NULL);
+	assert_null(req.body);
+	req_release(&req);
+	resp_release(&resp);
+	run(huge, "{}", &req, &resp);
+	assert_error(&resp, 413, "request_too_large", NULL);
+	req_release(&req);
+	resp_release(&resp);
+}
+
+static void test_request_id_from_nginx_or_new(void **state)
+{
+	char *given[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/healthz",
+			  "REQUEST_ID=req_abcdefghijklmnopqrstuvwx", NULL };
+	char *bogus[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/healthz", "REQUEST_ID=req_x", NULL };
+	struct request req;
+	struct response resp;
+	(void)state;
+	run(given, NULL, &req, &resp);
+	assert_string_equal(req.request_id, "req_abcdefghijklmnopqrstuvwx");
+	req_release(&req);
+	resp_release(&resp);
+	run(bogus, NULL, &req, &resp);
+	assert_int_equal(strlen(req.request_id), REQ_ID_LEN);
+	assert_string_not_equal(req.request_id, "req_x");
+	req_release(&req);
+	resp_release(&resp);
+}
+
+/* ---- headers and query ---- */
+
+static void test_header_parsing(void **state)
+{
+	char *env[] = { "HTTP_ANTHROPIC_BETA=a", "HTTP_X=1", "HTTP_ANTHROPIC_BETA=b", NULL };
+	struct request req = { .env = env };
+	char out[8], small[3];
+	(void)state;
+	assert_int_equal(req_header_all(&req, "HTTP_ANTHROPIC_BETA", out, sizeof(out)), 2);
+	assert_string_equal(out, "a, b");
+	assert_int_equal(req_header_all(&req, "HTTP_ANTHROPIC_BETA", small, sizeof(small)), -1);
+	assert_int_equal(req_header_all(&req, "HTTP_NONE", out, sizeof(out)), 0);
+	assert_string_equal(req_env(&req, "HTTP_X"), "1");
+	assert_null(req_env(&req, "HTTP"));
+	assert_true(header_list_has(" x ,y", "x"));
+	assert_false(header_list_has("xy", "x"));
+}
+
+static void test_query_parsing(void **state)
+{
+	struct request req = { 0 };
+	(void)state;
+	assert_int_equal(req_parse_query(&req, "limit=10&page=a%2Bb&x=1+2&flag"), 0);
+	assert_string_equal(req_query(&req, "limit"), "10");
+	assert_string_equal(req_query(&req, "page"), "a+b");
+	assert_string_equal(req_query(&req, "x"), "1 2");
+	assert_string_equal(req_query(&req, "flag"), "");
+	req_release(&req);
+	assert_int_equal(req_parse_query(&req, "a=%zz"), -1);
+	req_release(&req);
+	assert_int_equal(req_parse_query(&req, "a=%4"), -1);
+	req_release(&req);
+	assert_int_equal(req_parse_query(&req, "a=%00"), -1);
+	req_release(&req);
+	assert_int_equal(req_parse_query(&req, "a=1&a=2"), -1);
+	req_release(&req);
+}
+
+/* ---- error mapping ---- */
+
+static void test_error_mapping(void **state)
+{
+	static const struct {
+		int status;
+		const char *type, *retry, *retry_after;
+	} cases[] = {
+		{ 400, "invalid_request_error", "false", NULL },
+		{ 401, "authentication_error", "false", NULL },
+		{ 403, "permission_error", "false", NULL },
+		{ 404, "not_found_error", "false", NULL },
+		{ 405, "invalid_request_error", "false", NULL },
+		{ 409, "conflict_error", "false", NULL },
+		{ 413, "request_too_large", "false", NULL },
+		{ 422, "invalid_request_error", "false", NULL },
+		{ 429, "rate_limit_error", "true", "1" },
+		{ 500, "api_error", "false", NULL },
+		{ 503, "overloaded_error", "true", "1" },
+	};
+	struct request req = { .request_id = "req_abcdefghijklmnopqrstuvwx" };
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct response resp = { 0 };
+		json_t *j;
+		resp_error(&resp, &req, cases[i].status, i == 0 ? "environment_archived" : NULL,
+			   "m");
+		assert_error(&resp, cases[i].status, cases[i].type, "m");
+		assert_string_equal(header(&resp, "x-should-retry"), cases[i].retry);
+		if (cases[i].retry_after)
+			assert_string_equal(header(&resp, "retry-after"), cases[i].retry_after);
+		else
+			assert_null(header(&resp, "retry-after"));
+		j = body_json(&resp);
+		if (i == 0)
+			assert_string_equal(json_string_value(json_object_get(json_object_get(
+						    json_object_get(j, "error"), "details"),
+									      "error_code")),
+					    "environment_archived");
+		else
+			assert_null(json_object_get(json_object_get(j, "error"), "details"));
+		json_decref(j);
+		resp_release(&resp);
+	}
+}
+
+static void test_db_error_classes(void **state)
+{
+	(void)state;
+	assert_int_equal(db_classify(0), DB_OK);
+	assert_int_equal(db_classify(1213), DB_RETRY);
+	assert_int_equal(db_classify(1205), DB_RETRY);
+	assert_int_equal(db_classify(1062), DB_CONFLICT);
+	assert_int_equal(db_classify(1451), DB_CONFLICT);
+	assert_int_equal(db_classify(2006), DB_GONE);
+	assert_int_equal(db_classify(2013), DB_GONE);
+	assert_int_equal(db_classify(2002), DB_GONE);
+	assert_int_equal(db_classify(1064), DB_FATAL);
+	assert_string_equal(db_status_name(DB_RETRY), "retry");
+}
+
+/* ---- config ---- */
+
+static char *write_tmp(const char *text)
+{
+	static char path[64];
+	int fd;
+	strcpy(path, "/tmp/terrarium-test-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static void test_config(void **state)
+{
+	struct config cfg;
+	char *p;
+	(void)state;
+	p = write_tmp("[database]\nsocket = /run/x.sock\npassword = a\n[api]\nworkers = 3\n"
+		      "socket_mode = 0640\n[sandbox]\nbackend = opensandbox\n");
+	setenv("TERRARIUM_DB_PASSWORD", "from-env", 1);
+	assert_int_equal(config_load(&cfg, p), 0);
+	unsetenv("TERRARIUM_DB_PASSWORD");
+	assert_string_equal(cfg.db_socket, "/run/x.sock");
+	assert_string_equal(cfg.db_password, "from-env");
+	assert_int_equal(cfg.api_workers, 3);
+	assert_int_equal(cfg.api_socket_mode, 0640);
+	assert_string_equal(cfg.backend, "opensandbox");
+	assert_string_equal(cfg.db_name, "terrarium");
+	unlink(p);
+
+	p = write_tmp("[sandbox]\nbackend = vmware\n");
+	assert_int_equal(config_load(&cfg, p), -1);
+	assert_non_null(strstr(cfg.error, "sandbox.backend"));
+	unlink(p);
+	p = write_tmp("[api]\nworkerz = 3\n");
+	assert_int_equal(config_load(&cfg, p), -1);
+	assert_non_null(strstr(cfg.error, "api.workerz"));
+	unlink(p);
+	p = write_tmp("[api]\nworkers = -1\n");
+	assert_int_equal(config_load(&cfg, p), -1);
+	unlink(p);
+	assert_int_equal(config_load(&cfg, "/nonexistent/terrarium.ini"), -1);
+	setenv("TERRARIUM_CONFIG", "/etc/x.ini", 1);
+	assert_string_equal(config_path(NULL), "/etc/x.ini");
+	unsetenv("TERRARIUM_CONFIG");
+}
+
+/* ---- crypto and cursor ---- */
+
+static void test_sha256_vectors(void **state)
+{
+	unsigned char out[SHA256_LEN];
+	char hex[65];
+	(void)state;
+	sha256("abc", 3, out);
+	hex_encode(out, SHA256_LEN, hex);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	sha256("", 0, out);
+	hex_encode(out, SHA256_LEN, hex);
+	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	/* RFC 4231 test case 2 */
+	hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, out);
+	hex_encode(out, SHA256_LEN, hex);
+	assert_string_equal(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+static void test_ids(void **state)
+{
+	char id[32], other[32];
+	(void)state;
+	assert_int_equal(random_id(id, sizeof(id), "env_", ID_RANDOM_LEN), 0);
+	assert_int_equal(strlen(id), 28);
+	assert_int_equal(strspn(id + 4, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
+			 24);
+	assert_int_equal(random_id(other, sizeof(other), "env_", ID_RANDOM_LEN), 0);
+	assert_string_not_equal(id, other);
+	assert_int_equal(random_id(id, 10, "env_", ID_RANDOM_LEN), -1);
+}
+
+static void test_cursor(void **state)
+{
+	const unsigned char key[] = "0123456789abcdef0123456789abcdef";
+	char cur[CURSOR_MAX], created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX];
+	(void)state;
+	assert_int_equal(cursor_make(key, 32, "env", "a0", "2026-01-01 00:00:00.000001", "env_x",
+				     cur),
+			 0);
+	assert_int_equal(cursor_parse(key, 32, "env", "a0", cur, created, id), CURSOR_OK);
+	assert_string_equal(created, "2026-01-01 00:00:00.000001");
+	assert_string_equal(id, "env_x");
+	assert_int_equal(cursor_parse(key, 32, "env", "a1", cur, created, id),
+			 CURSOR_OTHER_FILTER);
+	assert_int_equal(cursor_parse(key, 32, "sesn", "a0", cur, created, id), CURSOR_FORGED);
+	assert_int_equal(cursor_parse((const unsigned char *)"another key.....................",
+				      32, "env", "a0", cur, created, id),
+			 CURSOR_FORGED);
+	cur[3] = cur[3] == 'A' ? 'B' : 'A';
+	assert_int_equal(cursor_parse(key, 32, "env", "a0", cur, created, id), CURSOR_FORGED);
+	assert_int_equal(cursor_parse(key, 32, "env", "a0", "garbage", created, id), CURSOR_FORGED);
+	assert_int_equal(cursor_parse(key, 32, "env", "a0", "", created, id), CURSOR_FORGED);
+	assert_int_equal(cursor_parse(key, 32, "env", "a0", ".", created, id), CURSOR_FORGED);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_route_match_captures),
+		cmocka_unit_test(test_unknown_route_404),
+		cmocka_unit_test(test_wrong_method_405_allow),
+		cmocka_unit_test(test_dispatch_reaches_handler),
+		cmocka_unit_test(test_auth_failure_stops_dispatch),
+		cmocka_unit_test(test_beta_header_required),
+		cmocka_unit_test(test_health_needs_no_key_or_beta),
+		cmocka_unit_test(test_body_json_rules),
+		cmocka_unit_test(test_content_length_strict),
+		cmocka_unit_test(test_request_id_from_nginx_or_new),
+		cmocka_unit_test(test_header_parsing),
+		cmocka_unit_test(test_query_parsing),
+		cmocka_unit_test(test_error_mapping),
+		cmocka_unit_test(test_db_error_classes),
+		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_sha256_vectors),
+		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_cursor),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
