@@ -66,6 +66,16 @@ int header_list_has(const char *value, const char *token)
 	return 0;
 }
 
+static int version_known(const char *v)
+{
+	static const char *versions[] = ROUTE_VERSIONS;
+
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
+		if (!strcmp(versions[i], v))
+			return 1;
+	return 0;
+}
+
 /* Parse the body as a JSON object into req->json. 0, or -1 with RESP filled. */
 static int parse_body(struct request *req, struct response *resp, int optional)
 {
@@ -126,7 +136,16 @@ void route_dispatch(struct worker *w, struct request *req, struct response *resp
 	if ((found->flags & ROUTE_AUTH) && auth_request(w, req, resp))
 		return;
 	if (found->flags & ROUTE_BETA) {
-		int n = req_header_all(req, "HTTP_ANTHROPIC_BETA", beta, sizeof(beta));
+		const char *version = req_env(req, "HTTP_ANTHROPIC_VERSION");
+		int n;
+
+		if (version && !version_known(version)) {
+			resp_error(resp, req, 400, NULL,
+				   "the 'anthropic-version' header must be one of: %s",
+				   ROUTE_VERSIONS_TEXT);
+			return;
+		}
+		n = req_header_all(req, "HTTP_ANTHROPIC_BETA", beta, sizeof(beta));
 		if (n <= 0 || !header_list_has(beta, ROUTE_BETA_REQUIRED)) {
 			resp_error(resp, req, 400, NULL,
 				   "the 'anthropic-beta' header must include '%s'",

@@ -11,6 +11,9 @@
 #define ROUTE_JSON_OPT 0x8  /* body may be absent; if present it must be a JSON object */
 #define ROUTE_BETA_REQUIRED "managed-agents-2026-04-01"
 #define ROUTE_BETA_HEADER_MAX 4096
+/* anthropic-version values accepted on the API routes (absent is fine too) */
+#define ROUTE_VERSIONS { "2023-06-01", "2026-10-21" }
+#define ROUTE_VERSIONS_TEXT "2023-06-01, 2026-10-21"
 
 struct route {
 	const char *method;

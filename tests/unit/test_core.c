@@ -189,6 +189,31 @@ static void test_beta_header_required(void **state)
 	resp_release(&resp);
 }
 
+static void test_version_header(void **state)
+{
+	char *old[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments", BETA,
+			"HTTP_ANTHROPIC_VERSION=2023-06-01", NULL };
+	char *new[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments", BETA,
+			"HTTP_ANTHROPIC_VERSION=2026-10-21", NULL };
+	char *bad[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments", BETA,
+			"HTTP_ANTHROPIC_VERSION=2020-01-01", NULL };
+	struct request req;
+	struct response resp;
+	(void)state;
+	run(old, NULL, &req, &resp);
+	assert_int_equal(resp.status, 200);
+	req_release(&req);
+	resp_release(&resp);
+	run(new, NULL, &req, &resp);
+	assert_int_equal(resp.status, 200);
+	req_release(&req);
+	resp_release(&resp);
+	run(bad, NULL, &req, &resp);
+	assert_error(&resp, 400, "invalid_request_error", "anthropic-version");
+	req_release(&req);
+	resp_release(&resp);
+}
+
 static void test_health_needs_no_key_or_beta(void **state)
 {
 	char *env[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/healthz", NULL };
@@ -508,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_dispatch_reaches_handler),
 		cmocka_unit_test(test_auth_failure_stops_dispatch),
 		cmocka_unit_test(test_beta_header_required),
+		cmocka_unit_test(test_version_header),
 		cmocka_unit_test(test_health_needs_no_key_or_beta),
 		cmocka_unit_test(test_body_json_rules),
 		cmocka_unit_test(test_content_length_strict),

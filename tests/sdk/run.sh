@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs the official-SDK suite against a running terrarium.
+#   TERRARIUM_URL   base URL of the API (e.g. http://127.0.0.1:8080), required
+#   TERRARIUM_KEY   an API key, required
+#   TERRARIUM_KEY2  optional: a key of another workspace (enables the isolation tests)
+#   TERRARIUM_BACKEND, TERRARIUM_URL_docker, TERRARIUM_URL_opensandbox, TERRARIUM_HAS_SESSIONS:
+#                   optional, see the top of environments.test.mjs
+# Installs the locked dependencies (npm ci) when node_modules is missing or older than the lock.
+# Exits non-zero when a test fails.
+set -euo pipefail
+
+cd "$(dirname "$0")"
+
+: "${TERRARIUM_URL:?TERRARIUM_URL must be set}"
+: "${TERRARIUM_KEY:?TERRARIUM_KEY must be set}"
+
+stamp=node_modules/.terrarium-lock
+if [ ! -d node_modules/@anthropic-ai/sdk ] || [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
+	npm ci --no-audit --no-fund
+	cp package-lock.json "$stamp"
+fi
+
+# The SDK reads ANTHROPIC_* variables (base URL, keys, profiles, custom headers, logging):
+# keep them out so only the TERRARIUM_* settings apply.
+while IFS= read -r var; do
+	unset "$var"
+done < <(env | sed -n 's/^\(ANTHROPIC_[A-Za-z0-9_]*\)=.*/\1/p')
+
+exec node --test --test-concurrency=1 "$@" environments.test.mjs
