@@ -7,7 +7,8 @@ CFLAGS += -std=c11 -Wall -Wextra -Wformat=2 -Wstrict-prototypes -Wvla -Wwrite-st
 	-fno-strict-aliasing -MMD -MP
 LDLIBS_DB := $(shell mariadb_config --libs 2>/dev/null || pkg-config --libs libmariadb)
 
-COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c
+COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
+	common/egress.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c
 HANDLER_SRC := handlers/verr.c handlers/common.c handlers/env_validate.c handlers/cursor.c \
 	handlers/environments.c
@@ -21,7 +22,7 @@ API_BIN := $(BUILD)/terrarium-api
 RECON_BIN := $(BUILD)/terrarium-reconciler
 RUNNER_BIN := $(BUILD)/e2e-runner
 
-UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core
+UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress
 
 all: $(API_BIN) $(RECON_BIN) $(RUNNER_BIN)
 
@@ -41,6 +42,9 @@ $(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/e
 $(BUILD)/test_core: $(call obj,tests/unit/test_core.c fcgi/request.c fcgi/response.c \
 	fcgi/router.c handlers/cursor.c db/db.c $(COMMON_SRC)) $(BUILD)/obj/tests/unit/stubs.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB)
+
+$(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

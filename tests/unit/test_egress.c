@@ -1,0 +1,148 @@
+/* Unit tests of the egress policy function (common/egress.c). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/egress.h"
+
+static const char *const registry[] = { "registry.npmjs.org", "pypi.org", NULL };
+
+static json_t *limited(const char *hosts_json, int mcp, int pkg)
+{
+	json_t *n = json_pack("{s:s, s:o, s:b, s:b}", "type", "limited", "allowed_hosts",
+			      json_loads(hosts_json, 0, NULL), "allow_mcp_servers", mcp,
+			      "allow_package_managers", pkg);
+	assert_non_null(n);
+	return n;
+}
+
+static void assert_policy(json_t *policy, const char *expect_json)
+{
+	json_t *expect = json_loads(expect_json, 0, NULL);
+	char *got = json_dumps(policy, JSON_COMPACT);
+	assert_non_null(expect);
+	if (!json_equal(policy, expect))
+		fail_msg("policy %s, expected %s", got, expect_json);
+	free(got);
+	json_decref(expect);
+	json_decref(policy);
+}
+
+static void test_url_host(void **state)
+{
+	char h[EGRESS_HOST_MAX + 1];
+	(void)state;
+	assert_int_equal(egress_url_host("https://MCP.Example.com:8443/sse?x=1", h, sizeof(h)), 0);
+	assert_string_equal(h, "mcp.example.com");
+	assert_int_equal(egress_url_host("https://user:p%40ss@tools.example.org/x", h, sizeof(h)),
+			 0);
+	assert_string_equal(h, "tools.example.org");
+	assert_int_equal(egress_url_host("http://a@b@10.0.0.7:80", h, sizeof(h)), 0);
+	assert_string_equal(h, "10.0.0.7");
+	assert_int_equal(egress_url_host("http://[::1]:8080/", h, sizeof(h)), 0);
+	assert_string_equal(h, "::1");
+	assert_int_equal(egress_url_host("https://example.com./", h, sizeof(h)), 0);
+	assert_string_equal(h, "example.com");
+	assert_int_equal(egress_url_host("example.com", h, sizeof(h)), -1);
+	assert_int_equal(egress_url_host("https://", h, sizeof(h)), -1);
+	assert_int_equal(egress_url_host("https://:80/", h, sizeof(h)), -1);
+	assert_int_equal(egress_url_host("https://[::1/", h, sizeof(h)), -1);
+}
+
+static void test_unrestricted_is_null(void **state)
+{
+	json_t *n = json_pack("{s:s}", "type", "unrestricted");
+	json_t *p = egress_policy(n, NULL, registry, 0);
+	(void)state;
+	assert_true(json_is_null(p));
+	json_decref(p);
+	p = egress_policy(n, NULL, registry, 1);
+	assert_true(json_is_null(p));
+	json_decref(p);
+	json_decref(n);
+}
+
+static void test_explicit_hosts_sorted_deduplicated_lowercase(void **state)
+{
+	json_t *n = limited("[\"B.example.com\", \"a.example.com\", \"b.example.com\", \"*.X.org\"]",
+			    0, 0);
+	(void)state;
+	assert_policy(egress_policy(n, NULL, registry, 0),
+		      "[\"*.x.org\", \"a.example.com\", \"b.example.com\"]");
+	json_decref(n);
+}
+
+static void test_mcp_hosts_only_when_allowed(void **state)
+{
+	json_t *mcp = json_loads("[{\"url\":\"https://u:p@MCP.example.com:8443/sse\"},"
+				 "{\"url\":\"http://10.1.2.3:9000\"},"
+				 "{\"url\":\"https://mcp.example.com/other\"},"
+				 "{\"url\":\"not a url\"}]",
+				 0, NULL);
+	json_t *off = limited("[\"api.example.com\"]", 0, 0);
+	json_t *on = limited("[\"api.example.com\"]", 1, 0);
+	(void)state;
+	assert_policy(egress_policy(off, mcp, registry, 0), "[\"api.example.com\"]");
+	assert_policy(egress_policy(on, mcp, registry, 0),
+		      "[\"10.1.2.3\", \"api.example.com\", \"mcp.example.com\"]");
+	json_decref(mcp);
+	json_decref(off);
+	json_decref(on);
+}
+
+static void test_registry_hosts(void **state)
+{
+	json_t *off = limited("[\"pypi.org\", \"api.example.com\"]", 0, 0);
+	json_t *on = limited("[\"api.example.com\"]", 0, 1);
+	(void)state;
+	/* final without allow_package_managers: only what was listed */
+	assert_policy(egress_policy(off, NULL, registry, 0), "[\"api.example.com\", \"pypi.org\"]");
+	/* install time always adds the registries */
+	assert_policy(egress_policy(off, NULL, registry, 1),
+		      "[\"api.example.com\", \"pypi.org\", \"registry.npmjs.org\"]");
+	assert_policy(egress_policy(on, NULL, registry, 0),
+		      "[\"api.example.com\", \"pypi.org\", \"registry.npmjs.org\"]");
+	json_decref(off);
+	json_decref(on);
+}
+
+static void test_default_registry_list(void **state)
+{
+	json_t *n = limited("[]", 0, 1);
+	json_t *p = egress_policy(n, NULL, NULL, 0);
+	size_t count = 0;
+	(void)state;
+	while (egress_registry_hosts[count])
+		count++;
+	assert_int_equal(count, 18);
+	assert_int_equal(json_array_size(p), 18);
+	assert_string_equal(json_string_value(json_array_get(p, 0)), "api.rubygems.org");
+	json_decref(p);
+	json_decref(n);
+}
+
+static void test_malformed(void **state)
+{
+	json_t *n = json_pack("{s:s}", "type", "open");
+	(void)state;
+	assert_null(egress_policy(n, NULL, registry, 0));
+	assert_null(egress_policy(NULL, NULL, registry, 0));
+	json_decref(n);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_url_host),
+		cmocka_unit_test(test_unrestricted_is_null),
+		cmocka_unit_test(test_explicit_hosts_sorted_deduplicated_lowercase),
+		cmocka_unit_test(test_mcp_hosts_only_when_allowed),
+		cmocka_unit_test(test_registry_hosts),
+		cmocka_unit_test(test_default_registry_list),
+		cmocka_unit_test(test_malformed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
