@@ -12,13 +12,18 @@
 #define ENV_VISIBLE " workspace_id = ? AND (scope IS NULL OR scope <> 'account' OR account_id = ?) "
 
 enum db_status envdb_get(struct db *db, const char *id, const char *ws, const char *account,
-			 int for_update, struct db_rows *rows)
+			 enum envdb_lock lock, struct db_rows *rows)
 {
 	static const char sql[] = ENV_SELECT "WHERE id = ? AND" ENV_VISIBLE;
-	static const char sql_lock[] = ENV_SELECT "WHERE id = ? AND" ENV_VISIBLE "FOR UPDATE";
+	static const char sql_update[] = ENV_SELECT "WHERE id = ? AND" ENV_VISIBLE "FOR UPDATE";
+	static const char sql_share[] = ENV_SELECT "WHERE id = ? AND" ENV_VISIBLE "LOCK IN SHARE MODE";
 	struct db_val p[] = { DB_STR(id), DB_STR(ws), DB_STR(account) };
 
-	return db_exec(db, for_update ? sql_lock : sql, p, 3, rows, NULL);
+	return db_exec(db,
+		       lock == ENVDB_LOCK_UPDATE  ? sql_update
+		       : lock == ENVDB_LOCK_SHARE ? sql_share
+						  : sql,
+		       p, 3, rows, NULL);
 }
 
 static struct db_val opt(const char *s)

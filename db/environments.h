@@ -27,9 +27,13 @@ struct env_row_in {
 	const char *now;         /* "YYYY-MM-DD HH:MM:SS.ffffff" */
 };
 
-/* One visible environment by id into ROWS (0 or 1 row); FOR_UPDATE locks it. */
+enum envdb_lock { ENVDB_NO_LOCK, ENVDB_LOCK_UPDATE, ENVDB_LOCK_SHARE };
+
+/* One visible environment by id into ROWS (0 or 1 row), locked as LOCK says (inside a
+ * transaction: LOCK_SHARE is what session creation takes, so that archive and delete, which
+ * need the row exclusively, serialise with it). */
 enum db_status envdb_get(struct db *db, const char *id, const char *ws, const char *account,
-			 int for_update, struct db_rows *rows);
+			 enum envdb_lock lock, struct db_rows *rows);
 enum db_status envdb_insert(struct db *db, const struct env_row_in *in);
 /* Replace the user-settable fields, revision + 1, updated_at = in->now. */
 enum db_status envdb_update(struct db *db, const struct env_row_in *in);

@@ -76,3 +76,18 @@ void health_ready(struct worker *w, struct request *req, struct response *resp)
 	db_rows_free(&rows);
 	resp_json(resp, 200, json_pack("{s:s}", "status", "ready"));
 }
+
+int worker_cursor_key(struct worker *w, struct request *req, struct response *resp)
+{
+	enum db_status st;
+
+	if (w->cursor_key_loaded)
+		return 0;
+	st = secret_get(w->db, "cursor", w->cursor_key, sizeof(w->cursor_key));
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		return -1;
+	}
+	w->cursor_key_loaded = 1;
+	return 0;
+}

@@ -6,7 +6,6 @@
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../db/environments.h"
-#include "../db/keys.h"
 #include "cursor.h"
 #include "env_validate.h"
 #include "handlers.h"
@@ -16,6 +15,7 @@
 #define ENV_LIST_DEFAULT_LIMIT 100
 #define ENV_LIST_MAX_LIMIT 1000
 #define ENV_CURSOR_KIND "env"
+#define ENV_NOT_FOUND_CODE "environment_not_found" /* the SDK maps it to BetaEnvironmentNotFoundError */
 
 /* The API object for one row of an environment SELECT. New reference, caller decrefs; NULL
  * when a stored JSON column does not parse. */
@@ -53,7 +53,7 @@ static void respond_row(struct worker *w, struct request *req, struct response *
 
 	(void)w;
 	if (!rows->nrows) {
-		resp_error(resp, req, 404, NULL, "environment '%s' not found", req->params[0]);
+		resp_error(resp, req, 404, ENV_NOT_FOUND_CODE, "environment '%s' not found", req->params[0]);
 		return;
 	}
 	obj = env_object(rows, 0);
@@ -80,7 +80,7 @@ static int check_id(struct request *req, struct response *resp)
 {
 	if (env_id_valid(req->params[0]))
 		return 0;
-	resp_error(resp, req, 404, NULL, "environment '%.64s' not found", req->params[0]);
+	resp_error(resp, req, 404, ENV_NOT_FOUND_CODE, "environment '%.64s' not found", req->params[0]);
 	return -1;
 }
 
@@ -165,7 +165,7 @@ void env_retrieve(struct worker *w, struct request *req, struct response *resp)
 
 	if (check_id(req, resp))
 		return;
-	st = envdb_get(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id, 0,
+	st = envdb_get(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id, ENVDB_NO_LOCK,
 		       &rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);
@@ -213,7 +213,7 @@ static enum db_status update_tx(struct db *db, void *arg)
 
 	db_rows_free(&c->rows);
 	memset(&c->err, 0, sizeof(c->err));
-	st = envdb_get(db, req->params[0], req->auth.workspace_id, req->auth.account_id, 1,
+	st = envdb_get(db, req->params[0], req->auth.workspace_id, req->auth.account_id, ENVDB_LOCK_UPDATE,
 		       &c->rows);
 	if (st || !c->rows.nrows)
 		return st;
@@ -244,7 +244,7 @@ static enum db_status update_tx(struct db *db, void *arg)
 						    .now = now_db });
 	if (!st) {
 		db_rows_free(&c->rows);
-		st = envdb_get(db, req->params[0], req->auth.workspace_id, req->auth.account_id, 0,
+		st = envdb_get(db, req->params[0], req->auth.workspace_id, req->auth.account_id, ENVDB_NO_LOCK,
 			       &c->rows);
 	}
 out:
@@ -290,7 +290,7 @@ void env_archive(struct worker *w, struct request *req, struct response *resp)
 			   now_db, &n);
 	if (!st)
 		st = envdb_get(w->db, req->params[0], req->auth.workspace_id,
-			       req->auth.account_id, 0, &rows);
+			       req->auth.account_id, ENVDB_NO_LOCK, &rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return;
@@ -321,7 +321,7 @@ void env_delete(struct worker *w, struct request *req, struct response *resp)
 		resp_json(resp, 200, json_pack("{s:s, s:s}", "id", req->params[0], "type",
 					       "environment_deleted"));
 	} else if (!exists) {
-		resp_error(resp, req, 404, NULL, "environment '%s' not found", req->params[0]);
+		resp_error(resp, req, 404, ENV_NOT_FOUND_CODE, "environment '%s' not found", req->params[0]);
 	} else {
 		resp_error(resp, req, 409, NULL,
 			   "environment '%s' is referenced by %lld session%s; delete %s first",
@@ -361,16 +361,6 @@ static int list_params(struct request *req, struct response *resp, long long *li
 	return 0;
 }
 
-static int load_cursor_key(struct worker *w)
-{
-	if (w->cursor_key_loaded)
-		return 0;
-	if (secret_get(w->db, "cursor", w->cursor_key, sizeof(w->cursor_key)))
-		return -1;
-	w->cursor_key_loaded = 1;
-	return 0;
-}
-
 void env_list(struct worker *w, struct request *req, struct response *resp)
 {
 	char created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX], next[CURSOR_MAX];
@@ -383,10 +373,8 @@ void env_list(struct worker *w, struct request *req, struct response *resp)
 
 	if (list_params(req, resp, &limit, &include_archived, &page))
 		return;
-	if (load_cursor_key(w)) {
-		handle_db_error(w, req, resp, DB_GONE);
+	if (worker_cursor_key(w, req, resp))
 		return;
-	}
 	filter = include_archived ? "a1" : "a0";
 	if (page) {
 		enum cursor_status cs = cursor_parse(w->cursor_key, sizeof(w->cursor_key),

@@ -25,6 +25,9 @@ typedef void (*handler_fn)(struct worker *w, struct request *req, struct respons
 void handle_db_error(struct worker *w, struct request *req, struct response *resp,
 		     enum db_status st);
 
+/* Load the deployment's list-cursor key into W once. 0, or -1 with RESP filled (503/500). */
+int worker_cursor_key(struct worker *w, struct request *req, struct response *resp);
+
 /* Authenticate REQ (x-api-key or Authorization: Bearer) and fill req->auth. On failure fills
  * RESP (401, 403, 503) and returns -1. */
 int auth_request(struct worker *w, struct request *req, struct response *resp);
@@ -38,5 +41,12 @@ void env_update(struct worker *w, struct request *req, struct response *resp);
 void env_list(struct worker *w, struct request *req, struct response *resp);
 void env_archive(struct worker *w, struct request *req, struct response *resp);
 void env_delete(struct worker *w, struct request *req, struct response *resp);
+
+void session_create(struct worker *w, struct request *req, struct response *resp);
+void session_retrieve(struct worker *w, struct request *req, struct response *resp);
+void session_update(struct worker *w, struct request *req, struct response *resp);
+void session_list(struct worker *w, struct request *req, struct response *resp);
+void session_archive(struct worker *w, struct request *req, struct response *resp);
+void session_delete(struct worker *w, struct request *req, struct response *resp);
 
 #endif
