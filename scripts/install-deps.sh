@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Install the Debian packages terrarium needs to build, test and run (Debian 12).
+#
+# Idempotent: dpkg is asked what is already installed, and `apt-get update` + `apt-get install`
+# run only when something is missing. Root runs apt-get directly; anyone else goes through sudo.
+#
+# mariadb-server and nginx are installed for their binaries only: the stack runs its own
+# instances (scripts/lib-stack.sh). While this script installs, a policy-rc.d that forbids
+# service starts is put in place (unless one already exists) so that no system MariaDB or nginx
+# is started; services that were already running are left alone.
+#
+# Node.js and npm (for the SDK compatibility tests) are skipped when `node` and `npm` already
+# exist, whatever installed them.
+set -euo pipefail
+
+packages=(
+	build-essential pkg-config clang
+	libfcgi-dev libjansson-dev libmariadb-dev libcurl4-openssl-dev libcmocka-dev libinih-dev
+	mariadb-server mariadb-client
+	bubblewrap spawn-fcgi wrk curl jq
+)
+nginx_flavours=(nginx-light nginx nginx-core nginx-full nginx-extras)
+policy=/usr/sbin/policy-rc.d
+
+say() { printf 'install-deps: %s\n' "$*" >&2; }
+
+installed() {
+	local status
+	status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null) || return 1
+	[[ $status == ii* ]]
+}
+
+if [ "$(id -u)" -eq 0 ]; then
+	sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+	sudo=(sudo)
+else
+	sudo=(false)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+	installed "$p" || missing+=("$p")
+done
+
+want_nginx=1
+for p in "${nginx_flavours[@]}"; do
+	if installed "$p"; then
+		want_nginx=0
+		break
+	fi
+done
+
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+	:
+else
+	for p in nodejs npm; do
+		installed "$p" || missing+=("$p")
+	done
+fi
+
+if [ ${#missing[@]} -eq 0 ] && [ $want_nginx -eq 0 ]; then
+	say "all packages present"
+	exit 0
+fi
+
+if [ "${sudo[0]:-}" = false ]; then
+	say "missing packages: ${missing[*]} $([ $want_nginx -eq 1 ] && echo nginx-light)"
+	say "not root and sudo is not available: install them as root"
+	exit 1
+fi
+
+apt_get=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -y
+	-o DPkg::Lock::Timeout=300)
+
+made_policy=0
+remove_policy() {
+	if [ $made_policy -eq 1 ]; then
+		"${sudo[@]}" rm -f "$policy"
+	fi
+}
+trap remove_policy EXIT
+if [ ! -e "$policy" ]; then
+	# exit 101 = "action forbidden": invoke-rc.d and deb-systemd-invoke start nothing.
+	"${sudo[@]}" sh -c "printf '#!/bin/sh\nexit 101\n' >'$policy' && chmod 0755 '$policy'"
+	made_policy=1
+fi
+
+say "apt-get update"
+"${apt_get[@]}" update
+
+if [ $want_nginx -eq 1 ]; then
+	# nginx-light is Debian 12's small build; later releases only ship "nginx".
+	if apt-cache show nginx-light >/dev/null 2>&1; then
+		missing+=(nginx-light)
+	else
+		missing+=(nginx)
+	fi
+fi
+
+say "installing: ${missing[*]}"
+"${apt_get[@]}" install --no-install-recommends "${missing[@]}"
+
+still=()
+for p in "${missing[@]}"; do
+	installed "$p" || still+=("$p")
+done
+if [ ${#still[@]} -ne 0 ]; then
+	say "still missing after install: ${still[*]}"
+	exit 1
+fi
+say "done"

@@ -1,0 +1,659 @@
+# shellcheck shell=bash
+# lib-stack.sh: run terrarium's own MariaDB, API supervisors and nginx under one runtime
+# directory RUN. Sourced by scripts/up.sh, scripts/down.sh and tests/e2e/run.sh.
+#
+# Every function takes RUN (an absolute path) first, prints progress on stderr, returns 0 on
+# success or 1 after saying what failed, and never exits the calling shell. No system service
+# and no system configuration is used: MariaDB runs with --no-defaults on RUN/mysql.sock without
+# networking, nginx with `-p RUN -c RUN/nginx.conf`. Processes are started in their own session
+# and stopped by the PID recorded in their pid file, after checking that the PID still runs the
+# expected program (a stale pid file never kills an unrelated process).
+#
+# Files under RUN:
+#   db/  mysql.sock  mariadb.pid  mariadb.log  db-password       MariaDB (db_init, db_start)
+#   NAME.ini  NAME.sock  NAME.pid  NAME.log                       one API supervisor per NAME
+#   nginx.conf  nginx-*.conf  nginx.pid  nginx-*.log  nginx-tmp/  nginx (nginx_start)
+#
+# Environment:
+#   BUILD_DIR       where terrarium-api is: absolute, or relative to the repository (default build)
+#   WORKERS         [api] workers written by api_config (default 0 = 2 x cores)
+#   MAX_REQUESTS    [api] max_requests (default 10000)
+#   LOG_LEVEL       [log] level (default info)
+#   NGINX_USER      user of nginx workers when started as root (default www-data)
+#   NGINX_WORKERS   nginx worker_processes (default 1)
+#   DB_EXTRA_ARGS   extra mariadbd options, split on spaces
+
+STACK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+STACK_DB_NAME=terrarium
+STACK_DB_USER=terrarium
+STACK_DB_CREATED=0        # set to 1 by db_init when it created a new data directory
+STACK_CONFIG_CHANGED=0    # set to 1 by api_config when NAME.ini changed
+STACK_SOCKET_MAX=107      # sun_path holds 108 bytes with the terminating NUL
+
+_stack_say() { printf 'stack: %s\n' "$*" >&2; }
+_stack_err() { printf 'stack: error: %s\n' "$*" >&2; }
+
+# Absolute path of program NAME: PATH first, then the sbin directories a non-root PATH lacks.
+_stack_bin() {
+	local d
+	if command -v "$1" >/dev/null 2>&1; then
+		command -v "$1"
+		return 0
+	fi
+	for d in /usr/sbin /sbin /usr/local/sbin /usr/bin; do
+		if [ -x "$d/$1" ]; then
+			echo "$d/$1"
+			return 0
+		fi
+	done
+	return 1
+}
+
+_stack_check_run() {
+	case "${1:-}" in
+	/*) return 0 ;;
+	esac
+	_stack_err "RUN must be an absolute path (got '${1:-}')"
+	return 1
+}
+
+_stack_check_name() {
+	case "$1" in
+	nginx | mariadb | db | '' | *[!A-Za-z0-9_-]*)
+		_stack_err "bad component name '$1' (letters, digits, - and _; not nginx, mariadb, db)"
+		return 1
+		;;
+	esac
+}
+
+_stack_check_socket_len() {
+	if [ ${#1} -gt $STACK_SOCKET_MAX ]; then
+		_stack_err "socket path too long for a unix socket (${#1} > $STACK_SOCKET_MAX): $1"
+		return 1
+	fi
+}
+
+# The user and group nginx workers run as: NGINX_USER (www-data) when we are root, else us.
+stack_nginx_user() {
+	if [ "$(id -u)" -eq 0 ]; then
+		echo "${NGINX_USER:-www-data}"
+	else
+		id -un
+	fi
+}
+
+stack_nginx_group() {
+	id -gn "$(stack_nginx_user)"
+}
+
+# As root, can the nginx worker user do `test OP PATH`? (Always yes when not root.)
+_stack_nginx_can() {
+	[ "$(id -u)" -eq 0 ] || return 0
+	runuser -u "$(stack_nginx_user)" -- test "$1" "$2" 2>/dev/null
+}
+
+# stack_prepare RUN: create RUN. As root RUN becomes root:<nginx group> 0710, so nginx workers
+# can reach the API sockets in it and nothing else; otherwise 0700.
+stack_prepare() {
+	local run=$1
+	_stack_check_run "$run" || return 1
+	mkdir -p "$run" || return 1
+	if [ "$(id -u)" -eq 0 ]; then
+		chgrp "$(stack_nginx_group)" "$run" && chmod 0710 "$run" || return 1
+		if ! _stack_nginx_can -x "$run"; then
+			_stack_err "$(stack_nginx_user) (nginx workers) cannot reach $run: a parent" \
+				"directory is closed to it; choose a runtime directory under /tmp or /srv"
+			return 1
+		fi
+	else
+		chmod 0700 "$run" || return 1
+	fi
+}
+
+# Fields of /proc/PID/stat after the command name: state is $1, process group is $3.
+_stack_stat() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	echo "${stat##*) }"
+}
+
+# Is PID a live process (zombies count as gone)?
+_stack_alive() {
+	local fields
+	kill -0 "$1" 2>/dev/null || return 1
+	fields=$(_stack_stat "$1") || return 1
+	[ "${fields%% *}" != Z ]
+}
+
+# stack_running PIDFILE WHAT: print the PID in PIDFILE and succeed when it is alive and its
+# command line contains WHAT.
+stack_running() {
+	local pid cmd
+	[ -s "$1" ] || return 1
+	read -r pid <"$1" 2>/dev/null || return 1
+	case "$pid" in '' | *[!0-9]*) return 1 ;; esac
+	_stack_alive "$pid" || return 1
+	cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+	case "$cmd" in *"$2"*) ;; *) return 1 ;; esac
+	echo "$pid"
+}
+
+# Wait up to SECONDS for PID to be gone.
+_stack_wait_gone() {
+	local pid=$1 n=$(($2 * 10))
+	while [ $n -gt 0 ] && _stack_alive "$pid"; do
+		sleep 0.1
+		n=$((n - 1))
+	done
+	! _stack_alive "$pid"
+}
+
+# Does any process of process group PGID remain?
+_stack_group_alive() {
+	kill -0 -- "-$1" 2>/dev/null
+}
+
+# _stack_stop PIDFILE WHAT SIGNAL SECONDS LABEL: signal the process, wait, then SIGKILL it (its
+# whole process group when it leads one: workers go too). A missing, stale or foreign pid file
+# is removed without killing anything.
+_stack_stop() {
+	local pidfile=$1 what=$2 sig=$3 secs=$4 label=$5 pid pgrp="" n
+	if ! pid=$(stack_running "$pidfile" "$what"); then
+		rm -f "$pidfile"
+		return 0
+	fi
+	read -r _ _ pgrp _ <<<"$(_stack_stat "$pid")"
+	_stack_say "stopping $label (pid $pid, SIG$sig)"
+	kill "-$sig" "$pid" 2>/dev/null || true
+	if ! _stack_wait_gone "$pid" "$secs"; then
+		_stack_err "$label (pid $pid) still running after ${secs}s: SIGKILL"
+		if [ "$pgrp" = "$pid" ]; then
+			kill -KILL -- "-$pid" 2>/dev/null || true
+		else
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+		_stack_wait_gone "$pid" 5 || {
+			_stack_err "$label (pid $pid) survived SIGKILL"
+			return 1
+		}
+	fi
+	# Children (API workers) finish their request and leave after the supervisor; give them the
+	# same time, then kill what remains of the group.
+	if [ "$pgrp" = "$pid" ]; then
+		n=$((secs * 10))
+		while [ $n -gt 0 ] && _stack_group_alive "$pid"; do
+			sleep 0.1
+			n=$((n - 1))
+		done
+		if _stack_group_alive "$pid"; then
+			_stack_err "processes of $label's group $pid remain: SIGKILL"
+			kill -KILL -- "-$pid" 2>/dev/null || true
+		fi
+	fi
+	rm -f "$pidfile"
+}
+
+# _stack_spawn PIDFILE LOG CMD...: run CMD in the background in a new session (a terminal's ^C
+# or the caller's exit does not reach it) with stdin from /dev/null and stdout+stderr appended
+# to LOG; its PID goes to PIDFILE before it starts.
+_stack_spawn() {
+	local pidfile=$1 log=$2 n=50
+	shift 2
+	rm -f "$pidfile"
+	# shellcheck disable=SC2016
+	setsid bash -c 'echo $$ >"$0.tmp" && mv -f "$0.tmp" "$0" && exec "$@"' "$pidfile" "$@" \
+		</dev/null >>"$log" 2>&1 &
+	while [ $n -gt 0 ] && [ ! -s "$pidfile" ]; do
+		sleep 0.1
+		n=$((n - 1))
+	done
+	[ -s "$pidfile" ]
+}
+
+_stack_tail() {
+	[ -f "$1" ] || return 0
+	printf -- '--- last lines of %s ---\n' "$1" >&2
+	tail -n "${2:-20}" "$1" >&2
+	printf -- '---\n' >&2
+}
+
+# Can we connect to 127.0.0.1:PORT?
+stack_port_open() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# stack_free_port [EXCLUDE...]: print a loopback port nobody listens on, not in EXCLUDE.
+stack_free_port() {
+	local port n=200 x taken
+	while [ $n -gt 0 ]; do
+		n=$((n - 1))
+		port=$((20000 + RANDOM % 40000))
+		taken=0
+		for x in "$@"; do
+			[ "$x" = "$port" ] && taken=1
+		done
+		[ $taken -eq 0 ] || continue
+		stack_port_open "$port" && continue
+		echo "$port"
+		return 0
+	done
+	_stack_err "no free loopback port found"
+	return 1
+}
+
+# ---------------------------------------------------------------------------------------------
+# MariaDB
+
+# db_sql RUN [ARGS...]: run SQL from stdin as the MariaDB administrator (the OS user, through
+# unix_socket authentication) with `mariadb --batch ARGS`.
+db_sql() {
+	local run=$1
+	shift
+	mariadb --no-defaults --socket="$run/mysql.sock" --user="$(id -un)" --batch "$@"
+}
+
+# db_init RUN: create the data directory RUN/db unless it exists. The administrator accounts
+# use unix_socket authentication (root@localhost, plus one named after the OS user when that is
+# not root): no password exists that another local user could use. Sets STACK_DB_CREATED=1 when
+# it created the directory. The directory is built aside and renamed, so an interrupted run
+# leaves nothing half made.
+db_init() {
+	local run=$1 tmp installer me
+	STACK_DB_CREATED=0
+	stack_prepare "$run" || return 1
+	if [ -d "$run/db/mysql" ]; then
+		return 0
+	fi
+	if [ -e "$run/db" ]; then
+		_stack_err "$run/db exists but is not a MariaDB data directory: remove it"
+		return 1
+	fi
+	installer=$(_stack_bin mariadb-install-db) || installer=$(_stack_bin mysql_install_db) || {
+		_stack_err "mariadb-install-db not found (scripts/install-deps.sh installs mariadb-server)"
+		return 1
+	}
+	me=$(id -un)
+	tmp="$run/db.init.$$"
+	rm -rf "$tmp"
+	local args=(--no-defaults --datadir="$tmp" --skip-test-db
+		--auth-root-authentication-method=socket --auth-root-socket-user="$me")
+	if [ "$(id -u)" -eq 0 ]; then
+		args+=(--user="$me")
+	fi
+	_stack_say "initialising MariaDB data directory $run/db"
+	if ! "$installer" "${args[@]}" >"$run/mariadb-install.log" 2>&1; then
+		_stack_err "mariadb-install-db failed"
+		_stack_tail "$run/mariadb-install.log"
+		rm -rf "$tmp"
+		return 1
+	fi
+	mv "$tmp" "$run/db" || return 1
+	# shellcheck disable=SC2034 # read by callers
+	STACK_DB_CREATED=1
+}
+
+# db_start RUN: start mariadbd on RUN/mysql.sock (no TCP) unless it already runs, wait until it
+# answers (60 s at most), then make sure database `terrarium` and user 'terrarium'@'localhost'
+# exist, the user's password being the one in RUN/db-password (made on first use, mode 0600).
+db_start() {
+	local run=$1 pid server n
+	_stack_check_run "$run" || return 1
+	if pid=$(stack_running "$run/mariadb.pid" mariadbd); then
+		_stack_say "mariadb already running (pid $pid)"
+	else
+		if [ ! -d "$run/db/mysql" ]; then
+			_stack_err "no data directory in $run/db: run db_init first"
+			return 1
+		fi
+		_stack_check_socket_len "$run/mysql.sock" || return 1
+		server=$(_stack_bin mariadbd) || server=$(_stack_bin mysqld) || {
+			_stack_err "mariadbd not found (scripts/install-deps.sh installs mariadb-server)"
+			return 1
+		}
+		local args=(--no-defaults
+			--datadir="$run/db" --socket="$run/mysql.sock" --skip-networking
+			--pid-file="$run/mariadb.pid" --log-error="$run/mariadb.log"
+			--character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci
+			--default-time-zone=+00:00 --skip-name-resolve
+			--innodb-buffer-pool-size=128M --max-connections=256)
+		if [ "$(id -u)" -eq 0 ]; then
+			args+=(--user="$(id -un)")
+		fi
+		# shellcheck disable=SC2206
+		args+=(${DB_EXTRA_ARGS:-})
+		_stack_say "starting mariadb on $run/mysql.sock"
+		_stack_spawn "$run/mariadb.pid" "$run/mariadb.log" "$server" "${args[@]}" || {
+			_stack_err "mariadbd did not start"
+			_stack_tail "$run/mariadb.log"
+			return 1
+		}
+		read -r pid <"$run/mariadb.pid"
+		n=600
+		until mariadb-admin --no-defaults --socket="$run/mysql.sock" --user="$(id -un)" \
+			--connect-timeout=2 ping >/dev/null 2>&1; do
+			if ! _stack_alive "$pid"; then
+				_stack_err "mariadbd exited during startup"
+				_stack_tail "$run/mariadb.log"
+				rm -f "$run/mariadb.pid"
+				return 1
+			fi
+			n=$((n - 1))
+			if [ $n -le 0 ]; then
+				_stack_err "mariadbd (pid $pid) not ready after 60s"
+				_stack_tail "$run/mariadb.log"
+				db_stop "$run"
+				return 1
+			fi
+			sleep 0.1
+		done
+		_stack_say "mariadb ready (pid $pid)"
+	fi
+	_stack_db_provision "$run"
+}
+
+_stack_db_provision() {
+	local run=$1 pw
+	if [ ! -s "$run/db-password" ]; then
+		(umask 077 && od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$run/db-password.tmp") &&
+			mv -f "$run/db-password.tmp" "$run/db-password" || return 1
+	fi
+	chmod 0600 "$run/db-password"
+	pw=$(cat "$run/db-password")
+	case "$pw" in '' | *[!0-9a-f]*)
+		_stack_err "$run/db-password must hold hex digits only: remove it to make a new one"
+		return 1
+		;;
+	esac
+	db_sql "$run" <<SQL || { _stack_err "could not create database/user"; return 1; }
+CREATE DATABASE IF NOT EXISTS \`$STACK_DB_NAME\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
+CREATE USER IF NOT EXISTS '$STACK_DB_USER'@'localhost' IDENTIFIED BY '$pw';
+ALTER USER '$STACK_DB_USER'@'localhost' IDENTIFIED BY '$pw';
+GRANT ALL PRIVILEGES ON \`$STACK_DB_NAME\`.* TO '$STACK_DB_USER'@'localhost';
+SQL
+}
+
+# db_stop RUN: SIGTERM (clean shutdown), wait up to 60 s, then SIGKILL.
+db_stop() {
+	_stack_check_run "$1" || return 1
+	_stack_stop "$1/mariadb.pid" mariadbd TERM 60 mariadb
+}
+
+# ---------------------------------------------------------------------------------------------
+# API supervisors
+
+# The directory holding the built binaries: BUILD_DIR (relative to the repository), or build/.
+stack_build_dir() {
+	local dir=${BUILD_DIR:-build}
+	case "$dir" in
+	/*) echo "$dir" ;;
+	*) echo "$STACK_ROOT/$dir" ;;
+	esac
+}
+
+_stack_api_bin() {
+	echo "$(stack_build_dir)/terrarium-api"
+}
+
+# api_config RUN NAME BACKEND: write RUN/NAME.ini (mode 0600) for an API supervisor listening
+# on RUN/NAME.sock, group = the nginx workers' group, mode 0660, with the database password from
+# RUN/db-password (db_start first). Sets STACK_CONFIG_CHANGED=1 when the file changed.
+api_config() {
+	local run=$1 name=$2 backend=$3 ini tmp
+	STACK_CONFIG_CHANGED=0
+	_stack_check_run "$run" || return 1
+	_stack_check_name "$name" || return 1
+	if [ -z "$backend" ]; then
+		_stack_err "api_config: no backend given"
+		return 1
+	fi
+	if [ ! -s "$run/db-password" ]; then
+		_stack_err "$run/db-password missing: run db_start first"
+		return 1
+	fi
+	_stack_check_socket_len "$run/$name.sock" || return 1
+	ini="$run/$name.ini"
+	tmp="$ini.tmp"
+	(
+		umask 077
+		cat >"$tmp" <<EOF
+; written by scripts/lib-stack.sh (api_config); rewritten by every \`make up\`
+[database]
+socket = $run/mysql.sock
+user = $STACK_DB_USER
+password = $(cat "$run/db-password")
+name = $STACK_DB_NAME
+
+[api]
+socket = $run/$name.sock
+socket_group = $(stack_nginx_group)
+socket_mode = 0660
+workers = ${WORKERS:-0}
+max_requests = ${MAX_REQUESTS:-10000}
+
+[sandbox]
+backend = $backend
+
+[log]
+level = ${LOG_LEVEL:-info}
+EOF
+	) || return 1
+	if [ -f "$ini" ] && cmp -s "$tmp" "$ini"; then
+		rm -f "$tmp"
+	else
+		mv -f "$tmp" "$ini" || return 1
+		# shellcheck disable=SC2034 # read by callers
+		STACK_CONFIG_CHANGED=1
+	fi
+}
+
+# api_cli RUN NAME ARGS...: run `terrarium-api -c RUN/NAME.ini ARGS...` in the foreground.
+api_cli() {
+	local run=$1 name=$2 api
+	shift 2
+	api=$(_stack_api_bin)
+	if [ ! -x "$api" ]; then
+		_stack_err "$api not built (run make)"
+		return 1
+	fi
+	"$api" -c "$run/$name.ini" "$@"
+}
+
+# api_start RUN NAME: start `terrarium-api -c RUN/NAME.ini serve` unless it already runs; wait
+# (30 s at most) for RUN/NAME.sock, then check that nginx's workers may connect to it.
+api_start() {
+	local run=$1 name=$2 api pid n sock
+	_stack_check_run "$run" || return 1
+	_stack_check_name "$name" || return 1
+	api=$(_stack_api_bin)
+	sock="$run/$name.sock"
+	if pid=$(stack_running "$run/$name.pid" terrarium-api); then
+		_stack_say "api $name already running (pid $pid)"
+		return 0
+	fi
+	if [ ! -x "$api" ]; then
+		_stack_err "$api not built (run make)"
+		return 1
+	fi
+	if [ ! -f "$run/$name.ini" ]; then
+		_stack_err "$run/$name.ini missing: run api_config first"
+		return 1
+	fi
+	rm -f "$sock"
+	_stack_say "starting api $name on $sock"
+	_stack_spawn "$run/$name.pid" "$run/$name.log" "$api" -c "$run/$name.ini" serve || {
+		_stack_err "api $name did not start"
+		_stack_tail "$run/$name.log"
+		return 1
+	}
+	read -r pid <"$run/$name.pid"
+	n=300
+	until [ -S "$sock" ]; do
+		if ! _stack_alive "$pid"; then
+			_stack_err "api $name exited during startup"
+			_stack_tail "$run/$name.log"
+			rm -f "$run/$name.pid"
+			return 1
+		fi
+		n=$((n - 1))
+		if [ $n -le 0 ]; then
+			_stack_err "api $name (pid $pid): no socket $sock after 30s"
+			_stack_tail "$run/$name.log"
+			api_stop "$run" "$name"
+			return 1
+		fi
+		sleep 0.1
+	done
+	if ! _stack_nginx_can -w "$sock"; then
+		_stack_err "nginx workers ($(stack_nginx_user)) cannot write to $sock" \
+			"($(stat -c '%U:%G %a' "$sock")): the supervisor must chown it to group" \
+			"$(stack_nginx_group) and chmod it 0660, or every request is a 502"
+		api_stop "$run" "$name"
+		return 1
+	fi
+	_stack_say "api $name ready (pid $pid)"
+}
+
+# api_stop RUN NAME: SIGTERM (graceful: in-flight requests finish), wait up to 35 s (nginx
+# gives a request 30 s), then SIGKILL the supervisor and its workers.
+api_stop() {
+	_stack_check_run "$1" || return 1
+	_stack_check_name "$2" || return 1
+	_stack_stop "$1/$2.pid" terrarium-api TERM 35 "api $2"
+	rm -f "$1/$2.sock"
+}
+
+# ---------------------------------------------------------------------------------------------
+# nginx
+
+# Replace @KEY@ with VALUE in FILE, for each KEY=VALUE argument; print the result.
+_stack_subst() {
+	local file=$1 kv key val script=""
+	shift
+	for kv in "$@"; do
+		key=${kv%%=*}
+		val=${kv#*=}
+		val=${val//\\/\\\\}
+		val=${val//|/\\|}
+		val=${val//&/\\&}
+		script+="s|@${key}@|${val}|g;"
+	done
+	sed -e "$script" "$file"
+}
+
+# nginx_start RUN PORT:NAME...: one server on 127.0.0.1:PORT per spec, proxying to the API on
+# RUN/NAME.sock, configured from nginx/*.in into RUN/nginx*.conf. When nginx already runs with
+# the same configuration nothing happens; with a different one it is reloaded (SIGHUP).
+# Waits (10 s at most) until every port accepts connections.
+nginx_start() {
+	local run=$1 spec port name bin pid user_line ports=() n p
+	shift
+	_stack_check_run "$run" || return 1
+	if [ $# -eq 0 ]; then
+		_stack_err "nginx_start: no PORT:NAME given"
+		return 1
+	fi
+	bin=$(_stack_bin nginx) || {
+		_stack_err "nginx not found (scripts/install-deps.sh installs nginx-light)"
+		return 1
+	}
+	stack_prepare "$run" || return 1
+	mkdir -p "$run/nginx-tmp" || return 1
+	if [ "$(id -u)" -eq 0 ]; then
+		user_line="user $(stack_nginx_user) $(stack_nginx_group);"
+	else
+		user_line="# not started as root: workers run as $(id -un)"
+	fi
+
+	: >"$run/nginx-servers.conf.new"
+	for spec in "$@"; do
+		port=${spec%%:*}
+		name=${spec#*:}
+		case "$port" in '' | *[!0-9]*)
+			_stack_err "bad spec '$spec' (want PORT:NAME)"
+			return 1
+			;;
+		esac
+		_stack_check_name "$name" || return 1
+		_stack_check_socket_len "$run/$name.sock" || return 1
+		ports+=("$port")
+		_stack_subst "$STACK_ROOT/nginx/server.conf.in" RUN="$run" PORT="$port" NAME="$name" \
+			SOCKET="$run/$name.sock" >>"$run/nginx-servers.conf.new" || return 1
+	done
+	_stack_subst "$STACK_ROOT/nginx/terrarium.conf.in" RUN="$run" USER="$user_line" \
+		WORKER_PROCESSES="${NGINX_WORKERS:-1}" >"$run/nginx.conf.new" || return 1
+	cp "$STACK_ROOT/nginx/fastcgi.conf" "$run/nginx-fastcgi.conf.new" || return 1
+
+	if pid=$(stack_running "$run/nginx.pid" nginx) &&
+		cmp -s "$run/nginx.conf.new" "$run/nginx.conf" &&
+		cmp -s "$run/nginx-servers.conf.new" "$run/nginx-servers.conf" &&
+		cmp -s "$run/nginx-fastcgi.conf.new" "$run/nginx-fastcgi.conf"; then
+		rm -f "$run"/nginx*.conf.new
+		_stack_say "nginx already running (pid $pid)"
+		return 0
+	fi
+	for p in nginx nginx-servers nginx-fastcgi; do
+		mv -f "$run/$p.conf.new" "$run/$p.conf" || return 1
+	done
+	local nginx=("$bin" -p "$run" -c "$run/nginx.conf" -e "$run/nginx-error.log")
+	if ! "${nginx[@]}" -t -q; then
+		_stack_err "nginx configuration test failed ($run/nginx.conf)"
+		return 1
+	fi
+	if pid=$(stack_running "$run/nginx.pid" nginx); then
+		_stack_say "reloading nginx (pid $pid) on ports ${ports[*]}"
+		kill -HUP "$pid"
+		# New workers take over once the master has reread the configuration.
+		sleep 1
+	else
+		_stack_say "starting nginx on 127.0.0.1 ports ${ports[*]}"
+		# nginx binds its ports, then daemonises and writes RUN/nginx.pid.
+		if ! "${nginx[@]}"; then
+			_stack_err "nginx failed to start"
+			_stack_tail "$run/nginx-error.log"
+			return 1
+		fi
+	fi
+	for port in "${ports[@]}"; do
+		n=100
+		until stack_port_open "$port"; do
+			n=$((n - 1))
+			if [ $n -le 0 ]; then
+				_stack_err "nginx not accepting on 127.0.0.1:$port after 10s"
+				_stack_tail "$run/nginx-error.log"
+				return 1
+			fi
+			sleep 0.1
+		done
+	done
+	if ! pid=$(stack_running "$run/nginx.pid" nginx); then
+		_stack_err "nginx is not running (no live pid in $run/nginx.pid)"
+		_stack_tail "$run/nginx-error.log"
+		return 1
+	fi
+	_stack_say "nginx ready (pid $pid)"
+}
+
+# nginx_stop RUN: SIGQUIT (graceful), wait up to 15 s, then SIGKILL.
+nginx_stop() {
+	_stack_check_run "$1" || return 1
+	_stack_stop "$1/nginx.pid" nginx QUIT 15 nginx
+}
+
+# stack_stop_all RUN: stop nginx, then every process with a pid file in RUN (API supervisors,
+# reconcilers: anything whose command line says terrarium), then MariaDB. Goes on after a
+# failure; returns 1 if any stop failed.
+stack_stop_all() {
+	local run=$1 f name rc=0
+	_stack_check_run "$run" || return 1
+	[ -d "$run" ] || return 0
+	nginx_stop "$run" || rc=1
+	for f in "$run"/*.pid; do
+		[ -e "$f" ] || continue
+		name=$(basename "$f" .pid)
+		case "$name" in nginx | mariadb) continue ;; esac
+		_stack_stop "$f" terrarium TERM 35 "$name" || rc=1
+		rm -f "$run/$name.sock"
+	done
+	db_stop "$run" || rc=1
+	return $rc
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# `make up`: install what is missing, build, and run the local stack under RUNDIR (default
+# ./var): MariaDB on RUNDIR/mysql.sock, the API (sandbox backend $BACKEND, default local) on
+# RUNDIR/api.sock, nginx on 127.0.0.1:$PORT (default 8080). Prints the base URL and an API key
+# of workspace $WORKSPACE (default "default"), kept in RUNDIR/api-key.
+#
+# Running it again is safe: what runs is left running, a changed backend or port is applied
+# (API restarted, nginx reloaded), the key is kept while it still authenticates.
+# `make down` (scripts/down.sh) stops everything.
+#
+# Environment: RUNDIR PORT BACKEND WORKSPACE WORKERS LOG_LEVEL BUILD_DIR, and
+# SKIP_INSTALL_DEPS=1 to skip scripts/install-deps.sh.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+PORT=${PORT:-8080}
+BACKEND=${BACKEND:-local}
+WORKSPACE=${WORKSPACE:-default}
+RUN=${RUNDIR:-$ROOT/var}
+mkdir -p "$RUN"
+RUN=$(cd "$RUN" && pwd)
+
+# shellcheck source=scripts/lib-stack.sh
+. "$ROOT/scripts/lib-stack.sh"
+
+if [ "${SKIP_INSTALL_DEPS:-0}" != 1 ]; then
+	bash "$ROOT/scripts/install-deps.sh"
+fi
+make -C "$ROOT"
+
+db_init "$RUN"
+db_created=$STACK_DB_CREATED
+db_start "$RUN"
+
+api_config "$RUN" api "$BACKEND"
+config_changed=$STACK_CONFIG_CHANGED
+api_cli "$RUN" api migrate "$ROOT/sql"
+
+# A key made for an earlier database is worthless.
+if [ "$db_created" = 1 ]; then
+	rm -f "$RUN/api-key"
+fi
+
+new_key() {
+	local key
+	key=$(api_cli "$RUN" api key create "$WORKSPACE")
+	case "$key" in
+	'' | *[[:space:]]*)
+		echo "up: 'key create' printed no single-line key" >&2
+		return 1
+		;;
+	esac
+	(umask 077 && printf '%s\n' "$key" >"$RUN/api-key.tmp") && mv -f "$RUN/api-key.tmp" "$RUN/api-key"
+	echo "up: new API key for workspace '$WORKSPACE' in $RUN/api-key" >&2
+}
+
+if [ ! -s "$RUN/api-key" ]; then
+	new_key
+fi
+chmod 0600 "$RUN/api-key"
+
+if [ "$config_changed" = 1 ]; then
+	api_stop "$RUN" api
+fi
+api_start "$RUN" api
+nginx_start "$RUN" "$PORT:api"
+
+URL="http://127.0.0.1:$PORT"
+KEY=$(cat "$RUN/api-key")
+
+# The key was kept from an earlier run: make sure it still authenticates.
+status=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 "$URL/v1/environments?limit=1" \
+	-H "x-api-key: $KEY" -H 'anthropic-version: 2023-06-01' \
+	-H 'anthropic-beta: managed-agents-2026-04-01') || status=000
+if [ "$status" = 401 ]; then
+	echo "up: the saved API key is no longer valid; making a new one" >&2
+	new_key
+	KEY=$(cat "$RUN/api-key")
+elif [ "$status" != 200 ]; then
+	echo "up: warning: GET $URL/v1/environments answered $status (see $RUN/api.log)" >&2
+fi
+
+cat <<EOF
+
+terrarium is up (backend: $BACKEND)
+  base URL  $URL
+  API key   $KEY    (also in $RUN/api-key)
+  logs      $RUN/api.log $RUN/nginx-error.log $RUN/nginx-access.log $RUN/mariadb.log
+
+  curl -s $URL/v1/environments -H "x-api-key: \$(cat $RUN/api-key)" \\
+       -H "anthropic-beta: managed-agents-2026-04-01"
+
+  make down    stops it
+EOF

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# End-to-end tests against the real binaries (`make test` runs this after the unit tests).
+#
+# Starts, in a temporary directory: MariaDB on its own socket, one API supervisor per sandbox
+# backend (local opensandbox docker bwrap, 2 workers each) and one nginx with a loopback port per
+# backend. Creates the keys and workspaces the tests use, then runs
+#   build/e2e-runner tests/cases   the data-driven HTTP cases
+#   tests/sdk/run.sh               the official SDK suite (when present)
+#   tests/seeds/run.sh             the seed pages' curl examples (when present)
+# Everything goes on even when a part fails; the exit status is non-zero if any part failed.
+# Everything started is stopped by PID on exit and the directory removed (KEEP_RUN=1 keeps it
+# and prints where it is; the processes are stopped either way).
+#
+# What the parts receive in the environment:
+#   TERRARIUM_URL                  nginx -> API with backend local
+#   TERRARIUM_URL_<backend>        one per backend, e.g. TERRARIUM_URL_bwrap (also in upper case)
+#   TERRARIUM_BACKEND=local        the backend behind TERRARIUM_URL
+#   KEY          TERRARIUM_KEY     workspace ws-main, account acct-a
+#   KEY_ACCT2    TERRARIUM_KEY_ACCT2  workspace ws-main, account acct-b
+#   KEY2         TERRARIUM_KEY2    workspace ws-other
+#   KEY_REVOKED  TERRARIUM_KEY_REVOKED  made in ws-main, then revoked
+#   WORKSPACE_ID WORKSPACE2_ID     ids of ws-main and ws-other
+#   TERRARIUM_RUN TERRARIUM_CONFIG the runtime directory and the local API's configuration
+#
+# Environment: BUILD_DIR (default build), E2E_BACKENDS (default "local opensandbox docker bwrap"),
+# KEEP_RUN=1.
+# shellcheck disable=SC2317 # functions run through `part` and the EXIT trap
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT" || exit 1
+# shellcheck source=scripts/lib-stack.sh
+. "$ROOT/scripts/lib-stack.sh"
+
+read -ra BACKENDS <<<"${E2E_BACKENDS:-local opensandbox docker bwrap}"
+BUILD=$(stack_build_dir)
+
+section() {
+	printf '\n==== %s ====\n' "$*"
+}
+
+die() {
+	printf 'e2e: %s\n' "$*" >&2
+	exit 1
+}
+
+# The runtime directory must be reachable by nginx's workers (www-data when root): under /tmp,
+# not under a 0700 home directory.
+RUN=$(mktemp -d "${TMPDIR:-/tmp}/terrarium-e2e.XXXXXX") || die "mktemp failed"
+if ! stack_prepare "$RUN" 2>/dev/null; then
+	rmdir "$RUN"
+	RUN=$(mktemp -d /tmp/terrarium-e2e.XXXXXX) || die "mktemp failed"
+fi
+
+cleanup() {
+	local rc=$?
+	section "teardown"
+	stack_stop_all "$RUN" || rc=1
+	if [ "${KEEP_RUN:-0}" = 1 ]; then
+		echo "e2e: runtime directory kept: $RUN" >&2
+	else
+		rm -rf "$RUN"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Logs worth reading when a part failed.
+show_logs() {
+	local f
+	for f in "$RUN"/*.log; do
+		[ -s "$f" ] || continue
+		case "$f" in */mariadb-install.log | */nginx-access.log) continue ;; esac
+		printf -- '--- %s (last 40 lines) ---\n' "$f" >&2
+		tail -n 40 "$f" >&2
+	done
+}
+
+section "stack in $RUN"
+for bin in terrarium-api e2e-runner; do
+	[ -x "$BUILD/$bin" ] || die "$BUILD/$bin is not built (run make)"
+done
+
+db_init "$RUN" || die "db_init failed"
+db_start "$RUN" || die "db_start failed"
+for b in "${BACKENDS[@]}"; do
+	WORKERS=2 api_config "$RUN" "$b" "$b" || die "api_config $b failed"
+done
+api_cli "$RUN" "${BACKENDS[0]}" migrate "$ROOT/sql" || die "migrate failed"
+
+cli() {
+	api_cli "$RUN" "${BACKENDS[0]}" "$@"
+}
+KEY=$(cli key create ws-main acct-a) || die "key create ws-main acct-a failed"
+KEY_ACCT2=$(cli key create ws-main acct-b) || die "key create ws-main acct-b failed"
+KEY2=$(cli key create ws-other) || die "key create ws-other failed"
+KEY_REVOKED=$(cli key create ws-main acct-a) || die "key create (to revoke) failed"
+cli key revoke "$KEY_REVOKED" || die "key revoke failed"
+WORKSPACE_ID=$(cli workspace id ws-main) || die "workspace id ws-main failed"
+WORKSPACE2_ID=$(cli workspace id ws-other) || die "workspace id ws-other failed"
+for v in KEY KEY_ACCT2 KEY2 KEY_REVOKED WORKSPACE_ID WORKSPACE2_ID; do
+	case "${!v}" in
+	'' | *[[:space:]]*) die "$v: the CLI printed '${!v}', not one word" ;;
+	esac
+done
+export KEY KEY_ACCT2 KEY2 KEY_REVOKED WORKSPACE_ID WORKSPACE2_ID
+export TERRARIUM_KEY=$KEY TERRARIUM_KEY_ACCT2=$KEY_ACCT2 TERRARIUM_KEY2=$KEY2
+export TERRARIUM_KEY_REVOKED=$KEY_REVOKED
+export TERRARIUM_WORKSPACE_ID=$WORKSPACE_ID TERRARIUM_WORKSPACE2_ID=$WORKSPACE2_ID
+
+for b in "${BACKENDS[@]}"; do
+	api_start "$RUN" "$b" || { show_logs; die "api_start $b failed"; }
+done
+
+# Free ports are picked by probing; another process may take one before nginx binds it, so
+# a failed start is retried with new ports. One more server proxies to a socket no API listens
+# on ("absent"), for nginx's own 502.
+started=0
+for attempt in 1 2 3; do
+	specs=()
+	ports=()
+	for b in "${BACKENDS[@]}" absent; do
+		p=$(stack_free_port "${ports[@]}") || die "no free port"
+		ports+=("$p")
+		specs+=("$p:$b")
+	done
+	if nginx_start "$RUN" "${specs[@]}"; then
+		started=1
+		break
+	fi
+	nginx_stop "$RUN"
+	echo "e2e: nginx start failed (attempt $attempt), retrying with other ports" >&2
+done
+[ $started = 1 ] || die "nginx did not start"
+
+for i in "${!BACKENDS[@]}"; do
+	b=${BACKENDS[$i]}
+	url="http://127.0.0.1:${ports[$i]}"
+	export "TERRARIUM_URL_$b=$url"
+	upper=$(printf '%s' "$b" | tr 'a-z-' 'A-Z_')
+	export "TERRARIUM_URL_$upper=$url"
+	echo "  $b: $url"
+done
+URL_ABSENT="http://127.0.0.1:${ports[${#BACKENDS[@]}]}"
+export TERRARIUM_URL="http://127.0.0.1:${ports[0]}"
+export TERRARIUM_BACKEND=${BACKENDS[0]}
+export TERRARIUM_RUN=$RUN
+export TERRARIUM_CONFIG="$RUN/${BACKENDS[0]}.ini"
+
+failed=()
+
+part() {
+	local name=$1 rc
+	shift
+	section "$name"
+	"$@"
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "e2e: $name passed"
+	else
+		echo "e2e: $name FAILED (exit $rc)" >&2
+		failed+=("$name")
+	fi
+}
+
+# nginx's own errors (nginx/server.conf.in): JSON envelope, status kept, request-id header equal
+# to the body's request_id, x-should-retry. The API's errors are the cases' business.
+resp_header() { # NAME: a header of the last check_nginx_error response
+	tr -d '\r' <"$RUN/check.headers" | sed -n "s/^$1: //Ip" | tail -n 1
+}
+
+check_nginx_error() { # NAME STATUS TYPE RETRY CURL-ARGS...
+	local name=$1 want=$2 type=$3 retry=$4 got body rid
+	shift 4
+	got=$(curl -sS -o "$RUN/check.body" -D "$RUN/check.headers" -w '%{http_code}' "$@") || got=000
+	body=$(cat "$RUN/check.body" 2>/dev/null)
+	rid=$(resp_header request-id)
+	if [ "$got" = "$want" ] &&
+		[ "$(resp_header content-type)" = application/json ] &&
+		[ "$(resp_header x-should-retry)" = "$retry" ] &&
+		[[ $rid =~ ^req_[0-9A-Za-z]{24}$ ]] &&
+		jq -e --arg t "$type" --arg rid "$rid" \
+			'.type == "error" and .error.type == $t and (.error.message | length > 0)
+			 and .request_id == $rid' <<<"$body" >/dev/null 2>&1; then
+		echo "ok   $name"
+		return 0
+	fi
+	echo "FAIL $name: status $got (want $want), request-id '$rid', body: ${body:0:300}"
+	tr -d '\r' <"$RUN/check.headers" | sed 's/^/     /'
+	return 1
+}
+
+check_nginx_errors() {
+	local rc=0
+	head -c $((2 * 1024 * 1024)) /dev/zero | tr '\0' 'a' >"$RUN/big.body"
+	check_nginx_error "413 for a 2 MiB body" 413 request_too_large false \
+		-X POST "$TERRARIUM_URL/v1/environments" -H "x-api-key: $KEY" \
+		-H 'content-type: application/json' --data-binary @"$RUN/big.body" || rc=1
+	check_nginx_error "502 when no API listens" 502 api_error true \
+		"$URL_ABSENT/v1/environments" -H "x-api-key: $KEY" || rc=1
+	check_nginx_error "400 for a malformed request" 400 invalid_request_error false \
+		"$TERRARIUM_URL/v1/environments/%zz" || rc=1
+	return "$rc"
+}
+
+part "nginx error pages" check_nginx_errors
+part "HTTP cases (e2e-runner tests/cases)" "$BUILD/e2e-runner" "$ROOT/tests/cases"
+if [ -f "$ROOT/tests/sdk/run.sh" ]; then
+	part "official SDK (tests/sdk/run.sh)" bash "$ROOT/tests/sdk/run.sh"
+fi
+if [ -f "$ROOT/tests/seeds/run.sh" ]; then
+	part "seed examples (tests/seeds/run.sh)" bash "$ROOT/tests/seeds/run.sh"
+fi
+
+section "summary"
+if [ ${#failed[@]} -ne 0 ]; then
+	show_logs
+	printf 'e2e: FAILED: %s\n' "${failed[@]}" >&2
+	exit 1
+fi
+echo "e2e: all parts passed"
+exit 0
