@@ -9,9 +9,10 @@ LDLIBS_DB := $(shell mariadb_config --libs 2>/dev/null || pkg-config --libs libm
 
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
 	common/egress.c
-DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c
+DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c
 HANDLER_SRC := handlers/verr.c handlers/common.c handlers/env_validate.c handlers/cursor.c \
-	handlers/environments.c
+	handlers/sessions.c \
+	handlers/environments.c handlers/agent_validate.c handlers/agents.c
 FCGI_SRC := fcgi/request.c fcgi/response.c fcgi/router.c fcgi/serve.c
 API_SRC := fcgi/main.c $(FCGI_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
 RECON_SRC := reconciler/main.c db/db.c $(COMMON_SRC)
@@ -22,7 +23,8 @@ API_BIN := $(BUILD)/terrarium-api
 RECON_BIN := $(BUILD)/terrarium-reconciler
 RUNNER_BIN := $(BUILD)/e2e-runner
 
-UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress
+UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress \
+	$(BUILD)/test_agent_validate
 
 all: $(API_BIN) $(RECON_BIN) $(RUNNER_BIN)
 
@@ -30,7 +32,7 @@ $(API_BIN): $(call obj,$(API_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB)
 
 $(RECON_BIN): $(call obj,$(RECON_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -linih $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih $(LDLIBS_DB)
 
 $(RUNNER_BIN): $(call obj,tests/e2e/runner.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
@@ -44,6 +46,10 @@ $(BUILD)/test_core: $(call obj,tests/unit/test_core.c fcgi/request.c fcgi/respon
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB)
 
 $(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
+
+$(BUILD)/test_agent_validate: $(call obj,tests/unit/test_agent_validate.c \
+	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/backend.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 $(BUILD)/obj/%.o: %.c

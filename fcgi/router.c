@@ -15,6 +15,20 @@ static const struct route routes[] = {
 	{ "DELETE", "/v1/environments/{id}", env_delete, ROUTE_AUTH | ROUTE_BETA },
 	{ "POST", "/v1/environments/{id}/archive", env_archive,
 	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT },
+	{ "POST", "/v1/agents", agent_create, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
+	{ "GET", "/v1/agents", agent_list, ROUTE_AUTH | ROUTE_BETA },
+	{ "GET", "/v1/agents/{id}", agent_retrieve, ROUTE_AUTH | ROUTE_BETA },
+	{ "POST", "/v1/agents/{id}", agent_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
+	{ "POST", "/v1/agents/{id}/archive", agent_archive,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT },
+	{ "GET", "/v1/agents/{id}/versions", agent_versions, ROUTE_AUTH | ROUTE_BETA },
+	{ "POST", "/v1/sessions", session_create, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
+	{ "GET", "/v1/sessions", session_list, ROUTE_AUTH | ROUTE_BETA },
+	{ "GET", "/v1/sessions/{id}", session_retrieve, ROUTE_AUTH | ROUTE_BETA },
+	{ "POST", "/v1/sessions/{id}", session_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
+	{ "DELETE", "/v1/sessions/{id}", session_delete, ROUTE_AUTH | ROUTE_BETA },
+	{ "POST", "/v1/sessions/{id}/archive", session_archive,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT },
 };
 
 int route_match(const char *pattern, const char *path, struct request *req)

@@ -49,4 +49,11 @@ void session_list(struct worker *w, struct request *req, struct response *resp);
 void session_archive(struct worker *w, struct request *req, struct response *resp);
 void session_delete(struct worker *w, struct request *req, struct response *resp);
 
+void agent_create(struct worker *w, struct request *req, struct response *resp);
+void agent_retrieve(struct worker *w, struct request *req, struct response *resp);
+void agent_update(struct worker *w, struct request *req, struct response *resp);
+void agent_list(struct worker *w, struct request *req, struct response *resp);
+void agent_archive(struct worker *w, struct request *req, struct response *resp);
+void agent_versions(struct worker *w, struct request *req, struct response *resp);
+
 #endif

@@ -26,4 +26,4 @@ while IFS= read -r var; do
 	unset "$var"
 done < <(env | sed -n 's/^\(ANTHROPIC_[A-Za-z0-9_]*\)=.*/\1/p')
 
-exec node --test --test-concurrency=1 "$@" environments.test.mjs
+exec node --test --test-concurrency=1 "$@" environments.test.mjs agents.test.mjs

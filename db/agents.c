@@ -1,0 +1,167 @@
+#include "agents.h"
+
+#include <stdlib.h>
+
+/* The version shown is v; updated_at is the agent's for its current version (archiving moves
+ * it too) and the version's own creation for older versions. */
+#define AGENT_SELECT                                                                       \
+	"SELECT a.id, v.version, v.definition,"                                            \
+	" DATE_FORMAT(a.created_at, '%Y-%m-%dT%H:%i:%s.%fZ'),"                             \
+	" DATE_FORMAT(IF(v.version = a.version, a.updated_at, v.created_at),"              \
+	" '%Y-%m-%dT%H:%i:%s.%fZ'),"                                                       \
+	" DATE_FORMAT(a.archived_at, '%Y-%m-%dT%H:%i:%s.%fZ'), a.version,"                 \
+	" DATE_FORMAT(a.created_at, '%Y-%m-%d %H:%i:%s.%f')"                               \
+	" FROM agents a JOIN agent_versions v ON v.agent_id = a.id "
+
+enum db_status agentdb_get(struct db *db, const char *ws, const char *id, long long version,
+			   int for_update, struct db_rows *rows)
+{
+	static const char current[] =
+		AGENT_SELECT "WHERE a.workspace_id = ? AND a.id = ? AND v.version = a.version";
+	static const char current_lock[] = AGENT_SELECT
+		"WHERE a.workspace_id = ? AND a.id = ? AND v.version = a.version FOR UPDATE";
+	static const char at[] =
+		AGENT_SELECT "WHERE a.workspace_id = ? AND a.id = ? AND v.version = ?";
+	struct db_val p[] = { DB_STR(ws), DB_STR(id), DB_INT(version) };
+
+	if (version > 0)
+		return db_exec(db, at, p, 3, rows, NULL);
+	return db_exec(db, for_update ? current_lock : current, p, 2, rows, NULL);
+}
+
+enum db_status agentdb_insert(struct db *db, const struct agent_row_in *in)
+{
+	static const char agent[] =
+		"INSERT INTO agents (id, workspace_id, account_id, version, created_at, updated_at)"
+		" VALUES (?, ?, ?, 1, ?, ?)";
+	static const char first[] = "INSERT INTO agent_versions (agent_id, version, definition,"
+				    " created_at) VALUES (?, 1, ?, ?)";
+	struct db_val pa[] = { DB_STR(in->id), DB_STR(in->workspace_id), DB_STR(in->account_id),
+			       DB_STR(in->now), DB_STR(in->now) };
+	struct db_val pv[] = { DB_STR(in->id), DB_STR(in->definition), DB_STR(in->now) };
+	enum db_status st = db_exec(db, agent, pa, 5, NULL, NULL);
+
+	return st ? st : db_exec(db, first, pv, 3, NULL, NULL);
+}
+
+enum db_status agentdb_add_version(struct db *db, const struct agent_row_in *in,
+				   long long version)
+{
+	static const char add[] = "INSERT INTO agent_versions (agent_id, version, definition,"
+				  " created_at) VALUES (?, ?, ?, ?)";
+	static const char bump[] = "UPDATE agents SET version = ?, updated_at = ?"
+				   " WHERE id = ? AND workspace_id = ? AND version = ?";
+	struct db_val pv[] = { DB_STR(in->id), DB_INT(version), DB_STR(in->definition),
+			       DB_STR(in->now) };
+	struct db_val pa[] = { DB_INT(version), DB_STR(in->now), DB_STR(in->id),
+			       DB_STR(in->workspace_id), DB_INT(version - 1) };
+	unsigned long long n = 0;
+	enum db_status st = db_exec(db, add, pv, 4, NULL, NULL);
+
+	if (!st)
+		st = db_exec(db, bump, pa, 5, NULL, &n);
+	/* the caller holds the row lock: a miss means the caller's version was not current */
+	return st ? st : n == 1 ? DB_OK : DB_CONFLICT;
+}
+
+enum db_status agentdb_archive(struct db *db, const char *ws, const char *id, const char *now,
+			       unsigned long long *affected)
+{
+	static const char sql[] = "UPDATE agents SET archived_at = ?, updated_at = ?"
+				  " WHERE id = ? AND workspace_id = ? AND archived_at IS NULL";
+	struct db_val p[] = { DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws) };
+
+	return db_exec(db, sql, p, 4, NULL, affected);
+}
+
+enum db_status agentdb_list(struct db *db, const char *ws, int include_archived, const char *gte,
+			    const char *lte, const char *after_created, const char *after_id,
+			    long long limit, struct db_rows *rows)
+{
+#define AGENT_LIST_WHERE                                                                   \
+	"WHERE a.workspace_id = ? AND v.version = a.version AND (? OR a.archived_at IS NULL)" \
+	" AND (? IS NULL OR a.created_at >= ?) AND (? IS NULL OR a.created_at <= ?)"
+#define AGENT_LIST_ORDER " ORDER BY a.created_at DESC, a.id DESC LIMIT ?"
+	static const char first[] = AGENT_SELECT AGENT_LIST_WHERE AGENT_LIST_ORDER;
+	static const char next[] = AGENT_SELECT AGENT_LIST_WHERE
+		" AND (a.created_at < ? OR (a.created_at = ? AND a.id < ?))" AGENT_LIST_ORDER;
+	struct db_val g = gte ? DB_STR(gte) : DB_NULL, l = lte ? DB_STR(lte) : DB_NULL;
+
+	if (!after_created) {
+		struct db_val p[] = { DB_STR(ws), DB_INT(!!include_archived), g, g, l, l,
+				      DB_INT(limit) };
+		return db_exec(db, first, p, 7, rows, NULL);
+	}
+	{
+		struct db_val p[] = { DB_STR(ws), DB_INT(!!include_archived), g, g, l, l,
+				      DB_STR(after_created), DB_STR(after_created),
+				      DB_STR(after_id), DB_INT(limit) };
+		return db_exec(db, next, p, 10, rows, NULL);
+	}
+}
+
+enum db_status agentdb_versions(struct db *db, const char *ws, const char *id,
+				long long before_version, long long limit, struct db_rows *rows)
+{
+	static const char sql[] =
+		"SELECT a.id, v.version, v.definition,"
+		" DATE_FORMAT(a.created_at, '%Y-%m-%dT%H:%i:%s.%fZ'),"
+		" DATE_FORMAT(IF(v.version = a.version, a.updated_at, v.created_at),"
+		" '%Y-%m-%dT%H:%i:%s.%fZ'),"
+		" DATE_FORMAT(a.archived_at, '%Y-%m-%dT%H:%i:%s.%fZ'), a.version,"
+		" DATE_FORMAT(v.created_at, '%Y-%m-%d %H:%i:%s.%f')"
+		" FROM agents a JOIN agent_versions v ON v.agent_id = a.id"
+		" WHERE a.workspace_id = ? AND a.id = ? AND (? = 0 OR v.version < ?)"
+		" ORDER BY v.version DESC LIMIT ?";
+	struct db_val p[] = { DB_STR(ws), DB_STR(id), DB_INT(before_version),
+			      DB_INT(before_version), DB_INT(limit) };
+
+	return db_exec(db, sql, p, 5, rows, NULL);
+}
+
+/* The snapshot of definition DEF (borrowed) as agent ID at VERSION. New reference or NULL. */
+static json_t *snapshot_make(const char *id, long long version, json_t *def)
+{
+	static const char *const keys[] = { "name",	   "description", "model",
+					    "system",	   "mcp_servers", "tools",
+					    "skills",	   "execution_identity",
+					    "multiagent" };
+	json_t *snap = json_pack("{s:s, s:s, s:I}", "id", id, "type", "agent", "version",
+				 (json_int_t)version);
+
+	for (size_t i = 0; snap && i < sizeof(keys) / sizeof(keys[0]); i++) {
+		json_t *v = json_object_get(def, keys[i]);
+
+		if (!v || json_object_set(snap, keys[i], v)) {
+			json_decref(snap);
+			snap = NULL;
+		}
+	}
+	return snap;
+}
+
+enum db_status agentdb_snapshot(struct db *db, const char *ws, const char *agent_id,
+				long long version, json_t **snapshot, int *archived)
+{
+	struct db_rows rows;
+	enum db_status st;
+	json_t *def;
+
+	*snapshot = NULL;
+	*archived = 0;
+	st = agentdb_get(db, ws, agent_id, version > 0 ? version : 0, 0, &rows);
+	if (st)
+		return st;
+	if (!rows.nrows)
+		goto out;
+	*archived = db_cell(&rows, 0, AGENT_C_ARCHIVED) != NULL;
+	def = json_loads(db_cell(&rows, 0, AGENT_C_DEFINITION), 0, NULL);
+	*snapshot = snapshot_make(db_cell(&rows, 0, AGENT_C_ID),
+				  atoll(db_cell(&rows, 0, AGENT_C_VERSION)), def);
+	json_decref(def);
+	if (!*snapshot)
+		st = DB_FATAL;
+out:
+	db_rows_free(&rows);
+	return st;
+}

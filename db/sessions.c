@@ -1,0 +1,143 @@
+#include "sessions.h"
+
+#define TS(col) "DATE_FORMAT(" col ", '%Y-%m-%dT%H:%i:%s.%fZ')"
+#define SES_SELECT                                                                            \
+	"SELECT s.id, s.agent_snapshot, s.mcp_servers, s.environment_id, s.status, s.title,"   \
+	" s.metadata, " TS("s.created_at") ", " TS("s.updated_at") ", " TS("s.archived_at") "," \
+	" s.environment_revision, i.state, i.attempts, i.last_error, " TS("i.next_attempt_at") \
+	", DATE_FORMAT(s.created_at, '%Y-%m-%d %H:%i:%s.%f'), s.agent_id, i.id, i.sandbox_id"  \
+	" FROM sessions s LEFT JOIN provisioning_intents i"                                    \
+	" ON i.session_id = s.id AND i.kind = '" INTENT_PROVISION "' "
+
+/* Sentinels that sort after / before every stored position: the first page of a list is the
+ * page after (or before) them, so one statement serves every page. */
+#define SES_LAST_TS "9999-12-31 23:59:59.999999"
+#define SES_FIRST_TS "1000-01-01 00:00:00.000000"
+
+static struct db_val opt(const char *s)
+{
+	return s ? DB_STR(s) : DB_NULL;
+}
+
+enum db_status sesdb_get(struct db *db, const char *id, const char *ws, int for_update,
+			 struct db_rows *rows)
+{
+	static const char sql[] =
+		SES_SELECT "WHERE s.id = ? AND s.workspace_id = ? AND s.deleted_at IS NULL";
+	static const char sql_lock[] = SES_SELECT
+		"WHERE s.id = ? AND s.workspace_id = ? AND s.deleted_at IS NULL FOR UPDATE";
+	struct db_val p[] = { DB_STR(id), DB_STR(ws) };
+
+	return db_exec(db, for_update ? sql_lock : sql, p, 2, rows, NULL);
+}
+
+enum db_status sesdb_insert(struct db *db, const struct session_row_in *in)
+{
+	static const char sql[] =
+		"INSERT INTO sessions (id, workspace_id, environment_id, environment_revision,"
+		" environment_config, agent_id, agent_version, agent_snapshot, title, metadata,"
+		" created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+	struct db_val p[] = { DB_STR(in->id),
+			      DB_STR(in->workspace_id),
+			      DB_STR(in->environment_id),
+			      DB_INT(in->environment_revision),
+			      DB_STR(in->environment_config),
+			      DB_STR(in->agent_id),
+			      DB_INT(in->agent_version),
+			      DB_STR(in->agent_snapshot),
+			      opt(in->title),
+			      DB_STR(in->metadata),
+			      DB_STR(in->now),
+			      DB_STR(in->now) };
+
+	return db_exec(db, sql, p, 12, NULL, NULL);
+}
+
+enum db_status sesdb_insert_intent(struct db *db, const char *session_id, const char *ws,
+				   const char *kind, const char *spec, const char *sandbox_id,
+				   const char *now)
+{
+	static const char sql[] =
+		"INSERT INTO provisioning_intents (session_id, workspace_id, kind, state, spec,"
+		" steps_done, attempts, next_attempt_at, sandbox_id, created_at, updated_at)"
+		" VALUES (?, ?, ?, 'pending', ?, '[]', 0, ?, ?, ?, ?)";
+	struct db_val p[] = { DB_STR(session_id), DB_STR(ws),	      DB_STR(kind),
+			      DB_STR(spec),	  DB_STR(now),	      opt(sandbox_id),
+			      DB_STR(now),	  DB_STR(now) };
+
+	return db_exec(db, sql, p, 8, NULL, NULL);
+}
+
+enum db_status sesdb_update(struct db *db, const char *id, const char *ws, const char *title,
+			    const char *metadata, const char *mcp_servers, const char *now)
+{
+	static const char sql[] = "UPDATE sessions SET title = ?, metadata = ?, mcp_servers = ?,"
+				  " updated_at = ? WHERE id = ? AND workspace_id = ?";
+	struct db_val p[] = { opt(title), DB_STR(metadata), opt(mcp_servers),
+			      DB_STR(now), DB_STR(id),	     DB_STR(ws) };
+
+	return db_exec(db, sql, p, 6, NULL, NULL);
+}
+
+enum db_status sesdb_archive(struct db *db, const char *id, const char *ws, const char *now,
+			     unsigned long long *affected)
+{
+	static const char sql[] =
+		"UPDATE sessions SET archived_at = ?, updated_at = ? WHERE id = ? AND workspace_id = ?"
+		" AND archived_at IS NULL AND deleted_at IS NULL";
+	struct db_val p[] = { DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws) };
+
+	return db_exec(db, sql, p, 4, NULL, affected);
+}
+
+enum db_status sesdb_remove(struct db *db, const char *id, const char *ws)
+{
+	static const char del_intents[] =
+		"DELETE FROM provisioning_intents WHERE session_id = ? AND workspace_id = ?";
+	static const char del_session[] = "DELETE FROM sessions WHERE id = ? AND workspace_id = ?";
+	struct db_val p[] = { DB_STR(id), DB_STR(ws) };
+	enum db_status st = db_exec(db, del_intents, p, 2, NULL, NULL);
+
+	return st ? st : db_exec(db, del_session, p, 2, NULL, NULL);
+}
+
+enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const char *sandbox_id,
+			    const char *now)
+{
+	static const char hide[] = "UPDATE sessions SET deleted_at = ?, updated_at = ?"
+				   " WHERE id = ? AND workspace_id = ?";
+	static const char cancel[] =
+		"UPDATE provisioning_intents SET state = 'cancelled', lease_owner = NULL,"
+		" lease_expires_at = NULL, updated_at = ? WHERE session_id = ? AND kind = '"
+		INTENT_PROVISION "'";
+	enum db_status st;
+
+	st = db_exec(db, hide, (struct db_val[]){ DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws) },
+		     4, NULL, NULL);
+	if (!st)
+		st = db_exec(db, cancel, (struct db_val[]){ DB_STR(now), DB_STR(id) }, 2, NULL, NULL);
+	if (!st)
+		st = sesdb_insert_intent(db, id, ws, INTENT_TEARDOWN, "{}", sandbox_id, now);
+	return st;
+}
+
+enum db_status sesdb_list(struct db *db, const char *ws, int asc, const char *agent_id,
+			  int include_archived, const char *after_created, const char *after_id,
+			  long long limit, struct db_rows *rows)
+{
+#define SES_LIST_WHERE                                                             \
+	"WHERE s.workspace_id = ? AND s.deleted_at IS NULL"                        \
+	" AND (? IS NULL OR s.agent_id = ?) AND (? = 1 OR s.archived_at IS NULL) "
+	static const char desc[] = SES_SELECT SES_LIST_WHERE
+		"AND (s.created_at < ? OR (s.created_at = ? AND s.id < ?))"
+		" ORDER BY s.created_at DESC, s.id DESC LIMIT ?";
+	static const char asc_sql[] = SES_SELECT SES_LIST_WHERE
+		"AND (s.created_at > ? OR (s.created_at = ? AND s.id > ?))"
+		" ORDER BY s.created_at ASC, s.id ASC LIMIT ?";
+	const char *ts = after_created ? after_created : asc ? SES_FIRST_TS : SES_LAST_TS;
+	const char *id = after_id ? after_id : asc ? "" : "~";
+	struct db_val p[] = { DB_STR(ws), opt(agent_id), opt(agent_id), DB_INT(include_archived),
+			      DB_STR(ts), DB_STR(ts),	 DB_STR(id),	DB_INT(limit) };
+
+	return db_exec(db, asc ? asc_sql : desc, p, 8, rows, NULL);
+}

@@ -1,0 +1,66 @@
+/* Sessions, their provisioning intents and sandbox bindings. A session row carries the
+ * environment configuration and revision it captured and the agent snapshot it resolved; the
+ * provision intent is written in the same transaction. Deleted sessions whose sandbox may exist
+ * stay as rows with deleted_at set (hidden from the API) until the reconciler's teardown. */
+#ifndef TERRARIUM_DB_SESSIONS_H
+#define TERRARIUM_DB_SESSIONS_H
+
+#include "db.h"
+
+#define INTENT_PROVISION "provision"
+#define INTENT_TEARDOWN "teardown"
+
+/* Columns of every session SELECT, in this order. */
+enum sess_col {
+	SES_C_ID,
+	SES_C_AGENT,          /* agent snapshot JSON */
+	SES_C_MCP,            /* session-local MCP server list JSON or NULL */
+	SES_C_ENVIRONMENT_ID,
+	SES_C_STATUS,
+	SES_C_TITLE,
+	SES_C_METADATA,
+	SES_C_CREATED,
+	SES_C_UPDATED,
+	SES_C_ARCHIVED,
+	SES_C_REVISION,       /* environment revision captured */
+	SES_C_INTENT_STATE,   /* provision intent state or NULL (none: not required) */
+	SES_C_ATTEMPTS,
+	SES_C_LAST_ERROR,
+	SES_C_NEXT_ATTEMPT,
+	SES_C_CREATED_DB,
+	SES_C_AGENT_ID,
+	SES_C_INTENT_ID,
+	SES_C_SANDBOX_ID,     /* from the intent: a sandbox may exist */
+};
+
+struct session_row_in {
+	const char *id, *workspace_id, *environment_id, *environment_config, *agent_id;
+	long long environment_revision, agent_version;
+	const char *agent_snapshot, *title /* NULL */, *metadata, *now;
+};
+
+/* One live (not deleted) session of workspace WS; FOR_UPDATE locks it. */
+enum db_status sesdb_get(struct db *db, const char *id, const char *ws, int for_update,
+			 struct db_rows *rows);
+enum db_status sesdb_insert(struct db *db, const struct session_row_in *in);
+/* A pending provision intent for session SESSION_ID with SPEC (JSON text), due at NOW. */
+enum db_status sesdb_insert_intent(struct db *db, const char *session_id, const char *ws,
+				   const char *kind, const char *spec, const char *sandbox_id,
+				   const char *now);
+/* Write title (NULL: null), metadata and the session-local MCP list (NULL: none). */
+enum db_status sesdb_update(struct db *db, const char *id, const char *ws, const char *title,
+			    const char *metadata, const char *mcp_servers, const char *now);
+enum db_status sesdb_archive(struct db *db, const char *id, const char *ws, const char *now,
+			     unsigned long long *affected);
+/* Remove the session and its intents outright (nothing was provisioned yet). */
+enum db_status sesdb_remove(struct db *db, const char *id, const char *ws);
+/* Hide the session (deleted_at), cancel its provision intent, queue a teardown intent. */
+enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const char *sandbox_id,
+			    const char *now);
+/* Live sessions of WS in ORDER (asc when ASC) after the cursor position (AFTER_CREATED,
+ * AFTER_ID; NULL for the first page), optionally only AGENT_ID's, at most LIMIT rows. */
+enum db_status sesdb_list(struct db *db, const char *ws, int asc, const char *agent_id,
+			  int include_archived, const char *after_created, const char *after_id,
+			  long long limit, struct db_rows *rows);
+
+#endif

@@ -1,0 +1,996 @@
+/* Agent body validation (API.md §5, SDK AgentCreateParams / AgentUpdateParams). Bodies are
+ * Jansson values loaded with JSON_REJECT_DUPLICATES, so every string is valid UTF-8. Create and
+ * update share one field table: create starts from the defaults and update from the stored
+ * definition, both apply the body to a copy, and the result is handed over only when the whole
+ * body is valid, so a refused request never leaves a half-applied state behind. */
+#include "agent_validate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "env_validate.h"
+
+#define AV_BAD_REQUEST 400
+#define AV_INTERNAL 500
+#define AV_ECHO_CHARS 64                  /* code points of a user-supplied key or name echoed */
+#define AV_ECHO_BUF (AV_ECHO_CHARS * 4 + 8)
+#define AV_PATH_MAX 96                    /* "tools[255].configs[255].permission_policy" */
+#define AV_URL_PORT_MAX 65535
+#define AV_YEAR_MIN 1000                  /* MariaDB DATETIME range */
+#define AV_YEAR_MAX 9999
+
+#define AV_IDENTITY_DEFAULT "service_account"
+#define AV_IDENTITY_AWS "aws_role"
+#define AV_TOOLSET "agent_toolset_20260401"
+#define AV_MCP_TOOLSET "mcp_toolset"
+#define AV_CUSTOM "custom"
+#define AV_MULTIAGENT_COORDINATOR "coordinator"
+#define AV_MULTIAGENT_2026 "multiagent_20261001"
+
+static const char *const create_fields[] = { "name",	    "model",	  "description",
+					     "system",	    "metadata",	  "mcp_servers",
+					     "tools",	    "skills",	  "execution_identity",
+					     "multiagent",  NULL };
+static const char *const update_fields[] = { "name",	    "model",	  "description",
+					     "system",	    "metadata",	  "mcp_servers",
+					     "tools",	    "skills",	  "execution_identity",
+					     "multiagent",  "version",	  NULL };
+static const char *const model_fields[] = { "id", "effort", "speed", "inference_geo", NULL };
+static const char *const type_only_fields[] = { "type", NULL };
+static const char *const mcp_server_fields[] = { "type", "name", "url", NULL };
+static const char *const aws_identity_fields[] = { "type", "role_arn", NULL };
+static const char *const toolset_fields[] = { "type", "configs", "default_config", NULL };
+static const char *const mcp_toolset_fields[] = { "type", "mcp_server_name", "configs",
+						  "default_config", NULL };
+static const char *const custom_tool_fields[] = { "type", "name", "description", "input_schema",
+						  NULL };
+static const char *const default_config_fields[] = { "enabled", "permission_policy", NULL };
+static const char *const tool_config_fields[] = { "name", "type", "enabled", "permission_policy",
+						  NULL };
+static const char *const web_fetch_config_fields[] = { "name",
+						       "type",
+						       "enabled",
+						       "permission_policy",
+						       "allowed_domains",
+						       "blocked_domains",
+						       "max_content_tokens",
+						       "url_sources",
+						       NULL };
+static const char *const web_search_config_fields[] = { "name",
+							"type",
+							"enabled",
+							"permission_policy",
+							"allowed_domains",
+							"blocked_domains",
+							"user_location",
+							NULL };
+static const char *const mcp_tool_config_fields[] = { "name", "enabled", "permission_policy",
+						      NULL };
+static const char *const skill_fields[] = { "type", "skill_id", "version", NULL };
+static const char *const coordinator_fields[] = { "type", "agents", NULL };
+static const char *const multiagent_fields[] = { "type", "advisor", "subagents", "workflows",
+						 NULL };
+
+static const char *const efforts[] = { "low", "medium", "high", "xhigh", "max", NULL };
+static const char *const speeds[] = { "standard", "fast", NULL };
+static const char *const tool_types[] = { AV_TOOLSET, AV_MCP_TOOLSET, AV_CUSTOM, NULL };
+static const char *const toolset_tools[] = { "bash", "edit",	  "read",	"write",
+					     "glob", "grep",	  "web_fetch",	"web_search",
+					     NULL };
+static const char *const policies[] = { "always_allow", "always_ask", "auto", NULL };
+static const char *const skill_types[] = { "anthropic", "custom", NULL };
+static const char *const multiagent_types[] = { AV_MULTIAGENT_COORDINATOR, AV_MULTIAGENT_2026,
+						NULL };
+
+static int oom(struct verr *err)
+{
+	return verr_set(err, AV_INTERNAL, NULL, "out of memory");
+}
+
+/* Copy at most AV_ECHO_CHARS code points of S into BUF (AV_ECHO_BUF bytes), control bytes as
+ * '?', "..." when cut: user-supplied keys and names are echoed bounded and printable. */
+static const char *echo(char *buf, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t chars = 0, len = 0;
+
+	for (; *p && len < AV_ECHO_BUF - sizeof("..."); p++) {
+		if ((*p & 0xC0) != 0x80 && chars++ == AV_ECHO_CHARS)
+			break;
+		buf[len++] = (*p < 0x20 || *p == 0x7f) ? '?' : (char)*p;
+	}
+	if (*p)
+		memcpy(buf + len, "...", 3), len += 3;
+	buf[len] = '\0';
+	return buf;
+}
+
+static int in_list(const char *s, const char *const *list)
+{
+	for (; s && *list; list++)
+		if (!strcmp(s, *list))
+			return 1;
+	return 0;
+}
+
+/* 400 naming the first key of OBJ not in ALLOWED. PATH is the object's path ("" at top). */
+static int check_unknown(json_t *obj, const char *path, const char *const *allowed,
+			 struct verr *err)
+{
+	const char *key;
+	json_t *v;
+	char buf[AV_ECHO_BUF];
+
+	json_object_foreach(obj, key, v) {
+		if (!in_list(key, allowed))
+			return verr_set(err, AV_BAD_REQUEST, NULL, "unknown field '%s%s%s'", path,
+					*path ? "." : "", echo(buf, key));
+	}
+	return 0;
+}
+
+/* 1 when V is a string of MIN..MAX code points. */
+static int str_chars(json_t *v, size_t min, size_t max)
+{
+	size_t n;
+
+	if (!json_is_string(v))
+		return 0;
+	n = utf8_chars(json_string_value(v));
+	return n >= min && n <= max;
+}
+
+/* The string value of OBJ[KEY] when it is one of LIST, else NULL. */
+static const char *enum_member(json_t *obj, const char *key, const char *const *list)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+
+	return in_list(s, list) ? s : NULL;
+}
+
+/* Set DEF[KEY] to VALUE (stolen), the result of a parse: NULL means the parse failed and
+ * already set ERR. 0, or -1. */
+static int put(json_t *def, const char *key, json_t *value, struct verr *err)
+{
+	if (!value)
+		return -1;
+	if (json_object_set_new(def, key, value))
+		return oom(err);
+	return 0;
+}
+
+/* NULL-safe string equality (stored definitions are trusted, but not blindly). */
+static int str_eq(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+/* --- scalar fields ---------------------------------------------------------------------- */
+
+static json_t *name_parse(json_t *v, struct verr *err)
+{
+	json_t *ret;
+
+	if (!str_chars(v, 1, AGENT_NAME_MAX)) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "'name' must be a string of 1-%d characters",
+			 AGENT_NAME_MAX);
+		return NULL;
+	}
+	ret = json_string(json_string_value(v));
+	if (!ret)
+		oom(err);
+	return ret;
+}
+
+/* description / system: a string of at most MAX characters or null; "" is stored as null
+ * (the SDK: "send empty string or null to clear"). New reference or NULL with ERR set. */
+static json_t *text_parse(json_t *v, const char *field, size_t max, struct verr *err)
+{
+	json_t *ret;
+
+	if (json_is_null(v) || (json_is_string(v) && !*json_string_value(v)))
+		return json_null();
+	if (!str_chars(v, 1, max)) {
+		verr_set(err, AV_BAD_REQUEST, NULL,
+			 "'%s' must be a string of at most %zu characters, or null", field, max);
+		return NULL;
+	}
+	ret = json_string(json_string_value(v));
+	if (!ret)
+		oom(err);
+	return ret;
+}
+
+/* --- model ------------------------------------------------------------------------------ */
+
+/* The effort level of V (a bare level or {"type": level}), or NULL with ERR set. */
+static const char *effort_level(json_t *v, struct verr *err)
+{
+	const char *level = NULL;
+
+	if (json_is_string(v))
+		level = json_string_value(v);
+	else if (json_is_object(v)) {
+		if (check_unknown(v, "model.effort", type_only_fields, err))
+			return NULL;
+		level = json_string_value(json_object_get(v, "type"));
+	}
+	if (!in_list(level, efforts)) {
+		verr_set(err, AV_BAD_REQUEST, NULL,
+		    "'%s' must be one of 'low', 'medium', 'high', 'xhigh', 'max' (or {\"type\": "
+		    "level}), or null",
+		    "model.effort");
+		return NULL;
+	}
+	return level;
+}
+
+/* Normalise the model V (string or model_config object). STORED_EFFORT (borrowed, may be NULL)
+ * is kept when V omits `effort` (update); without it the default level applies. New reference
+ * or NULL with ERR set. */
+static json_t *model_parse(json_t *v, json_t *stored_effort, struct verr *err)
+{
+	json_t *id = v, *effort = NULL, *speed = NULL, *geo = NULL, *ret;
+	const char *level = AGENT_EFFORT_DEFAULT, *speed_s = AGENT_SPEED_DEFAULT;
+
+	if (json_is_object(v)) {
+		if (check_unknown(v, "model", model_fields, err))
+			return NULL;
+		id = json_object_get(v, "id");
+		effort = json_object_get(v, "effort");
+		speed = json_object_get(v, "speed");
+		geo = json_object_get(v, "inference_geo");
+	} else if (!json_is_string(v)) {
+		verr_set(err, AV_BAD_REQUEST, NULL,
+			 "'model' must be a model id string or an object with 'id'");
+		return NULL;
+	}
+	if (!str_chars(id, 1, AGENT_MODEL_ID_MAX)) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be a string of 1-%d characters",
+			 json_is_object(v) ? "model.id" : "model", AGENT_MODEL_ID_MAX);
+		return NULL;
+	}
+	if (effort && !json_is_null(effort)) {
+		if (!(level = effort_level(effort, err)))
+			return NULL;
+	} else if (!effort && json_is_object(stored_effort) &&
+		   in_list(json_string_value(json_object_get(stored_effort, "type")), efforts)) {
+		level = json_string_value(json_object_get(stored_effort, "type"));
+	}
+	if (speed && !json_is_null(speed)) {
+		if (!in_list(json_string_value(speed), speeds)) {
+			verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be 'standard' or 'fast', or null", "model.speed");
+			return NULL;
+		}
+		speed_s = json_string_value(speed);
+	}
+	if (geo && !json_is_null(geo) && !str_chars(geo, 1, AGENT_INFERENCE_GEO_MAX)) {
+		verr_set(err, AV_BAD_REQUEST, NULL,
+			 "'model.inference_geo' must be a string of 1-%d characters, or null",
+			 AGENT_INFERENCE_GEO_MAX);
+		return NULL;
+	}
+	ret = json_pack("{s:s, s:{s:s}, s:s}", "id", json_string_value(id), "effort", "type", level,
+			"speed", speed_s);
+	if (ret && geo && !json_is_null(geo) &&
+	    json_object_set_new(ret, "inference_geo", json_string(json_string_value(geo)))) {
+		json_decref(ret);
+		ret = NULL;
+	}
+	if (!ret)
+		oom(err);
+	return ret;
+}
+
+/* --- MCP servers ------------------------------------------------------------------------ */
+
+int agent_url_host(const char *url, char *host, size_t hostsz)
+{
+	char buf[HOST_NAME_MAX_LEN + 1];
+	const char *a, *end, *colon;
+	size_t len = strlen(url), hostlen, skip;
+
+	if (len > AGENT_MCP_URL_MAX)
+		return -1;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)url[i] <= 0x20 || (unsigned char)url[i] >= 0x7f)
+			return -1; /* whitespace, control bytes, non-ASCII: not a URL */
+	if (!strncasecmp(url, "https://", 8))
+		skip = 8;
+	else if (!strncasecmp(url, "http://", 7))
+		skip = 7;
+	else
+		return -1;
+	a = url + skip;
+	end = a + strcspn(a, "/?#");
+	if (memchr(a, '@', (size_t)(end - a)) || *a == '[')
+		return -1; /* userinfo hides the real host; IPv6 is outside the egress grammar */
+	colon = memchr(a, ':', (size_t)(end - a));
+	hostlen = (size_t)((colon ? colon : end) - a);
+	if (!hostlen || hostlen > HOST_NAME_MAX_LEN)
+		return -1;
+	for (size_t i = 0; i < hostlen; i++)
+		buf[i] = (a[i] >= 'A' && a[i] <= 'Z') ? (char)(a[i] - 'A' + 'a') : a[i];
+	buf[hostlen] = '\0';
+	if (buf[0] == '*' || !host_pattern_valid(buf))
+		return -1;
+	if (colon) {
+		const char *p = colon + 1;
+		long port = 0;
+
+		if (p == end || end - p > 5)
+			return -1;
+		for (; p < end; p++) {
+			if (*p < '0' || *p > '9')
+				return -1;
+			port = port * 10 + (*p - '0');
+		}
+		if (port < 1 || port > AV_URL_PORT_MAX)
+			return -1;
+	}
+	if (host) {
+		if (hostlen + 1 > hostsz)
+			return -1;
+		memcpy(host, buf, hostlen + 1);
+	}
+	return 0;
+}
+
+json_t *mcp_servers_validate(json_t *v, const char *field, struct verr *err)
+{
+	char path[AV_PATH_MAX], buf[AV_ECHO_BUF];
+	json_t *ret, *s;
+	size_t i;
+
+	if (json_is_null(v))
+		return json_array();
+	if (!json_is_array(v)) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an array or null", field);
+		return NULL;
+	}
+	if (json_array_size(v) > AGENT_MCP_SERVERS_MAX) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must have at most %d entries (got %zu)",
+			 field, AGENT_MCP_SERVERS_MAX, json_array_size(v));
+		return NULL;
+	}
+	ret = json_array();
+	if (!ret) {
+		oom(err);
+		return NULL;
+	}
+	json_array_foreach(v, i, s) {
+		json_t *name = json_object_get(s, "name"), *url = json_object_get(s, "url");
+
+		snprintf(path, sizeof(path), "%s[%zu]", field, i);
+		if (!json_is_object(s)) {
+			verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object", path);
+			goto fail;
+		}
+		if (check_unknown(s, path, mcp_server_fields, err))
+			goto fail;
+		if (!enum_member(s, "type", (const char *const[]){ "url", NULL })) {
+			verr_set(err, AV_BAD_REQUEST, NULL, "'%s.type' must be 'url'", path);
+			goto fail;
+		}
+		if (!str_chars(name, 1, AGENT_MCP_NAME_MAX)) {
+			verr_set(err, AV_BAD_REQUEST, NULL, "'%s.name' must be a string of 1-%d characters",
+				 path, AGENT_MCP_NAME_MAX);
+			goto fail;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(json_string_value(name),
+				    json_string_value(json_object_get(json_array_get(v, j), "name")))) {
+				verr_set(err, AV_BAD_REQUEST, NULL,
+					 "'%s.name' duplicates '%s[%zu].name' ('%s'): names "
+					 "must be unique",
+					 path, field, j, echo(buf, json_string_value(name)));
+				goto fail;
+			}
+		if (!json_is_string(url) || agent_url_host(json_string_value(url), NULL, 0)) {
+			verr_set(err, AV_BAD_REQUEST, NULL,
+				 "'%s.url' must be an absolute http or https URL with a host name or "
+				 "IPv4 address (optional port; no userinfo, whitespace or control "
+				 "characters; at most %d bytes)",
+				 path, AGENT_MCP_URL_MAX);
+			goto fail;
+		}
+		if (json_array_append_new(ret, json_pack("{s:s, s:O, s:O}", "type", "url", "name",
+							 name, "url", url))) {
+			oom(err);
+			goto fail;
+		}
+	}
+	return ret;
+fail:
+	json_decref(ret);
+	return NULL;
+}
+
+/* --- tools ------------------------------------------------------------------------------ */
+
+/* permission_policy at PATH: absent, null, or {"type": one of policies}. */
+static int policy_check(json_t *obj, const char *path, struct verr *err)
+{
+	char sub[AV_PATH_MAX];
+	json_t *v = json_object_get(obj, "permission_policy");
+
+	if (!v || json_is_null(v))
+		return 0;
+	snprintf(sub, sizeof(sub), "%s.permission_policy", path);
+	if (!json_is_object(v))
+		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object or null", sub);
+	if (check_unknown(v, sub, type_only_fields, err))
+		return -1;
+	if (!enum_member(v, "type", policies))
+		return verr_set(err, AV_BAD_REQUEST, NULL,
+				"'%s.type' must be 'always_allow', 'always_ask' or 'auto'", sub);
+	return 0;
+}
+
+/* `enabled` of OBJ at PATH: absent, null or a boolean. */
+static int enabled_check(json_t *obj, const char *path, struct verr *err)
+{
+	json_t *v = json_object_get(obj, "enabled");
+
+	if (v && !json_is_null(v) && !json_is_boolean(v))
+		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s.enabled' must be a boolean or null",
+				path);
+	return 0;
+}
+
+/* default_config of the toolset at PATH: absent, null or {enabled, permission_policy}. */
+static int default_config_check(json_t *tool, const char *path, struct verr *err)
+{
+	char sub[AV_PATH_MAX];
+	json_t *v = json_object_get(tool, "default_config");
+
+	if (!v || json_is_null(v))
+		return 0;
+	snprintf(sub, sizeof(sub), "%s.default_config", path);
+	if (!json_is_object(v))
+		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object or null", sub);
+	if (check_unknown(v, sub, default_config_fields, err) || enabled_check(v, sub, err) ||
+	    policy_check(v, sub, err))
+		return -1;
+	return 0;
+}
+
+/* One entry of a toolset's `configs` at PATH. MCP: any tool name; the built-in toolset: one of
+ * toolset_tools, with that tool's own extra fields (stored as given). */
+static int tool_config_check(json_t *c, const char *path, int mcp, struct verr *err)
+{
+	const char *name;
+	const char *const *allowed = mcp ? mcp_tool_config_fields : tool_config_fields;
+	json_t *type;
+
+	if (!json_is_object(c))
+		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object", path);
+	name = json_string_value(json_object_get(c, "name"));
+	if (mcp) {
+		if (!str_chars(json_object_get(c, "name"), 1, AGENT_TOOL_NAME_MAX))
+			return verr_set(err, AV_BAD_REQUEST, NULL,
+					"'%s.name' must be a string of 1-%d characters", path,
+					AGENT_TOOL_NAME_MAX);
+	} else {
+		if (!in_list(name, toolset_tools))
+			return verr_set(err, AV_BAD_REQUEST, NULL,
+				   "'%s.name' must be one of 'bash', 'edit', 'read', 'write', 'glob', "
+				   "'grep', 'web_fetch', 'web_search'",
+				   path);
+		if (!strcmp(name, "web_fetch"))
+			allowed = web_fetch_config_fields;
+		else if (!strcmp(name, "web_search"))
+			allowed = web_search_config_fields;
+		type = json_object_get(c, "type");
+		if (type && !json_is_null(type) &&
+		    (!json_is_string(type) || strcmp(json_string_value(type), name)))
+			return verr_set(err, AV_BAD_REQUEST, NULL,
+					"'%s.type' must equal its 'name' ('%s')", path, name);
+	}
+	if (check_unknown(c, path, allowed, err) || enabled_check(c, path, err) ||
+	    policy_check(c, path, err))
+		return -1;
+	return 0;
+}
+
+static int configs_check(json_t *tool, const char *path, int mcp, struct verr *err)
+{
+	char sub[AV_PATH_MAX];
+	json_t *v = json_object_get(tool, "configs"), *c;
+	size_t i;
+
+	if (!v)
+		return 0;
+	if (!json_is_array(v))
+		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s.configs' must be an array", path);
+	json_array_foreach(v, i, c) {
+		snprintf(sub, sizeof(sub), "%s.configs[%zu]", path, i);
+		if (tool_config_check(c, sub, mcp, err))
+			return -1;
+	}
+	return 0;
+}
+
+/* 1 when S is 1-AGENT_TOOL_NAME_MAX of [A-Za-z0-9_-] (the SDK's custom tool name rule). */
+static int tool_name_valid(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	return n >= 1 && n <= AGENT_TOOL_NAME_MAX &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+}
+
+static int tool_check(json_t *t, const char *path, struct verr *err)
+{
+	const char *type;
+	json_t *schema;
+
+	if (!json_is_object(t))
+		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object", path);
+	type = enum_member(t, "type", tool_types);
+	if (!type)
+		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s.type' must be 'agent_toolset_20260401', 'mcp_toolset' or 'custom'",
+			   path);
+	if (!strcmp(type, AV_TOOLSET))
+		return check_unknown(t, path, toolset_fields, err) ||
+				       configs_check(t, path, 0, err) ||
+				       default_config_check(t, path, err)
+			       ? -1
+			       : 0;
+	if (!strcmp(type, AV_MCP_TOOLSET)) {
+		if (check_unknown(t, path, mcp_toolset_fields, err))
+			return -1;
+		if (!str_chars(json_object_get(t, "mcp_server_name"), 1, AGENT_MCP_NAME_MAX))
+			return verr_set(err, AV_BAD_REQUEST, NULL,
+					"'%s.mcp_server_name' must be a string of 1-%d characters",
+					path, AGENT_MCP_NAME_MAX);
+		return configs_check(t, path, 1, err) || default_config_check(t, path, err) ? -1 : 0;
+	}
+	if (check_unknown(t, path, custom_tool_fields, err))
+		return -1;
+	if (!tool_name_valid(json_string_value(json_object_get(t, "name"))))
+		return verr_set(err, AV_BAD_REQUEST, NULL,
+				"'%s.name' must be 1-%d characters of letters, digits, '_' and '-'",
+				path, AGENT_TOOL_NAME_MAX);
+	if (!json_is_string(json_object_get(t, "description")))
+		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s.description' must be a string", path);
+	schema = json_object_get(t, "input_schema");
+	if (!json_is_object(schema) ||
+	    !enum_member(schema, "type", (const char *const[]){ "object", NULL }))
+		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s.input_schema' must be a JSON Schema object with \"type\": \"object\"",
+			   path);
+	return 0;
+}
+
+/* The tools array V (null: empty), checked and copied. New reference or NULL with ERR set. */
+static json_t *tools_parse(json_t *v, struct verr *err)
+{
+	char path[AV_PATH_MAX], buf[AV_ECHO_BUF];
+	json_t *t, *ret;
+	size_t i;
+
+	if (json_is_null(v))
+		return json_array();
+	if (!json_is_array(v)) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "'tools' must be an array or null");
+		return NULL;
+	}
+	if (json_array_size(v) > AGENT_TOOLS_MAX) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "'tools' must have at most %d entries (got %zu)",
+			 AGENT_TOOLS_MAX, json_array_size(v));
+		return NULL;
+	}
+	json_array_foreach(v, i, t) {
+		snprintf(path, sizeof(path), "tools[%zu]", i);
+		if (tool_check(t, path, err))
+			return NULL;
+		if (!strcmp(json_string_value(json_object_get(t, "type")), AV_CUSTOM))
+			for (size_t j = 0; j < i; j++) {
+				json_t *o = json_array_get(v, j);
+				const char *name = json_string_value(json_object_get(t, "name"));
+
+				if (str_eq(json_string_value(json_object_get(o, "type")), AV_CUSTOM) &&
+				    str_eq(json_string_value(json_object_get(o, "name")), name)) {
+					verr_set(err, AV_BAD_REQUEST, NULL,
+						 "'%s.name' duplicates 'tools[%zu].name' ('%s'): custom "
+						 "tool names must be unique",
+						 path, j, echo(buf, name));
+					return NULL;
+				}
+			}
+	}
+	ret = json_deep_copy(v);
+	if (!ret)
+		oom(err);
+	return ret;
+}
+
+/* --- skills, execution identity, multiagent -------------------------------------------- */
+
+static json_t *skills_parse(json_t *v, struct verr *err)
+{
+	char path[AV_PATH_MAX];
+	json_t *s, *ret;
+	size_t i;
+
+	if (json_is_null(v))
+		return json_array();
+	if (!json_is_array(v)) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "'skills' must be an array or null");
+		return NULL;
+	}
+	if (json_array_size(v) > AGENT_SKILLS_MAX) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "'skills' must have at most %d entries (got %zu)",
+			 AGENT_SKILLS_MAX, json_array_size(v));
+		return NULL;
+	}
+	json_array_foreach(v, i, s) {
+		json_t *ver;
+
+		snprintf(path, sizeof(path), "skills[%zu]", i);
+		if (!json_is_object(s)) {
+			verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object", path);
+			return NULL;
+		}
+		if (check_unknown(s, path, skill_fields, err))
+			return NULL;
+		if (!enum_member(s, "type", skill_types)) {
+			verr_set(err, AV_BAD_REQUEST, NULL, "'%s.type' must be 'anthropic' or 'custom'", path);
+			return NULL;
+		}
+		if (!str_chars(json_object_get(s, "skill_id"), 1, AGENT_SKILL_ID_MAX)) {
+			verr_set(err, AV_BAD_REQUEST, NULL,
+				 "'%s.skill_id' must be a string of 1-%d characters", path,
+				 AGENT_SKILL_ID_MAX);
+			return NULL;
+		}
+		ver = json_object_get(s, "version");
+		if (ver && !json_is_null(ver) && !str_chars(ver, 1, AGENT_SKILL_ID_MAX)) {
+			verr_set(err, AV_BAD_REQUEST, NULL, "'%s.version' must be a non-empty string or null", path);
+			return NULL;
+		}
+	}
+	ret = json_deep_copy(v);
+	if (!ret)
+		oom(err);
+	return ret;
+}
+
+/* null, {"type":"service_account"} -> the default; {"type":"aws_role","role_arn":...}. */
+static json_t *identity_parse(json_t *v, struct verr *err)
+{
+	const char *type;
+	json_t *ret;
+
+	if (json_is_null(v))
+		return json_pack("{s:s}", "type", AV_IDENTITY_DEFAULT);
+	if (!json_is_object(v)) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "'execution_identity' must be an object or null");
+		return NULL;
+	}
+	type = enum_member(v, "type", (const char *const[]){ AV_IDENTITY_DEFAULT, AV_IDENTITY_AWS,
+							     NULL });
+	if (!type) {
+		verr_set(err, AV_BAD_REQUEST, NULL,
+			 "'execution_identity.type' must be 'service_account' or 'aws_role'");
+		return NULL;
+	}
+	if (!strcmp(type, AV_IDENTITY_DEFAULT)) {
+		if (check_unknown(v, "execution_identity", type_only_fields, err))
+			return NULL;
+		ret = json_pack("{s:s}", "type", AV_IDENTITY_DEFAULT);
+	} else {
+		if (check_unknown(v, "execution_identity", aws_identity_fields, err))
+			return NULL;
+		if (!str_chars(json_object_get(v, "role_arn"), 1, AGENT_ROLE_ARN_MAX)) {
+			verr_set(err, AV_BAD_REQUEST, NULL,
+				 "'execution_identity.role_arn' must be a string of 1-%d characters",
+				 AGENT_ROLE_ARN_MAX);
+			return NULL;
+		}
+		ret = json_pack("{s:s, s:O}", "type", AV_IDENTITY_AWS, "role_arn",
+				json_object_get(v, "role_arn"));
+	}
+	if (!ret)
+		oom(err);
+	return ret;
+}
+
+/* null, or a coordinator / multiagent_20261001 object stored as given after shape checks.
+ * Roster resolution against other agents is not done: the control plane runs no threads. */
+static json_t *multiagent_parse(json_t *v, struct verr *err)
+{
+	const char *type;
+	json_t *ret;
+
+	if (json_is_null(v))
+		return json_null();
+	if (!json_is_object(v)) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "'multiagent' must be an object or null");
+		return NULL;
+	}
+	type = enum_member(v, "type", multiagent_types);
+	if (!type) {
+		verr_set(err, AV_BAD_REQUEST, NULL,
+			 "'multiagent.type' must be 'coordinator' or 'multiagent_20261001'");
+		return NULL;
+	}
+	if (!strcmp(type, AV_MULTIAGENT_COORDINATOR)) {
+		json_t *agents = json_object_get(v, "agents"), *a;
+		size_t i;
+
+		if (check_unknown(v, "multiagent", coordinator_fields, err))
+			return NULL;
+		if (!json_is_array(agents) || json_array_size(agents) < 1 ||
+		    json_array_size(agents) > AGENT_ROSTER_MAX) {
+			verr_set(err, AV_BAD_REQUEST, NULL,
+				 "'multiagent.agents' must be an array of 1-%d entries", AGENT_ROSTER_MAX);
+			return NULL;
+		}
+		json_array_foreach(agents, i, a) {
+			if (!json_is_string(a) && !json_is_object(a)) {
+				verr_set(err, AV_BAD_REQUEST, NULL,
+					 "'multiagent.agents[%zu]' must be an agent id string or an "
+					 "object",
+					 i);
+				return NULL;
+			}
+		}
+	} else {
+		static const char *const members[] = { "advisor", "subagents", "workflows" };
+
+		if (check_unknown(v, "multiagent", multiagent_fields, err))
+			return NULL;
+		for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++) {
+			json_t *m = json_object_get(v, members[i]);
+
+			if (m && !json_is_null(m) &&
+			    (!json_is_object(m) || !json_is_string(json_object_get(m, "type")))) {
+				verr_set(err, AV_BAD_REQUEST, NULL,
+					 "'multiagent.%s' must be an object with a 'type', or null",
+					 members[i]);
+				return NULL;
+			}
+		}
+	}
+	ret = json_deep_copy(v);
+	if (!ret)
+		oom(err);
+	return ret;
+}
+
+/* --- create / update -------------------------------------------------------------------- */
+
+/* Every mcp_toolset in DEF's tools must name a server of DEF's mcp_servers (SDK: "Must match a
+ * server name from the mcp_servers array"). Judged on the merged result. */
+static int refs_check(json_t *def, struct verr *err)
+{
+	json_t *tools = json_object_get(def, "tools"), *servers = json_object_get(def, "mcp_servers");
+	json_t *t, *s;
+	size_t i, j;
+	char buf[AV_ECHO_BUF];
+
+	json_array_foreach(tools, i, t) {
+		const char *want = json_string_value(json_object_get(t, "mcp_server_name"));
+		int found = 0;
+
+		if (!str_eq(json_string_value(json_object_get(t, "type")), AV_MCP_TOOLSET))
+			continue;
+		json_array_foreach(servers, j, s)
+			if (str_eq(json_string_value(json_object_get(s, "name")), want))
+				found = 1;
+		if (!found)
+			return verr_set(err, AV_BAD_REQUEST, NULL,
+					"'tools[%zu].mcp_server_name' must name a server in "
+					"'mcp_servers' (none is named '%s')",
+					i, echo(buf, want ? want : ""));
+	}
+	return 0;
+}
+
+/* Apply the fields of BODY (an object whose keys were checked) to DEF. CREATE selects the
+ * create rules for metadata (whole object) and model effort (no stored value). */
+static int apply(json_t *body, json_t *def, int create, struct verr *err)
+{
+	json_t *v;
+
+	if ((v = json_object_get(body, "name")) && put(def, "name", name_parse(v, err), err))
+		return -1;
+	if ((v = json_object_get(body, "model"))) {
+		json_t *stored = create ? NULL : json_object_get(json_object_get(def, "model"), "effort");
+
+		if (json_is_null(v))
+			return verr_set(err, AV_BAD_REQUEST, NULL,
+					"'model' cannot be null: send a model id string or an object "
+					"with 'id'");
+		if (put(def, "model", model_parse(v, stored, err), err))
+			return -1;
+	}
+	if ((v = json_object_get(body, "description")) &&
+	    put(def, "description", text_parse(v, "description", AGENT_DESCRIPTION_MAX, err), err))
+		return -1;
+	if ((v = json_object_get(body, "system")) &&
+	    put(def, "system", text_parse(v, "system", AGENT_SYSTEM_MAX, err), err))
+		return -1;
+	if ((v = json_object_get(body, "mcp_servers")) &&
+	    put(def, "mcp_servers", mcp_servers_validate(v, "mcp_servers", err), err))
+		return -1;
+	if ((v = json_object_get(body, "tools")) && put(def, "tools", tools_parse(v, err), err))
+		return -1;
+	if ((v = json_object_get(body, "skills")) && put(def, "skills", skills_parse(v, err), err))
+		return -1;
+	if ((v = json_object_get(body, "execution_identity")) &&
+	    put(def, "execution_identity", identity_parse(v, err), err))
+		return -1;
+	if ((v = json_object_get(body, "multiagent")) &&
+	    put(def, "multiagent", multiagent_parse(v, err), err))
+		return -1;
+	if ((v = json_object_get(body, "metadata"))) {
+		json_t *meta = create ? meta_validate(v, "metadata", err)
+				      : meta_patch(json_object_get(def, "metadata"), v, "metadata",
+						   err);
+		if (!meta || json_object_set_new(def, "metadata", meta))
+			return meta ? oom(err) : -1;
+	}
+	return refs_check(def, err);
+}
+
+/* The definition of an agent with nothing set but what create requires. New reference. */
+static json_t *def_defaults(void)
+{
+	return json_pack("{s:s, s:n, s:n, s:n, s:[], s:[], s:[], s:{s:s}, s:n, s:{}}", "name", "",
+			 "description", "system", "model", "mcp_servers", "tools", "skills",
+			 "execution_identity", "type", AV_IDENTITY_DEFAULT, "multiagent",
+			 "metadata");
+}
+
+json_t *agent_validate_create(json_t *body, struct verr *err)
+{
+	json_t *def;
+
+	if (!json_is_object(body)) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "request body must be a JSON object");
+		return NULL;
+	}
+	if (check_unknown(body, "", create_fields, err))
+		return NULL;
+	if (!json_object_get(body, "name")) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "'name' is required");
+		return NULL;
+	}
+	if (!json_object_get(body, "model")) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "'model' is required");
+		return NULL;
+	}
+	def = def_defaults();
+	if (!def) {
+		oom(err);
+		return NULL;
+	}
+	if (apply(body, def, 1, err)) {
+		json_decref(def);
+		return NULL;
+	}
+	return def;
+}
+
+int agent_update_version(json_t *body, long long *version, struct verr *err)
+{
+	json_t *v = json_object_get(body, "version");
+
+	*version = 0;
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 1)
+		return verr_set(err, AV_BAD_REQUEST, NULL,
+				"'version' must be an integer of at least 1 (the agent's current "
+				"version)");
+	*version = json_integer_value(v);
+	return 0;
+}
+
+json_t *agent_validate_update(json_t *body, json_t *cur, int *changed, struct verr *err)
+{
+	long long version;
+	json_t *next;
+
+	*changed = 0;
+	if (!json_is_object(body)) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "request body must be a JSON object");
+		return NULL;
+	}
+	if (check_unknown(body, "", update_fields, err) || agent_update_version(body, &version, err))
+		return NULL;
+	if (json_is_null(json_object_get(body, "name"))) {
+		verr_set(err, AV_BAD_REQUEST, NULL, "'name' cannot be null: omit it to keep the name");
+		return NULL;
+	}
+	next = json_deep_copy(cur);
+	if (!next) {
+		oom(err);
+		return NULL;
+	}
+	if (apply(body, next, 0, err)) {
+		json_decref(next);
+		return NULL;
+	}
+	*changed = !json_equal(next, cur);
+	return next;
+}
+
+/* --- RFC 3339 --------------------------------------------------------------------------- */
+
+/* Read exactly N digits at *P into *V and advance. 0 or -1. */
+static int digits(const char **p, int n, int *v)
+{
+	*v = 0;
+	for (int i = 0; i < n; i++, (*p)++) {
+		if (**p < '0' || **p > '9')
+			return -1;
+		*v = *v * 10 + (**p - '0');
+	}
+	return 0;
+}
+
+static int expect(const char **p, const char *chars)
+{
+	if (!**p || !strchr(chars, **p))
+		return -1;
+	(*p)++;
+	return 0;
+}
+
+int rfc3339_to_db(const char *s, char *out, size_t outsz)
+{
+	char frac[7] = "000000";
+	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
+	const char *p = s;
+	struct tm tm = { 0 }, back;
+	time_t t;
+
+	if (digits(&p, 4, &y) || expect(&p, "-") || digits(&p, 2, &mo) || expect(&p, "-") ||
+	    digits(&p, 2, &d) || expect(&p, "Tt") || digits(&p, 2, &h) || expect(&p, ":") ||
+	    digits(&p, 2, &mi) || expect(&p, ":") || digits(&p, 2, &sec))
+		return -1;
+	if (*p == '.') {
+		int n = 0;
+
+		for (p++; *p >= '0' && *p <= '9'; p++, n++)
+			if (n < 6)
+				frac[n] = *p;
+		if (n < 1 || n > 9)
+			return -1;
+	}
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		sign = *p++ == '-' ? -1 : 1;
+		if (digits(&p, 2, &oh) || expect(&p, ":") || digits(&p, 2, &om) || oh > 23 || om > 59)
+			return -1;
+	} else {
+		return -1;
+	}
+	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59)
+		return -1;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	t = timegm(&tm);
+	if (!gmtime_r(&t, &back) || back.tm_mday != d || back.tm_mon != mo - 1)
+		return -1; /* 2026-02-30 */
+	t -= (time_t)sign * (oh * 3600 + om * 60);
+	if (!gmtime_r(&t, &back) || back.tm_year + 1900 < AV_YEAR_MIN ||
+	    back.tm_year + 1900 > AV_YEAR_MAX)
+		return -1;
+	if (snprintf(out, outsz, "%04d-%02d-%02d %02d:%02d:%02d.%s", back.tm_year + 1900,
+		     back.tm_mon + 1, back.tm_mday, back.tm_hour, back.tm_min, back.tm_sec,
+		     frac) >= (int)outsz)
+		return -1;
+	return 0;
+}

@@ -1,0 +1,487 @@
+/* /v1/agents: create, retrieve (optionally at a version), update (writes a new version),
+ * list, archive, and the versions of one agent (API.md §5; SDK resources/beta/agents). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/clock.h"
+#include "../common/log.h"
+#include "../db/agents.h"
+#include "../db/keys.h"
+#include "agent_validate.h"
+#include "cursor.h"
+#include "handlers.h"
+
+#define AGENT_ID_PREFIX "agent_"
+#define AGENT_ID_MAX 40
+#define AGENT_LIST_DEFAULT_LIMIT 100
+#define AGENT_LIST_MAX_LIMIT 1000
+#define AGENT_CURSOR_KIND "agent"
+#define AGENT_VERSIONS_CURSOR_KIND "agentv"
+#define AGENT_FILTER_MAX (2 * CLOCK_DB_LEN + 16)
+#define AGENT_VERSION_TEXT_MAX 24
+#define AGENT_Q_GTE "created_at[gte]"
+#define AGENT_Q_LTE "created_at[lte]"
+
+/* The API object for row R of an agent SELECT. New reference, caller decrefs; NULL when the
+ * stored definition does not parse. */
+static json_t *agent_object(const struct db_rows *rows, unsigned r)
+{
+	const char *archived = db_cell(rows, r, AGENT_C_ARCHIVED);
+	json_t *def = json_loads(db_cell(rows, r, AGENT_C_DEFINITION), 0, NULL);
+	json_t *obj;
+
+	if (!json_is_object(def)) {
+		json_decref(def);
+		return NULL;
+	}
+	obj = json_pack("{s:s, s:s}", "id", db_cell(rows, r, AGENT_C_ID), "type", "agent");
+	if (obj && (json_object_update(obj, def) ||
+		    json_object_set_new(obj, "version",
+					json_integer(atoll(db_cell(rows, r, AGENT_C_VERSION)))) ||
+		    json_object_set_new(obj, "created_at",
+					json_string(db_cell(rows, r, AGENT_C_CREATED))) ||
+		    json_object_set_new(obj, "updated_at",
+					json_string(db_cell(rows, r, AGENT_C_UPDATED))) ||
+		    json_object_set_new(obj, "archived_at",
+					archived ? json_string(archived) : json_null()))) {
+		json_decref(obj);
+		obj = NULL;
+	}
+	json_decref(def);
+	return obj;
+}
+
+/* Respond with the object of row 0, or 404 when there is no row. */
+static void respond_row(struct request *req, struct response *resp, const struct db_rows *rows)
+{
+	json_t *obj;
+
+	if (!rows->nrows) {
+		resp_error(resp, req, 404, NULL, "agent '%s' not found", req->params[0]);
+		return;
+	}
+	obj = agent_object(rows, 0);
+	if (!obj) {
+		log_error("agent %s: stored definition does not parse", req->params[0]);
+		resp_error(resp, req, 500, NULL, "internal error");
+		return;
+	}
+	resp_json(resp, 200, obj);
+}
+
+/* 1 when S looks like an agent id; anything else cannot exist and answers 404 unqueried. */
+static int agent_id_valid(const char *s)
+{
+	size_t n = strlen(s), p = strlen(AGENT_ID_PREFIX);
+
+	return n > p && n < AGENT_ID_MAX && !strncmp(s, AGENT_ID_PREFIX, p) &&
+	       strspn(s + p, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") ==
+		       n - p;
+}
+
+static int check_id(struct request *req, struct response *resp)
+{
+	if (agent_id_valid(req->params[0]))
+		return 0;
+	resp_error(resp, req, 404, NULL, "agent '%.64s' not found", req->params[0]);
+	return -1;
+}
+
+/* Query parameter NAME as an integer in MIN..MAX into *OUT (DEF when absent). 0, or -1 with
+ * RESP filled. */
+static int query_int(struct request *req, struct response *resp, const char *name,
+		     long long min, long long max, long long def, long long *out)
+{
+	const char *s = req_query(req, name);
+	char *end;
+
+	*out = def;
+	if (!s)
+		return 0;
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	if (((*s < '0' || *s > '9') && *s != '-') || *end || errno || *out < min || *out > max) {
+		resp_error(resp, req, 400, NULL, "'%s' must be an integer from %lld to %lld", name,
+			   min, max);
+		return -1;
+	}
+	return 0;
+}
+
+static int load_cursor_key(struct worker *w)
+{
+	if (w->cursor_key_loaded)
+		return 0;
+	if (secret_get(w->db, "cursor", w->cursor_key, sizeof(w->cursor_key)))
+		return -1;
+	w->cursor_key_loaded = 1;
+	return 0;
+}
+
+/* --- create ----------------------------------------------------------------------------- */
+
+static enum db_status create_tx(struct db *db, void *arg)
+{
+	return agentdb_insert(db, arg);
+}
+
+void agent_create(struct worker *w, struct request *req, struct response *resp)
+{
+	char id[AGENT_ID_MAX], now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
+	struct verr err = { 0 };
+	char *text = NULL;
+	enum db_status st;
+	json_t *def, *obj;
+
+	def = agent_validate_create(req->json, &err);
+	if (!def) {
+		resp_error(resp, req, err.status, err.code, "%s", err.msg);
+		return;
+	}
+	text = json_dumps(def, JSON_COMPACT);
+	if (!text || random_id(id, sizeof(id), AGENT_ID_PREFIX, ID_RANDOM_LEN)) {
+		resp_error(resp, req, 500, NULL, "internal error");
+		goto out;
+	}
+	clock_now(now_db, now_api);
+	st = db_tx(w->db, create_tx,
+		   &(struct agent_row_in){ .id = id,
+					   .workspace_id = req->auth.workspace_id,
+					   .account_id = req->auth.account_id,
+					   .definition = text,
+					   .now = now_db });
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		goto out;
+	}
+	/* the rows hold exactly what was validated: answer from it without reading it back */
+	obj = json_pack("{s:s, s:s}", "id", id, "type", "agent");
+	if (!obj || json_object_update(obj, def) ||
+	    json_object_set_new(obj, "version", json_integer(1)) ||
+	    json_object_set_new(obj, "created_at", json_string(now_api)) ||
+	    json_object_set_new(obj, "updated_at", json_string(now_api)) ||
+	    json_object_set_new(obj, "archived_at", json_null())) {
+		json_decref(obj);
+		resp_error(resp, req, 500, NULL, "internal error");
+		goto out;
+	}
+	resp_json(resp, 200, obj);
+out:
+	free(text);
+	json_decref(def);
+}
+
+/* --- retrieve --------------------------------------------------------------------------- */
+
+void agent_retrieve(struct worker *w, struct request *req, struct response *resp)
+{
+	struct db_rows rows;
+	long long version;
+	enum db_status st;
+
+	if (check_id(req, resp) ||
+	    query_int(req, resp, "version", 1, LLONG_MAX, 0, &version))
+		return;
+	st = agentdb_get(w->db, req->auth.workspace_id, req->params[0], version, 0, &rows);
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		return;
+	}
+	if (!rows.nrows && version)
+		resp_error(resp, req, 404, NULL, "agent '%s' version %lld not found", req->params[0],
+			   version);
+	else
+		respond_row(req, resp, &rows);
+	db_rows_free(&rows);
+}
+
+/* --- update ----------------------------------------------------------------------------- */
+
+struct update_ctx {
+	struct request *req;
+	long long expected; /* the body's `version`, 0 when absent */
+	struct db_rows rows; /* the row after the update (or unchanged) */
+	struct verr err;     /* set when the update is refused */
+};
+
+static enum db_status update_tx(struct db *db, void *arg)
+{
+	struct update_ctx *c = arg;
+	struct request *req = c->req;
+	json_t *cur = NULL, *next = NULL;
+	char now_db[CLOCK_DB_LEN];
+	char *text = NULL;
+	long long current;
+	enum db_status st;
+	int changed = 0;
+
+	db_rows_free(&c->rows);
+	memset(&c->err, 0, sizeof(c->err));
+	st = agentdb_get(db, req->auth.workspace_id, req->params[0], 0, 1, &c->rows);
+	if (st || !c->rows.nrows)
+		return st;
+	if (db_cell(&c->rows, 0, AGENT_C_ARCHIVED)) {
+		verr_set(&c->err, 400, NULL, "agent '%s' is archived and cannot be updated",
+			 req->params[0]);
+		return DB_OK;
+	}
+	current = atoll(db_cell(&c->rows, 0, AGENT_C_CURRENT));
+	if (c->expected && c->expected != current) {
+		verr_set(&c->err, 409, NULL,
+			 "'version' %lld does not match the agent's current version %lld: retrieve "
+			 "the agent and retry",
+			 c->expected, current);
+		return DB_OK;
+	}
+	cur = json_loads(db_cell(&c->rows, 0, AGENT_C_DEFINITION), 0, NULL);
+	if (!cur) {
+		log_error("agent %s: stored definition does not parse", req->params[0]);
+		verr_set(&c->err, 500, NULL, "internal error");
+		return DB_OK;
+	}
+	next = agent_validate_update(req->json, cur, &changed, &c->err);
+	if (!next || !changed)
+		goto out; /* refused, or nothing to write: no new version */
+	text = json_dumps(next, JSON_COMPACT);
+	if (!text) {
+		verr_set(&c->err, 500, NULL, "internal error");
+		goto out;
+	}
+	clock_now(now_db, NULL);
+	st = agentdb_add_version(db,
+				 &(struct agent_row_in){ .id = req->params[0],
+							 .workspace_id = req->auth.workspace_id,
+							 .definition = text,
+							 .now = now_db },
+				 current + 1);
+	if (!st) {
+		db_rows_free(&c->rows);
+		st = agentdb_get(db, req->auth.workspace_id, req->params[0], 0, 0, &c->rows);
+	}
+out:
+	free(text);
+	json_decref(next);
+	json_decref(cur);
+	return st;
+}
+
+void agent_update(struct worker *w, struct request *req, struct response *resp)
+{
+	struct update_ctx c = { .req = req };
+	enum db_status st;
+
+	if (check_id(req, resp))
+		return;
+	/* a malformed `version` is a 400 before anything is read */
+	if (agent_update_version(req->json, &c.expected, &c.err)) {
+		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
+		return;
+	}
+	st = db_tx(w->db, update_tx, &c);
+	if (st)
+		handle_db_error(w, req, resp, st);
+	else if (c.err.status)
+		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
+	else
+		respond_row(req, resp, &c.rows);
+	db_rows_free(&c.rows);
+}
+
+/* --- archive ---------------------------------------------------------------------------- */
+
+void agent_archive(struct worker *w, struct request *req, struct response *resp)
+{
+	char now_db[CLOCK_DB_LEN];
+	unsigned long long n = 0;
+	struct db_rows rows;
+	enum db_status st;
+
+	if (check_id(req, resp))
+		return;
+	if (req->json && json_object_size(req->json)) {
+		const char *k = json_object_iter_key(json_object_iter(req->json));
+		resp_error(resp, req, 400, NULL, "unknown field '%.64s': archive takes no fields", k);
+		return;
+	}
+	clock_now(now_db, NULL);
+	/* archiving twice is fine: the second UPDATE matches nothing and the row is unchanged */
+	st = agentdb_archive(w->db, req->auth.workspace_id, req->params[0], now_db, &n);
+	if (!st)
+		st = agentdb_get(w->db, req->auth.workspace_id, req->params[0], 0, 0, &rows);
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		return;
+	}
+	respond_row(req, resp, &rows);
+	db_rows_free(&rows);
+}
+
+/* --- list ------------------------------------------------------------------------------- */
+
+/* Check PAGE against KIND and FILTER into CREATED / ID. 0, or -1 with RESP filled. */
+static int page_parse(struct worker *w, struct request *req, struct response *resp,
+		      const char *kind, const char *filter, const char *page, char *created,
+		      char *id)
+{
+	enum cursor_status cs = cursor_parse(w->cursor_key, sizeof(w->cursor_key), kind, filter,
+					     page, created, id);
+
+	if (cs == CURSOR_OTHER_FILTER) {
+		resp_error(resp, req, 400, NULL,
+			   "'page' cursor belongs to a list with other filters (include_archived, "
+			   "created_at[gte], created_at[lte] or agent)");
+		return -1;
+	}
+	if (cs) {
+		resp_error(resp, req, 400, NULL, "'page' is not a valid cursor");
+		return -1;
+	}
+	return 0;
+}
+
+/* Respond with {"data": objects of ROWS (at most LIMIT), "next_page": cursor|null}; the cursor
+ * points after the last row shown when ROWS holds one more than LIMIT. */
+static void respond_page(struct worker *w, struct request *req, struct response *resp,
+			 const struct db_rows *rows, long long limit, const char *kind,
+			 const char *filter, unsigned id_col)
+{
+	char next[CURSOR_MAX];
+	json_t *data = json_array(), *body;
+
+	for (unsigned r = 0; r < rows->nrows && r < (unsigned long long)limit; r++) {
+		json_t *obj = agent_object(rows, r);
+
+		if (!obj) {
+			log_error("agent %s: stored definition does not parse",
+				  db_cell(rows, r, AGENT_C_ID));
+			continue;
+		}
+		json_array_append_new(data, obj);
+	}
+	body = json_pack("{s:o, s:n}", "data", data, "next_page");
+	if (body && rows->nrows > (unsigned long long)limit) {
+		unsigned last = (unsigned)limit - 1;
+
+		if (!cursor_make(w->cursor_key, sizeof(w->cursor_key), kind, filter,
+				 db_cell(rows, last, AGENT_C_CREATED_DB), db_cell(rows, last, id_col),
+				 next))
+			json_object_set_new(body, "next_page", json_string(next));
+	}
+	if (!body) {
+		resp_error(resp, req, 500, NULL, "internal error");
+		return;
+	}
+	resp_json(resp, 200, body);
+}
+
+/* Query parameter NAME (an RFC 3339 timestamp) as a DATETIME literal in OUT ("" when absent).
+ * 0, or -1 with RESP filled. */
+static int query_time(struct request *req, struct response *resp, const char *name, char *out)
+{
+	const char *s = req_query(req, name);
+
+	out[0] = '\0';
+	if (!s)
+		return 0;
+	if (rfc3339_to_db(s, out, CLOCK_DB_LEN)) {
+		resp_error(resp, req, 400, NULL,
+			   "'%s' must be an RFC 3339 timestamp such as 2026-07-27T00:00:00Z", name);
+		return -1;
+	}
+	return 0;
+}
+
+void agent_list(struct worker *w, struct request *req, struct response *resp)
+{
+	char created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX], filter[AGENT_FILTER_MAX];
+	char gte[CLOCK_DB_LEN], lte[CLOCK_DB_LEN];
+	const char *ia = req_query(req, "include_archived"), *page = req_query(req, "page");
+	struct db_rows rows = { 0 };
+	int include_archived = 0;
+	long long limit;
+	enum db_status st;
+
+	if (query_int(req, resp, "limit", 1, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT,
+		      &limit) ||
+	    query_time(req, resp, AGENT_Q_GTE, gte) || query_time(req, resp, AGENT_Q_LTE, lte))
+		return;
+	if (ia && strcmp(ia, "false")) {
+		if (strcmp(ia, "true")) {
+			resp_error(resp, req, 400, NULL, "'include_archived' must be true or false");
+			return;
+		}
+		include_archived = 1;
+	}
+	if (page && !*page)
+		page = NULL;
+	if (load_cursor_key(w)) {
+		handle_db_error(w, req, resp, DB_GONE);
+		return;
+	}
+	/* the cursor is bound to every filter: a page of another list is refused */
+	snprintf(filter, sizeof(filter), "a%d;g%s;l%s", include_archived, gte, lte);
+	if (page && page_parse(w, req, resp, AGENT_CURSOR_KIND, filter, page, created, id))
+		return;
+	/* one row more than asked tells whether another page exists */
+	st = agentdb_list(w->db, req->auth.workspace_id, include_archived, *gte ? gte : NULL,
+			  *lte ? lte : NULL, page ? created : NULL, page ? id : NULL, limit + 1,
+			  &rows);
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		return;
+	}
+	respond_page(w, req, resp, &rows, limit, AGENT_CURSOR_KIND, filter, AGENT_C_ID);
+	db_rows_free(&rows);
+}
+
+void agent_versions(struct worker *w, struct request *req, struct response *resp)
+{
+	char created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX];
+	const char *page = req_query(req, "page");
+	struct db_rows rows = { 0 };
+	long long limit, before = 0;
+	enum db_status st;
+	char *end;
+
+	if (check_id(req, resp) ||
+	    query_int(req, resp, "limit", 1, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT,
+		      &limit))
+		return;
+	if (page && !*page)
+		page = NULL;
+	if (load_cursor_key(w)) {
+		handle_db_error(w, req, resp, DB_GONE);
+		return;
+	}
+	if (page) {
+		if (page_parse(w, req, resp, AGENT_VERSIONS_CURSOR_KIND, req->params[0], page,
+			       created, id))
+			return;
+		before = strtoll(id, &end, 10);
+		if (*end || before < 1) {
+			resp_error(resp, req, 400, NULL, "'page' is not a valid cursor");
+			return;
+		}
+	}
+	st = agentdb_versions(w->db, req->auth.workspace_id, req->params[0], before, limit + 1,
+			      &rows);
+	if (!st && !rows.nrows) /* every agent has a version: no rows means no such agent */
+		st = agentdb_get(w->db, req->auth.workspace_id, req->params[0], 0, 0, &rows);
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		return;
+	}
+	if (!rows.nrows) {
+		resp_error(resp, req, 404, NULL, "agent '%s' not found", req->params[0]);
+		return;
+	}
+	if (!before || atoll(db_cell(&rows, 0, AGENT_C_VERSION)) < before)
+		respond_page(w, req, resp, &rows, limit, AGENT_VERSIONS_CURSOR_KIND, req->params[0],
+			     AGENT_C_VERSION);
+	else /* the existence probe's row is not a page */
+		resp_json(resp, 200, json_pack("{s:[], s:n}", "data", "next_page"));
+	db_rows_free(&rows);
+}

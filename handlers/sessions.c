@@ -1,0 +1,653 @@
+/* /v1/sessions: create, retrieve, update, list, archive, delete (API.md §4). Creating a session
+ * captures its environment's configuration and revision and resolves its agent, and for a cloud
+ * environment writes the pending provisioning intent, all in one transaction that holds a shared
+ * lock on the environment row (archive and delete of the environment serialise with it). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/clock.h"
+#include "../common/log.h"
+#include "../db/agents.h"
+#include "../db/environments.h"
+#include "../db/sessions.h"
+#include "agent_validate.h"
+#include "cursor.h"
+#include "env_validate.h"
+#include "handlers.h"
+
+#define SES_ID_PREFIX "sesn_"
+#define SES_ID_MAX 40
+#define SES_TITLE_MAX 500 /* characters */
+#define SES_LIST_DEFAULT_LIMIT 100
+#define SES_LIST_MAX_LIMIT 1000
+#define SES_CURSOR_KIND "sesn"
+#define SES_REF_ID_MAX 64 /* longest agent or environment id looked up */
+
+static int id_valid(const char *s, const char *prefix)
+{
+	size_t n = strlen(s), p = strlen(prefix);
+	return n > p && n < SES_REF_ID_MAX && !strncmp(s, prefix, p) &&
+	       strspn(s + p, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") ==
+		       n - p;
+}
+
+static const char *provisioning_status(const char *state)
+{
+	if (!state)
+		return "not_required";
+	if (!strcmp(state, "pending"))
+		return "pending";
+	if (!strcmp(state, "claimed"))
+		return "provisioning";
+	if (!strcmp(state, "done"))
+		return "ready";
+	return "failed"; /* failed, terminated, cancelled */
+}
+
+/* The API object for row R of a session SELECT. New reference or NULL on corrupt JSON. */
+static json_t *session_object(const struct db_rows *rows, unsigned r)
+{
+	const char *title = db_cell(rows, r, SES_C_TITLE);
+	const char *archived = db_cell(rows, r, SES_C_ARCHIVED);
+	const char *state = db_cell(rows, r, SES_C_INTENT_STATE);
+	const char *last_error = db_cell(rows, r, SES_C_LAST_ERROR);
+	const char *next = db_cell(rows, r, SES_C_NEXT_ATTEMPT);
+	const char *mcp_text = db_cell(rows, r, SES_C_MCP);
+	json_t *agent = json_loads(db_cell(rows, r, SES_C_AGENT), 0, NULL);
+	json_t *meta = json_loads(db_cell(rows, r, SES_C_METADATA), 0, NULL);
+	json_t *mcp = mcp_text ? json_loads(mcp_text, 0, NULL) : NULL;
+	json_t *prov, *obj;
+	int waiting = state && (!strcmp(state, "pending") || !strcmp(state, "failed"));
+
+	if (!agent || !meta || (mcp_text && !mcp)) {
+		json_decref(agent);
+		json_decref(meta);
+		json_decref(mcp);
+		return NULL;
+	}
+	if (mcp) /* the session-local replacement is what the session runs with */
+		json_object_set_new(agent, "mcp_servers", mcp);
+	prov = json_pack("{s:s, s:I, s:I, s:o, s:o}", "status", provisioning_status(state),
+			 "environment_revision",
+			 (json_int_t)strtoll(db_cell(rows, r, SES_C_REVISION), NULL, 10), "attempts",
+			 (json_int_t)(state ? strtoll(db_cell(rows, r, SES_C_ATTEMPTS), NULL, 10) : 0),
+			 "last_error", last_error ? json_string(last_error) : json_null(),
+			 "next_attempt_at", waiting && next ? json_string(next) : json_null());
+	obj = json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:s, s:s, s:o, s:[], s:[], s:[],"
+			" s:{}, s:{}, s:n, s:o}",
+			"id", db_cell(rows, r, SES_C_ID), "type", "session", "agent", agent,
+			"environment_id", db_cell(rows, r, SES_C_ENVIRONMENT_ID), "status",
+			db_cell(rows, r, SES_C_STATUS), "title",
+			title ? json_string(title) : json_null(), "metadata", meta, "created_at",
+			db_cell(rows, r, SES_C_CREATED), "updated_at", db_cell(rows, r, SES_C_UPDATED),
+			"archived_at", archived ? json_string(archived) : json_null(), "resources",
+			"vault_ids", "outcome_evaluations", "stats", "usage", "budget",
+			"provisioning", prov);
+	return obj;
+}
+
+static void respond_row(struct request *req, struct response *resp, const struct db_rows *rows)
+{
+	json_t *obj;
+
+	if (!rows->nrows) {
+		resp_error(resp, req, 404, NULL, "session '%s' not found", req->params[0]);
+		return;
+	}
+	obj = session_object(rows, 0);
+	if (!obj) {
+		log_error("session %s: stored JSON does not parse", req->params[0]);
+		resp_error(resp, req, 500, NULL, "internal error");
+		return;
+	}
+	resp_json(resp, 200, obj);
+}
+
+static int check_id(struct request *req, struct response *resp)
+{
+	if (id_valid(req->params[0], SES_ID_PREFIX))
+		return 0;
+	resp_error(resp, req, 404, NULL, "session '%.64s' not found", req->params[0]);
+	return -1;
+}
+
+/* Fields the SDK defines that this server does not support: accepted only when empty. */
+static int unsupported_field(const char *key, json_t *value, struct verr *err)
+{
+	if (!strcmp(key, "vault_ids") || !strcmp(key, "resources")) {
+		if (json_is_array(value) && !json_array_size(value))
+			return 0;
+		return verr_set(err, 400, NULL, "'%s' is not supported by this server; send [] or omit it",
+				key);
+	}
+	return verr_set(err, 400, NULL, "'%s' is not supported by this server", key);
+}
+
+static int title_valid(json_t *title, struct verr *err)
+{
+	if (json_is_null(title))
+		return 0;
+	if (!json_is_string(title))
+		return verr_set(err, 400, NULL, "'title' must be a string or null");
+	if (utf8_chars(json_string_value(title)) > SES_TITLE_MAX)
+		return verr_set(err, 400, NULL, "'title' must be at most %d characters", SES_TITLE_MAX);
+	return 0;
+}
+
+/* ---- create ---- */
+
+struct create_ctx {
+	struct request *req;
+	const char *agent_id, *env_id;
+	long long agent_version;  /* 0: latest */
+	json_t *metadata;         /* validated */
+	const char *title;        /* NULL: null */
+	char id[SES_ID_MAX];
+	char now_db[CLOCK_DB_LEN];
+	struct db_rows rows;      /* the created session */
+	struct verr err;
+};
+
+/* Parse and validate the create body into C. 0 or -1 with c->err. */
+static int create_parse(json_t *body, struct create_ctx *c)
+{
+	const char *key;
+	json_t *v, *agent;
+
+	json_object_foreach(body, key, v) {
+		if (strcmp(key, "agent") && strcmp(key, "environment_id") && strcmp(key, "metadata") &&
+		    strcmp(key, "title")) {
+			if (!strcmp(key, "vault_ids") || !strcmp(key, "resources") ||
+			    !strcmp(key, "budget") || !strcmp(key, "initial_events")) {
+				if (unsupported_field(key, v, &c->err))
+					return -1;
+				continue;
+			}
+			return verr_set(&c->err, 400, NULL, "unknown field '%.64s'", key);
+		}
+	}
+	agent = json_object_get(body, "agent");
+	if (!agent)
+		return verr_set(&c->err, 400, NULL, "'agent' is required");
+	if (json_is_string(agent)) {
+		c->agent_id = json_string_value(agent);
+	} else if (json_is_object(agent)) {
+		json_t *type = json_object_get(agent, "type"), *ver = json_object_get(agent, "version");
+		json_object_foreach(agent, key, v)
+			if (strcmp(key, "type") && strcmp(key, "id") && strcmp(key, "version"))
+				return verr_set(&c->err, 400, NULL, "unknown field 'agent.%.64s'", key);
+		if (type && (!json_is_string(type) || strcmp(json_string_value(type), "agent")))
+			return verr_set(&c->err, 400, NULL, "'agent.type' must be 'agent'");
+		c->agent_id = json_string_value(json_object_get(agent, "id"));
+		if (!c->agent_id)
+			return verr_set(&c->err, 400, NULL, "'agent.id' is required and must be a string");
+		if (ver && !json_is_null(ver)) {
+			if (!json_is_integer(ver) || json_integer_value(ver) < 1)
+				return verr_set(&c->err, 400, NULL,
+						"'agent.version' must be a positive integer");
+			c->agent_version = json_integer_value(ver);
+		}
+	} else {
+		return verr_set(&c->err, 400, NULL,
+				"'agent' must be an agent id or {\"type\":\"agent\",\"id\":...,\"version\":...}");
+	}
+	c->env_id = json_string_value(json_object_get(body, "environment_id"));
+	if (!json_object_get(body, "environment_id"))
+		return verr_set(&c->err, 400, NULL, "'environment_id' is required");
+	if (!c->env_id)
+		return verr_set(&c->err, 400, NULL, "'environment_id' must be a string");
+	v = json_object_get(body, "title");
+	if (v && title_valid(v, &c->err))
+		return -1;
+	c->title = json_string_value(v);
+	c->metadata = meta_validate(json_object_get(body, "metadata"), "metadata", &c->err);
+	return c->metadata ? 0 : -1;
+}
+
+static enum db_status create_tx(struct db *db, void *arg)
+{
+	struct create_ctx *c = arg;
+	struct auth *a = &c->req->auth;
+	struct db_rows env = { 0 };
+	json_t *snapshot = NULL, *config = NULL, *spec = NULL;
+	char *snap_text = NULL, *meta_text = NULL, *spec_text = NULL;
+	int archived = 0;
+	enum db_status st;
+
+	db_rows_free(&c->rows);
+	memset(&c->err, 0, sizeof(c->err));
+	if (!id_valid(c->agent_id, "agent_")) {
+		verr_set(&c->err, 404, NULL, "agent '%.64s' not found", c->agent_id);
+		return DB_OK;
+	}
+	st = agentdb_snapshot(db, a->workspace_id, c->agent_id, c->agent_version, &snapshot,
+			      &archived);
+	if (st)
+		goto out;
+	if (!snapshot) {
+		if (c->agent_version)
+			verr_set(&c->err, 404, NULL, "agent '%s' has no version %lld", c->agent_id,
+				 c->agent_version);
+		else
+			verr_set(&c->err, 404, NULL, "agent '%s' not found", c->agent_id);
+		goto out;
+	}
+	if (archived) {
+		verr_set(&c->err, 400, NULL, "agent '%s' is archived; 'agent' must name a live agent",
+			 c->agent_id);
+		goto out;
+	}
+	if (!id_valid(c->env_id, "env_")) {
+		verr_set(&c->err, 404, "environment_not_found", "environment '%.64s' not found",
+			 c->env_id);
+		goto out;
+	}
+	/* shared lock: an archive or delete of this environment waits for us, or we for it */
+	st = envdb_get(db, c->env_id, a->workspace_id, a->account_id, ENVDB_LOCK_SHARE, &env);
+	if (st)
+		goto out;
+	if (!env.nrows) {
+		verr_set(&c->err, 404, "environment_not_found", "environment '%s' not found",
+			 c->env_id);
+		goto out;
+	}
+	if (db_cell(&env, 0, ENV_C_ARCHIVED)) {
+		verr_set(&c->err, 400, "environment_archived",
+			 "environment '%s' is archived and cannot be used for new sessions",
+			 c->env_id);
+		goto out;
+	}
+	config = json_loads(db_cell(&env, 0, ENV_C_CONFIG), 0, NULL);
+	snap_text = json_dumps(snapshot, JSON_COMPACT);
+	meta_text = json_dumps(c->metadata, JSON_COMPACT);
+	if (!config || !snap_text || !meta_text ||
+	    random_id(c->id, sizeof(c->id), SES_ID_PREFIX, ID_RANDOM_LEN)) {
+		st = DB_FATAL;
+		goto out;
+	}
+	clock_now(c->now_db, NULL);
+	st = sesdb_insert(db, &(struct session_row_in){
+				      .id = c->id,
+				      .workspace_id = a->workspace_id,
+				      .environment_id = c->env_id,
+				      .environment_config = db_cell(&env, 0, ENV_C_CONFIG),
+				      .environment_revision =
+					      strtoll(db_cell(&env, 0, ENV_C_REVISION), NULL, 10),
+				      .agent_id = c->agent_id,
+				      .agent_version = json_integer_value(
+					      json_object_get(snapshot, "version")),
+				      .agent_snapshot = snap_text,
+				      .title = c->title,
+				      .metadata = meta_text,
+				      .now = c->now_db });
+	if (st)
+		goto out;
+	if (!strcmp(json_string_value(json_object_get(config, "type")), "cloud")) {
+		/* the intent carries what provisioning needs, captured now: later environment
+		 * updates do not reach this session */
+		spec = json_pack("{s:s, s:I, s:O, s:O}", "environment_id", c->env_id,
+				 "environment_revision",
+				 (json_int_t)strtoll(db_cell(&env, 0, ENV_C_REVISION), NULL, 10),
+				 "packages", json_object_get(config, "packages"), "networking",
+				 json_object_get(config, "networking"));
+		spec_text = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
+		if (!spec_text) {
+			st = DB_FATAL;
+			goto out;
+		}
+		st = sesdb_insert_intent(db, c->id, a->workspace_id, INTENT_PROVISION, spec_text,
+					 NULL, c->now_db);
+		if (st)
+			goto out;
+	}
+	st = sesdb_get(db, c->id, a->workspace_id, 0, &c->rows);
+out:
+	db_rows_free(&env);
+	json_decref(snapshot);
+	json_decref(config);
+	json_decref(spec);
+	free(snap_text);
+	free(meta_text);
+	free(spec_text);
+	return st;
+}
+
+void session_create(struct worker *w, struct request *req, struct response *resp)
+{
+	struct create_ctx c = { .req = req };
+	enum db_status st;
+
+	if (create_parse(req->json, &c)) {
+		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
+		goto out;
+	}
+	st = db_tx(w->db, create_tx, &c);
+	if (st)
+		handle_db_error(w, req, resp, st);
+	else if (c.err.status)
+		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
+	else {
+		req->params[0] = c.id;
+		respond_row(req, resp, &c.rows);
+	}
+out:
+	json_decref(c.metadata);
+	db_rows_free(&c.rows);
+}
+
+void session_retrieve(struct worker *w, struct request *req, struct response *resp)
+{
+	struct db_rows rows;
+	enum db_status st;
+
+	if (check_id(req, resp))
+		return;
+	st = sesdb_get(w->db, req->params[0], req->auth.workspace_id, 0, &rows);
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		return;
+	}
+	respond_row(req, resp, &rows);
+	db_rows_free(&rows);
+}
+
+/* ---- update ---- */
+
+struct update_ctx {
+	struct request *req;
+	json_t *mcp;         /* validated replacement list or NULL when not given */
+	struct db_rows rows;
+	struct verr err;
+};
+
+static int update_parse(json_t *body, struct update_ctx *c)
+{
+	const char *key;
+	json_t *v, *agent;
+
+	json_object_foreach(body, key, v) {
+		if (!strcmp(key, "metadata") || !strcmp(key, "title") || !strcmp(key, "agent"))
+			continue;
+		if (!strcmp(key, "vault_ids") || !strcmp(key, "budget")) {
+			if (unsupported_field(key, v, &c->err))
+				return -1;
+			continue;
+		}
+		return verr_set(&c->err, 400, NULL, "unknown field '%.64s'", key);
+	}
+	v = json_object_get(body, "title");
+	if (v && title_valid(v, &c->err))
+		return -1;
+	agent = json_object_get(body, "agent");
+	if (agent) {
+		if (!json_is_object(agent))
+			return verr_set(&c->err, 400, NULL, "'agent' must be an object");
+		json_object_foreach(agent, key, v) {
+			if (!strcmp(key, "mcp_servers"))
+				continue;
+			if (!strcmp(key, "tools"))
+				return verr_set(&c->err, 400, NULL,
+						"'agent.tools' is not supported by this server");
+			return verr_set(&c->err, 400, NULL, "unknown field 'agent.%.64s'", key);
+		}
+		v = json_object_get(agent, "mcp_servers");
+		if (v) {
+			c->mcp = mcp_servers_validate(v, "agent.mcp_servers", &c->err);
+			if (!c->mcp)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static enum db_status update_tx(struct db *db, void *arg)
+{
+	struct update_ctx *c = arg;
+	struct request *req = c->req;
+	json_t *body = req->json, *meta = NULL, *patch, *old_meta = NULL, *title;
+	char *meta_text = NULL, *mcp_text = NULL, now_db[CLOCK_DB_LEN];
+	const char *new_title, *old_mcp;
+	enum db_status st;
+	int changed;
+
+	db_rows_free(&c->rows);
+	memset(&c->err, 0, sizeof(c->err));
+	st = sesdb_get(db, req->params[0], req->auth.workspace_id, 1, &c->rows);
+	if (st || !c->rows.nrows)
+		return st;
+	if (db_cell(&c->rows, 0, SES_C_ARCHIVED)) {
+		verr_set(&c->err, 400, NULL, "session '%s' is archived and cannot be updated",
+			 req->params[0]);
+		return DB_OK;
+	}
+	old_meta = json_loads(db_cell(&c->rows, 0, SES_C_METADATA), 0, NULL);
+	if (!old_meta) {
+		st = DB_FATAL;
+		goto out;
+	}
+	patch = json_object_get(body, "metadata");
+	meta = patch && !json_is_null(patch) ? meta_patch(old_meta, patch, "metadata", &c->err)
+					     : json_incref(old_meta);
+	if (!meta)
+		goto out;
+	title = json_object_get(body, "title");
+	new_title = title ? json_string_value(title) : db_cell(&c->rows, 0, SES_C_TITLE);
+	old_mcp = db_cell(&c->rows, 0, SES_C_MCP);
+	mcp_text = c->mcp ? json_dumps(c->mcp, JSON_COMPACT) : old_mcp ? strdup(old_mcp) : NULL;
+	meta_text = json_dumps(meta, JSON_COMPACT);
+	if (!meta_text || ((c->mcp || old_mcp) && !mcp_text)) {
+		st = DB_FATAL;
+		goto out;
+	}
+	changed = !json_equal(meta, old_meta) ||
+		  (title && ((new_title == NULL) != (db_cell(&c->rows, 0, SES_C_TITLE) == NULL) ||
+			     (new_title && strcmp(new_title, db_cell(&c->rows, 0, SES_C_TITLE))))) ||
+		  (c->mcp && (!old_mcp || strcmp(mcp_text, old_mcp)));
+	if (!changed)
+		goto out;
+	clock_now(now_db, NULL);
+	st = sesdb_update(db, req->params[0], req->auth.workspace_id, new_title, meta_text, mcp_text,
+			  now_db);
+	if (!st) {
+		db_rows_free(&c->rows);
+		st = sesdb_get(db, req->params[0], req->auth.workspace_id, 0, &c->rows);
+	}
+out:
+	json_decref(old_meta);
+	json_decref(meta);
+	free(meta_text);
+	free(mcp_text);
+	return st;
+}
+
+void session_update(struct worker *w, struct request *req, struct response *resp)
+{
+	struct update_ctx c = { .req = req };
+	enum db_status st;
+
+	if (check_id(req, resp))
+		return;
+	if (update_parse(req->json, &c)) {
+		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
+		goto out;
+	}
+	st = db_tx(w->db, update_tx, &c);
+	if (st)
+		handle_db_error(w, req, resp, st);
+	else if (c.err.status)
+		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
+	else
+		respond_row(req, resp, &c.rows);
+out:
+	json_decref(c.mcp);
+	db_rows_free(&c.rows);
+}
+
+void session_archive(struct worker *w, struct request *req, struct response *resp)
+{
+	char now_db[CLOCK_DB_LEN];
+	unsigned long long n = 0;
+	struct db_rows rows;
+	enum db_status st;
+
+	if (check_id(req, resp))
+		return;
+	if (req->json && json_object_size(req->json)) {
+		resp_error(resp, req, 400, NULL, "unknown field '%.64s': archive takes no fields",
+			   json_object_iter_key(json_object_iter(req->json)));
+		return;
+	}
+	clock_now(now_db, NULL);
+	st = sesdb_archive(w->db, req->params[0], req->auth.workspace_id, now_db, &n);
+	if (!st)
+		st = sesdb_get(w->db, req->params[0], req->auth.workspace_id, 0, &rows);
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		return;
+	}
+	respond_row(req, resp, &rows);
+	db_rows_free(&rows);
+}
+
+/* ---- delete ---- */
+
+struct delete_ctx {
+	struct request *req;
+	int found;
+};
+
+static enum db_status delete_tx(struct db *db, void *arg)
+{
+	struct delete_ctx *c = arg;
+	struct request *req = c->req;
+	struct db_rows rows;
+	char now_db[CLOCK_DB_LEN];
+	const char *state, *attempts;
+	enum db_status st;
+
+	c->found = 0;
+	st = sesdb_get(db, req->params[0], req->auth.workspace_id, 1, &rows);
+	if (st || !rows.nrows)
+		goto out;
+	c->found = 1;
+	state = db_cell(&rows, 0, SES_C_INTENT_STATE);
+	attempts = db_cell(&rows, 0, SES_C_ATTEMPTS);
+	if (!state || (!strcmp(state, "pending") && attempts && !strcmp(attempts, "0"))) {
+		/* no sandbox was ever asked for: the rows can go now */
+		st = sesdb_remove(db, req->params[0], req->auth.workspace_id);
+	} else {
+		/* a sandbox exists or may be half made: leave a teardown for the reconciler */
+		clock_now(now_db, NULL);
+		st = sesdb_retire(db, req->params[0], req->auth.workspace_id,
+				  db_cell(&rows, 0, SES_C_SANDBOX_ID), now_db);
+	}
+out:
+	db_rows_free(&rows);
+	return st;
+}
+
+void session_delete(struct worker *w, struct request *req, struct response *resp)
+{
+	struct delete_ctx c = { .req = req };
+	enum db_status st;
+
+	if (check_id(req, resp))
+		return;
+	st = db_tx(w->db, delete_tx, &c);
+	if (st)
+		handle_db_error(w, req, resp, st);
+	else if (!c.found)
+		resp_error(resp, req, 404, NULL, "session '%s' not found", req->params[0]);
+	else
+		resp_json(resp, 200,
+			  json_pack("{s:s, s:s}", "id", req->params[0], "type", "session_deleted"));
+}
+
+/* ---- list ---- */
+
+void session_list(struct worker *w, struct request *req, struct response *resp)
+{
+	char created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX], next[CURSOR_MAX], filter[128];
+	const char *l = req_query(req, "limit"), *ia = req_query(req, "include_archived");
+	const char *order = req_query(req, "order"), *agent_id = req_query(req, "agent_id");
+	const char *page = req_query(req, "page");
+	struct db_rows rows = { 0 };
+	long long limit = SES_LIST_DEFAULT_LIMIT;
+	int include_archived = 0, asc = 0;
+	enum db_status st;
+	json_t *data, *body;
+	char *end;
+
+	if (l) {
+		errno = 0;
+		limit = strtoll(l, &end, 10);
+		if (!*l || *end || errno || limit < 1 || limit > SES_LIST_MAX_LIMIT) {
+			resp_error(resp, req, 400, NULL, "'limit' must be an integer from 1 to %d",
+				   SES_LIST_MAX_LIMIT);
+			return;
+		}
+	}
+	if (ia && strcmp(ia, "false")) {
+		if (strcmp(ia, "true")) {
+			resp_error(resp, req, 400, NULL, "'include_archived' must be true or false");
+			return;
+		}
+		include_archived = 1;
+	}
+	if (order && strcmp(order, "desc")) {
+		if (strcmp(order, "asc")) {
+			resp_error(resp, req, 400, NULL, "'order' must be asc or desc");
+			return;
+		}
+		asc = 1;
+	}
+	if (agent_id && !*agent_id)
+		agent_id = NULL;
+	if (agent_id && !id_valid(agent_id, "agent_")) {
+		resp_error(resp, req, 400, NULL, "'agent_id' is not an agent id");
+		return;
+	}
+	if (page && !*page)
+		page = NULL;
+	snprintf(filter, sizeof(filter), "o%d;a%d;g%s", asc, include_archived,
+		 agent_id ? agent_id : "");
+	if (worker_cursor_key(w, req, resp))
+		return;
+	if (page) {
+		enum cursor_status cs = cursor_parse(w->cursor_key, sizeof(w->cursor_key),
+						     SES_CURSOR_KIND, filter, page, created, id);
+		if (cs) {
+			resp_error(resp, req, 400, NULL,
+				   cs == CURSOR_OTHER_FILTER
+					   ? "'page' cursor belongs to a list with other filters"
+					   : "'page' is not a valid cursor");
+			return;
+		}
+	}
+	st = sesdb_list(w->db, req->auth.workspace_id, asc, agent_id, include_archived,
+			page ? created : NULL, page ? id : NULL, limit + 1, &rows);
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		return;
+	}
+	data = json_array();
+	for (unsigned r = 0; r < rows.nrows && r < (unsigned long long)limit; r++) {
+		json_t *obj = session_object(&rows, r);
+		if (obj)
+			json_array_append_new(data, obj);
+		else
+			log_error("session %s: stored JSON does not parse",
+				  db_cell(&rows, r, SES_C_ID));
+	}
+	body = json_pack("{s:o, s:n, s:n}", "data", data, "next_page", "prev_page");
+	if (rows.nrows > (unsigned long long)limit) {
+		unsigned last = (unsigned)limit - 1;
+		if (!cursor_make(w->cursor_key, sizeof(w->cursor_key), SES_CURSOR_KIND, filter,
+				 db_cell(&rows, last, SES_C_CREATED_DB), db_cell(&rows, last, SES_C_ID),
+				 next))
+			json_object_set_new(body, "next_page", json_string(next));
+	}
+	db_rows_free(&rows);
+	resp_json(resp, 200, body);
+}
