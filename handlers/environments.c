@@ -270,11 +270,38 @@ void env_update(struct worker *w, struct request *req, struct response *resp)
 	db_rows_free(&c.rows);
 }
 
-void env_archive(struct worker *w, struct request *req, struct response *resp)
+struct archive_ctx {
+	struct request *req;
+	struct db_rows rows; /* the row after archiving */
+};
+
+/* Lock the row first, then take the time: a session that held the environment's shared lock
+ * has committed by then, so archived_at is later than every session created before it. */
+static enum db_status archive_tx(struct db *db, void *arg)
 {
+	struct archive_ctx *c = arg;
+	struct auth *a = &c->req->auth;
+	const char *id = c->req->params[0];
 	char now_db[CLOCK_DB_LEN];
 	unsigned long long n = 0;
-	struct db_rows rows;
+	enum db_status st;
+
+	db_rows_free(&c->rows);
+	st = envdb_get(db, id, a->workspace_id, a->account_id, ENVDB_LOCK_UPDATE, &c->rows);
+	if (st || !c->rows.nrows || db_cell(&c->rows, 0, ENV_C_ARCHIVED))
+		return st; /* archiving twice returns the row unchanged */
+	clock_now(now_db, NULL);
+	st = envdb_archive(db, id, a->workspace_id, a->account_id, now_db, &n);
+	if (!st) {
+		db_rows_free(&c->rows);
+		st = envdb_get(db, id, a->workspace_id, a->account_id, ENVDB_NO_LOCK, &c->rows);
+	}
+	return st;
+}
+
+void env_archive(struct worker *w, struct request *req, struct response *resp)
+{
+	struct archive_ctx c = { .req = req };
 	enum db_status st;
 
 	if (check_id(req, resp))
@@ -284,19 +311,12 @@ void env_archive(struct worker *w, struct request *req, struct response *resp)
 		resp_error(resp, req, 400, NULL, "unknown field '%s': archive takes no fields", k);
 		return;
 	}
-	clock_now(now_db, NULL);
-	/* archiving twice is fine: the second UPDATE matches nothing and the row is unchanged */
-	st = envdb_archive(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id,
-			   now_db, &n);
-	if (!st)
-		st = envdb_get(w->db, req->params[0], req->auth.workspace_id,
-			       req->auth.account_id, ENVDB_NO_LOCK, &rows);
-	if (st) {
+	st = db_tx(w->db, archive_tx, &c);
+	if (st)
 		handle_db_error(w, req, resp, st);
-		return;
-	}
-	respond_row(w, req, resp, &rows);
-	db_rows_free(&rows);
+	else
+		respond_row(w, req, resp, &c.rows);
+	db_rows_free(&c.rows);
 }
 
 void env_delete(struct worker *w, struct request *req, struct response *resp)

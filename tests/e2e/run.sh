@@ -6,6 +6,7 @@
 # backend. Creates the keys and workspaces the tests use, then runs
 #   build/e2e-runner tests/cases   the data-driven HTTP cases
 #   tests/sdk/run.sh               the official SDK suite (when present)
+#   tests/race/race.mjs            session creation racing environment delete and archive
 #   tests/seeds/run.sh             the seed pages' curl examples (when present)
 # Everything goes on even when a part fails; the exit status is non-zero if any part failed.
 # Everything started is stopped by PID on exit and the directory removed (KEEP_RUN=1 keeps it
@@ -148,6 +149,7 @@ export TERRARIUM_URL="http://127.0.0.1:${ports[0]}"
 export TERRARIUM_BACKEND=${BACKENDS[0]}
 export TERRARIUM_RUN=$RUN
 export TERRARIUM_CONFIG="$RUN/${BACKENDS[0]}.ini"
+export TERRARIUM_HAS_SESSIONS=1
 
 failed=()
 
@@ -210,6 +212,8 @@ part "HTTP cases (e2e-runner tests/cases)" "$BUILD/e2e-runner" "$ROOT/tests/case
 if [ -f "$ROOT/tests/sdk/run.sh" ]; then
 	part "official SDK (tests/sdk/run.sh)" bash "$ROOT/tests/sdk/run.sh"
 fi
+part "create-session races delete/archive-environment (tests/race/race.mjs)" \
+	node "$ROOT/tests/race/race.mjs"
 if [ -f "$ROOT/tests/seeds/run.sh" ]; then
 	part "seed examples (tests/seeds/run.sh)" bash "$ROOT/tests/seeds/run.sh"
 fi

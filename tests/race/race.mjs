@@ -1,0 +1,121 @@
+// Races "create a session" against "delete the environment" and against "archive the
+// environment", each from its own connection, ROUNDS times. A session must never be created for
+// an environment that is gone or that was archived before the session committed, and every 200
+// the clients saw must correspond to a stored row.
+//
+// Env: TERRARIUM_URL, TERRARIUM_KEY; ROUNDS (default 200). Prints "N passed, N failed".
+import assert from 'node:assert/strict';
+import http from 'node:http';
+
+const URL_BASE = process.env.TERRARIUM_URL;
+const KEY = process.env.TERRARIUM_KEY;
+const ROUNDS = Number(process.env.ROUNDS || 200);
+const TIMEOUT_MS = 30000;
+if (!URL_BASE || !KEY) {
+  console.error('race: TERRARIUM_URL and TERRARIUM_KEY are required');
+  process.exit(2);
+}
+
+// Two clients: each its own keep-alive agent with one socket, so the two requests of a round
+// travel on different connections and can reach different workers.
+const clients = [new http.Agent({ keepAlive: true, maxSockets: 1 }), new http.Agent({ keepAlive: true, maxSockets: 1 })];
+
+function call(client, method, path, body) {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const req = http.request(URL_BASE + path, {
+      method,
+      agent: clients[client],
+      timeout: TIMEOUT_MS,
+      headers: {
+        'x-api-key': KEY,
+        'anthropic-version': '2023-06-01',
+        'anthropic-beta': 'managed-agents-2026-04-01',
+        ...(data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {}),
+      },
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (text += c));
+      res.on('end', () => {
+        let json = null;
+        try { json = JSON.parse(text); } catch { /* reported below */ }
+        resolve({ status: res.statusCode, json, text });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out`)));
+    req.on('error', reject);
+    if (data) req.write(data);
+    req.end();
+  });
+}
+
+let passed = 0;
+const failures = [];
+function check(name, fn) {
+  try { fn(); passed++; } catch (e) { failures.push(`${name}: ${e.message}`); }
+}
+
+const agent = await call(0, 'POST', '/v1/agents', { name: 'race-agent', model: 'claude-sonnet-4-5' });
+assert.equal(agent.status, 200, agent.text);
+
+async function round(i, kind) {
+  const env = await call(0, 'POST', '/v1/environments', { name: `race-${kind}-${i}` });
+  assert.equal(env.status, 200, env.text);
+  const envId = env.json.id;
+  const [sess, op] = await Promise.all([
+    call(0, 'POST', '/v1/sessions', { agent: agent.json.id, environment_id: envId }),
+    kind === 'delete'
+      ? call(1, 'DELETE', `/v1/environments/${envId}`)
+      : call(1, 'POST', `/v1/environments/${envId}/archive`),
+  ]);
+  const label = `${kind} round ${i}`;
+  outcomes[kind][sess.status === 200 ? 'session' : 'env']++;
+  check(`${label}: statuses`, () => {
+    assert.ok([200, 400, 404].includes(sess.status), `session create answered ${sess.status}: ${sess.text}`);
+    assert.ok([200, 409].includes(op.status), `${kind} answered ${op.status}: ${op.text}`);
+  });
+  if (sess.status === 200) {
+    const sid = sess.json.id;
+    const got = await call(0, 'GET', `/v1/sessions/${sid}`);
+    check(`${label}: the created session is stored`, () => assert.equal(got.status, 200, got.text));
+    const envNow = await call(0, 'GET', `/v1/environments/${envId}`);
+    if (kind === 'delete') {
+      check(`${label}: environment survives its session`, () => {
+        assert.equal(op.status, 409, 'delete succeeded although a session was created');
+        assert.equal(envNow.status, 200, envNow.text);
+      });
+    } else {
+      check(`${label}: session committed before the archive`, () => {
+        assert.equal(op.status, 200, op.text);
+        assert.ok(envNow.json.archived_at, 'environment not archived');
+        assert.ok(sess.json.created_at < envNow.json.archived_at,
+          `session created at ${sess.json.created_at}, environment archived at ${envNow.json.archived_at}`);
+      });
+    }
+    const del = await call(0, 'DELETE', `/v1/sessions/${sid}`);
+    check(`${label}: session delete`, () => assert.equal(del.status, 200, del.text));
+  } else {
+    check(`${label}: refusal matches the race`, () => {
+      if (kind === 'delete') {
+        assert.equal(op.status, 200, `session refused (${sess.status}) but delete answered ${op.status}`);
+        assert.equal(sess.status, 404, sess.text);
+      } else {
+        assert.equal(sess.status, 400, sess.text);
+        assert.equal(sess.json.error.details.error_code, 'environment_archived');
+      }
+    });
+  }
+  if (kind === 'archive' || op.status === 409) await call(0, 'DELETE', `/v1/environments/${envId}`);
+}
+
+const outcomes = { delete: { session: 0, env: 0 }, archive: { session: 0, env: 0 } };
+for (const kind of ['delete', 'archive']) {
+  for (let i = 0; i < ROUNDS; i++) await round(i, kind);
+}
+for (const c of clients) c.destroy();
+for (const f of failures.slice(0, 20)) console.log(`not ok - ${f}`);
+console.log(`race: ${ROUNDS} rounds each; session first / environment first: ` +
+  `delete ${outcomes.delete.session}/${outcomes.delete.env}, archive ${outcomes.archive.session}/${outcomes.archive.env}`);
+console.log(`${passed} passed, ${failures.length} failed`);
+process.exit(failures.length ? 1 : 0);
