@@ -8,9 +8,11 @@
 
 #include "backend.h"
 
-static int set_str(char *dst, const char *value)
+#define set_str(dst, value) set_str_n((dst), sizeof(dst), (value))
+
+static int set_str_n(char *dst, size_t size, const char *value)
 {
-	if (strlen(value) >= CONFIG_STR_MAX)
+	if (strlen(value) >= size)
 		return -1;
 	strcpy(dst, value);
 	return 0;
@@ -75,6 +77,26 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		cfg->api_max_requests = v;
 	} else if (KEY("sandbox", "backend")) {
 		rc = backend_lookup(value) ? set_str(cfg->backend, value) : -1;
+	} else if (KEY("sandbox", "root")) {
+		rc = set_str(cfg->sandbox_root, value);
+	} else if (KEY("sandbox", "pass_env")) {
+		rc = set_str(cfg->sandbox_pass_env, value);
+	} else if (KEY("sandbox", "path")) {
+		rc = set_str(cfg->sandbox_path, value);
+	} else if (KEY("reconciler", "lease_seconds")) {
+		rc = parse_long(value, 10, 1, 86400, &cfg->lease_s);
+	} else if (KEY("reconciler", "max_attempts")) {
+		rc = parse_long(value, 10, 1, 1000, &cfg->max_attempts);
+	} else if (KEY("reconciler", "backoff_base_seconds")) {
+		rc = parse_long(value, 10, 0, 86400, &cfg->backoff_base_s);
+	} else if (KEY("reconciler", "backoff_cap_seconds")) {
+		rc = parse_long(value, 10, 0, 7 * 86400, &cfg->backoff_cap_s);
+	} else if (KEY("reconciler", "command_timeout_seconds")) {
+		rc = parse_long(value, 10, 1, 86400, &cfg->command_timeout_s);
+	} else if (KEY("reconciler", "output_max_bytes")) {
+		rc = parse_long(value, 10, 256, 16 * 1024 * 1024, &cfg->output_max);
+	} else if (KEY("reconciler", "last_error_max_bytes")) {
+		rc = parse_long(value, 10, 64, 1024 * 1024, &cfg->last_error_max);
 	} else if (KEY("log", "level")) {
 		cfg->log_level = parse_level(value);
 		rc = cfg->log_level < 0 ? -1 : 0;
@@ -113,6 +135,15 @@ int config_load(struct config *cfg, const char *path)
 	cfg->api_socket_mode = 0660;
 	cfg->api_max_requests = CONFIG_DEFAULT_MAX_REQUESTS;
 	strcpy(cfg->backend, "local");
+	strcpy(cfg->sandbox_root, CONFIG_DEFAULT_SANDBOX_ROOT);
+	strcpy(cfg->sandbox_pass_env, CONFIG_DEFAULT_PASS_ENV);
+	cfg->lease_s = CONFIG_DEFAULT_LEASE_S;
+	cfg->max_attempts = CONFIG_DEFAULT_MAX_ATTEMPTS;
+	cfg->backoff_base_s = CONFIG_DEFAULT_BACKOFF_BASE_S;
+	cfg->backoff_cap_s = CONFIG_DEFAULT_BACKOFF_CAP_S;
+	cfg->command_timeout_s = CONFIG_DEFAULT_COMMAND_TIMEOUT_S;
+	cfg->output_max = CONFIG_DEFAULT_OUTPUT_MAX;
+	cfg->last_error_max = CONFIG_DEFAULT_LAST_ERROR_MAX;
 	cfg->log_level = 1;
 
 	path = config_path(path);

@@ -6,7 +6,12 @@
  * [database] socket, host, port, user, password, name
  * [api]      socket, socket_group, socket_mode (octal), workers (0 = 2 x cores),
  *            max_requests (recycle a worker after this many requests)
- * [sandbox]  backend (local, bwrap, docker, opensandbox, e2b, cube, daytona)
+ * [sandbox]  backend (local, bwrap, docker, opensandbox, e2b, cube, daytona), root (the
+ *            directory holding one workspace per sandbox, for local and bwrap), path (PATH
+ *            for package-manager commands; default: the reconciler's own)
+ * [reconciler] lease_seconds, max_attempts, backoff_base_seconds, backoff_cap_seconds,
+ *            command_timeout_seconds (per install command), output_max_bytes (captured
+ *            per command), last_error_max_bytes
  * [log]      level (debug, info, warn, error)
  */
 #ifndef TERRARIUM_CONFIG_H
@@ -16,6 +21,17 @@
 #define CONFIG_DEFAULT_PATH "terrarium.ini"
 #define CONFIG_DEFAULT_MAX_REQUESTS 10000
 #define CONFIG_MAX_WORKERS 256
+#define CONFIG_DEFAULT_SANDBOX_ROOT "var/sandboxes"
+#define CONFIG_DEFAULT_PASS_ENV                                                              \
+	"http_proxy,https_proxy,no_proxy,HTTP_PROXY,HTTPS_PROXY,NO_PROXY,NODE_EXTRA_CA_CERTS," \
+	"SSL_CERT_FILE,SSL_CERT_DIR,REQUESTS_CA_BUNDLE,PIP_CERT,CURL_CA_BUNDLE"
+#define CONFIG_DEFAULT_LEASE_S 600
+#define CONFIG_DEFAULT_MAX_ATTEMPTS 5
+#define CONFIG_DEFAULT_BACKOFF_BASE_S 10
+#define CONFIG_DEFAULT_BACKOFF_CAP_S 900
+#define CONFIG_DEFAULT_COMMAND_TIMEOUT_S 900
+#define CONFIG_DEFAULT_OUTPUT_MAX 65536
+#define CONFIG_DEFAULT_LAST_ERROR_MAX 4096
 
 struct config {
 	char db_socket[CONFIG_STR_MAX];
@@ -32,7 +48,18 @@ struct config {
 	long api_max_requests;
 
 	char backend[CONFIG_STR_MAX];
+	char sandbox_root[CONFIG_STR_MAX];
+	char sandbox_path[CONFIG_STR_MAX * 4];
+	char sandbox_pass_env[CONFIG_STR_MAX];
 	int log_level;
+
+	long lease_s;
+	long max_attempts;
+	long backoff_base_s;
+	long backoff_cap_s;
+	long command_timeout_s;
+	long output_max;
+	long last_error_max;
 
 	/* set by config_load: "section.key: what is wrong" on failure */
 	char error[CONFIG_STR_MAX];

@@ -104,8 +104,8 @@ enum db_status sesdb_remove(struct db *db, const char *id, const char *ws)
 enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const char *sandbox_id,
 			    const char *now)
 {
-	static const char hide[] = "UPDATE sessions SET deleted_at = ?, updated_at = ?"
-				   " WHERE id = ? AND workspace_id = ?";
+	static const char hide[] = "UPDATE sessions SET deleted_at = ?, updated_at = ?,"
+				   " environment_id = NULL WHERE id = ? AND workspace_id = ?";
 	static const char cancel[] =
 		"UPDATE provisioning_intents SET state = 'cancelled', lease_owner = NULL,"
 		" lease_expires_at = NULL, updated_at = ? WHERE session_id = ? AND kind = '"

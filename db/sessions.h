@@ -54,7 +54,8 @@ enum db_status sesdb_archive(struct db *db, const char *id, const char *ws, cons
 			     unsigned long long *affected);
 /* Remove the session and its intents outright (nothing was provisioned yet). */
 enum db_status sesdb_remove(struct db *db, const char *id, const char *ws);
-/* Hide the session (deleted_at), cancel its provision intent, queue a teardown intent. */
+/* Hide the session (deleted_at; its environment reference is dropped, so the environment can be
+ * deleted), cancel its provision intent, queue a teardown intent. */
 enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const char *sandbox_id,
 			    const char *now);
 /* Live sessions of WS in ORDER (asc when ASC) after the cursor position (AFTER_CREATED,

@@ -401,6 +401,35 @@ static int update_parse(json_t *body, struct update_ctx *c)
 	return 0;
 }
 
+/* An mcp_toolset of the agent snapshot (AGENT_TEXT) must keep naming a server of the
+ * replacement list MCP, as the agents API requires of agents. 0 or -1 with ERR. */
+static int mcp_toolsets_kept(const char *agent_text, json_t *mcp, struct verr *err)
+{
+	json_t *agent = json_loads(agent_text, 0, NULL), *tool, *server;
+	size_t i, k;
+	int ret = 0;
+
+	json_array_foreach(json_object_get(agent, "tools"), i, tool) {
+		const char *type = json_string_value(json_object_get(tool, "type"));
+		const char *want = json_string_value(json_object_get(tool, "mcp_server_name"));
+		int found = 0;
+
+		if (!type || strcmp(type, "mcp_toolset") || !want)
+			continue;
+		json_array_foreach(mcp, k, server)
+			found |= !strcmp(json_string_value(json_object_get(server, "name")), want);
+		if (!found) {
+			ret = verr_set(err, 400, NULL,
+				       "'agent.mcp_servers' must keep the server named '%.255s': "
+				       "'agent.tools[%zu].mcp_server_name' (an mcp_toolset) uses it",
+				       want, i);
+			break;
+		}
+	}
+	json_decref(agent);
+	return ret;
+}
+
 static enum db_status update_tx(struct db *db, void *arg)
 {
 	struct update_ctx *c = arg;
@@ -421,6 +450,8 @@ static enum db_status update_tx(struct db *db, void *arg)
 			 req->params[0]);
 		return DB_OK;
 	}
+	if (c->mcp && mcp_toolsets_kept(db_cell(&c->rows, 0, SES_C_AGENT), c->mcp, &c->err))
+		return DB_OK;
 	old_meta = json_loads(db_cell(&c->rows, 0, SES_C_METADATA), 0, NULL);
 	if (!old_meta) {
 		st = DB_FATAL;

@@ -8,7 +8,9 @@ DROP TABLE sessions;
 CREATE TABLE sessions (
   id VARCHAR(40) NOT NULL PRIMARY KEY,
   workspace_id VARCHAR(40) NOT NULL,
-  environment_id VARCHAR(40) NOT NULL,
+  -- NULL once the session is deleted and only awaits its sandbox's teardown: the captured
+  -- configuration below is all it needs, and the environment may then be deleted
+  environment_id VARCHAR(40) NULL,
   environment_revision BIGINT UNSIGNED NOT NULL,
   environment_config JSON NOT NULL,
   agent_id VARCHAR(40) NOT NULL,

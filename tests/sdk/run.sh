@@ -4,7 +4,8 @@
 #   TERRARIUM_KEY   an API key, required
 #   TERRARIUM_KEY2  optional: a key of another workspace (enables the isolation tests)
 #   TERRARIUM_BACKEND, TERRARIUM_URL_docker, TERRARIUM_URL_opensandbox, TERRARIUM_HAS_SESSIONS:
-#                   optional, see the top of environments.test.mjs
+#                   optional, see the top of environments.test.mjs (and of sessions.test.mjs,
+#                   whose packages + limited networking scenario needs TERRARIUM_URL_opensandbox)
 # Installs the locked dependencies (npm ci) when node_modules is missing or older than the lock.
 # Exits non-zero when a test fails.
 set -euo pipefail
@@ -26,4 +27,4 @@ while IFS= read -r var; do
 	unset "$var"
 done < <(env | sed -n 's/^\(ANTHROPIC_[A-Za-z0-9_]*\)=.*/\1/p')
 
-exec node --test --test-concurrency=1 "$@" environments.test.mjs agents.test.mjs
+exec node --test --test-concurrency=1 "$@" environments.test.mjs agents.test.mjs sessions.test.mjs

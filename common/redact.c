@@ -1,0 +1,129 @@
+#include "redact.h"
+
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const secret_keys[] = {
+	"password", "passwd", "token", "secret", "apikey", "api_key", "api-key", "authtoken",
+	"access_key", "private_key", "credential", NULL,
+};
+
+struct out {
+	char *buf;
+	size_t size, len;
+};
+
+static void put(struct out *o, const char *s, size_t n)
+{
+	if (o->len + 1 >= o->size)
+		return;
+	if (n > o->size - 1 - o->len)
+		n = o->size - 1 - o->len;
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+static int is_value_end(char c)
+{
+	return !c || isspace((unsigned char)c) || c == '"' || c == '\'' || c == '&' || c == ',' ||
+	       c == ';' || c == '}';
+}
+
+/* The word (letters, digits, '_', '-') ending just before P (at or after START). */
+static size_t word_before(const char *start, const char *p)
+{
+	const char *w = p;
+	while (w > start && (isalnum((unsigned char)w[-1]) || w[-1] == '_' || w[-1] == '-'))
+		w--;
+	return (size_t)(p - w);
+}
+
+static int key_is_secret(const char *key, size_t len)
+{
+	for (const char *const *k = secret_keys; *k; k++) {
+		size_t kl = strlen(*k);
+		/* "npm_token", "GITHUB_TOKEN", "_authToken": the secret word ends the key */
+		if (len >= kl && !strncasecmp(key + len - kl, *k, kl))
+			return 1;
+	}
+	return 0;
+}
+
+size_t redact(const char *in, char *out, size_t outsz)
+{
+	struct out o = { out, outsz, 0 };
+	const char *p = in;
+
+	if (!outsz)
+		return 0;
+	while (*p) {
+		/* scheme://userinfo@host */
+		if (p[0] == ':' && p[1] == '/' && p[2] == '/') {
+			const char *auth = p + 3, *end = auth, *at = NULL;
+			while (*end && !isspace((unsigned char)*end) && *end != '/' && *end != '"' &&
+			       *end != '\'')
+				end++;
+			for (const char *q = auth; q < end; q++)
+				if (*q == '@')
+					at = q;
+			put(&o, p, 3);
+			if (at) {
+				put(&o, REDACT_MASK, strlen(REDACT_MASK));
+				p = at;
+			} else {
+				p = auth;
+			}
+			continue;
+		}
+		/* key=value, key: value, "key": "value" */
+		if (*p == '=' || *p == ':') {
+			const char *kend = p, *v;
+			size_t klen;
+			if (kend > in && (kend[-1] == '"' || kend[-1] == '\''))
+				kend--;
+			klen = word_before(in, kend);
+			if (klen && key_is_secret(kend - klen, klen)) {
+				put(&o, p, 1);
+				v = p + 1;
+				while (*v == ' ' || *v == '"' || *v == '\'')
+					put(&o, v++, 1);
+				if (!is_value_end(*v)) {
+					put(&o, REDACT_MASK, strlen(REDACT_MASK));
+					while (!is_value_end(*v))
+						v++;
+				}
+				p = v;
+				continue;
+			}
+		}
+		/* Authorization: Bearer xyz / Basic xyz */
+		if ((!strncasecmp(p, "bearer ", 7) || !strncasecmp(p, "basic ", 6)) &&
+		    (p == in || !isalnum((unsigned char)p[-1]))) {
+			size_t w = tolower((unsigned char)*p) == 'b' && tolower((unsigned char)p[1]) == 'e' ? 7 : 6;
+			const char *v = p + w;
+			put(&o, p, w);
+			if (!is_value_end(*v)) {
+				put(&o, REDACT_MASK, strlen(REDACT_MASK));
+				while (!is_value_end(*v))
+					v++;
+			}
+			p = v;
+			continue;
+		}
+		put(&o, p++, 1);
+	}
+	/* a cut must not end inside a UTF-8 sequence */
+	if (o.len) {
+		size_t lead = o.len - 1, need = 1;
+		unsigned char c;
+		while (lead > 0 && ((unsigned char)out[lead] & 0xC0) == 0x80 && o.len - lead < 4)
+			lead--;
+		c = (unsigned char)out[lead];
+		need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+		if (o.len - lead < need)
+			o.len = lead;
+	}
+	out[o.len] = '\0';
+	return o.len;
+}

@@ -1,0 +1,342 @@
+#include "intents.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FENCE " WHERE id = ? AND lease_owner = ? AND attempts = ? AND state = 'claimed'"
+#define FENCE_PARAMS(f) DB_INT((f)->id), DB_STR((f)->owner), DB_INT((f)->attempt)
+
+void intent_release(struct intent *in)
+{
+	free(in->spec);
+	free(in->steps_done);
+	in->spec = in->steps_done = NULL;
+}
+
+static void copy(char *dst, size_t size, const char *src)
+{
+	snprintf(dst, size, "%s", src ? src : "");
+}
+
+struct claim_ctx {
+	const char *owner, *now, *lease_until;
+	int max, n;
+	struct intent *out;
+};
+
+static void claim_reset(struct claim_ctx *c)
+{
+	for (int i = 0; i < c->n; i++)
+		intent_release(&c->out[i]);
+	c->n = 0;
+}
+
+static enum db_status claim_tx(struct db *db, void *arg)
+{
+	static const char due[] =
+		"SELECT id FROM provisioning_intents"
+		" WHERE (state IN ('pending', 'failed') AND next_attempt_at <= ?)"
+		" OR (state = 'claimed' AND lease_expires_at < ?)"
+		" ORDER BY next_attempt_at, id LIMIT ? FOR UPDATE SKIP LOCKED";
+	static const char take[] =
+		"UPDATE provisioning_intents SET state = 'claimed', lease_owner = ?,"
+		" lease_expires_at = ?, attempts = attempts + 1, updated_at = ? WHERE id = ?";
+	static const char load[] =
+		"SELECT id, session_id, workspace_id, kind, spec, steps_done, attempts, sandbox_id"
+		" FROM provisioning_intents WHERE id = ?";
+	struct claim_ctx *c = arg;
+	struct db_rows ids = { 0 }, row = { 0 };
+	enum db_status st;
+
+	claim_reset(c);
+	st = db_exec(db, due, (struct db_val[]){ DB_STR(c->now), DB_STR(c->now), DB_INT(c->max) },
+		     3, &ids, NULL);
+	for (unsigned i = 0; !st && i < ids.nrows; i++) {
+		long long id = strtoll(db_cell(&ids, i, 0), NULL, 10);
+		struct intent *in = &c->out[c->n];
+
+		st = db_exec(db, take,
+			     (struct db_val[]){ DB_STR(c->owner), DB_STR(c->lease_until),
+						DB_STR(c->now), DB_INT(id) },
+			     4, NULL, NULL);
+		if (!st)
+			st = db_exec(db, load, (struct db_val[]){ DB_INT(id) }, 1, &row, NULL);
+		if (st || row.nrows != 1) {
+			db_rows_free(&row);
+			break;
+		}
+		memset(in, 0, sizeof(*in));
+		in->id = id;
+		copy(in->session_id, sizeof(in->session_id), db_cell(&row, 0, 1));
+		copy(in->workspace_id, sizeof(in->workspace_id), db_cell(&row, 0, 2));
+		copy(in->kind, sizeof(in->kind), db_cell(&row, 0, 3));
+		in->spec = strdup(db_cell(&row, 0, 4));
+		in->steps_done = strdup(db_cell(&row, 0, 5));
+		in->attempts = strtoll(db_cell(&row, 0, 6), NULL, 10);
+		copy(in->sandbox_id, sizeof(in->sandbox_id), db_cell(&row, 0, 7));
+		db_rows_free(&row);
+		c->n++;
+		if (!in->spec || !in->steps_done) {
+			st = DB_FATAL;
+			break;
+		}
+	}
+	db_rows_free(&ids);
+	if (st)
+		claim_reset(c);
+	return st;
+}
+
+enum db_status intents_claim(struct db *db, const char *owner, const char *now,
+			     const char *lease_until, int max, struct intent *out, int *n)
+{
+	struct claim_ctx c = { owner, now, lease_until, max > INTENT_CLAIM_MAX ? INTENT_CLAIM_MAX : max,
+			       0, out };
+	enum db_status st = db_tx(db, claim_tx, &c);
+
+	*n = st ? 0 : c.n;
+	if (st)
+		claim_reset(&c);
+	return st;
+}
+
+enum db_status intents_due(struct db *db, const char *now, int max, struct db_rows *rows)
+{
+	static const char sql[] =
+		"SELECT id, session_id, kind, state, attempts, steps_done FROM provisioning_intents"
+		" WHERE (state IN ('pending', 'failed') AND next_attempt_at <= ?)"
+		" OR (state = 'claimed' AND lease_expires_at < ?)"
+		" ORDER BY next_attempt_at, id LIMIT ?";
+
+	return db_exec(db, sql, (struct db_val[]){ DB_STR(now), DB_STR(now), DB_INT(max) }, 3, rows,
+		       NULL);
+}
+
+enum db_status intents_progress(struct db *db, const struct intent_fence *f, const char *steps,
+				const char *sandbox_id, const char *lease_until, const char *now,
+				int *lost)
+{
+	static const char sql[] = "UPDATE provisioning_intents SET steps_done = ?, sandbox_id = ?,"
+				  " lease_expires_at = ?, updated_at = ?" FENCE;
+	unsigned long long n = 0;
+	enum db_status st = db_exec(db, sql,
+				    (struct db_val[]){ DB_STR(steps),
+						       sandbox_id && *sandbox_id ? DB_STR(sandbox_id)
+										 : DB_NULL,
+						       DB_STR(lease_until), DB_STR(now), FENCE_PARAMS(f) },
+				    7, NULL, &n);
+
+	*lost = !st && n == 0;
+	return st;
+}
+
+struct fail_ctx {
+	const struct intent_fence *f;
+	const char *session_id, *last_error, *next, *now;
+	int terminal, lost;
+};
+
+static enum db_status fail_tx(struct db *db, void *arg)
+{
+	static const char intent[] =
+		"UPDATE provisioning_intents SET state = ?, last_error = ?, next_attempt_at = ?,"
+		" lease_owner = NULL, lease_expires_at = NULL, updated_at = ?" FENCE;
+	static const char session[] =
+		"UPDATE sessions SET status = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL";
+	struct fail_ctx *c = arg;
+	unsigned long long n = 0;
+	enum db_status st;
+
+	c->lost = 0;
+	st = db_exec(db, intent,
+		     (struct db_val[]){ DB_STR(c->terminal ? "terminated" : "failed"),
+					DB_STR(c->last_error), DB_STR(c->next), DB_STR(c->now),
+					FENCE_PARAMS(c->f) },
+		     7, NULL, &n);
+	if (st || !n) {
+		c->lost = !st;
+		return st;
+	}
+	return db_exec(db, session,
+		       (struct db_val[]){ DB_STR(c->terminal ? "terminated" : "rescheduling"),
+					  DB_STR(c->now), DB_STR(c->session_id) },
+		       3, NULL, NULL);
+}
+
+enum db_status intents_fail(struct db *db, const struct intent_fence *f, const char *session_id,
+			    int terminal, const char *last_error, const char *next_attempt,
+			    const char *now, int *lost)
+{
+	struct fail_ctx c = { f, session_id, last_error, next_attempt, now, terminal, 0 };
+	enum db_status st = db_tx(db, fail_tx, &c);
+
+	*lost = c.lost;
+	return st;
+}
+
+struct bind_ctx {
+	const struct intent_fence *f;
+	const char *session_id, *backend, *sandbox_id, *egress, *now;
+	int lost;
+};
+
+static enum db_status bind_tx(struct db *db, void *arg)
+{
+	static const char done[] =
+		"UPDATE provisioning_intents SET state = 'done', last_error = NULL,"
+		" lease_owner = NULL, lease_expires_at = NULL, updated_at = ?" FENCE;
+	static const char binding[] =
+		"INSERT INTO session_sandboxes (session_id, backend, sandbox_id, egress_policy,"
+		" created_at) VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE backend = VALUES(backend),"
+		" sandbox_id = VALUES(sandbox_id), egress_policy = VALUES(egress_policy)";
+	static const char session[] =
+		"UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ?";
+	struct bind_ctx *c = arg;
+	unsigned long long n = 0;
+	enum db_status st;
+
+	c->lost = 0;
+	st = db_exec(db, done, (struct db_val[]){ DB_STR(c->now), FENCE_PARAMS(c->f) }, 4, NULL, &n);
+	if (st || !n) {
+		c->lost = !st;
+		return st;
+	}
+	st = db_exec(db, binding,
+		     (struct db_val[]){ DB_STR(c->session_id), DB_STR(c->backend),
+					DB_STR(c->sandbox_id), c->egress ? DB_STR(c->egress) : DB_NULL,
+					DB_STR(c->now) },
+		     5, NULL, NULL);
+	if (!st)
+		st = db_exec(db, session, (struct db_val[]){ DB_STR(c->now), DB_STR(c->session_id) },
+			     2, NULL, NULL);
+	return st;
+}
+
+enum db_status intents_bind(struct db *db, const struct intent_fence *f, const char *session_id,
+			    const char *backend, const char *sandbox_id, const char *egress,
+			    const char *now, int *lost)
+{
+	struct bind_ctx c = { f, session_id, backend, sandbox_id, egress, now, 0 };
+	enum db_status st = db_tx(db, bind_tx, &c);
+
+	*lost = c.lost;
+	return st;
+}
+
+struct teardown_ctx {
+	const struct intent_fence *f;
+	const char *session_id;
+	int lost;
+};
+
+static enum db_status teardown_tx(struct db *db, void *arg)
+{
+	static const char lock[] = "SELECT id FROM provisioning_intents" FENCE " FOR UPDATE";
+	static const char intents[] = "DELETE FROM provisioning_intents WHERE session_id = ?";
+	static const char binding[] = "DELETE FROM session_sandboxes WHERE session_id = ?";
+	static const char session[] =
+		"DELETE FROM sessions WHERE id = ? AND deleted_at IS NOT NULL";
+	struct teardown_ctx *c = arg;
+	struct db_val sid[] = { DB_STR(c->session_id) };
+	struct db_rows rows;
+	enum db_status st;
+
+	c->lost = 0;
+	st = db_exec(db, lock, (struct db_val[]){ FENCE_PARAMS(c->f) }, 3, &rows, NULL);
+	if (st)
+		return st;
+	c->lost = rows.nrows == 0;
+	db_rows_free(&rows);
+	if (c->lost)
+		return DB_OK;
+	st = db_exec(db, intents, sid, 1, NULL, NULL);
+	if (!st)
+		st = db_exec(db, binding, sid, 1, NULL, NULL);
+	if (!st)
+		st = db_exec(db, session, sid, 1, NULL, NULL);
+	return st;
+}
+
+enum db_status intents_teardown_done(struct db *db, const struct intent_fence *f,
+				     const char *session_id, int *lost)
+{
+	struct teardown_ctx c = { f, session_id, 0 };
+	enum db_status st = db_tx(db, teardown_tx, &c);
+
+	*lost = c.lost;
+	return st;
+}
+
+enum db_status intents_session_mcp(struct db *db, const char *session_id, char **mcp_json)
+{
+	static const char sql[] =
+		"SELECT COALESCE(mcp_servers, JSON_EXTRACT(agent_snapshot, '$.mcp_servers'))"
+		" FROM sessions WHERE id = ?";
+	struct db_rows rows;
+	enum db_status st = db_exec(db, sql, (struct db_val[]){ DB_STR(session_id) }, 1, &rows, NULL);
+
+	*mcp_json = NULL;
+	if (st)
+		return st;
+	if (rows.nrows && db_cell(&rows, 0, 0)) {
+		*mcp_json = strdup(db_cell(&rows, 0, 0));
+		if (!*mcp_json)
+			st = DB_FATAL;
+	}
+	db_rows_free(&rows);
+	return st;
+}
+
+enum db_status intents_retry(struct db *db, const char *session_id, const char *now, int *found)
+{
+	static const char intent[] =
+		"UPDATE provisioning_intents SET state = 'pending', attempts = 0, next_attempt_at = ?,"
+		" lease_owner = NULL, lease_expires_at = NULL, updated_at = ?"
+		" WHERE session_id = ? AND kind = 'provision' AND state IN ('failed', 'terminated')";
+	static const char session[] =
+		"UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ? AND deleted_at IS NULL";
+	unsigned long long n = 0;
+	enum db_status st = db_exec(db, intent,
+				    (struct db_val[]){ DB_STR(now), DB_STR(now), DB_STR(session_id) },
+				    3, NULL, &n);
+
+	*found = n > 0;
+	if (!st && n)
+		st = db_exec(db, session, (struct db_val[]){ DB_STR(now), DB_STR(session_id) }, 2,
+			     NULL, NULL);
+	return st;
+}
+
+enum db_status intents_counts(struct db *db, struct db_rows *rows)
+{
+	static const char sql[] = "SELECT kind, state, COUNT(*) FROM provisioning_intents"
+				  " GROUP BY kind, state ORDER BY kind, state";
+	return db_exec(db, sql, NULL, 0, rows, NULL);
+}
+
+enum db_status intents_oldest_due(struct db *db, const char *now, struct db_rows *rows)
+{
+	static const char sql[] =
+		"SELECT DATE_FORMAT(MIN(next_attempt_at), '%Y-%m-%dT%H:%i:%s.%fZ'), COUNT(*)"
+		" FROM provisioning_intents WHERE state IN ('pending', 'failed')"
+		" AND next_attempt_at <= ?";
+	return db_exec(db, sql, (struct db_val[]){ DB_STR(now) }, 1, rows, NULL);
+}
+
+enum db_status intents_failures(struct db *db, int max, struct db_rows *rows)
+{
+	static const char sql[] =
+		"SELECT session_id, state, attempts, DATE_FORMAT(updated_at, '%Y-%m-%dT%H:%i:%sZ'),"
+		" DATE_FORMAT(next_attempt_at, '%Y-%m-%dT%H:%i:%sZ'), last_error"
+		" FROM provisioning_intents WHERE state IN ('failed', 'terminated')"
+		" ORDER BY updated_at DESC LIMIT ?";
+	return db_exec(db, sql, (struct db_val[]){ DB_INT(max) }, 1, rows, NULL);
+}
+
+enum db_status intents_binding(struct db *db, const char *session_id, struct db_rows *rows)
+{
+	static const char sql[] =
+		"SELECT backend, sandbox_id, egress_policy FROM session_sandboxes WHERE session_id = ?";
+	return db_exec(db, sql, (struct db_val[]){ DB_STR(session_id) }, 1, rows, NULL);
+}

@@ -1,0 +1,78 @@
+/* Provisioning intents as the reconciler sees them (DESIGN.md, Provisioning): claiming due
+ * intents under a lease, writes fenced on (lease owner, attempt), binding, teardown, status. */
+#ifndef TERRARIUM_DB_INTENTS_H
+#define TERRARIUM_DB_INTENTS_H
+
+#include "db.h"
+
+#define INTENT_FIELD_MAX 256
+#define INTENT_CLAIM_MAX 64 /* intents claimed by one claim transaction */
+
+/* One claimed intent. Strings are owned (intent_release). */
+struct intent {
+	long long id;
+	char session_id[INTENT_FIELD_MAX];
+	char workspace_id[INTENT_FIELD_MAX];
+	char kind[32];
+	char *spec;        /* JSON text */
+	char *steps_done;  /* JSON array text */
+	long long attempts;
+	char sandbox_id[INTENT_FIELD_MAX]; /* "" when none recorded */
+};
+
+void intent_release(struct intent *in);
+
+/* The fence every write after the claim carries. */
+struct intent_fence {
+	long long id;
+	const char *owner;
+	long long attempt;
+};
+
+/* Claim up to MAX due intents (pending, failed and due, or claimed with an expired lease) in one
+ * short transaction with FOR UPDATE SKIP LOCKED: state claimed, lease OWNER until
+ * LEASE_UNTIL, attempts + 1. Fills OUT[0..*N). */
+enum db_status intents_claim(struct db *db, const char *owner, const char *now,
+			     const char *lease_until, int max, struct intent *out, int *n);
+
+/* Due intents without claiming (for --dry-run), same order as the claim. */
+enum db_status intents_due(struct db *db, const char *now, int max, struct db_rows *rows);
+
+/* Record progress: steps done (JSON array text), sandbox id, and a renewed lease. *LOST = 1
+ * when the fence matched nothing (the lease was lost: drop the intent). */
+enum db_status intents_progress(struct db *db, const struct intent_fence *f, const char *steps,
+				const char *sandbox_id, const char *lease_until, const char *now,
+				int *lost);
+
+/* Fail the attempt: state (failed or terminated), last_error, next attempt time; the session's
+ * status (rescheduling or terminated) in the same transaction. */
+enum db_status intents_fail(struct db *db, const struct intent_fence *f, const char *session_id,
+			    int terminal, const char *last_error, const char *next_attempt,
+			    const char *now, int *lost);
+
+/* Bind: write session_sandboxes, mark the intent done, session idle: one transaction. */
+enum db_status intents_bind(struct db *db, const struct intent_fence *f, const char *session_id,
+			    const char *backend, const char *sandbox_id, const char *egress,
+			    const char *now, int *lost);
+
+/* After a teardown destroyed the sandbox: remove the session's intents, binding and row. */
+enum db_status intents_teardown_done(struct db *db, const struct intent_fence *f,
+				     const char *session_id, int *lost);
+
+/* The session's MCP servers for the egress policy: the session-local list when set, else the
+ * agent snapshot's. *MCP_JSON is a new string (caller frees) or NULL when the session is gone. */
+enum db_status intents_session_mcp(struct db *db, const char *session_id, char **mcp_json);
+
+/* --retry: make SESSION_ID's provision intent due now with a fresh attempt budget (steps done
+ * are kept, so provisioning resumes). *FOUND = 0 when there is no such intent. */
+enum db_status intents_retry(struct db *db, const char *session_id, const char *now, int *found);
+
+/* For --status: counts by kind and state; the oldest due time; recent failures. */
+enum db_status intents_counts(struct db *db, struct db_rows *rows);
+enum db_status intents_oldest_due(struct db *db, const char *now, struct db_rows *rows);
+enum db_status intents_failures(struct db *db, int max, struct db_rows *rows);
+
+/* The binding of SESSION_ID: backend, sandbox id, egress policy JSON (for --exec). */
+enum db_status intents_binding(struct db *db, const char *session_id, struct db_rows *rows);
+
+#endif

@@ -1,0 +1,70 @@
+/* Sandbox directories: one per sandbox under the configured root, named after the session. */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+
+#define SBX_DIR_FDS 32
+
+int sbx_dir_path(struct sbx *s, const char *id, char *out, size_t outsz)
+{
+	int n;
+
+	if (!*id || strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+			    strlen(id))
+		return -1;
+	n = snprintf(out, outsz, "%s/%s", s->root, id);
+	return n < 0 || (size_t)n >= outsz ? -1 : 0;
+}
+
+int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
+		   size_t errsz)
+{
+	char path[PATH_MAX];
+
+	if (sbx_dir_path(s, name, path, sizeof(path)) || strlen(name) >= idsz) {
+		snprintf(err, errsz, "invalid sandbox name");
+		return -1;
+	}
+	if (mkdir(path, 0700) && errno != EEXIST) {
+		snprintf(err, errsz, "mkdir %s: %s", path, strerror(errno));
+		return -1;
+	}
+	strcpy(id, name);
+	return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP || flag == FTW_D)
+		return rmdir(path) && errno != ENOENT ? -1 : 0;
+	return unlink(path) && errno != ENOENT ? -1 : 0;
+}
+
+int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (sbx_dir_path(s, id, path, sizeof(path))) {
+		snprintf(err, errsz, "invalid sandbox id");
+		return -1;
+	}
+	if (lstat(path, &st) && errno == ENOENT)
+		return 0; /* already gone */
+	/* FTW_PHYS: never follow a symlink out of the sandbox; FTW_MOUNT: stay on its fs */
+	if (nftw(path, remove_entry, SBX_DIR_FDS, FTW_DEPTH | FTW_PHYS | FTW_MOUNT)) {
+		snprintf(err, errsz, "removing %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}

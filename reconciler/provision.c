@@ -1,0 +1,419 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/clock.h"
+#include "../common/crypto.h"
+#include "../common/egress.h"
+#include "../common/log.h"
+#include "../common/redact.h"
+#include "recon.h"
+
+#define RECON_ARGV_MAX 300           /* manager argv: a few options + up to 256 packages */
+#define RECON_ENV_MAX 40
+#define RECON_ENV_ENTRY_MAX 4200
+#define RECON_JITTER 0.2
+#define RECON_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+long recon_backoff(const struct config *cfg, long long attempts, double jitter)
+{
+	double d = (double)cfg->backoff_base_s;
+
+	for (long long i = 1; i < attempts && d < (double)cfg->backoff_cap_s; i++)
+		d *= 2;
+	if (d > (double)cfg->backoff_cap_s)
+		d = (double)cfg->backoff_cap_s;
+	d *= 1.0 + RECON_JITTER * (2.0 * jitter - 1.0);
+	return d < 0 ? 0 : (long)(d + 0.5);
+}
+
+int recon_install_argv(const char *manager, json_t *packages, const char *workdir,
+		       const char **argv, int max, char *prefix, size_t prefixsz)
+{
+	size_t i;
+	json_t *p;
+	int n = 0;
+
+#define ARG(x)                          \
+	do {                            \
+		if (n >= max - 1)       \
+			return -1;      \
+		argv[n++] = (x);        \
+	} while (0)
+	if (!strcmp(manager, "apt")) {
+		ARG("apt-get"); ARG("install"); ARG("-y"); ARG("--no-install-recommends");
+	} else if (!strcmp(manager, "cargo")) {
+		snprintf(prefix, prefixsz, "%s/.cargo", workdir);
+		ARG("cargo"); ARG("install"); ARG("--root"); ARG(prefix);
+	} else if (!strcmp(manager, "gem")) {
+		snprintf(prefix, prefixsz, "%s/.gem", workdir);
+		ARG("gem"); ARG("install"); ARG("--no-document"); ARG("--install-dir"); ARG(prefix);
+	} else if (!strcmp(manager, "go")) {
+		ARG("go"); ARG("install");
+	} else if (!strcmp(manager, "npm")) {
+		ARG("npm"); ARG("install"); ARG("--no-audit"); ARG("--no-fund"); ARG("--prefix");
+		ARG(workdir);
+	} else if (!strcmp(manager, "pip")) {
+		snprintf(prefix, prefixsz, "%s/.pip", workdir);
+		ARG("pip"); ARG("install"); ARG("--no-input"); ARG("--target"); ARG(prefix);
+	} else {
+		return -1;
+	}
+	/* entries were validated at admission (no leading '-', no control characters): each is
+	 * one argument, never seen by a shell */
+	json_array_foreach(packages, i, p)
+		ARG(json_string_value(p));
+#undef ARG
+	argv[n] = NULL;
+	return n;
+}
+
+/* The environment of install commands: nothing inherited but PATH (or [sandbox] path) and the
+ * variables [sandbox] pass_env names (proxies, CA bundles). */
+static void build_env(const struct config *cfg, const char *workdir,
+		      char env[RECON_ENV_MAX][RECON_ENV_ENTRY_MAX], char **envp)
+{
+	const char *path = cfg->sandbox_path[0] ? cfg->sandbox_path : getenv("PATH");
+	const char *names = cfg->sandbox_pass_env;
+	int n = 0;
+
+	while (*names && n < RECON_ENV_MAX - 12) {
+		size_t len = strcspn(names, ", ");
+		char name[CONFIG_STR_MAX];
+		const char *value;
+
+		if (len && len < sizeof(name)) {
+			memcpy(name, names, len);
+			name[len] = '\0';
+			value = getenv(name);
+			if (value && len + strlen(value) + 2 <= RECON_ENV_ENTRY_MAX) {
+				memcpy(env[n], name, len);
+				env[n][len] = '=';
+				strcpy(env[n] + len + 1, value);
+				n++;
+			}
+		}
+		names += len;
+		names += strspn(names, ", ");
+	}
+
+	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "PATH=%s/bin:%s/.cargo/bin:%s", workdir, workdir,
+		 path ? path : RECON_DEFAULT_PATH);
+	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "HOME=%s", workdir);
+	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "LANG=C.UTF-8");
+	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "DEBIAN_FRONTEND=noninteractive");
+	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "GOBIN=%s/bin", workdir);
+	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "GOPATH=%s/go", workdir);
+	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "PIP_DISABLE_PIP_VERSION_CHECK=1");
+	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "npm_config_update_notifier=false");
+	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "CI=true");
+	for (int i = 0; i < n; i++)
+		envp[i] = env[i];
+	envp[n] = NULL;
+}
+
+static void stat_step(struct recon *r, const char *step, double seconds)
+{
+	struct recon_stats *s = &r->stats;
+	int i;
+
+	for (i = 0; i < s->nsteps; i++)
+		if (!strcmp(s->steps[i].step, step))
+			break;
+	if (i == s->nsteps) {
+		if (s->nsteps >= RECON_STEPS_MAX)
+			return;
+		s->steps[s->nsteps++] = (struct step_stat){ step, 0, 0 };
+	}
+	s->steps[i].seconds += seconds;
+	s->steps[i].count++;
+}
+
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A time RECON seconds from now as a DATETIME(6) literal. */
+static void time_in(long seconds, char out[CLOCK_DB_LEN])
+{
+	time_t t = time(NULL) + seconds;
+	struct tm tm;
+	char base[24];
+
+	gmtime_r(&t, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(out, CLOCK_DB_LEN, "%.19s.000000", base);
+}
+
+struct job {
+	struct recon *r;
+	struct intent *in;
+	struct intent_fence fence;
+	json_t *steps;          /* steps done so far */
+	char sandbox_id[SBX_ID_MAX];
+	char error[SBX_ERR_MAX * 8];
+};
+
+static int done(struct job *j, const char *step)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(j->steps, i, v)
+		if (!strcmp(json_string_value(v), step))
+			return 1;
+	return 0;
+}
+
+/* Record STEP as done (and the sandbox id), renewing the lease. RECON_DONE, LOST or DB_ERROR. */
+static enum recon_outcome record(struct job *j, const char *step)
+{
+	char now[CLOCK_DB_LEN], lease[CLOCK_DB_LEN];
+	char *text;
+	enum db_status st;
+	int lost = 0;
+
+	if (step && !done(j, step))
+		json_array_append_new(j->steps, json_string(step));
+	text = json_dumps(j->steps, JSON_COMPACT);
+	if (!text)
+		return RECON_DB_ERROR;
+	clock_now(now, NULL);
+	time_in(j->r->cfg->lease_s, lease);
+	st = intents_progress(j->r->db, &j->fence, text, j->sandbox_id, lease, now, &lost);
+	free(text);
+	if (st) {
+		log_error("intent %lld: recording %s: %s", j->in->id, step ? step : "progress",
+			  db_error(j->r->db));
+		return RECON_DB_ERROR;
+	}
+	return lost ? RECON_LOST : RECON_DONE;
+}
+
+static enum recon_outcome fail(struct job *j)
+{
+	struct recon *r = j->r;
+	char now[CLOCK_DB_LEN], next[CLOCK_DB_LEN];
+	char *redacted = malloc((size_t)r->cfg->last_error_max + 1);
+	unsigned jitter = 0;
+	int terminal = j->in->attempts >= r->cfg->max_attempts, lost = 0;
+	long delay;
+	enum db_status st;
+
+	if (!redacted)
+		return RECON_DB_ERROR;
+	redact(j->error, redacted, (size_t)r->cfg->last_error_max + 1);
+	random_bytes(&jitter, sizeof(jitter));
+	delay = recon_backoff(r->cfg, j->in->attempts, (double)jitter / 4294967295.0);
+	clock_now(now, NULL);
+	time_in(delay, next);
+	st = intents_fail(r->db, &j->fence, j->in->session_id, terminal, redacted, next, now, &lost);
+	log_warn("intent %lld (session %s) attempt %lld failed%s: %s", j->in->id, j->in->session_id,
+		 j->in->attempts, terminal ? " (terminated: max attempts)" : "", redacted);
+	free(redacted);
+	if (st)
+		return RECON_DB_ERROR;
+	return lost ? RECON_LOST : RECON_FAILED;
+}
+
+/* Tail of a command's output as the error, prefixed with what failed. */
+static void command_error(struct job *j, const char *what, const struct proc_result *res)
+{
+	if (res->timed_out)
+		snprintf(j->error, sizeof(j->error), "%s: timed out after %lds%s\n%s", what,
+			 j->r->cfg->command_timeout_s, res->truncated ? " (output tail)" : "",
+			 res->output ? res->output : "");
+	else
+		snprintf(j->error, sizeof(j->error), "%s: exit status %d%s\n%s", what,
+			 res->exit_code, res->truncated ? " (output tail)" : "",
+			 res->output ? res->output : "");
+}
+
+static enum recon_outcome teardown(struct job *j)
+{
+	struct recon *r = j->r;
+	const char *id = j->in->sandbox_id[0] ? j->in->sandbox_id : j->in->session_id;
+	double t0 = mono();
+	int lost = 0;
+
+	if (r->sbx.ops->destroy(&r->sbx, id, j->error, sizeof(j->error)))
+		return fail(j);
+	stat_step(r, "teardown", mono() - t0);
+	if (intents_teardown_done(r->db, &j->fence, j->in->session_id, &lost))
+		return RECON_DB_ERROR;
+	if (!lost)
+		r->stats.teardowns++;
+	return lost ? RECON_LOST : RECON_DONE;
+}
+
+static enum recon_outcome provision(struct job *j, json_t *spec)
+{
+	static const char *const managers[] = RECON_MANAGERS;
+	struct recon *r = j->r;
+	json_t *packages = json_object_get(spec, "packages");
+	json_t *networking = json_object_get(spec, "networking");
+	json_t *mcp = NULL, *final = NULL;
+	char workdir[CONFIG_STR_MAX * 2], env[RECON_ENV_MAX][RECON_ENV_ENTRY_MAX];
+	char *envp[RECON_ENV_MAX + 1], *mcp_text = NULL, *final_text = NULL;
+	const char *net_type = json_string_value(json_object_get(networking, "type"));
+	int limited = net_type && !strcmp(net_type, "limited"), lost = 0;
+	enum recon_outcome out = RECON_DB_ERROR;
+	char now[CLOCK_DB_LEN];
+	double t0;
+
+	/* 1. create or attach, under the deterministic name */
+	t0 = mono();
+	if (r->sbx.ops->create(&r->sbx, j->in->session_id, j->sandbox_id, sizeof(j->sandbox_id),
+			       j->error, sizeof(j->error)))
+		return fail(j);
+	stat_step(r, "sandbox", mono() - t0);
+	if (!done(j, "sandbox") && (out = record(j, "sandbox")) != RECON_DONE)
+		return out;
+
+	/* the final policy: MCP hosts come from the session as it is now */
+	if (intents_session_mcp(r->db, j->in->session_id, &mcp_text))
+		return RECON_DB_ERROR;
+	mcp = mcp_text ? json_loads(mcp_text, 0, NULL) : NULL;
+	final = egress_policy(networking, mcp, NULL, 0);
+	if (!final) {
+		snprintf(j->error, sizeof(j->error), "captured networking configuration is malformed");
+		out = fail(j);
+		goto out;
+	}
+
+	/* 2. open the network for the install (limited only) */
+	if (limited) {
+		json_t *install = egress_policy(networking, mcp, NULL, 1);
+		int rc;
+		if (!r->sbx.ops->set_egress) {
+			json_decref(install);
+			snprintf(j->error, sizeof(j->error),
+				 "backend '%s' cannot enforce limited networking", r->sbx.ops->name);
+			out = fail(j);
+			goto out;
+		}
+		t0 = mono();
+		rc = r->sbx.ops->set_egress(&r->sbx, j->sandbox_id, install, j->error,
+					    sizeof(j->error));
+		json_decref(install);
+		if (rc) {
+			out = fail(j);
+			goto out;
+		}
+		stat_step(r, "network", mono() - t0);
+	}
+
+	/* 3. install, manager by manager; each completed one is recorded, so a retry resumes at
+	 * the manager that failed */
+	r->sbx.ops->workdir(&r->sbx, j->sandbox_id, workdir, sizeof(workdir));
+	build_env(r->cfg, workdir, env, envp);
+	for (int m = 0; m < RECON_NMANAGERS; m++) {
+		json_t *list = json_object_get(packages, managers[m]);
+		const char *argv[RECON_ARGV_MAX];
+		char prefix[CONFIG_STR_MAX * 2];
+		struct proc_result res;
+		int rc;
+
+		if (!json_array_size(list) || done(j, managers[m]))
+			continue;
+		if (recon_install_argv(managers[m], list, workdir, argv, RECON_ARGV_MAX, prefix,
+				       sizeof(prefix)) < 0) {
+			snprintf(j->error, sizeof(j->error), "%s: too many packages", managers[m]);
+			out = fail(j);
+			goto out;
+		}
+		t0 = mono();
+		rc = r->sbx.ops->run(&r->sbx, j->sandbox_id, !limited, (char *const *)argv, envp,
+				     r->cfg->command_timeout_s, &res);
+		stat_step(r, managers[m], mono() - t0);
+		if (rc || res.exit_code != 0) {
+			char what[64];
+			snprintf(what, sizeof(what), "%s install", managers[m]);
+			command_error(j, what, &res);
+			proc_result_release(&res);
+			out = fail(j);
+			goto out;
+		}
+		proc_result_release(&res);
+		log_info("intent %lld: %s packages installed", j->in->id, managers[m]);
+		if ((out = record(j, managers[m])) != RECON_DONE)
+			goto out;
+	}
+
+	/* 4. restore the final egress policy */
+	if (limited) {
+		t0 = mono();
+		if (r->sbx.ops->set_egress(&r->sbx, j->sandbox_id, final, j->error,
+					   sizeof(j->error))) {
+			out = fail(j);
+			goto out;
+		}
+		stat_step(r, "egress", mono() - t0);
+	}
+
+	/* 5. bind: nothing is published before this */
+	final_text = json_dumps(final, JSON_COMPACT | JSON_ENCODE_ANY);
+	clock_now(now, NULL);
+	t0 = mono();
+	if (intents_bind(r->db, &j->fence, j->in->session_id, r->sbx.ops->name, j->sandbox_id,
+			 json_is_null(final) ? NULL : final_text, now, &lost)) {
+		out = RECON_DB_ERROR;
+		goto out;
+	}
+	stat_step(r, "bind", mono() - t0);
+	out = lost ? RECON_LOST : RECON_DONE;
+	if (!lost)
+		log_info("intent %lld: session %s ready (sandbox %s)", j->in->id, j->in->session_id,
+			 j->sandbox_id);
+out:
+	json_decref(mcp);
+	json_decref(final);
+	free(mcp_text);
+	free(final_text);
+	return out;
+}
+
+enum recon_outcome recon_process(struct recon *r, struct intent *in)
+{
+	struct job j = { .r = r, .in = in };
+	json_t *spec = json_loads(in->spec, 0, NULL);
+	enum recon_outcome out;
+
+	j.fence = (struct intent_fence){ in->id, r->owner, in->attempts };
+	j.steps = json_loads(in->steps_done, 0, NULL);
+	snprintf(j.sandbox_id, sizeof(j.sandbox_id), "%s", in->sandbox_id);
+	if (!j.steps || !json_is_array(j.steps)) {
+		json_decref(j.steps);
+		j.steps = json_array();
+	}
+	if (!spec) {
+		snprintf(j.error, sizeof(j.error), "intent spec does not parse");
+		out = fail(&j);
+	} else if (!strcmp(in->kind, "teardown")) {
+		out = teardown(&j);
+	} else {
+		out = provision(&j, spec);
+	}
+	json_decref(spec);
+	json_decref(j.steps);
+	switch (out) {
+	case RECON_DONE:
+		r->stats.done++;
+		break;
+	case RECON_FAILED:
+		r->stats.failed++;
+		break;
+	case RECON_LOST:
+		r->stats.lost++;
+		log_warn("intent %lld: lease lost; dropped", in->id);
+		break;
+	case RECON_DB_ERROR:
+		r->stats.failed++;
+		break;
+	}
+	return out;
+}

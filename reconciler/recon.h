@@ -1,0 +1,55 @@
+/* The reconciler's run: claimed intents go through the step machine of DESIGN.md
+ * (Provisioning), teardown intents destroy their sandbox. */
+#ifndef TERRARIUM_RECON_H
+#define TERRARIUM_RECON_H
+
+#include "../common/config.h"
+#include "../db/db.h"
+#include "../db/intents.h"
+#include "backends/backend.h"
+
+#define RECON_OWNER_MAX 128
+#define RECON_STEPS_MAX 16
+
+/* Package managers in installation order (DESIGN.md step 4). */
+#define RECON_MANAGERS { "apt", "cargo", "gem", "go", "npm", "pip" }
+#define RECON_NMANAGERS 6
+
+struct step_stat {
+	const char *step;
+	double seconds;
+	long count;
+};
+
+struct recon_stats {
+	long claimed, done, failed, lost, teardowns;
+	struct step_stat steps[RECON_STEPS_MAX];
+	int nsteps;
+};
+
+struct recon {
+	const struct config *cfg;
+	struct db *db;
+	struct sbx sbx;
+	char owner[RECON_OWNER_MAX]; /* lease owner: host:pid:random */
+	struct recon_stats stats;
+};
+
+enum recon_outcome { RECON_DONE, RECON_FAILED, RECON_LOST, RECON_DB_ERROR };
+
+/* Carry out one claimed intent to its end (bound, failed with backoff, torn down) or until the
+ * lease is found lost. */
+enum recon_outcome recon_process(struct recon *r, struct intent *in);
+
+/* The install argv for MANAGER with PACKAGES (JSON array) into the sandbox workspace WORKDIR:
+ * a NULL-terminated array in ARGV (at most MAX entries, pointers into PACKAGES, WORKDIR,
+ * PREFIX, a buffer the manager's install prefix is written to, and static strings). Returns
+ * the count, or -1 when it does not fit. */
+int recon_install_argv(const char *manager, json_t *packages, const char *workdir,
+		       const char **argv, int max, char *prefix, size_t prefixsz);
+
+/* Next attempt delay in seconds after ATTEMPTS failed attempts: min(cap, base * 2^(n-1)),
+ * +/- 20% jitter drawn from JITTER (0..1). */
+long recon_backoff(const struct config *cfg, long long attempts, double jitter);
+
+#endif
