@@ -26,7 +26,7 @@ RECON_BIN := $(BUILD)/terrarium-reconciler
 RUNNER_BIN := $(BUILD)/e2e-runner
 
 UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress \
-	$(BUILD)/test_agent_validate
+	$(BUILD)/test_agent_validate $(BUILD)/test_reconciler
 
 all: $(API_BIN) $(RECON_BIN) $(RUNNER_BIN)
 
@@ -53,6 +53,11 @@ $(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c)
 $(BUILD)/test_agent_validate: $(call obj,tests/unit/test_agent_validate.c \
 	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/backend.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
+
+# the reconciler's objects but main.c: provision.c links against db/ (no database is contacted)
+$(BUILD)/test_reconciler: $(call obj,tests/unit/test_reconciler.c \
+	$(filter-out reconciler/main.c,$(RECON_SRC)))
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -6,13 +6,20 @@
 
 void clock_now(char db[CLOCK_DB_LEN], char api[CLOCK_API_LEN])
 {
+	clock_in(0, db, api);
+}
+
+void clock_in(long seconds, char db[CLOCK_DB_LEN], char api[CLOCK_API_LEN])
+{
 	struct timespec ts;
 	char base[24];
 	struct tm tm;
 	unsigned us;
+	time_t t;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
+	t = ts.tv_sec + seconds;
+	gmtime_r(&t, &tm);
 	us = (unsigned)(ts.tv_nsec / 1000) % 1000000u;
 	if (db) {
 		strftime(base, sizeof(base), "%Y-%m-%d %H:%M:%S", &tm);

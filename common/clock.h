@@ -8,4 +8,7 @@
 /* Current UTC time as a MariaDB DATETIME(6) literal and as RFC 3339. Either may be NULL. */
 void clock_now(char db[CLOCK_DB_LEN], char api[CLOCK_API_LEN]);
 
+/* The same, SECONDS from now. */
+void clock_in(long seconds, char db[CLOCK_DB_LEN], char api[CLOCK_API_LEN]);
+
 #endif

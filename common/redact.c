@@ -4,9 +4,11 @@
 #include <string.h>
 #include <strings.h>
 
+#define REDACT_TOKEN_MIN 8 /* "Bearer x" in prose is not a credential; "Bearer eyJhbGci..." is */
+
 static const char *const secret_keys[] = {
 	"password", "passwd", "token", "secret", "apikey", "api_key", "api-key", "authtoken",
-	"access_key", "private_key", "credential", NULL,
+	"access_key", "private_key", "credential", "authorization", NULL,
 };
 
 struct out {
@@ -76,21 +78,45 @@ size_t redact(const char *in, char *out, size_t outsz)
 			}
 			continue;
 		}
-		/* key=value, key: value, "key": "value" */
+		/* key=value, key: value, "key": "value", key = value */
 		if (*p == '=' || *p == ':') {
 			const char *kend = p, *v;
 			size_t klen;
+			while (kend > in && kend[-1] == ' ')
+				kend--;
 			if (kend > in && (kend[-1] == '"' || kend[-1] == '\''))
 				kend--;
 			klen = word_before(in, kend);
 			if (klen && key_is_secret(kend - klen, klen)) {
+				int whole_line = klen == strlen("authorization") &&
+						 !strncasecmp(kend - klen, "authorization", klen);
+				char quote = 0;
 				put(&o, p, 1);
 				v = p + 1;
-				while (*v == ' ' || *v == '"' || *v == '\'')
+				while (*v == ' ')
 					put(&o, v++, 1);
-				if (!is_value_end(*v)) {
+				if (*v == '"' || *v == '\'') {
+					quote = *v;
+					put(&o, v++, 1);
+				}
+				if (whole_line && !quote) {
+					/* keep the scheme ("Bearer", "Basic", "token") when one is given */
+					size_t w = 0;
+					while (v[w] && !isspace((unsigned char)v[w]))
+						w++;
+					if (v[w] == ' ' && v[w + 1] && v[w + 1] != '\n') {
+						put(&o, v, w + 1);
+						v += w + 1;
+					}
+				}
+				if (*v && *v != quote && *v != '\n') {
 					put(&o, REDACT_MASK, strlen(REDACT_MASK));
-					while (!is_value_end(*v))
+					/* a quoted value runs to its quote; an authorization value (its
+					 * scheme and credentials) to the end of the line */
+					while (*v && *v != '\n' && *v != '\r' &&
+					       (quote	 ? *v != quote
+						: whole_line ? *v != '"' && *v != '\''
+							     : !is_value_end(*v)))
 						v++;
 				}
 				p = v;
@@ -100,16 +126,16 @@ size_t redact(const char *in, char *out, size_t outsz)
 		/* Authorization: Bearer xyz / Basic xyz */
 		if ((!strncasecmp(p, "bearer ", 7) || !strncasecmp(p, "basic ", 6)) &&
 		    (p == in || !isalnum((unsigned char)p[-1]))) {
-			size_t w = tolower((unsigned char)*p) == 'b' && tolower((unsigned char)p[1]) == 'e' ? 7 : 6;
+			size_t w = tolower((unsigned char)p[1]) == 'e' ? 7 : 6, tok = 0;
 			const char *v = p + w;
-			put(&o, p, w);
-			if (!is_value_end(*v)) {
+			while (!is_value_end(v[tok]))
+				tok++;
+			if (tok >= REDACT_TOKEN_MIN) {
+				put(&o, p, w);
 				put(&o, REDACT_MASK, strlen(REDACT_MASK));
-				while (!is_value_end(*v))
-					v++;
+				p = v + tok;
+				continue;
 			}
-			p = v;
-			continue;
 		}
 		put(&o, p++, 1);
 	}

@@ -163,24 +163,17 @@ static int write_metrics(struct recon *r, const char *path)
 	return rename(tmp, path);
 }
 
-static void lease_until(const struct config *cfg, char out[CLOCK_DB_LEN])
-{
-	time_t t = time(NULL) + cfg->lease_s;
-	struct tm tm;
-	char base[24];
-
-	gmtime_r(&t, &tm);
-	strftime(base, sizeof(base), "%Y-%m-%d %H:%M:%S", &tm);
-	snprintf(out, CLOCK_DB_LEN, "%.19s.000000", base);
-}
-
-/* Claim and process until nothing is due, LIMIT intents were taken, or the deadline. */
+/* Claim and process until nothing is due, LIMIT intents were taken, or the deadline. A --once
+ * run judges "due" by its start time, so an intent that fails during the run waits for a later
+ * run even when its backoff is zero. */
 static int run(struct recon *r, const struct options *o)
 {
 	time_t deadline = o->max_seconds ? time(NULL) + o->max_seconds : 0;
+	char start[CLOCK_DB_LEN];
 	long taken = 0;
 	int failed = 0;
 
+	clock_now(start, NULL);
 	while (!stop_requested && (!deadline || time(NULL) < deadline)) {
 		struct intent batch[RECON_CLAIM_BATCH];
 		char now[CLOCK_DB_LEN], lease[CLOCK_DB_LEN];
@@ -192,8 +185,11 @@ static int run(struct recon *r, const struct options *o)
 			break;
 		if (want > RECON_CLAIM_BATCH)
 			want = RECON_CLAIM_BATCH;
-		clock_now(now, NULL);
-		lease_until(r->cfg, lease);
+		if (o->loop)
+			clock_now(now, NULL);
+		else
+			strcpy(now, start);
+		clock_in(r->cfg->lease_s, lease, NULL);
 		st = intents_claim(r->db, r->owner, now, lease, (int)want, batch, &n);
 		if (st) {
 			log_error("claim: database %s: %s", db_status_name(st), db_error(r->db));

@@ -35,6 +35,12 @@ int recon_install_argv(const char *manager, json_t *packages, const char *workdi
 	json_t *p;
 	int n = 0;
 
+#define PREFIX(fmt)                                                                 \
+	do {                                                                        \
+		int k_ = snprintf(prefix, prefixsz, fmt, workdir);                  \
+		if (k_ < 0 || (size_t)k_ >= prefixsz)                               \
+			return -1;                                                  \
+	} while (0)
 #define ARG(x)                          \
 	do {                            \
 		if (n >= max - 1)       \
@@ -44,10 +50,10 @@ int recon_install_argv(const char *manager, json_t *packages, const char *workdi
 	if (!strcmp(manager, "apt")) {
 		ARG("apt-get"); ARG("install"); ARG("-y"); ARG("--no-install-recommends");
 	} else if (!strcmp(manager, "cargo")) {
-		snprintf(prefix, prefixsz, "%s/.cargo", workdir);
+		PREFIX("%s/.cargo");
 		ARG("cargo"); ARG("install"); ARG("--root"); ARG(prefix);
 	} else if (!strcmp(manager, "gem")) {
-		snprintf(prefix, prefixsz, "%s/.gem", workdir);
+		PREFIX("%s/.gem");
 		ARG("gem"); ARG("install"); ARG("--no-document"); ARG("--install-dir"); ARG(prefix);
 	} else if (!strcmp(manager, "go")) {
 		ARG("go"); ARG("install");
@@ -55,7 +61,7 @@ int recon_install_argv(const char *manager, json_t *packages, const char *workdi
 		ARG("npm"); ARG("install"); ARG("--no-audit"); ARG("--no-fund"); ARG("--prefix");
 		ARG(workdir);
 	} else if (!strcmp(manager, "pip")) {
-		snprintf(prefix, prefixsz, "%s/.pip", workdir);
+		PREFIX("%s/.pip");
 		ARG("pip"); ARG("install"); ARG("--no-input"); ARG("--target"); ARG(prefix);
 	} else {
 		return -1;
@@ -65,6 +71,7 @@ int recon_install_argv(const char *manager, json_t *packages, const char *workdi
 	json_array_foreach(packages, i, p)
 		ARG(json_string_value(p));
 #undef ARG
+#undef PREFIX
 	argv[n] = NULL;
 	return n;
 }
@@ -105,6 +112,8 @@ static void build_env(const struct config *cfg, const char *workdir,
 	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "DEBIAN_FRONTEND=noninteractive");
 	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "GOBIN=%s/bin", workdir);
 	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "GOPATH=%s/go", workdir);
+	/* Go's module cache is read-only by default, which would stop the teardown */
+	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "GOFLAGS=-modcacherw");
 	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "PIP_DISABLE_PIP_VERSION_CHECK=1");
 	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "npm_config_update_notifier=false");
 	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "CI=true");
@@ -135,18 +144,6 @@ static double mono(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* A time RECON seconds from now as a DATETIME(6) literal. */
-static void time_in(long seconds, char out[CLOCK_DB_LEN])
-{
-	time_t t = time(NULL) + seconds;
-	struct tm tm;
-	char base[24];
-
-	gmtime_r(&t, &tm);
-	strftime(base, sizeof(base), "%Y-%m-%d %H:%M:%S", &tm);
-	snprintf(out, CLOCK_DB_LEN, "%.19s.000000", base);
 }
 
 struct job {
@@ -183,7 +180,7 @@ static enum recon_outcome record(struct job *j, const char *step)
 	if (!text)
 		return RECON_DB_ERROR;
 	clock_now(now, NULL);
-	time_in(j->r->cfg->lease_s, lease);
+	clock_in(j->r->cfg->lease_s, lease, NULL);
 	st = intents_progress(j->r->db, &j->fence, text, j->sandbox_id, lease, now, &lost);
 	free(text);
 	if (st) {
@@ -210,7 +207,7 @@ static enum recon_outcome fail(struct job *j)
 	random_bytes(&jitter, sizeof(jitter));
 	delay = recon_backoff(r->cfg, j->in->attempts, (double)jitter / 4294967295.0);
 	clock_now(now, NULL);
-	time_in(delay, next);
+	clock_in(delay, next, NULL);
 	st = intents_fail(r->db, &j->fence, j->in->session_id, terminal, redacted, next, now, &lost);
 	log_warn("intent %lld (session %s) attempt %lld failed%s: %s", j->in->id, j->in->session_id,
 		 j->in->attempts, terminal ? " (terminated: max attempts)" : "", redacted);
@@ -220,17 +217,29 @@ static enum recon_outcome fail(struct job *j)
 	return lost ? RECON_LOST : RECON_FAILED;
 }
 
-/* Tail of a command's output as the error, prefixed with what failed. */
+/* What failed, then the tail of the command's output (the end is where the cause is). */
 static void command_error(struct job *j, const char *what, const struct proc_result *res)
 {
+	const char *out = res->output ? res->output : "";
+	size_t head, room, len = strlen(out);
+	int cut;
+
 	if (res->timed_out)
-		snprintf(j->error, sizeof(j->error), "%s: timed out after %lds%s\n%s", what,
-			 j->r->cfg->command_timeout_s, res->truncated ? " (output tail)" : "",
-			 res->output ? res->output : "");
+		head = (size_t)snprintf(j->error, sizeof(j->error), "%s: timed out after %lds", what,
+					j->r->cfg->command_timeout_s);
+	else if (res->exit_code < 0)
+		head = (size_t)snprintf(j->error, sizeof(j->error), "%s: could not be started", what);
 	else
-		snprintf(j->error, sizeof(j->error), "%s: exit status %d%s\n%s", what,
-			 res->exit_code, res->truncated ? " (output tail)" : "",
-			 res->output ? res->output : "");
+		head = (size_t)snprintf(j->error, sizeof(j->error), "%s: exit status %d", what,
+					res->exit_code);
+	if (head >= sizeof(j->error) - 32)
+		return;
+	room = sizeof(j->error) - head - 32;
+	cut = res->truncated || len > room;
+	if (len > room)
+		out += len - room;
+	snprintf(j->error + head, sizeof(j->error) - head, "%s\n%s", cut ? " (output tail)" : "",
+		 out);
 }
 
 static enum recon_outcome teardown(struct job *j)
@@ -330,7 +339,7 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 		rc = r->sbx.ops->run(&r->sbx, j->sandbox_id, !limited, (char *const *)argv, envp,
 				     r->cfg->command_timeout_s, &res);
 		stat_step(r, managers[m], mono() - t0);
-		if (rc || res.exit_code != 0) {
+		if (rc || res.exit_code != 0 || res.timed_out) {
 			char what[64];
 			snprintf(what, sizeof(what), "%s install", managers[m]);
 			command_error(j, what, &res);

@@ -4,13 +4,15 @@
  * and the network is unshared unless the policy is unrestricted. Packages go to prefixes inside
  * the workspace. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "backend.h"
 
 #define BWRAP_BIN "bwrap"
-#define BWRAP_ARGV_MAX 96
+#define BWRAP_OWN_ARGS 64                   /* bwrap's own options before the command */
+#define BWRAP_ARGV_MAX (BWRAP_OWN_ARGS + 320) /* room for an install of 256 packages */
 
 static void bwrap_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
 {
@@ -54,6 +56,8 @@ static int bwrap_run(struct sbx *s, const char *id, int share_net, char *const a
 		if (n >= BWRAP_ARGV_MAX - 1) {
 			memset(res, 0, sizeof(*res));
 			res->exit_code = -1;
+			res->output = strdup("bwrap: too many arguments");
+			res->len = res->output ? strlen(res->output) : 0;
 			return -1;
 		}
 		args[n++] = argv[i];

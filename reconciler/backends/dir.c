@@ -41,6 +41,16 @@ int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char 
 	return 0;
 }
 
+/* Pre-order pass: a directory left read-only (Go's module cache, a package's own files) must
+ * become writable before its entries can be removed. */
+static int make_writable(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)ftw;
+	if (flag == FTW_D && (st->st_mode & 0700) != 0700)
+		chmod(path, (st->st_mode & 07777) | 0700);
+	return 0;
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;
@@ -62,6 +72,7 @@ int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
 	if (lstat(path, &st) && errno == ENOENT)
 		return 0; /* already gone */
 	/* FTW_PHYS: never follow a symlink out of the sandbox; FTW_MOUNT: stay on its fs */
+	nftw(path, make_writable, SBX_DIR_FDS, FTW_PHYS | FTW_MOUNT);
 	if (nftw(path, remove_entry, SBX_DIR_FDS, FTW_DEPTH | FTW_PHYS | FTW_MOUNT)) {
 		snprintf(err, errsz, "removing %s: %s", path, strerror(errno));
 		return -1;

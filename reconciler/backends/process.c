@@ -1,5 +1,7 @@
 #include "process.h"
 
+extern char **environ;
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -31,9 +33,9 @@ static long now_ms(void)
 static void keep_tail(struct proc_result *r, const char *data, size_t n, size_t cap)
 {
 	if (n >= cap) {
+		r->truncated |= n > cap || r->len > 0;
 		memcpy(r->output, data + n - cap, cap);
 		r->len = cap;
-		r->truncated = 1;
 		return;
 	}
 	if (r->len + n > cap) {
@@ -82,7 +84,9 @@ int proc_run(char *const argv[], const char *cwd, char *const envp[], long timeo
 			dprintf(2, "cannot enter %s: %s\n", cwd, strerror(errno));
 			_exit(126);
 		}
-		execvpe(argv[0], argv, envp);
+		/* execvpe searches the caller's PATH; the command's own PATH is the one that counts */
+		environ = (char **)envp;
+		execvp(argv[0], argv);
 		dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}

@@ -4,6 +4,7 @@
 # Starts, in a temporary directory: MariaDB on its own socket, one API supervisor per sandbox
 # backend (local opensandbox docker bwrap, 2 workers each) and one nginx with a loopback port per
 # backend. Creates the keys and workspaces the tests use, then runs
+#   tests/reconciler/run.sh        the reconciler with the local and bwrap backends
 #   build/e2e-runner tests/cases   the data-driven HTTP cases
 #   tests/sdk/run.sh               the official SDK suite (when present)
 #   tests/race/race.mjs            session creation racing environment delete and archive
@@ -80,7 +81,7 @@ show_logs() {
 }
 
 section "stack in $RUN"
-for bin in terrarium-api e2e-runner; do
+for bin in terrarium-api terrarium-reconciler e2e-runner; do
 	[ -x "$BUILD/$bin" ] || die "$BUILD/$bin is not built (run make)"
 done
 
@@ -208,6 +209,8 @@ check_nginx_errors() {
 }
 
 part "nginx error pages" check_nginx_errors
+# first, while the only due intents are its own
+part "reconciler (tests/reconciler/run.sh)" bash "$ROOT/tests/reconciler/run.sh"
 part "HTTP cases (e2e-runner tests/cases)" "$BUILD/e2e-runner" "$ROOT/tests/cases"
 if [ -f "$ROOT/tests/sdk/run.sh" ]; then
 	part "official SDK (tests/sdk/run.sh)" bash "$ROOT/tests/sdk/run.sh"

@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# Reconciler end to end (tests/e2e/run.sh runs it against the stack it started): real MariaDB,
+# the API through nginx, the reconciler binary with the local and bwrap backends.
+#
+#   bwrap      npm ["is-number@7.0.0"] through the API, one --once run -> ready, the package
+#              loads inside the sandbox; an environment update after the session changes nothing
+#   resume     npm + pip, pip fails: rescheduling with a readable, redacted last_error; after the
+#              cause is fixed the next run installs pip only (npm is not re-run)
+#   crash      kill -9 of a reconciler in the middle of an install, 20 times at random moments:
+#              every session ends ready exactly once, one sandbox each
+#   teardown   deleting a ready session destroys its sandbox and removes its rows
+#   terminate  max attempts reached -> terminated; --retry makes it due again
+#   concurrency 4 reconcilers over 200 pending intents: each provisioned exactly once
+#   status     --status shows counts by state, the oldest due intent and the last errors
+#
+# Needs (from tests/e2e/run.sh): TERRARIUM_RUN, TERRARIUM_URL_local, TERRARIUM_URL_bwrap, KEY.
+# Prints "N passed, N failed"; exits non-zero on any failure.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RUN=${TERRARIUM_RUN:?TERRARIUM_RUN is required}
+URL_LOCAL=${TERRARIUM_URL_local:?}
+URL_BWRAP=${TERRARIUM_URL_bwrap:?}
+: "${KEY:?}"
+BUILD=${BUILD_DIR:-build}
+RECON="$ROOT/$BUILD/terrarium-reconciler"
+CRASH_ROUNDS=${CRASH_ROUNDS:-20}
+CONCURRENT_INTENTS=${CONCURRENT_INTENTS:-200}
+T="$RUN/recon-test"
+rm -rf "$T"
+mkdir -p "$T"
+
+passed=0
+failed=0
+ok() {
+	passed=$((passed + 1))
+	echo "ok - $*"
+}
+not_ok() {
+	failed=$((failed + 1))
+	echo "not ok - $*"
+}
+check() { # check NAME COMMAND...
+	local name=$1
+	shift
+	if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+
+api() { # api URL METHOD PATH [BODY]
+	local url=$1 method=$2 path=$3
+	shift 3
+	curl -sS -X "$method" "$url$path" -H "x-api-key: $KEY" \
+		-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01" \
+		${1:+-H "content-type: application/json" --data "$1"}
+}
+
+# A reconciler configuration: the stack's database, backend $2, sandbox root $T/$1, extra lines.
+recon_ini() {
+	local name=$1 backend=$2
+	shift 2
+	{
+		sed -n '/^\[database\]/,/^$/p' "$RUN/local.ini"
+		printf '[sandbox]\nbackend = %s\nroot = %s\n' "$backend" "$T/root-$name"
+		printf '%s\n' "$@"
+		printf '\n[log]\nlevel = info\n'
+	} >"$T/$name.ini"
+	echo "$T/$name.ini"
+}
+
+provisioning() { # provisioning URL SESSION -> the provisioning object and status, compact
+	api "$1" GET "/v1/sessions/$2" | jq -c '{p: .provisioning, s: .status}'
+}
+
+AGENT_LOCAL=$(api "$URL_LOCAL" POST /v1/agents '{"name":"recon-test","model":"claude-sonnet-4-5"}' | jq -r .id)
+AGENT_BWRAP=$(api "$URL_BWRAP" POST /v1/agents '{"name":"recon-test","model":"claude-sonnet-4-5"}' | jq -r .id)
+
+new_session() { # new_session URL AGENT ENV_BODY -> "ENV_ID SESSION_ID"
+	local env sid
+	env=$(api "$1" POST /v1/environments "$3" | jq -r .id)
+	sid=$(api "$1" POST /v1/sessions "{\"agent\":\"$2\",\"environment_id\":\"$env\"}" | jq -r .id)
+	echo "$env $sid"
+}
+
+# ---- bwrap: a real npm install into the sandbox ----
+echo "# bwrap"
+INI_BWRAP=$(recon_ini bwrap bwrap)
+read -r ENV_B SID_B <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" \
+	'{"name":"recon-bwrap","config":{"type":"cloud","packages":{"npm":["is-number@7.0.0"]}}}')"
+api "$URL_BWRAP" POST "/v1/environments/$ENV_B" \
+	'{"config":{"type":"cloud","packages":{"npm":["left-pad@1.3.0"]}}}' >/dev/null
+check "bwrap: session is pending before the run" \
+	test "$(provisioning "$URL_BWRAP" "$SID_B" | jq -r .p.status)" = pending
+"$RECON" -c "$INI_BWRAP" --once >"$T/bwrap.log" 2>&1
+check "bwrap: --once exits 0" test $? -eq 0
+check "bwrap: session ready" test "$(provisioning "$URL_BWRAP" "$SID_B" | jq -r .p.status)" = ready
+out=$("$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- node -e "console.log(require('is-number')(7))" 2>&1)
+check "bwrap: is-number loads inside the sandbox ($out)" test "$out" = true
+"$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- node -e "require('left-pad')" >/dev/null 2>&1
+check "bwrap: the environment update after the session did not reach it (no left-pad)" test $? -ne 0
+out=$("$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- sh -c 'ls "$0"; test -e "$1" && echo visible' \
+	"$T/root-bwrap" "$T/bwrap.ini" 2>&1)
+check "bwrap: the sandbox sees only its own workspace, not the configuration ($out)" \
+	test "$out" = "$SID_B"
+
+# ---- resume at the manager that failed ----
+echo "# resume"
+read -r _ SID_R <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" \
+	'{"name":"recon-resume","config":{"type":"cloud","packages":{"npm":["fake-a"],"pip":["fake-b"]}}}')"
+WS="$T/root-resume/$SID_R"
+mkdir -p "$WS/.fakebin"
+cat >"$WS/.fakebin/npm" <<'SH'
+#!/bin/sh
+echo "npm $*" >>"$PWD/npm-calls.log"
+SH
+cat >"$WS/.fakebin/pip" <<'SH'
+#!/bin/sh
+echo "pip $*" >>"$PWD/pip-calls.log"
+[ -f "$PWD/.fix-pip" ] && exit 0
+echo "ERROR: No matching distribution found for fake-b (index https://ci:hunter2@pypi.example.com token=hunter2)"
+exit 1
+SH
+chmod +x "$WS/.fakebin/npm" "$WS/.fakebin/pip"
+INI_RESUME=$(recon_ini resume bwrap "path = $WS/.fakebin:/usr/bin:/bin" \
+	"[reconciler]" "backoff_base_seconds = 0")
+"$RECON" -c "$INI_RESUME" --once >"$T/resume1.log" 2>&1
+check "resume: a failed install exits non-zero" test $? -ne 0
+p=$(provisioning "$URL_BWRAP" "$SID_R")
+check "resume: session rescheduling, provisioning failed ($p)" \
+	test "$(jq -r '.s + " " + .p.status' <<<"$p")" = "rescheduling failed"
+err=$(jq -r .p.last_error <<<"$p")
+check "resume: last_error names the failed manager and the cause" \
+	grep -q "pip install: exit status 1" <<<"$err"
+check "resume: last_error keeps the output" grep -q "No matching distribution" <<<"$err"
+check "resume: last_error has no credentials" bash -c '! grep -q hunter2 <<<"$1"' _ "$err"
+touch "$WS/.fix-pip"
+"$RECON" -c "$INI_RESUME" --once >"$T/resume2.log" 2>&1
+check "resume: the retry exits 0" test $? -eq 0
+check "resume: session ready" test "$(provisioning "$URL_BWRAP" "$SID_R" | jq -r .p.status)" = ready
+check "resume: npm ran once in all" test "$(wc -l <"$WS/npm-calls.log")" -eq 1
+check "resume: pip ran twice (failed, then resumed)" test "$(wc -l <"$WS/pip-calls.log")" -eq 2
+check "resume: each package is one argument" grep -qx "pip install --no-input --target $WS/.pip fake-b" "$WS/pip-calls.log"
+
+# ---- crash: kill -9 in the middle of an install ----
+echo "# crash"
+INI_CRASH=$(recon_ini crash bwrap "path = /crashbin-placeholder" "[reconciler]" \
+	"lease_seconds = 1" "backoff_base_seconds = 0")
+crash_ok=0
+for i in $(seq 1 "$CRASH_ROUNDS"); do
+	read -r _ sid <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" \
+		"{\"name\":\"recon-crash-$i\",\"config\":{\"type\":\"cloud\",\"packages\":{\"npm\":[\"slow\"]}}}")"
+	ws="$T/root-crash/$sid"
+	mkdir -p "$ws/.fakebin"
+	printf '#!/bin/sh\necho start >>"$PWD/npm-calls.log"\nsleep 0.%s\necho done >>"$PWD/npm-calls.log"\n' \
+		$((3 + RANDOM % 5)) >"$ws/.fakebin/npm"
+	chmod +x "$ws/.fakebin/npm"
+	sed -i "s|^path = .*|path = $ws/.fakebin:/usr/bin:/bin|" "$INI_CRASH"
+	"$RECON" -c "$INI_CRASH" --once >>"$T/crash.log" 2>&1 &
+	pid=$!
+	sleep "0.$((RANDOM % 9))"
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	for _ in 1 2 3 4 5 6; do
+		[ "$(provisioning "$URL_BWRAP" "$sid" | jq -r .p.status)" = ready ] && break
+		sleep 1.1 # the killed run's lease expires after 1 s
+		"$RECON" -c "$INI_CRASH" --once >>"$T/crash.log" 2>&1
+	done
+	st=$(provisioning "$URL_BWRAP" "$sid" | jq -r .p.status)
+	binds=$(grep -c "session $sid ready" "$T/crash.log")
+	dirs=$(find "$T/root-crash" -maxdepth 1 -name "$sid*" | wc -l)
+	if [ "$st" = ready ] && [ "$binds" -eq 1 ] && [ "$dirs" -eq 1 ]; then
+		crash_ok=$((crash_ok + 1))
+	else
+		echo "  round $i: session $sid status $st, bound $binds times, $dirs sandboxes"
+	fi
+done
+check "crash: $crash_ok/$CRASH_ROUNDS sessions ready exactly once with one sandbox" \
+	test "$crash_ok" -eq "$CRASH_ROUNDS"
+
+# ---- teardown ----
+echo "# teardown"
+check "teardown: the bwrap sandbox exists" test -d "$T/root-bwrap/$SID_B"
+api "$URL_BWRAP" DELETE "/v1/sessions/$SID_B" >/dev/null
+check "teardown: the deleted session answers 404 at once" \
+	test "$(api "$URL_BWRAP" GET "/v1/sessions/$SID_B" | jq -r .error.type)" = not_found_error
+check "teardown: its environment can be deleted while the teardown is pending" \
+	test "$(api "$URL_BWRAP" DELETE "/v1/environments/$ENV_B" | jq -r .type)" = environment_deleted
+"$RECON" -c "$INI_BWRAP" --once >>"$T/bwrap.log" 2>&1
+check "teardown: the run exits 0" test $? -eq 0
+check "teardown: the sandbox is gone" test ! -e "$T/root-bwrap/$SID_B"
+check "teardown: nothing left due" bash -c '! "$1" -c "$2" --dry-run | grep -q "$3"' _ "$RECON" \
+	"$INI_BWRAP" "$SID_B"
+
+# ---- terminated after the maximum of attempts, then --retry ----
+echo "# terminate"
+read -r _ SID_T <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" \
+	'{"name":"recon-terminate","config":{"type":"cloud","packages":{"gem":["nope"]}}}')"
+INI_TERM=$(recon_ini term bwrap "path = $T/empty-path" "[reconciler]" "max_attempts = 2" \
+	"backoff_base_seconds = 0")
+"$RECON" -c "$INI_TERM" --once >"$T/term.log" 2>&1
+check "terminate: attempt 1 -> rescheduling" \
+	test "$(provisioning "$URL_BWRAP" "$SID_T" | jq -r .s)" = rescheduling
+"$RECON" -c "$INI_TERM" --once >>"$T/term.log" 2>&1
+p=$(provisioning "$URL_BWRAP" "$SID_T")
+check "terminate: attempt 2 -> terminated ($p)" \
+	test "$(jq -r '.s + " " + (.p.attempts|tostring)' <<<"$p")" = "terminated 2"
+"$RECON" -c "$INI_TERM" --dry-run >"$T/term-dry.log" 2>&1
+check "terminate: no longer due" bash -c '! grep -q "$1" "$2"' _ "$SID_T" "$T/term-dry.log"
+"$RECON" -c "$INI_TERM" --retry "$SID_T" >>"$T/term.log" 2>&1
+p=$(provisioning "$URL_BWRAP" "$SID_T")
+check "terminate: --retry makes it due again ($p)" \
+	test "$(jq -r '.s + " " + .p.status' <<<"$p")" = "idle pending"
+"$RECON" -c "$INI_TERM" --retry sesn_doesnotexist000000000000 >/dev/null 2>&1
+check "terminate: --retry of an unknown session fails" test $? -ne 0
+
+# ---- concurrency: 4 reconcilers, each intent exactly once ----
+echo "# concurrency"
+# a long backoff keeps what the drain below fails (the terminate test's session) out of the count
+INI_CONC=$(recon_ini conc local "[reconciler]" "backoff_base_seconds = 3600")
+# finish whatever else is due first, so that the count below is only ours
+"$RECON" -c "$INI_CONC" --once --limit 100000 >/dev/null 2>&1
+sids=()
+for i in $(seq 1 "$CONCURRENT_INTENTS"); do
+	read -r _ sid <<<"$(new_session "$URL_LOCAL" "$AGENT_LOCAL" "{\"name\":\"recon-conc-$i\"}")"
+	sids+=("$sid")
+done
+"$RECON" -c "$INI_CONC" --dry-run --limit 100000 >"$T/conc-due.txt"
+due=$(tail -1 "$T/conc-due.txt")
+grep -v -F -f <(printf "%s\n" "${sids[@]}") "$T/conc-due.txt" | sed "s/^/  other: /"
+check "concurrency: $CONCURRENT_INTENTS intents due ($due)" test "$due" = "$CONCURRENT_INTENTS due"
+pids=()
+for n in 1 2 3 4; do
+	"$RECON" -c "$INI_CONC" --once --limit 100000 --metrics-file "$T/conc-$n.prom" \
+		>"$T/conc-$n.log" 2>&1 &
+	pids+=($!)
+done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=1; done
+check "concurrency: all 4 runs exit 0" test $rc -eq 0
+bound=$(cat "$T"/conc-*.log | grep -o "session sesn_[0-9A-Za-z]* ready" | sort | uniq -c)
+check "concurrency: $CONCURRENT_INTENTS sessions bound" test "$(wc -l <<<"$bound")" -eq "$CONCURRENT_INTENTS"
+check "concurrency: none bound twice" bash -c '! awk "\$1 != 1" <<<"$1" | grep -q .' _ "$bound"
+creates=$(cat "$T"/conc-*.prom | awk -F' ' '/step_seconds_count\{step="sandbox"\}/ {s += $2} END {print s + 0}')
+check "concurrency: $creates sandbox creates for $CONCURRENT_INTENTS intents" test "$creates" -eq "$CONCURRENT_INTENTS"
+workers=$(grep -l "ready" "$T"/conc-*.log | wc -l)
+echo "  intents were spread over $workers reconcilers"
+ready=0
+for sid in "${sids[@]}"; do
+	[ "$(api "$URL_LOCAL" GET "/v1/sessions/$sid" | jq -r .provisioning.status)" = ready ] && ready=$((ready + 1))
+done
+check "concurrency: every session reads ready ($ready)" test "$ready" -eq "$CONCURRENT_INTENTS"
+
+# ---- status ----
+echo "# status"
+"$RECON" -c "$INI_CONC" --status >"$T/status.txt" 2>&1
+check "status: exits 0" test $? -eq 0
+check "status: counts by kind and state" grep -qE "^provision +done +[0-9]+" "$T/status.txt"
+check "status: oldest due line" grep -q "^due now: " "$T/status.txt"
+check "status: lists the last errors" grep -q "$SID_T" "$T/status.txt"
+check "metrics: Prometheus text with intents by state" grep -q '^terrarium_intents{kind="provision",state="done"}' "$T/conc-1.prom"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,1034 @@
+/* Unit tests of the reconciler's pure parts: secret redaction (common/redact.c), retry backoff
+ * and install argv (reconciler/provision.c), running a child process (backends/process.c) and
+ * sandbox directories (backends/dir.c). No database is contacted. Temporary files live under
+ * /tmp/terrarium-ut-* and are removed by each test. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/redact.h"
+#include "../../reconciler/backends/backend.h"
+#include "../../reconciler/backends/process.h"
+#include "../../reconciler/recon.h"
+
+#define UT_TMP_TEMPLATE "/tmp/terrarium-ut-XXXXXX"
+#define UT_REDACT_BUF	1024
+#define UT_OUT_MAX	65536
+
+/* snprintf that must fit */
+#define FMT(buf, ...) assert_true(snprintf((buf), sizeof(buf), __VA_ARGS__) < (int)sizeof(buf))
+
+/* ---------------------------------------------------------------- helpers */
+
+static char *make_tmpdir(void)
+{
+	char *dir = strdup(UT_TMP_TEMPLATE);
+	assert_non_null(dir);
+	assert_non_null(mkdtemp(dir));
+	return dir;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP || flag == FTW_D || flag == FTW_DNR) {
+		chmod(path, 0700);
+		return rmdir(path) && errno != ENOENT ? -1 : 0;
+	}
+	return unlink(path) && errno != ENOENT ? -1 : 0;
+}
+
+/* Remove DIR (never following symlinks) and free it. */
+static void remove_tmpdir(char *dir)
+{
+	assert_int_equal(strncmp(dir, "/tmp/terrarium-ut-", 18), 0);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(dir);
+}
+
+/* A temporary directory for one test, removed even when the test fails. */
+static int tmp_setup(void **state)
+{
+	*state = make_tmpdir();
+	return 0;
+}
+
+static int tmp_teardown(void **state)
+{
+	remove_tmpdir(*state);
+	return 0;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static int exists(const char *path)
+{
+	struct stat st;
+	return !lstat(path, &st);
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---------------------------------------------------------------- redact */
+
+/* Largest char boundary of S at or below N. */
+static size_t utf8_boundary(const char *s, size_t n)
+{
+	size_t len = strlen(s);
+	if (n >= len)
+		return len;
+	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	return n;
+}
+
+/* redact(IN) is EXPECT; and with every smaller buffer it is EXPECT's prefix cut on a
+ * char boundary, NUL-terminated, with the right length. */
+static void check_redact(const char *in, const char *expect)
+{
+	char out[UT_REDACT_BUF];
+	size_t n = redact(in, out, sizeof(out)), full = strlen(expect);
+
+	if (strcmp(out, expect))
+		fail_msg("redact(\"%s\") = \"%s\", expected \"%s\"", in, out, expect);
+	assert_int_equal(n, full);
+	for (size_t sz = 1; sz <= full + 1; sz++) {
+		char *small = malloc(sz + 1);
+		size_t want = utf8_boundary(expect, sz - 1);
+		assert_non_null(small);
+		small[sz] = 'Z'; /* canary just past the buffer */
+		n = redact(in, small, sz);
+		assert_int_equal(small[sz], 'Z');
+		if (n != want || strlen(small) != want || memcmp(small, expect, want))
+			fail_msg("redact(\"%s\", outsz %zu) = \"%s\" (%zu), expected %zu bytes of "
+				 "\"%s\"",
+				 in, sz, small, n, want, expect);
+		free(small);
+	}
+}
+
+static void test_redact_url_userinfo(void **state)
+{
+	(void)state;
+	check_redact("https://user:pass@host/x", "https://***@host/x");
+	check_redact("git+https://tok@github.com/a/b", "git+https://***@github.com/a/b");
+	check_redact("fetching https://u:p%40ss@example.org/simple/ failed",
+		     "fetching https://***@example.org/simple/ failed");
+	/* the last '@' ends the userinfo */
+	check_redact("http://a:b@c@host:8080/p", "http://***@host:8080/p");
+	check_redact("\"https://x:y@h\"", "\"https://***@h\"");
+	check_redact("url 'https://k@h/a' and https://h2/b@c",
+		     "url 'https://***@h/a' and https://h2/b@c");
+	/* no userinfo: unchanged */
+	check_redact("https://registry.npmjs.org/left-pad", "https://registry.npmjs.org/left-pad");
+	check_redact("https://", "https://");
+	check_redact("x://@h", "x://***@h");
+}
+
+static void test_redact_secret_keys(void **state)
+{
+	(void)state;
+	check_redact("token=abc", "token=***");
+	check_redact("TOKEN=abc def", "TOKEN=*** def");
+	check_redact("{\"password\": \"x\"}", "{\"password\": \"***\"}");
+	check_redact("{\"password\":\"x\",\"user\":\"u\"}",
+		     "{\"password\":\"***\",\"user\":\"u\"}");
+	check_redact("//registry.npmjs.org/:_authToken=npm_xyz",
+		     "//registry.npmjs.org/:_authToken=***");
+	check_redact("_authToken=npm_xyz", "_authToken=***");
+	check_redact("NPM_TOKEN=npm_abc123 npm install", "NPM_TOKEN=*** npm install");
+	check_redact("GITHUB_TOKEN=ghp_1\nnext", "GITHUB_TOKEN=***\nnext");
+	check_redact("api_key: k", "api_key: ***");
+	check_redact("x-api-key: k1", "x-api-key: ***");
+	check_redact("apikey='k'", "apikey='***'");
+	check_redact("secret=", "secret=");
+	check_redact("secret=s3cr3t", "secret=***");
+	check_redact("client_secret=a&next=1", "client_secret=***&next=1");
+	check_redact("?access_token=abc;x", "?access_token=***;x");
+	check_redact("passwd:p", "passwd:***");
+	check_redact("aws_access_key=AKIA", "aws_access_key=***");
+	check_redact("private_key=-----BEGIN", "private_key=***");
+	check_redact("credential=c}", "credential=***}");
+	check_redact("password=a token=b", "password=*** token=***");
+	/* a URL as the value of a secret key is masked whole */
+	check_redact("token=https://u:p@h/x", "token=***");
+}
+
+static void test_redact_authorization(void **state)
+{
+	(void)state;
+	check_redact("Authorization: Bearer xyz", "Authorization: Bearer ***");
+	check_redact("authorization: bearer xyz.abc-def\r\n", "authorization: bearer ***\r\n");
+	check_redact("Authorization: Basic xyz", "Authorization: Basic ***");
+	/* outside an Authorization header only token-like values (8+ characters) are masked */
+	check_redact("Basic eHl6OnBhc3M=", "Basic ***");
+	check_redact("Bearer xyz12345", "Bearer ***");
+	check_redact("a basic test of bearer names", "a basic test of bearer names");
+	check_redact("Authorization: token ghp_abc", "Authorization: token ***");
+	check_redact("-H 'Authorization: Bearer sk-ant-1' -d", "-H 'Authorization: Bearer ***' -d");
+	check_redact("Bearer ", "Bearer ");
+	/* inside a word it is not a scheme */
+	check_redact("xbearer abc", "xbearer abc");
+	check_redact("Bearerx abc", "Bearerx abc");
+}
+
+static void test_redact_plain_text_unchanged(void **state)
+{
+	static const char *const texts[] = {
+		"Collecting requests==2.31.0\n"
+		"  Downloading https://files.pythonhosted.org/packages/70/8e/"
+		"requests-2.31.0-py3-none-any.whl (62 kB)\n",
+		"npm ERR! code E404\nnpm ERR! 404 Not Found - GET "
+		"https://registry.npmjs.org/nope\n",
+		"error[E0425]: cannot find value `x` in this scope\n  --> src/main.rs:3:5\n",
+		"key=value a:b time: 12ms max_tokens=5 tokens: 3 tokenizer=x author: me\n",
+		"E: Unable to locate package nosuch\t(exit 100)",
+		"ünïcödé ✓ 😀 — κόσμε 日本語",
+		"a:b=c::d==e ://",
+		"x=\"\" y='' z=, :",
+	};
+	static const char binary[] = "\x01\x7f\xff\xfe\x80 not UTF-8";
+	char out[64];
+	(void)state;
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+		check_redact(texts[i], texts[i]);
+	/* invalid UTF-8 passes through when it fits (only cuts are checked for sequences) */
+	assert_int_equal(redact(binary, out, sizeof(out)), strlen(binary));
+	assert_string_equal(out, binary);
+}
+
+static void test_redact_truncation_utf8(void **state)
+{
+	char out[16];
+	(void)state;
+	/* the cut falls inside a 2-, 3- and 4-byte sequence: the whole sequence goes */
+	assert_int_equal(redact("abcé", out, 5), 3); /* room for "abc" + 0xC3 */
+	assert_string_equal(out, "abc");
+	assert_int_equal(redact("abc€", out, 5), 3);
+	assert_string_equal(out, "abc");
+	assert_int_equal(redact("abc€", out, 6), 3); /* "abc" + 0xE2 0x82 */
+	assert_string_equal(out, "abc");
+	assert_int_equal(redact("abc€", out, 7), 6);
+	assert_string_equal(out, "abc€");
+	assert_int_equal(redact("ab😀x", out, 6), 2); /* "ab" + 3 of 4 bytes */
+	assert_string_equal(out, "ab");
+	assert_int_equal(redact("ab😀x", out, 7), 6);
+	assert_string_equal(out, "ab😀");
+	/* every cut of mixed text (check_redact tries all buffer sizes) */
+	check_redact("é€😀aé😀€b", "é€😀aé😀€b");
+	check_redact("password=é€ ü https://ü:€@h/😀", "password=*** ü https://***@h/😀");
+	/* a cut inside the mask still shows no secret */
+	assert_int_equal(redact("token=abcdef", out, 9), 8);
+	assert_string_equal(out, "token=**");
+}
+
+static void test_redact_tiny_buffers(void **state)
+{
+	char out[4] = "zzz";
+	(void)state;
+	assert_int_equal(redact("abc", out, 0), 0);
+	assert_string_equal(out, "zzz"); /* outsz 0 writes nothing */
+	assert_int_equal(redact("abc", out, 1), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(redact("abc", out, 2), 1);
+	assert_string_equal(out, "a");
+	assert_int_equal(redact("é", out, 2), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(redact("é", out, 3), 2);
+	assert_string_equal(out, "é");
+	assert_int_equal(redact("https://u@h", out, 2), 1);
+	assert_string_equal(out, "h");
+}
+
+static void test_redact_empty(void **state)
+{
+	char out[8] = "zzz";
+	(void)state;
+	assert_int_equal(redact("", out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(redact("", out, 1), 0);
+	assert_string_equal(out, "");
+}
+
+/* ---------------------------------------------------------------- backoff */
+
+static struct config backoff_cfg(long base, long cap)
+{
+	struct config c;
+	memset(&c, 0, sizeof(c));
+	c.backoff_base_s = base;
+	c.backoff_cap_s = cap;
+	return c;
+}
+
+static void test_backoff_growth_and_cap(void **state)
+{
+	struct config c = backoff_cfg(10, 900);
+	static const long expect[] = {10, 10, 20, 40, 80, 160, 320, 640, 900, 900, 900};
+	(void)state;
+	for (long long n = 0; n < (long long)(sizeof(expect) / sizeof(expect[0])); n++)
+		assert_int_equal(recon_backoff(&c, n, 0.5), expect[n]);
+	assert_int_equal(recon_backoff(&c, 1000, 0.5), 900);
+	assert_int_equal(recon_backoff(&c, LLONG_MAX, 0.5), 900);
+	/* defaults */
+	c = backoff_cfg(CONFIG_DEFAULT_BACKOFF_BASE_S, CONFIG_DEFAULT_BACKOFF_CAP_S);
+	assert_int_equal(recon_backoff(&c, 3, 0.5), CONFIG_DEFAULT_BACKOFF_BASE_S * 4);
+	/* cap below base: the cap */
+	c = backoff_cfg(100, 30);
+	assert_int_equal(recon_backoff(&c, 1, 0.5), 30);
+	/* cap 0: no wait */
+	c = backoff_cfg(10, 0);
+	assert_int_equal(recon_backoff(&c, 5, 1.0), 0);
+	/* the largest configurable values */
+	c = backoff_cfg(86400, 7 * 86400);
+	assert_int_equal(recon_backoff(&c, 1000, 0.5), 7 * 86400);
+	assert_int_equal(recon_backoff(&c, 1000, 1.0), (long)(7 * 86400 * 1.2 + 0.5));
+}
+
+static void test_backoff_attempts_zero_and_one(void **state)
+{
+	struct config c = backoff_cfg(7, 900);
+	(void)state;
+	assert_int_equal(recon_backoff(&c, 0, 0.5), 7);
+	assert_int_equal(recon_backoff(&c, 1, 0.5), 7);
+	assert_int_equal(recon_backoff(&c, -3, 0.5), 7);
+	assert_int_equal(recon_backoff(&c, 2, 0.5), 14);
+}
+
+static void test_backoff_jitter_bounds(void **state)
+{
+	struct config c = backoff_cfg(10, 900);
+	(void)state;
+	/* jitter 0 is -20 %, 1 is +20 % */
+	assert_int_equal(recon_backoff(&c, 1, 0.0), 8);
+	assert_int_equal(recon_backoff(&c, 1, 1.0), 12);
+	assert_int_equal(recon_backoff(&c, 4, 0.0), 64);
+	assert_int_equal(recon_backoff(&c, 4, 1.0), 96);
+	assert_int_equal(recon_backoff(&c, 20, 0.0), 720);
+	assert_int_equal(recon_backoff(&c, 20, 1.0), 1080);
+	/* in between: inside the bounds, non-decreasing in the draw */
+	for (long long n = 1; n <= 12; n++) {
+		long mid = recon_backoff(&c, n, 0.5), prev = 0;
+		for (int i = 0; i <= 100; i++) {
+			long d = recon_backoff(&c, n, i / 100.0);
+			assert_in_range(d, (long)(mid * 0.8 + 0.5) - 1,
+					(long)(mid * 1.2 + 0.5) + 1);
+			assert_true(d >= prev);
+			prev = d;
+		}
+	}
+}
+
+static void test_backoff_base_zero(void **state)
+{
+	struct config c = backoff_cfg(0, 900);
+	(void)state;
+	for (long long n = 0; n <= 1000; n++) {
+		assert_int_equal(recon_backoff(&c, n, 0.0), 0);
+		assert_int_equal(recon_backoff(&c, n, 1.0), 0);
+	}
+}
+
+/* ---------------------------------------------------------------- install argv */
+
+#define UT_WORKDIR "/srv/sandboxes/sesn_01ABC"
+
+struct argv_case {
+	const char *manager;
+	const char *expect[12]; /* before the packages */
+	const char *prefix;	/* expected prefix buffer content, NULL: not used */
+};
+
+static void test_install_argv_per_manager(void **state)
+{
+	static const struct argv_case cases[] = {
+		{"apt", {"apt-get", "install", "-y", "--no-install-recommends"}, NULL},
+		{"cargo",
+		 {"cargo", "install", "--root", UT_WORKDIR "/.cargo"},
+		 UT_WORKDIR "/.cargo"},
+		{"gem",
+		 {"gem", "install", "--no-document", "--install-dir", UT_WORKDIR "/.gem"},
+		 UT_WORKDIR "/.gem"},
+		{"go", {"go", "install"}, NULL},
+		{"npm",
+		 {"npm", "install", "--no-audit", "--no-fund", "--prefix", UT_WORKDIR},
+		 NULL},
+		{"pip",
+		 {"pip", "install", "--no-input", "--target", UT_WORKDIR "/.pip"},
+		 UT_WORKDIR "/.pip"},
+	};
+	/* odd-looking entries stay single arguments: no shell, no splitting */
+	json_t *pkgs = json_loads("[\"a==1.0\", \"b c\", \"$(touch x)\", \"golang.org/x/y@v1\", "
+				  "\"\\u00e9;rm -rf /\"]",
+				  0, NULL);
+	(void)state;
+	assert_non_null(pkgs);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const char *argv[32];
+		char prefix[256] = "";
+		int nfixed = 0, n, i;
+
+		while (cases[c].expect[nfixed])
+			nfixed++;
+		for (i = 0; i < 32; i++)
+			argv[i] = "unset";
+		n = recon_install_argv(cases[c].manager, pkgs, UT_WORKDIR, argv, 32, prefix,
+				       sizeof(prefix));
+		assert_int_equal(n, nfixed + (int)json_array_size(pkgs));
+		for (i = 0; i < nfixed; i++)
+			if (strcmp(argv[i], cases[c].expect[i]))
+				fail_msg("%s: argv[%d] = \"%s\", expected \"%s\"", cases[c].manager,
+					 i, argv[i], cases[c].expect[i]);
+		/* each package: one argument, the very string of the array */
+		for (i = 0; i < (int)json_array_size(pkgs); i++)
+			assert_ptr_equal(argv[nfixed + i],
+					 json_string_value(json_array_get(pkgs, i)));
+		assert_null(argv[n]);
+		if (cases[c].prefix) {
+			assert_string_equal(prefix, cases[c].prefix);
+			/* inside the workdir */
+			assert_int_equal(strncmp(prefix, UT_WORKDIR "/", strlen(UT_WORKDIR) + 1),
+					 0);
+		}
+		if (!strcmp(cases[c].manager, "npm"))
+			assert_string_equal(argv[5], UT_WORKDIR);
+	}
+	json_decref(pkgs);
+}
+
+static void test_install_argv_empty_list(void **state)
+{
+	json_t *none = json_array();
+	const char *argv[8];
+	char prefix[64];
+	(void)state;
+	assert_int_equal(recon_install_argv("apt", none, "/w", argv, 8, prefix, sizeof(prefix)), 4);
+	assert_null(argv[4]);
+	assert_int_equal(recon_install_argv("go", none, "/w", argv, 8, prefix, sizeof(prefix)), 2);
+	assert_string_equal(argv[0], "go");
+	assert_null(argv[2]);
+	json_decref(none);
+}
+
+static void test_install_argv_unknown_manager(void **state)
+{
+	json_t *pkgs = json_loads("[\"x\"]", 0, NULL);
+	const char *argv[16];
+	char prefix[64];
+	(void)state;
+	assert_int_equal(recon_install_argv("brew", pkgs, "/w", argv, 16, prefix, sizeof(prefix)),
+			 -1);
+	assert_int_equal(recon_install_argv("", pkgs, "/w", argv, 16, prefix, sizeof(prefix)), -1);
+	assert_int_equal(recon_install_argv("APT", pkgs, "/w", argv, 16, prefix, sizeof(prefix)),
+			 -1);
+	assert_int_equal(recon_install_argv("pip3", pkgs, "/w", argv, 16, prefix, sizeof(prefix)),
+			 -1);
+	json_decref(pkgs);
+}
+
+static void test_install_argv_overflow(void **state)
+{
+	json_t *pkgs = json_loads("[\"p1\", \"p2\"]", 0, NULL);
+	const char *argv[16];
+	char prefix[64];
+	(void)state;
+	/* apt: 4 fixed + 2 packages + NULL = 7 entries */
+	assert_int_equal(recon_install_argv("apt", pkgs, "/w", argv, 7, prefix, sizeof(prefix)), 6);
+	assert_null(argv[6]);
+	assert_int_equal(recon_install_argv("apt", pkgs, "/w", argv, 6, prefix, sizeof(prefix)),
+			 -1);
+	assert_int_equal(recon_install_argv("apt", pkgs, "/w", argv, 3, prefix, sizeof(prefix)),
+			 -1);
+	assert_int_equal(recon_install_argv("apt", pkgs, "/w", argv, 1, prefix, sizeof(prefix)),
+			 -1);
+	assert_int_equal(recon_install_argv("apt", pkgs, "/w", argv, 0, prefix, sizeof(prefix)),
+			 -1);
+	/* gem: 5 fixed + 2 + NULL = 8 */
+	assert_int_equal(recon_install_argv("gem", pkgs, "/w", argv, 8, prefix, sizeof(prefix)), 7);
+	assert_int_equal(recon_install_argv("gem", pkgs, "/w", argv, 7, prefix, sizeof(prefix)),
+			 -1);
+	/* npm: 6 fixed + 2 + NULL = 9 */
+	assert_int_equal(recon_install_argv("npm", pkgs, "/w", argv, 9, prefix, sizeof(prefix)), 8);
+	assert_int_equal(recon_install_argv("npm", pkgs, "/w", argv, 8, prefix, sizeof(prefix)),
+			 -1);
+	json_decref(pkgs);
+}
+
+/* 256 packages fit the reconciler's argv (RECON_ARGV_MAX 300), the most a manager may list. */
+static void test_install_argv_many_packages(void **state)
+{
+	json_t *pkgs = json_array();
+	const char *argv[300];
+	char prefix[64], name[16];
+	(void)state;
+	for (int i = 0; i < 256; i++) {
+		FMT(name, "pkg%d", i);
+		json_array_append_new(pkgs, json_string(name));
+	}
+	assert_int_equal(recon_install_argv("npm", pkgs, "/w", argv, 300, prefix, sizeof(prefix)),
+			 262);
+	assert_string_equal(argv[261], "pkg255");
+	assert_null(argv[262]);
+	json_decref(pkgs);
+}
+
+/* ---------------------------------------------------------------- proc_run */
+
+static struct proc_result run_sh(const char *script, const char *cwd, long timeout_s,
+				 size_t out_max)
+{
+	char *argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)script, NULL};
+	char *envp[] = {(char *)"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
+	struct proc_result res;
+	assert_int_equal(proc_run(argv, cwd, envp, timeout_s, out_max, &res), 0);
+	assert_non_null(res.output);
+	assert_int_equal(strlen(res.output), res.len);
+	return res;
+}
+
+static void test_proc_exit_code(void **state)
+{
+	struct proc_result res;
+	(void)state;
+	res = run_sh("exit 0", NULL, 10, UT_OUT_MAX);
+	assert_int_equal(res.exit_code, 0);
+	assert_int_equal(res.timed_out, 0);
+	assert_int_equal(res.truncated, 0);
+	assert_int_equal(res.len, 0);
+	proc_result_release(&res);
+	res = run_sh("exit 3", NULL, 10, UT_OUT_MAX);
+	assert_int_equal(res.exit_code, 3);
+	proc_result_release(&res);
+	res = run_sh("exit 255", NULL, 10, UT_OUT_MAX);
+	assert_int_equal(res.exit_code, 255);
+	proc_result_release(&res);
+	/* killed by a signal: 128 + signal */
+	res = run_sh("kill -9 $$", NULL, 10, UT_OUT_MAX);
+	assert_int_equal(res.exit_code, 128 + SIGKILL);
+	assert_int_equal(res.timed_out, 0);
+	proc_result_release(&res);
+	/* stdin is /dev/null: cat ends at once */
+	res = run_sh("cat; echo done", NULL, 10, UT_OUT_MAX);
+	assert_string_equal(res.output, "done\n");
+	proc_result_release(&res);
+}
+
+static void test_proc_output_captured(void **state)
+{
+	struct proc_result res;
+	(void)state;
+	res = run_sh("echo out; echo err >&2; printf 'no newline'", NULL, 10, UT_OUT_MAX);
+	assert_string_equal(res.output, "out\nerr\nno newline");
+	assert_int_equal(res.len, 18);
+	assert_int_equal(res.truncated, 0);
+	assert_int_equal(res.exit_code, 0);
+	proc_result_release(&res);
+	/* exactly the cap, in small writes: kept whole */
+	res = run_sh("printf ab; printf cd >&2", NULL, 10, 4);
+	assert_string_equal(res.output, "abcd");
+	proc_result_release(&res);
+}
+
+static void test_proc_output_tail(void **state)
+{
+	struct proc_result res;
+	char expect[128] = "";
+	(void)state;
+	/* many small writes: 1000 lines of 5 bytes, the last 100 bytes kept */
+	res = run_sh("i=0; while [ $i -lt 1000 ]; do printf '%04d\\n' $i; i=$((i+1)); done; exit 4",
+		     NULL, 10, 100);
+	for (int i = 980; i < 1000; i++)
+		snprintf(expect + strlen(expect), sizeof(expect) - strlen(expect), "%04d\n", i);
+	assert_string_equal(res.output, expect);
+	assert_int_equal(res.len, 100);
+	assert_int_equal(res.truncated, 1);
+	assert_int_equal(res.exit_code, 4);
+	proc_result_release(&res);
+	/* big writes (each read larger than the cap) */
+	res = run_sh("head -c 50000 /dev/zero | tr '\\0' x; printf TAIL", NULL, 10, 64);
+	assert_int_equal(res.len, 64);
+	assert_int_equal(res.truncated, 1);
+	assert_int_equal(strncmp(res.output + 60, "TAIL", 4), 0);
+	assert_int_equal(strspn(res.output, "x"), 60);
+	proc_result_release(&res);
+	/* both streams count toward the tail */
+	res = run_sh("head -c 10000 /dev/zero | tr '\\0' o; echo ERR-LAST >&2", NULL, 10, 32);
+	assert_int_equal(res.len, 32);
+	assert_string_equal(res.output + 23, "ERR-LAST\n");
+	proc_result_release(&res);
+}
+
+/* Is PID gone (no such process, or a zombie nobody reaped), within WAIT_MS? */
+static int pid_gone(pid_t pid, int wait_ms)
+{
+	char path[64], buf[512];
+	for (int waited = 0;; waited += 20) {
+		FILE *f;
+		char *rp;
+		if (kill(pid, 0) && errno == ESRCH)
+			return 1;
+		FMT(path, "/proc/%d/stat", (int)pid);
+		f = fopen(path, "r");
+		if (!f)
+			return 1;
+		rp = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		if (rp && (rp[2] == 'Z' || rp[2] == 'X'))
+			return 1;
+		if (waited >= wait_ms)
+			return 0;
+		usleep(20000);
+	}
+}
+
+static pid_t read_pid(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int pid = 0;
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%d", &pid), 1);
+	fclose(f);
+	assert_true(pid > 1);
+	return (pid_t)pid;
+}
+
+/* A command that runs past its limit with a background grandchild: the call returns near the
+ * limit and the whole process group is gone. */
+static void test_proc_timeout_kills_group(void **state)
+{
+	char *dir = *state, script[512], pidfile[256];
+	struct proc_result res;
+	double t0;
+	pid_t gpid;
+	FMT(pidfile, "%s/pid", dir);
+	FMT(script, "sleep 30 & echo $! > %s; echo started; wait", pidfile);
+	t0 = mono_s();
+	res = run_sh(script, NULL, 1, UT_OUT_MAX);
+	assert_true(mono_s() - t0 < 2.5);
+	assert_true(mono_s() - t0 >= 0.9);
+	assert_int_equal(res.timed_out, 1);
+	assert_string_equal(res.output, "started\n");
+	assert_int_equal(res.exit_code, 128 + SIGTERM);
+	gpid = read_pid(pidfile);
+	if (!pid_gone(gpid, 1000)) {
+		kill(gpid, SIGKILL);
+		fail_msg("grandchild %d survived the timeout", (int)gpid);
+	}
+	proc_result_release(&res);
+}
+
+/* SIGTERM ignored by the whole group: SIGKILL after the grace period (2 s). */
+static void test_proc_timeout_term_ignored(void **state)
+{
+	char *dir = *state, script[512], pidfile[256];
+	struct proc_result res;
+	double t0, took;
+	pid_t gpid;
+	FMT(pidfile, "%s/pid", dir);
+	FMT(script, "trap '' TERM; sleep 30 & echo $! > %s; wait", pidfile);
+	t0 = mono_s();
+	res = run_sh(script, NULL, 1, UT_OUT_MAX);
+	took = mono_s() - t0;
+	assert_true(took >= 2.9);
+	assert_true(took < 4.5);
+	assert_int_equal(res.timed_out, 1);
+	assert_int_equal(res.exit_code, 128 + SIGKILL);
+	gpid = read_pid(pidfile);
+	if (!pid_gone(gpid, 1000)) {
+		kill(gpid, SIGKILL);
+		fail_msg("grandchild %d survived the timeout", (int)gpid);
+	}
+	proc_result_release(&res);
+}
+
+/* The command exits but leaves a child in its group: that child goes too. Not holding the
+ * output pipe, it does not delay the call; holding it, the call waits for the time limit. */
+static void test_proc_leftover_children_killed(void **state)
+{
+	char *dir = *state, script[512], pidfile[256];
+	struct proc_result res;
+	double t0;
+	pid_t gpid;
+	FMT(pidfile, "%s/pid", dir);
+	FMT(script, "sleep 30 >/dev/null 2>&1 & echo $! > %s; exit 0", pidfile);
+	t0 = mono_s();
+	res = run_sh(script, NULL, 5, UT_OUT_MAX);
+	assert_true(mono_s() - t0 < 1.0);
+	assert_int_equal(res.timed_out, 0);
+	assert_int_equal(res.exit_code, 0);
+	gpid = read_pid(pidfile);
+	if (!pid_gone(gpid, 1000)) {
+		kill(gpid, SIGKILL);
+		fail_msg("leftover child %d survived", (int)gpid);
+	}
+	proc_result_release(&res);
+
+	FMT(script, "sleep 30 & echo $! > %s; exit 0", pidfile);
+	t0 = mono_s();
+	res = run_sh(script, NULL, 1, UT_OUT_MAX);
+	assert_true(mono_s() - t0 < 2.5);
+	assert_int_equal(res.timed_out, 1);
+	gpid = read_pid(pidfile);
+	if (!pid_gone(gpid, 1000)) {
+		kill(gpid, SIGKILL);
+		fail_msg("leftover child %d survived", (int)gpid);
+	}
+	proc_result_release(&res);
+}
+
+static void test_proc_command_not_found(void **state)
+{
+	char *argv[] = {(char *)"terrarium-no-such-command", (char *)"x", NULL};
+	char *envp[] = {(char *)"PATH=/usr/bin:/bin", NULL};
+	char *abs[] = {(char *)"/nonexistent/terrarium-tool", NULL};
+	struct proc_result res;
+	(void)state;
+	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, &res), 0);
+	assert_int_equal(res.exit_code, 127);
+	assert_int_equal(res.timed_out, 0);
+	assert_non_null(strstr(res.output, "cannot run terrarium-no-such-command"));
+	proc_result_release(&res);
+	assert_int_equal(proc_run(abs, NULL, envp, 10, UT_OUT_MAX, &res), 0);
+	assert_int_equal(res.exit_code, 127);
+	assert_non_null(strstr(res.output, "/nonexistent/terrarium-tool"));
+	proc_result_release(&res);
+}
+
+static void test_proc_cwd(void **state)
+{
+	char *dir = *state, expect[PATH_MAX + 2], missing[PATH_MAX];
+	struct proc_result res;
+	FMT(expect, "%s\n", dir);
+	res = run_sh("pwd -P", dir, 10, UT_OUT_MAX);
+	assert_string_equal(res.output, expect);
+	assert_int_equal(res.exit_code, 0);
+	proc_result_release(&res);
+	/* a working directory that is not there: 126 and why */
+	FMT(missing, "%s/missing", dir);
+	res = run_sh("pwd", missing, 10, UT_OUT_MAX);
+	assert_int_equal(res.exit_code, 126);
+	assert_non_null(strstr(res.output, "cannot enter"));
+	proc_result_release(&res);
+}
+
+static void test_proc_environment_is_envp(void **state)
+{
+	char *argv[] = {(char *)"/usr/bin/env", NULL};
+	char *envp[] = {(char *)"A=1", (char *)"B=two words", (char *)"EMPTY=", NULL};
+	char *none[] = {NULL};
+	struct proc_result res;
+	(void)state;
+	setenv("TERRARIUM_UT_LEAK", "must-not-pass", 1);
+	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, &res), 0);
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.output, "A=1\nB=two words\nEMPTY=\n");
+	proc_result_release(&res);
+	assert_int_equal(proc_run(argv, NULL, none, 10, UT_OUT_MAX, &res), 0);
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.output, "");
+	proc_result_release(&res);
+	unsetenv("TERRARIUM_UT_LEAK");
+}
+
+/* ---------------------------------------------------------------- sandbox directories */
+
+struct dir_fixture {
+	char *tmp; /* holds root/ and outside/ */
+	struct sbx s;
+	char outside[PATH_MAX];
+};
+
+static int dir_setup(void **state)
+{
+	struct dir_fixture *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	f->tmp = make_tmpdir();
+	FMT(f->s.root, "%s/root", f->tmp);
+	FMT(f->outside, "%s/outside", f->tmp);
+	if (mkdir(f->s.root, 0700) || mkdir(f->outside, 0700))
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int dir_teardown(void **state)
+{
+	struct dir_fixture *f = *state;
+	remove_tmpdir(f->tmp);
+	free(f);
+	return 0;
+}
+
+static void test_dir_create_idempotent(void **state)
+{
+	struct dir_fixture *f = *state;
+	char id[SBX_ID_MAX], err[SBX_ERR_MAX], path[PATH_MAX], file[PATH_MAX + 16];
+	struct stat st;
+
+	assert_int_equal(sbx_dir_create(&f->s, "sesn_01ABC-x", id, sizeof(id), err, sizeof(err)),
+			 0);
+	assert_string_equal(id, "sesn_01ABC-x");
+	assert_int_equal(sbx_dir_path(&f->s, id, path, sizeof(path)), 0);
+	assert_int_equal(strncmp(path, f->s.root, strlen(f->s.root)), 0);
+	assert_string_equal(path + strlen(f->s.root), "/sesn_01ABC-x");
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0700);
+	/* a second create attaches: same id, content kept */
+	FMT(file, "%s/kept", path);
+	write_file(file, "x");
+	memset(id, 0, sizeof(id));
+	assert_int_equal(sbx_dir_create(&f->s, "sesn_01ABC-x", id, sizeof(id), err, sizeof(err)),
+			 0);
+	assert_string_equal(id, "sesn_01ABC-x");
+	assert_true(exists(file));
+	/* an id buffer too small is refused, not cut */
+	assert_int_equal(sbx_dir_create(&f->s, "sesn_01ABC-x", id, 12, err, sizeof(err)), -1);
+	/* a path buffer too small is refused */
+	assert_int_equal(sbx_dir_path(&f->s, "sesn_01ABC-x", path, strlen(f->s.root) + 2), -1);
+}
+
+static void test_dir_create_bad_names(void **state)
+{
+	static const char *const bad[] = {"",	 "/",	"a/b", "..",  ".",    "../x", "../../etc",
+					  "a b", "x\n", "é",   "a.b", "/abs", NULL};
+	struct dir_fixture *f = *state;
+	char id[SBX_ID_MAX], err[SBX_ERR_MAX], path[PATH_MAX];
+	for (int i = 0; bad[i]; i++) {
+		err[0] = '\0';
+		if (sbx_dir_create(&f->s, bad[i], id, sizeof(id), err, sizeof(err)) != -1)
+			fail_msg("name \"%s\" accepted", bad[i]);
+		assert_string_equal(err, "invalid sandbox name");
+		assert_int_equal(sbx_dir_path(&f->s, bad[i], path, sizeof(path)), -1);
+		err[0] = '\0';
+		assert_int_equal(sbx_dir_destroy(&f->s, bad[i], err, sizeof(err)), -1);
+		assert_string_equal(err, "invalid sandbox id");
+	}
+	/* nothing was made next to the root or outside it */
+	FMT(path, "%s/x", f->tmp);
+	assert_false(exists(path));
+	assert_true(exists(f->outside));
+}
+
+static void test_dir_create_missing_root(void **state)
+{
+	struct dir_fixture *f = *state;
+	struct sbx s = f->s;
+	char id[SBX_ID_MAX], err[SBX_ERR_MAX];
+	FMT(s.root, "%s/no/such/root", f->tmp);
+	assert_int_equal(sbx_dir_create(&s, "sesn_1", id, sizeof(id), err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "mkdir"));
+}
+
+static void test_dir_destroy_missing(void **state)
+{
+	struct dir_fixture *f = *state;
+	char err[SBX_ERR_MAX];
+	assert_int_equal(sbx_dir_destroy(&f->s, "sesn_never_created", err, sizeof(err)), 0);
+}
+
+static void mkpath(const char *base, const char *rel)
+{
+	char p[PATH_MAX];
+	FMT(p, "%s/%s", base, rel);
+	assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static void mkfile(const char *base, const char *rel)
+{
+	char p[PATH_MAX];
+	FMT(p, "%s/%s", base, rel);
+	write_file(p, rel);
+}
+
+static void test_dir_destroy_nested_not_following_symlinks(void **state)
+{
+	struct dir_fixture *f = *state;
+	char id[SBX_ID_MAX], err[SBX_ERR_MAX], path[PATH_MAX], link[PATH_MAX + 32];
+	char keep[PATH_MAX + 32];
+
+	mkfile(f->outside, "precious");
+	mkpath(f->outside, "sub");
+	mkfile(f->outside, "sub/also");
+	assert_int_equal(sbx_dir_create(&f->s, "sesn_nested", id, sizeof(id), err, sizeof(err)), 0);
+	assert_int_equal(sbx_dir_path(&f->s, id, path, sizeof(path)), 0);
+	mkpath(path, "a");
+	mkpath(path, "a/b");
+	mkpath(path, "a/b/c");
+	mkpath(path, ".hidden");
+	mkfile(path, "a/b/c/deep");
+	mkfile(path, "a/file");
+	mkfile(path, ".hidden/.dot");
+	mkpath(path, "emptydir");
+	/* links out of the sandbox: to a directory, to a file, dangling, and a loop */
+	FMT(link, "%s/a/out", path);
+	assert_int_equal(symlink(f->outside, link), 0);
+	FMT(link, "%s/a/b/outfile", path);
+	FMT(keep, "%s/precious", f->outside);
+	assert_int_equal(symlink(keep, link), 0);
+	FMT(link, "%s/dangling", path);
+	assert_int_equal(symlink("/nonexistent/terrarium", link), 0);
+	FMT(link, "%s/a/loop", path);
+	assert_int_equal(symlink("..", link), 0);
+	/* a read-only directory */
+	mkpath(path, "ro");
+	mkfile(path, "ro/f");
+	FMT(link, "%s/ro", path);
+	assert_int_equal(chmod(link, 0555), 0);
+
+	assert_int_equal(sbx_dir_destroy(&f->s, id, err, sizeof(err)), 0);
+	assert_false(exists(path));
+	assert_true(exists(keep));
+	FMT(keep, "%s/sub/also", f->outside);
+	assert_true(exists(keep));
+	/* again: already gone */
+	assert_int_equal(sbx_dir_destroy(&f->s, id, err, sizeof(err)), 0);
+}
+
+/* The sandbox entry itself is a symlink out of the root: the link goes, its target stays. */
+static void test_dir_destroy_symlinked_sandbox(void **state)
+{
+	struct dir_fixture *f = *state;
+	char err[SBX_ERR_MAX], path[PATH_MAX], keep[PATH_MAX + 32];
+
+	mkfile(f->outside, "precious");
+	assert_int_equal(sbx_dir_path(&f->s, "sesn_link", path, sizeof(path)), 0);
+	assert_int_equal(symlink(f->outside, path), 0);
+	assert_int_equal(sbx_dir_destroy(&f->s, "sesn_link", err, sizeof(err)), 0);
+	assert_false(exists(path));
+	FMT(keep, "%s/precious", f->outside);
+	assert_true(exists(keep));
+}
+
+/* Regression tests of reported bugs, now fixed. */
+
+/* A quoted value is masked up to its closing quote, spaces included. */
+static void test_regression_redact_quoted_value_with_spaces(void **state)
+{
+	(void)state;
+	check_redact("{\"password\": \"correct horse battery\"}", "{\"password\": \"***\"}");
+}
+
+/* Spaces around '=' or ':' (INI files, .pypirc, pip.conf). */
+static void test_regression_redact_spaced_separator(void **state)
+{
+	(void)state;
+	check_redact("password = hunter2", "password = ***");
+	check_redact("\"token\" : \"abc\"", "\"token\" : \"***\"");
+}
+
+/* process.h: "argv[0] looked up in ENVP's PATH". */
+static void test_regression_proc_path_from_envp(void **state)
+{
+	char *dir = *state, tool[PATH_MAX], pathvar[PATH_MAX + 8];
+	char *argv[] = {(char *)"terrarium-ut-tool", NULL};
+	char *envp[] = {pathvar, NULL};
+	struct proc_result res;
+	FMT(tool, "%s/terrarium-ut-tool", dir);
+	write_file(tool, "#!/bin/sh\necho found\n");
+	assert_int_equal(chmod(tool, 0755), 0);
+	FMT(pathvar, "PATH=%s", dir);
+	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, &res), 0);
+	assert_string_equal(res.output, "found\n");
+	assert_int_equal(res.exit_code, 0);
+	proc_result_release(&res);
+}
+
+/* Output of exactly OUT_MAX bytes in one read dropped nothing. */
+static void test_regression_proc_exact_cap_not_truncated(void **state)
+{
+	struct proc_result res;
+	(void)state;
+	res = run_sh("printf abcd", NULL, 10, 4);
+	assert_string_equal(res.output, "abcd");
+	assert_int_equal(res.truncated, 0);
+	proc_result_release(&res);
+}
+
+/* A prefix that does not fit PREFIX is refused rather than cut to a path outside WORKDIR. */
+static void test_regression_install_argv_prefix_cut(void **state)
+{
+	json_t *pkgs = json_loads("[\"x\"]", 0, NULL);
+	const char *argv[16];
+	char prefix[8];
+	(void)state;
+	assert_int_equal(
+		recon_install_argv("pip", pkgs, "/srv/sbx/s1", argv, 16, prefix, sizeof(prefix)),
+		-1);
+	json_decref(pkgs);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_redact_url_userinfo),
+		cmocka_unit_test(test_redact_secret_keys),
+		cmocka_unit_test(test_redact_authorization),
+		cmocka_unit_test(test_redact_plain_text_unchanged),
+		cmocka_unit_test(test_redact_truncation_utf8),
+		cmocka_unit_test(test_redact_tiny_buffers),
+		cmocka_unit_test(test_redact_empty),
+		cmocka_unit_test(test_backoff_growth_and_cap),
+		cmocka_unit_test(test_backoff_attempts_zero_and_one),
+		cmocka_unit_test(test_backoff_jitter_bounds),
+		cmocka_unit_test(test_backoff_base_zero),
+		cmocka_unit_test(test_install_argv_per_manager),
+		cmocka_unit_test(test_install_argv_empty_list),
+		cmocka_unit_test(test_install_argv_unknown_manager),
+		cmocka_unit_test(test_install_argv_overflow),
+		cmocka_unit_test(test_install_argv_many_packages),
+		cmocka_unit_test(test_proc_exit_code),
+		cmocka_unit_test(test_proc_output_captured),
+		cmocka_unit_test(test_proc_output_tail),
+		cmocka_unit_test_setup_teardown(test_proc_timeout_kills_group, tmp_setup,
+						tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_proc_timeout_term_ignored, tmp_setup,
+						tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_proc_leftover_children_killed, tmp_setup,
+						tmp_teardown),
+		cmocka_unit_test(test_proc_command_not_found),
+		cmocka_unit_test_setup_teardown(test_proc_cwd, tmp_setup, tmp_teardown),
+		cmocka_unit_test(test_proc_environment_is_envp),
+		cmocka_unit_test_setup_teardown(test_dir_create_idempotent, dir_setup,
+						dir_teardown),
+		cmocka_unit_test_setup_teardown(test_dir_create_bad_names, dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(test_dir_create_missing_root, dir_setup,
+						dir_teardown),
+		cmocka_unit_test_setup_teardown(test_dir_destroy_missing, dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(test_dir_destroy_nested_not_following_symlinks,
+						dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(test_dir_destroy_symlinked_sandbox, dir_setup,
+						dir_teardown),
+		cmocka_unit_test(test_regression_redact_quoted_value_with_spaces),
+		cmocka_unit_test(test_regression_redact_spaced_separator),
+		cmocka_unit_test_setup_teardown(test_regression_proc_path_from_envp, tmp_setup,
+						tmp_teardown),
+		cmocka_unit_test(test_regression_proc_exact_cap_not_truncated),
+		cmocka_unit_test(test_regression_install_argv_prefix_cut),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
