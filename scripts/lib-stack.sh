@@ -432,6 +432,7 @@ max_requests = ${MAX_REQUESTS:-10000}
 
 [sandbox]
 backend = $backend
+root = $run/sandboxes
 
 [log]
 level = ${LOG_LEVEL:-info}
@@ -642,6 +643,35 @@ nginx_stop() {
 # stack_stop_all RUN: stop nginx, then every process with a pid file in RUN (API supervisors,
 # reconcilers: anything whose command line says terrarium), then MariaDB. Goes on after a
 # failure; returns 1 if any stop failed.
+# The reconciler in --loop mode, reading NAME's configuration (the API's: same database, same
+# backend and sandbox root). Pid RUN/reconciler.pid, log RUN/reconciler.log, Prometheus
+# metrics RUN/reconciler.prom.
+recon_start() {
+	local run=$1 name=$2 bin pid
+	_stack_check_run "$run" || return 1
+	_stack_check_name "$name" || return 1
+	bin="$(dirname "$(_stack_api_bin)")/terrarium-reconciler"
+	if pid=$(stack_running "$run/reconciler.pid" terrarium-reconciler); then
+		_stack_say "reconciler already running (pid $pid)"
+		return 0
+	fi
+	[ -x "$bin" ] || {
+		_stack_err "$bin not built (run make)"
+		return 1
+	}
+	_stack_spawn "$run/reconciler.pid" "$run/reconciler.log" "$bin" -c "$run/$name.ini" --loop \
+		--metrics-file "$run/reconciler.prom" || {
+		_stack_err "reconciler did not start"
+		_stack_tail "$run/reconciler.log"
+		return 1
+	}
+	_stack_say "reconciler running (pid $(cat "$run/reconciler.pid"), log $run/reconciler.log)"
+}
+recon_stop() {
+	_stack_check_run "$1" || return 1
+	_stack_stop "$1/reconciler.pid" terrarium-reconciler TERM 35 reconciler
+}
+
 stack_stop_all() {
 	local run=$1 f name rc=0
 	_stack_check_run "$run" || return 1

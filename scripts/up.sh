@@ -8,7 +8,8 @@
 # (API restarted, nginx reloaded), the key is kept while it still authenticates.
 # `make down` (scripts/down.sh) stops everything.
 #
-# Environment: RUNDIR PORT BACKEND WORKSPACE WORKERS LOG_LEVEL BUILD_DIR, and
+# Environment: RUNDIR PORT BACKEND WORKSPACE WORKERS LOG_LEVEL BUILD_DIR,
+# RECONCILER=1 to also run the reconciler in --loop mode in the background, and
 # SKIP_INSTALL_DEPS=1 to skip scripts/install-deps.sh.
 set -euo pipefail
 
@@ -66,6 +67,10 @@ if [ "$config_changed" = 1 ]; then
 fi
 api_start "$RUN" api
 nginx_start "$RUN" "$PORT:api"
+if [ "${RECONCILER:-0}" = 1 ]; then
+	[ "$config_changed" = 1 ] && recon_stop "$RUN"
+	recon_start "$RUN" api
+fi
 
 URL="http://127.0.0.1:$PORT"
 KEY=$(cat "$RUN/api-key")
@@ -91,6 +96,8 @@ terrarium is up (backend: $BACKEND)
 
   curl -s $URL/v1/environments -H "x-api-key: \$(cat $RUN/api-key)" \\
        -H "anthropic-beta: managed-agents-2026-04-01"
+
+  reconciler  $( [ "${RECONCILER:-0}" = 1 ] && echo "running (--loop), log $RUN/reconciler.log" || echo "build/terrarium-reconciler -c $RUN/api.ini --once   (or RECONCILER=1 make up)")
 
   make down    stops it
 EOF
