@@ -41,6 +41,39 @@ static int parse_level(const char *value)
 	return -1;
 }
 
+static const char *const remote_names[CONFIG_REMOTE_BACKENDS] = { "opensandbox", "docker", "e2b",
+								   "cube", "daytona" };
+
+static int remote_index(const char *name)
+{
+	for (int i = 0; i < CONFIG_REMOTE_BACKENDS; i++)
+		if (!strcmp(remote_names[i], name))
+			return i;
+	return -1;
+}
+
+const struct remote_conf *config_remote(const struct config *cfg, const char *name)
+{
+	int i = remote_index(name);
+	return i < 0 ? NULL : &cfg->remote[i];
+}
+
+/* One key of a remote backend's section. 0, -1 bad value, 1 unknown key. */
+static int remote_entry(struct remote_conf *r, const char *name, const char *value)
+{
+	if (!strcmp(name, "url"))
+		return set_str(r->url, value);
+	if (!strcmp(name, "socket"))
+		return set_str(r->socket, value);
+	if (!strcmp(name, "api_key_file"))
+		return set_str(r->api_key_file, value);
+	if (!strcmp(name, "image"))
+		return set_str(r->image, value);
+	if (!strcmp(name, "timeout_seconds"))
+		return parse_long(value, 10, 1, 3600, &r->timeout_s);
+	return 1;
+}
+
 /* inih callback: returns nonzero to continue; an unknown key or bad value stops the parse. */
 static int on_entry(void *user, const char *section, const char *name, const char *value)
 {
@@ -97,6 +130,12 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		rc = parse_long(value, 10, 256, 16 * 1024 * 1024, &cfg->output_max);
 	} else if (KEY("reconciler", "last_error_max_bytes")) {
 		rc = parse_long(value, 10, 64, 1024 * 1024, &cfg->last_error_max);
+	} else if (remote_index(section) >= 0) {
+		rc = remote_entry(&cfg->remote[remote_index(section)], name, value);
+		if (rc == 1) {
+			snprintf(cfg->error, sizeof(cfg->error), "%s.%s: unknown key", section, name);
+			return 0;
+		}
 	} else if (KEY("log", "level")) {
 		cfg->log_level = parse_level(value);
 		rc = cfg->log_level < 0 ? -1 : 0;
@@ -144,6 +183,8 @@ int config_load(struct config *cfg, const char *path)
 	cfg->command_timeout_s = CONFIG_DEFAULT_COMMAND_TIMEOUT_S;
 	cfg->output_max = CONFIG_DEFAULT_OUTPUT_MAX;
 	cfg->last_error_max = CONFIG_DEFAULT_LAST_ERROR_MAX;
+	for (int i = 0; i < CONFIG_REMOTE_BACKENDS; i++)
+		cfg->remote[i].timeout_s = CONFIG_DEFAULT_HTTP_TIMEOUT_S;
 	cfg->log_level = 1;
 
 	path = config_path(path);

@@ -12,6 +12,10 @@
  * [reconciler] lease_seconds, max_attempts, backoff_base_seconds, backoff_cap_seconds,
  *            command_timeout_seconds (per install command), output_max_bytes (captured
  *            per command), last_error_max_bytes
+ * [opensandbox] [docker] [e2b] [cube] [daytona]  the HTTP backends' settings: url (base URL;
+ *            docker: http://localhost with socket), socket (docker: the Engine's unix socket),
+ *            api_key_file (a file holding the credential; never logged), image (sandbox image or
+ *            template), timeout_seconds (per HTTP call)
  * [log]      level (debug, info, warn, error)
  */
 #ifndef TERRARIUM_CONFIG_H
@@ -32,6 +36,18 @@
 #define CONFIG_DEFAULT_COMMAND_TIMEOUT_S 900
 #define CONFIG_DEFAULT_OUTPUT_MAX 65536
 #define CONFIG_DEFAULT_LAST_ERROR_MAX 4096
+
+#define CONFIG_DEFAULT_HTTP_TIMEOUT_S 30
+#define CONFIG_REMOTE_BACKENDS 5
+
+/* Settings of one HTTP backend ([opensandbox], [docker], [e2b], [cube], [daytona]). */
+struct remote_conf {
+	char url[CONFIG_STR_MAX];
+	char socket[CONFIG_STR_MAX];
+	char api_key_file[CONFIG_STR_MAX];
+	char image[CONFIG_STR_MAX];
+	long timeout_s;
+};
 
 struct config {
 	char db_socket[CONFIG_STR_MAX];
@@ -61,6 +77,9 @@ struct config {
 	long output_max;
 	long last_error_max;
 
+	/* indexed like config_remote_names: opensandbox, docker, e2b, cube, daytona */
+	struct remote_conf remote[CONFIG_REMOTE_BACKENDS];
+
 	/* set by config_load: "section.key: what is wrong" on failure */
 	char error[CONFIG_STR_MAX];
 };
@@ -69,6 +88,9 @@ struct config {
  * environment overrides. Returns 0, or -1 with cfg->error set (unknown key, bad value,
  * unreadable file, unknown backend). */
 int config_load(struct config *cfg, const char *path);
+
+/* The settings section of remote backend NAME, or NULL when NAME has none. Borrowed. */
+const struct remote_conf *config_remote(const struct config *cfg, const char *name);
 
 /* Resolve the path config_load would read for PATH. Borrowed string. */
 const char *config_path(const char *path);

@@ -451,6 +451,20 @@ static void test_config(void **state)
 	assert_string_equal(cfg.db_name, "terrarium");
 	unlink(p);
 
+	p = write_tmp("[opensandbox]\nurl = http://127.0.0.1:9/\napi_key_file = /run/k\n"
+		      "timeout_seconds = 7\n");
+	assert_int_equal(config_load(&cfg, p), 0);
+	assert_string_equal(config_remote(&cfg, "opensandbox")->url, "http://127.0.0.1:9/");
+	assert_string_equal(config_remote(&cfg, "opensandbox")->api_key_file, "/run/k");
+	assert_int_equal(config_remote(&cfg, "opensandbox")->timeout_s, 7);
+	assert_int_equal(config_remote(&cfg, "docker")->timeout_s, CONFIG_DEFAULT_HTTP_TIMEOUT_S);
+	assert_null(config_remote(&cfg, "local"));
+	unlink(p);
+	p = write_tmp("[daytona]\napi_key = inline-secrets-are-refused\n");
+	assert_int_equal(config_load(&cfg, p), -1);
+	assert_non_null(strstr(cfg.error, "daytona.api_key"));
+	unlink(p);
+
 	p = write_tmp("[sandbox]\nbackend = vmware\n");
 	assert_int_equal(config_load(&cfg, p), -1);
 	assert_non_null(strstr(cfg.error, "sandbox.backend"));
