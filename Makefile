@@ -9,15 +9,15 @@ LDLIBS_DB := $(shell mariadb_config --libs 2>/dev/null || pkg-config --libs libm
 
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
 	common/egress.c common/redact.c
-DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c
+DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c
 HANDLER_SRC := handlers/verr.c handlers/common.c handlers/env_validate.c handlers/cursor.c \
-	handlers/sessions.c \
+	handlers/sessions.c handlers/idempotency.c \
 	handlers/environments.c handlers/agent_validate.c handlers/agents.c
 FCGI_SRC := fcgi/request.c fcgi/response.c fcgi/router.c fcgi/serve.c
 API_SRC := fcgi/main.c $(FCGI_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
 RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/backends/process.c \
 	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
-	reconciler/backends/open.c db/db.c db/intents.c $(COMMON_SRC)
+	reconciler/backends/open.c db/db.c db/intents.c db/idempotency.c $(COMMON_SRC)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 

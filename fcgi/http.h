@@ -87,6 +87,8 @@ void resp_json(struct response *resp, int status, json_t *value);
  * x-should-retry per status (and retry-after for 429/503). */
 void resp_error(struct response *resp, const struct request *req, int status, const char *code,
 		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Replace the x-should-retry header resp_error chose (RETRY: 1 true, 0 false). */
+void resp_set_retry(struct response *resp, int retry);
 /* error.type for STATUS per API.md §2. */
 const char *resp_error_type(int status);
 void resp_release(struct response *resp);

@@ -95,6 +95,14 @@ void resp_error(struct response *resp, const struct request *req, int status, co
 	resp_json(resp, status, body);
 }
 
+void resp_set_retry(struct response *resp, int retry)
+{
+	for (int i = 0; i < resp->nheaders; i++)
+		if (!strncmp(resp->headers[i], "x-should-retry:", 15))
+			snprintf(resp->headers[i], RESP_HEADER_MAX, "x-should-retry: %s",
+				 retry ? "true" : "false");
+}
+
 void resp_release(struct response *resp)
 {
 	free(resp->body);

@@ -8,21 +8,23 @@
 static const struct route routes[] = {
 	{ "GET", "/healthz", health_live, 0 },
 	{ "GET", "/readyz", health_ready, 0 },
-	{ "POST", "/v1/environments", env_create, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
+	{ "POST", "/v1/environments", env_create,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT },
 	{ "GET", "/v1/environments", env_list, ROUTE_AUTH | ROUTE_BETA },
 	{ "GET", "/v1/environments/{id}", env_retrieve, ROUTE_AUTH | ROUTE_BETA },
 	{ "POST", "/v1/environments/{id}", env_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
 	{ "DELETE", "/v1/environments/{id}", env_delete, ROUTE_AUTH | ROUTE_BETA },
 	{ "POST", "/v1/environments/{id}/archive", env_archive,
 	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT },
-	{ "POST", "/v1/agents", agent_create, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
+	{ "POST", "/v1/agents", agent_create, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT },
 	{ "GET", "/v1/agents", agent_list, ROUTE_AUTH | ROUTE_BETA },
 	{ "GET", "/v1/agents/{id}", agent_retrieve, ROUTE_AUTH | ROUTE_BETA },
 	{ "POST", "/v1/agents/{id}", agent_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
 	{ "POST", "/v1/agents/{id}/archive", agent_archive,
 	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT },
 	{ "GET", "/v1/agents/{id}/versions", agent_versions, ROUTE_AUTH | ROUTE_BETA },
-	{ "POST", "/v1/sessions", session_create, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
+	{ "POST", "/v1/sessions", session_create,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT },
 	{ "GET", "/v1/sessions", session_list, ROUTE_AUTH | ROUTE_BETA },
 	{ "GET", "/v1/sessions/{id}", session_retrieve, ROUTE_AUTH | ROUTE_BETA },
 	{ "POST", "/v1/sessions/{id}", session_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
@@ -119,7 +121,7 @@ void route_dispatch(struct worker *w, struct request *req, struct response *resp
 	const struct route *found = NULL;
 	char allow[ALLOW_MAX] = "";
 	char beta[ROUTE_BETA_HEADER_MAX];
-	int path_matched = 0;
+	int path_matched = 0, held = 0;
 
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		if (!route_match(routes[i].pattern, req->path, req))
@@ -170,5 +172,9 @@ void route_dispatch(struct worker *w, struct request *req, struct response *resp
 	if ((found->flags & (ROUTE_JSON | ROUTE_JSON_OPT)) &&
 	    parse_body(req, resp, !!(found->flags & ROUTE_JSON_OPT)))
 		return;
+	if ((found->flags & ROUTE_IDEMPOTENT) && idem_begin(w, req, resp, &held))
+		return;
 	found->handler(w, req, resp);
+	if (held)
+		idem_end(w, req, resp);
 }

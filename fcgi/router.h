@@ -9,6 +9,7 @@
 #define ROUTE_BETA 0x2      /* anthropic-beta must contain ROUTE_BETA_REQUIRED */
 #define ROUTE_JSON 0x4      /* body must be a JSON object */
 #define ROUTE_JSON_OPT 0x8  /* body may be absent; if present it must be a JSON object */
+#define ROUTE_IDEMPOTENT 0x10 /* honours the Idempotency-Key header (creates) */
 #define ROUTE_BETA_REQUIRED "managed-agents-2026-04-01"
 #define ROUTE_BETA_HEADER_MAX 4096
 /* anthropic-version values accepted on the API routes (absent is fine too) */

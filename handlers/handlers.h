@@ -32,6 +32,12 @@ int worker_cursor_key(struct worker *w, struct request *req, struct response *re
  * RESP (401, 403, 503) and returns -1. */
 int auth_request(struct worker *w, struct request *req, struct response *resp);
 
+/* Idempotency-Key (handlers/idempotency.c), around a create's handler. idem_begin returns 1
+ * when RESP is already complete (a replay, a refusal, a database error), else 0 with *HELD = 1
+ * when the request holds a key; then idem_end stores the response or frees the key. */
+int idem_begin(struct worker *w, struct request *req, struct response *resp, int *held);
+void idem_end(struct worker *w, struct request *req, struct response *resp);
+
 void health_live(struct worker *w, struct request *req, struct response *resp);
 void health_ready(struct worker *w, struct request *req, struct response *resp);
 

@@ -22,6 +22,7 @@
 #include "../common/clock.h"
 #include "../common/crypto.h"
 #include "../common/log.h"
+#include "../db/idempotency.h"
 #include "recon.h"
 
 #define RECON_DEFAULT_LIMIT 100
@@ -30,6 +31,7 @@
 #define RECON_STATUS_FAILURES 10
 #define RECON_STATUS_ERROR_CHARS 200
 #define RECON_EXEC_TIMEOUT_S 300
+#define RECON_IDEM_EXPIRE_BATCH 10000 /* expired idempotency keys removed per run */
 
 static volatile sig_atomic_t stop_requested;
 
@@ -174,6 +176,14 @@ static int run(struct recon *r, const struct options *o)
 	int failed = 0;
 
 	clock_now(start, NULL);
+	/* housekeeping the API leaves to the reconciler: idempotency keys past their 24 hours */
+	{
+		unsigned long long removed = 0;
+		if (idem_expire(r->db, start, RECON_IDEM_EXPIRE_BATCH, &removed))
+			log_warn("expiring idempotency keys: %s", db_error(r->db));
+		else if (removed)
+			log_info("expired %llu idempotency keys", removed);
+	}
 	while (!stop_requested && (!deadline || time(NULL) < deadline)) {
 		struct intent batch[RECON_CLAIM_BATCH];
 		char now[CLOCK_DB_LEN], lease[CLOCK_DB_LEN];

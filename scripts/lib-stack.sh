@@ -29,6 +29,8 @@ STACK_DB_USER=terrarium
 STACK_DB_CREATED=0        # set to 1 by db_init when it created a new data directory
 STACK_CONFIG_CHANGED=0    # set to 1 by api_config when NAME.ini changed
 STACK_SOCKET_MAX=107      # sun_path holds 108 bytes with the terminating NUL
+STACK_DEFAULT_RATE=500     # nginx rate limit per API key, requests/s (NGINX_RATE overrides)
+STACK_DEFAULT_BURST=1000   # and its burst (NGINX_BURST overrides)
 
 _stack_say() { printf 'stack: %s\n' "$*" >&2; }
 _stack_err() { printf 'stack: error: %s\n' "$*" >&2; }
@@ -567,8 +569,22 @@ nginx_start() {
 
 	: >"$run/nginx-servers.conf.new"
 	for spec in "$@"; do
+		# PORT:NAME[:RATE[:BURST]]: RATE requests/s per API key, bursts of BURST
+		local rest rate burst
 		port=${spec%%:*}
-		name=${spec#*:}
+		rest=${spec#*:}
+		name=${rest%%:*}
+		rate=${NGINX_RATE:-$STACK_DEFAULT_RATE}
+		burst=${NGINX_BURST:-$STACK_DEFAULT_BURST}
+		if [ "$rest" != "$name" ]; then
+			rate=${rest#*:}
+			case "$rate" in *:*) burst=${rate#*:} rate=${rate%%:*} ;; esac
+		fi
+		case "$rate$burst" in '' | *[!0-9]*)
+			_stack_err "bad rate or burst in '$spec'"
+			return 1
+			;;
+		esac
 		case "$port" in '' | *[!0-9]*)
 			_stack_err "bad spec '$spec' (want PORT:NAME)"
 			return 1
@@ -578,7 +594,8 @@ nginx_start() {
 		_stack_check_socket_len "$run/$name.sock" || return 1
 		ports+=("$port")
 		_stack_subst "$STACK_ROOT/nginx/server.conf.in" RUN="$run" PORT="$port" NAME="$name" \
-			SOCKET="$run/$name.sock" >>"$run/nginx-servers.conf.new" || return 1
+			SOCKET="$run/$name.sock" RATE="$rate" BURST="$burst" \
+			>>"$run/nginx-servers.conf.new" || return 1
 	done
 	_stack_subst "$STACK_ROOT/nginx/terrarium.conf.in" RUN="$run" USER="$user_line" \
 		WORKER_PROCESSES="${NGINX_WORKERS:-1}" >"$run/nginx.conf.new" || return 1

@@ -128,6 +128,10 @@ for attempt in 1 2 3; do
 		ports+=("$p")
 		specs+=("$p:$b")
 	done
+	# the first backend once more, with a rate limit of 2 requests/s, bursts of 2
+	p=$(stack_free_port "${ports[@]}") || die "no free port"
+	ports+=("$p")
+	specs+=("$p:${BACKENDS[0]}:2:2")
 	if nginx_start "$RUN" "${specs[@]}"; then
 		started=1
 		break
@@ -146,6 +150,7 @@ for i in "${!BACKENDS[@]}"; do
 	echo "  $b: $url"
 done
 URL_ABSENT="http://127.0.0.1:${ports[${#BACKENDS[@]}]}"
+URL_LIMITED="http://127.0.0.1:${ports[$((${#BACKENDS[@]} + 1))]}"
 export TERRARIUM_URL="http://127.0.0.1:${ports[0]}"
 export TERRARIUM_BACKEND=${BACKENDS[0]}
 export TERRARIUM_RUN=$RUN
@@ -205,6 +210,26 @@ check_nginx_errors() {
 		"$URL_ABSENT/v1/environments" -H "x-api-key: $KEY" || rc=1
 	check_nginx_error "400 for a malformed request" 400 invalid_request_error false \
 		"$TERRARIUM_URL/v1/environments/%zz" || rc=1
+	# rate limit per key: a burst of 2, then 429 with retry-after; another key is unaffected
+	local i codes=""
+	for i in 1 2 3 4 5 6; do
+		codes+="$(curl -s -o /dev/null -w '%{http_code}' "$URL_LIMITED/healthz" -H "x-api-key: $KEY") "
+	done
+	if [[ $codes == *429* ]] && [[ $codes == 200* ]]; then
+		echo "ok   rate limit: $codes"
+	else
+		echo "FAIL rate limit: statuses $codes (want 200s, then 429s)"
+		rc=1
+	fi
+	check_nginx_error "429 beyond the rate limit" 429 rate_limit_error true \
+		"$URL_LIMITED/healthz" -H "x-api-key: $KEY" || rc=1
+	if [ "$(resp_header retry-after)" = 1 ]; then echo "ok   429 carries retry-after: 1"; else
+		echo "FAIL 429 without retry-after"
+		rc=1
+	fi
+	check_nginx_error "another key is not limited by the first key's rate" 404 not_found_error \
+		false "$URL_LIMITED/v1/nothing-here" -H "x-api-key: $KEY2" \
+		-H "anthropic-beta: managed-agents-2026-04-01" || rc=1
 	return "$rc"
 }
 
@@ -215,6 +240,7 @@ part "HTTP cases (e2e-runner tests/cases)" "$BUILD/e2e-runner" "$ROOT/tests/case
 if [ -f "$ROOT/tests/sdk/run.sh" ]; then
 	part "official SDK (tests/sdk/run.sh)" bash "$ROOT/tests/sdk/run.sh"
 fi
+part "idempotency keys (tests/idempotency/run.sh)" bash "$ROOT/tests/idempotency/run.sh"
 part "create-session races delete/archive-environment (tests/race/race.mjs)" \
 	node "$ROOT/tests/race/race.mjs"
 if [ -f "$ROOT/tests/seeds/run.sh" ]; then

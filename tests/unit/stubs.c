@@ -29,6 +29,22 @@ void handle_db_error(struct worker *w, struct request *req, struct response *res
 	resp_error(resp, req, 503, NULL, "the database is unavailable");
 }
 
+int idem_begin(struct worker *w, struct request *req, struct response *resp, int *held)
+{
+	(void)w;
+	(void)req;
+	(void)resp;
+	*held = 0;
+	return 0;
+}
+
+void idem_end(struct worker *w, struct request *req, struct response *resp)
+{
+	(void)w;
+	(void)req;
+	(void)resp;
+}
+
 #define STUB(fn)                                                                   \
 	void fn(struct worker *w, struct request *req, struct response *resp)      \
 	{                                                                          \

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Idempotency-Key beyond what the HTTP cases can show: concurrent first uses of one key create
+# one environment; a key past its 24 hours is free again (the row's expiry is moved back in the
+# database) and the reconciler's run removes expired keys.
+# Needs (from tests/e2e/run.sh): TERRARIUM_URL, KEY, TERRARIUM_RUN, TERRARIUM_CONFIG.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RUN=${TERRARIUM_RUN:?}
+URL=${TERRARIUM_URL:?}
+: "${KEY:?}"
+BUILD=${BUILD_DIR:-build}
+PARALLEL=${PARALLEL:-10}
+passed=0
+failed=0
+check() {
+	local name=$1
+	shift
+	if "$@"; then
+		passed=$((passed + 1))
+		echo "ok - $name"
+	else
+		failed=$((failed + 1))
+		echo "not ok - $name"
+	fi
+}
+sql() { mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" --batch -N terrarium -e "$1"; }
+post() { # KEY BODY -> "STATUS ID"
+	local out="$RUN/idem.$BASHPID" status
+	status=$(curl -sS -o "$out" -w '%{http_code}' "$URL/v1/environments" \
+		-H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" \
+		-H "content-type: application/json" -H "Idempotency-Key: $1" --data "$2")
+	# one write per line: the parallel callers share the output file
+	printf '%s %s\n' "$status" "$(jq -r '.id // .error.type' "$out")"
+	rm -f "$out"
+}
+
+tag="idem-par-$$-$RANDOM"
+for _ in $(seq 1 "$PARALLEL"); do post "$tag" "{\"name\":\"$tag\"}" & done >"$RUN/idem-par.out"
+wait
+rows=$(sql "SELECT COUNT(*) FROM environments WHERE name = '$tag'")
+check "$PARALLEL concurrent first uses of one key: one environment ($rows)" test "$rows" = 1
+ids=$(awk '$1 == 200 {print $2}' "$RUN/idem-par.out" | sort -u | wc -l)
+others=$(awk '$1 != 200 && $1 != 409' "$RUN/idem-par.out" | wc -l)
+check "every 200 names that one environment, the rest are 409 in progress" \
+	test "$ids" = 1 -a "$others" = 0
+
+tag="idem-exp-$$-$RANDOM"
+first=$(post "$tag" "{\"name\":\"$tag\"}")
+sql "UPDATE idempotency_keys SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE idem_key = '$tag'"
+second=$(post "$tag" "{\"name\":\"$tag\"}")
+check "an expired key is free again ($first, then $second)" \
+	test "${first%% *}" = 200 -a "${second%% *}" = 200 -a "${first#* }" != "${second#* }"
+sql "UPDATE idempotency_keys SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE idem_key = '$tag'"
+"$ROOT/$BUILD/terrarium-reconciler" -c "$TERRARIUM_CONFIG" --dry-run >/dev/null 2>&1
+left=$(sql "SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = '$tag'")
+check "a dry run leaves expired keys alone" test "$left" = 1
+"$ROOT/$BUILD/terrarium-reconciler" -c "$TERRARIUM_CONFIG" --once --limit 1 >/dev/null 2>&1
+left=$(sql "SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = '$tag'")
+check "the reconciler's run removes expired keys" test "$left" = 0
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
