@@ -97,6 +97,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		rc = set_str(cfg->db_name, value);
 	else if (KEY("api", "socket"))
 		rc = set_str(cfg->api_socket, value);
+	else if (KEY("api", "user"))
+		rc = set_str(cfg->api_user, value);
 	else if (KEY("api", "socket_group"))
 		rc = set_str(cfg->api_socket_group, value);
 	else if (KEY("api", "socket_mode")) {
@@ -172,6 +174,7 @@ int config_load(struct config *cfg, const char *path)
 	strcpy(cfg->db_name, "terrarium");
 	strcpy(cfg->api_socket, "var/api.sock");
 	cfg->api_socket_mode = 0660;
+	strcpy(cfg->api_user, CONFIG_DEFAULT_API_USER);
 	cfg->api_max_requests = CONFIG_DEFAULT_MAX_REQUESTS;
 	strcpy(cfg->backend, "local");
 	strcpy(cfg->sandbox_root, CONFIG_DEFAULT_SANDBOX_ROOT);

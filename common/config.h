@@ -5,7 +5,9 @@
  *
  * [database] socket, host, port, user, password, name
  * [api]      socket, socket_group, socket_mode (octal), workers (0 = 2 x cores),
- *            max_requests (recycle a worker after this many requests)
+ *            max_requests (recycle a worker after this many requests), user (the account
+ *            workers run as when the supervisor is started as root; default
+ *            CONFIG_DEFAULT_API_USER)
  * [sandbox]  backend (local, bwrap, docker, opensandbox, e2b, cube, daytona), root (the
  *            directory holding one workspace per sandbox, for local and bwrap), path (PATH
  *            for package-manager commands; default: the reconciler's own)
@@ -24,6 +26,7 @@
 #define CONFIG_STR_MAX 512
 #define CONFIG_DEFAULT_PATH "terrarium.ini"
 #define CONFIG_DEFAULT_MAX_REQUESTS 10000
+#define CONFIG_DEFAULT_API_USER "www-data"
 #define CONFIG_MAX_WORKERS 256
 #define CONFIG_DEFAULT_SANDBOX_ROOT "var/sandboxes"
 #define CONFIG_DEFAULT_PASS_ENV                                                              \
@@ -59,6 +62,7 @@ struct config {
 
 	char api_socket[CONFIG_STR_MAX];
 	char api_socket_group[CONFIG_STR_MAX];
+	char api_user[CONFIG_STR_MAX];
 	unsigned api_socket_mode;
 	int api_workers;
 	long api_max_requests;

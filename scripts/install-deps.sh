@@ -15,7 +15,7 @@ set -euo pipefail
 
 packages=(
 	build-essential pkg-config clang
-	libfcgi-dev libjansson-dev libmariadb-dev libcurl4-openssl-dev libcmocka-dev libinih-dev
+	libfcgi-dev libfcgi-bin libjansson-dev libmariadb-dev libcurl4-openssl-dev libcmocka-dev libinih-dev
 	mariadb-server mariadb-client
 	bubblewrap spawn-fcgi wrk curl jq
 )

@@ -119,6 +119,9 @@ done
 # Free ports are picked by probing; another process may take one before nginx binds it, so
 # a failed start is retried with new ports. One more server proxies to a socket no API listens
 # on ("absent"), for nginx's own 502.
+# The load parts send thousands of requests a second with one key: only the server made for the
+# rate-limit check limits it.
+export NGINX_RATE=${NGINX_RATE:-1000000} NGINX_BURST=${NGINX_BURST:-1000000}
 started=0
 for attempt in 1 2 3; do
 	specs=()
@@ -246,6 +249,9 @@ part "create-session races delete/archive-environment (tests/race/race.mjs)" \
 if [ -f "$ROOT/tests/seeds/run.sh" ]; then
 	part "seed examples (tests/seeds/run.sh)" bash "$ROOT/tests/seeds/run.sh"
 fi
+
+# last: it stops and restarts MariaDB
+part "faults and serving modes (tests/faults/run.sh)" bash "$ROOT/tests/faults/run.sh"
 
 section "summary"
 if [ ${#failed[@]} -ne 0 ]; then

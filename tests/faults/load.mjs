@@ -1,0 +1,72 @@
+// A bounded load generator for the fault tests: CONCURRENCY loops for SECONDS, each request on
+// a keep-alive connection, every outcome recorded.
+//   node load.mjs create URL KEY SECONDS CONCURRENCY OUT.json TAG
+//     POST /v1/environments named TAG-<n>; OUT lists {name, status, id} per request
+//   node load.mjs get URL KEY SECONDS CONCURRENCY OUT.json PATH
+//     GET PATH; OUT lists {at (epoch ms when it ended), status, ms, retry, retryAfter, type}
+import fs from 'node:fs';
+import http from 'node:http';
+
+const [mode, base, key, seconds, concurrency, out, arg] = process.argv.slice(2);
+const REQUEST_TIMEOUT_MS = 40000; // longer than nginx's 30 s: a hang shows as a client timeout
+const agent = new http.Agent({ keepAlive: true, maxSockets: Number(concurrency) });
+const headers = {
+  'x-api-key': key,
+  'anthropic-version': '2023-06-01',
+  'anthropic-beta': 'managed-agents-2026-04-01',
+};
+
+function request(method, path, body) {
+  return new Promise((resolve) => {
+    const data = body ? JSON.stringify(body) : undefined;
+    const started = Date.now();
+    const req = http.request(base + path, {
+      method,
+      agent,
+      timeout: REQUEST_TIMEOUT_MS,
+      headers: data ? { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : headers,
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (text += c));
+      res.on('end', () => {
+        let json = null;
+        try { json = JSON.parse(text); } catch { /* not JSON: recorded as such */ }
+        resolve({ status: res.statusCode, ms: Date.now() - started, json, headers: res.headers });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', (e) => resolve({ status: 0, ms: Date.now() - started, error: e.message }));
+    if (data) req.write(data);
+    req.end();
+  });
+}
+
+const start = Date.now();
+const deadline = start + Number(seconds) * 1000;
+const results = [];
+let n = 0;
+
+async function loop() {
+  while (Date.now() < deadline) {
+    if (mode === 'create') {
+      const name = `${arg}-${n++}`;
+      const r = await request('POST', '/v1/environments', { name });
+      results.push({ name, status: r.status, id: r.json && r.json.id, error: r.error });
+    } else {
+      const r = await request('GET', arg);
+      results.push({
+        at: Date.now(), status: r.status, ms: r.ms,
+        retry: r.headers && r.headers['x-should-retry'],
+        retryAfter: r.headers && r.headers['retry-after'],
+        type: r.json && r.json.error && r.json.error.type,
+        error: r.error,
+      });
+      if (r.status !== 200) await new Promise((ok) => setTimeout(ok, 20));
+    }
+  }
+}
+await Promise.all(Array.from({ length: Number(concurrency) }, loop));
+agent.destroy();
+fs.writeFileSync(out, JSON.stringify(results));
+console.log(`${mode}: ${results.length} requests in ${seconds}s`);

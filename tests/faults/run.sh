@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Faults and serving modes against the running stack (tests/e2e/run.sh runs it last: it stops
+# and restarts MariaDB).
+#   privileges   workers of a root supervisor run as the unprivileged [api] user
+#   kill -9      workers killed at random while clients create environments: every create a
+#                client saw answered 200 exists; rows no client was told about are requests that
+#                were in flight (counted); the supervisor restores the pool
+#   database     MariaDB stopped and restarted under load: 503 overloaded_error with retry-after
+#                and x-should-retry: true, never a hang; the recovery time is measured
+#   CGI, fd 0    the same binary serving one request as plain CGI, and a worker loop on a socket
+#                handed over on fd 0 by spawn-fcgi
+# Needs (from tests/e2e/run.sh): TERRARIUM_RUN, TERRARIUM_URL (the "local" API), KEY.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RUN=${TERRARIUM_RUN:?}
+URL=${TERRARIUM_URL:?}
+: "${KEY:?}"
+BUILD=${BUILD_DIR:-build}
+API="$ROOT/$BUILD/terrarium-api"
+NAME=${FAULT_API:-local}
+KILL_SECONDS=${KILL_SECONDS:-6}
+DB_DOWN_SECONDS=${DB_DOWN_SECONDS:-3}
+# shellcheck source=scripts/lib-stack.sh
+. "$ROOT/scripts/lib-stack.sh"
+
+passed=0
+failed=0
+check() {
+	local name=$1
+	shift
+	if "$@"; then
+		passed=$((passed + 1))
+		echo "ok - $name"
+	else
+		failed=$((failed + 1))
+		echo "not ok - $name"
+	fi
+}
+sql() { mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" --batch -N terrarium -e "$1"; }
+workers() { pgrep -P "$(cat "$RUN/$NAME.pid")" | wc -l; }
+want_workers=$(workers)
+
+# ---- privileges ----
+if [ "$(id -u)" -eq 0 ]; then
+	users=$(ps -o user= --ppid "$(cat "$RUN/$NAME.pid")" | sort -u | tr '\n' ' ')
+	check "workers of a root supervisor are unprivileged ($users)" \
+		bash -c '[ -n "$1" ] && ! grep -qw root <<<"$1"' _ "$users"
+else
+	echo "ok - privileges # SKIP not started as root"
+fi
+
+# ---- kill -9 of workers while creating environments ----
+tag="fault-kill-$$-$RANDOM"
+node "$ROOT/tests/faults/load.mjs" create "$URL" "$KEY" "$KILL_SECONDS" 8 "$RUN/kill.json" "$tag" &
+load=$!
+kills=0
+end=$((SECONDS + KILL_SECONDS - 1))
+while [ $SECONDS -lt $end ]; do
+	sleep 0.3
+	victim=$(pgrep -P "$(cat "$RUN/$NAME.pid")" | shuf -n 1)
+	[ -n "$victim" ] && kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
+done
+wait "$load"
+sql "SELECT name, id FROM environments WHERE name LIKE '$tag-%'" | sort >"$RUN/kill.rows"
+jq -r '.[] | select(.status == 200) | "\(.name)\t\(.id)"' "$RUN/kill.json" | sort >"$RUN/kill.seen"
+total=$(jq length "$RUN/kill.json")
+ok200=$(wc -l <"$RUN/kill.seen")
+failed_reqs=$(jq '[.[] | select(.status != 200)] | length' "$RUN/kill.json")
+missing=$(comm -23 "$RUN/kill.seen" "$RUN/kill.rows" | wc -l)
+unseen=$(comm -13 "$RUN/kill.seen" "$RUN/kill.rows" | wc -l)
+echo "  $kills workers killed; $total creates: $ok200 answered 200, $failed_reqs failed;" \
+	"$unseen rows the client was not told about (in flight)"
+check "kill -9: every create answered 200 exists ($missing missing)" test "$missing" -eq 0
+check "kill -9: rows nobody was told about are at most the failed requests" \
+	test "$unseen" -le "$failed_reqs"
+check "kill -9: failed requests are nginx's 502 JSON, never a hang" \
+	test "$(jq '[.[] | select(.status != 200 and .status != 502)] | length' "$RUN/kill.json")" -eq 0
+sleep 1
+check "kill -9: the supervisor restored the pool ($(workers)/$want_workers)" test "$(workers)" -eq "$want_workers"
+
+# ---- MariaDB stopped and restarted under load ----
+env_id=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" -H "content-type: application/json" \
+	-H "anthropic-beta: managed-agents-2026-04-01" -d '{"name":"fault-db"}' | jq -r .id)
+node "$ROOT/tests/faults/load.mjs" get "$URL" "$KEY" $((DB_DOWN_SECONDS + 8)) 4 "$RUN/db.json" \
+	"/v1/environments/$env_id" &
+load=$!
+sleep 2
+db_stop "$RUN" >/dev/null 2>&1
+ready=$(curl -sS -o /dev/null -D - "$URL/readyz" | tr -d '\r')
+sleep "$DB_DOWN_SECONDS"
+started_ms=$(date +%s%3N)
+db_start "$RUN" >/dev/null 2>&1
+wait "$load"
+check "database down: /readyz answers 503 with retry-after" \
+	bash -c 'grep -q "^HTTP/1.1 503" <<<"$1" && grep -qi "^retry-after: " <<<"$1"' _ "$ready"
+n503=$(jq '[.[] | select(.status == 503)] | length' "$RUN/db.json")
+bad503=$(jq '[.[] | select(.status == 503 and (.retry != "true" or .retryAfter == null or .type != "overloaded_error"))] | length' "$RUN/db.json")
+other=$(jq '[.[] | select(.status != 200 and .status != 503)] | length' "$RUN/db.json")
+slowest=$(jq '[.[].ms] | max' "$RUN/db.json")
+recovered=$(jq --argjson s "$started_ms" '[.[] | select(.status == 200 and .at > $s) | .at] | min // empty' "$RUN/db.json")
+echo "  $(jq length "$RUN/db.json") requests: $n503 answered 503; slowest ${slowest} ms"
+check "database down: requests get 503 ($n503)" test "$n503" -gt 0
+check "database down: every 503 is overloaded_error with retry-after and x-should-retry: true" \
+	test "$bad503" -eq 0
+check "database down: no other failure and no hang (other: $other, slowest ${slowest} ms)" \
+	test "$other" -eq 0 -a "$slowest" -lt 30000
+if [ -n "$recovered" ]; then
+	echo "  recovery: first 200 $((recovered - started_ms)) ms after MariaDB was started again"
+fi
+check "database back: requests succeed again without restarting the API" test -n "$recovered"
+
+# ---- plain CGI and a worker loop on fd 0 ----
+out=$(GATEWAY_INTERFACE=CGI/1.1 REQUEST_METHOD=POST REQUEST_URI=/v1/environments \
+	CONTENT_LENGTH=20 CONTENT_TYPE=application/json HTTP_X_API_KEY="$KEY" \
+	HTTP_ANTHROPIC_BETA=managed-agents-2026-04-01 TERRARIUM_CONFIG="$RUN/$NAME.ini" \
+	"$API" <<<'{"name":"cgi-made"}' 2>/dev/null)
+check "CGI: one request served" bash -c 'head -1 <<<"$1" | grep -q "^Status: 200" &&
+	grep -q "\"name\":\"cgi-made\"" <<<"$1"' _ "$out"
+rm -f "$RUN/spawned.sock"
+TERRARIUM_CONFIG="$RUN/$NAME.ini" spawn-fcgi -s "$RUN/spawned.sock" -P "$RUN/spawned.pid" \
+	-- "$API" >/dev/null 2>&1
+out=$(REQUEST_METHOD=GET REQUEST_URI=/readyz cgi-fcgi -bind -connect "$RUN/spawned.sock" 2>&1)
+check "fd 0: a worker loop on the socket spawn-fcgi handed over" grep -q '"status":"ready"' <<<"$out"
+out=$(REQUEST_METHOD=GET REQUEST_URI="/v1/environments/$env_id" HTTP_X_API_KEY="$KEY" \
+	HTTP_ANTHROPIC_BETA=managed-agents-2026-04-01 cgi-fcgi -bind -connect "$RUN/spawned.sock" 2>&1)
+check "fd 0: it serves the API" grep -q "\"id\":\"$env_id\"" <<<"$out"
+[ -s "$RUN/spawned.pid" ] && kill "$(cat "$RUN/spawned.pid")" 2>/dev/null
+rm -f "$RUN/spawned.sock" "$RUN/spawned.pid"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
