@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Isolation and secrets, against the running stack:
+#   every authenticated route of the route table (read from fcgi/router.c, so a new route is
+#   probed without editing this file) with another workspace's key and this workspace's ids:
+#   404 (and lists and creates show nothing of the other workspace); with a revoked key: 401;
+#   scope: account environments hidden from another account of the same workspace;
+#   API keys never stored or logged in clear.
+# Needs (from tests/e2e/run.sh): TERRARIUM_URL, KEY, KEY2, KEY_ACCT2, KEY_REVOKED, TERRARIUM_RUN.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RUN=${TERRARIUM_RUN:?}
+URL=${TERRARIUM_URL:?}
+: "${KEY:?}" "${KEY2:?}" "${KEY_ACCT2:?}" "${KEY_REVOKED:?}"
+passed=0
+failed=0
+check() {
+	local name=$1
+	shift
+	if "$@"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		echo "not ok - $name"
+	fi
+}
+call() { # KEY METHOD PATH [BODY] -> status, body in $RUN/sec.body
+	curl -sS -o "$RUN/sec.body" -w '%{http_code}' -X "$2" "$URL$3" -H "x-api-key: $1" \
+		-H "anthropic-beta: managed-agents-2026-04-01" ${4:+-H "content-type: application/json" --data "$4"}
+}
+
+agent=$(curl -sS "$URL/v1/agents" -H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" \
+	-H "content-type: application/json" -d '{"name":"sec","model":"claude-sonnet-4-5"}' | jq -r .id)
+env=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" \
+	-H "content-type: application/json" -d '{"name":"sec"}' | jq -r .id)
+session=$(curl -sS "$URL/v1/sessions" -H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" \
+	-H "content-type: application/json" -d "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
+id_for() {
+	case "$1" in
+	/v1/environments*) echo "$env" ;;
+	/v1/agents*) echo "$agent" ;;
+	/v1/sessions*) echo "$session" ;;
+	esac
+}
+
+# { "METHOD", "/pattern", handler, FLAGS } entries; continuation lines joined
+routes=$(sed -n '/^static const struct route routes/,/^};/p' "$ROOT/fcgi/router.c" | tr -d '\n\t' |
+	grep -o '{ *"[A-Z]*", *"[^"]*", *[a-z_]*, *[^}]*}' | grep ROUTE_AUTH |
+	sed -E 's/\{ *"([A-Z]+)", *"([^"]+)".*/\1 \2/')
+nroutes=$(wc -l <<<"$routes")
+check "the route table was read ($nroutes authenticated routes)" test "$nroutes" -ge 10
+probes=0
+while read -r method pattern; do
+	id=$(id_for "$pattern")
+	path=${pattern//\{id\}/$id}
+	body=
+	[ "$method" = POST ] && body='{}'
+	# a revoked key is refused everywhere
+	st=$(call "$KEY_REVOKED" "$method" "$path" "$body")
+	check "revoked key: $method $path -> $st" test "$st" = 401
+	probes=$((probes + 1))
+	if [[ $pattern == *"{id}"* ]]; then
+		st=$(call "$KEY2" "$method" "$path" "$body")
+		check "other workspace: $method $path -> $st (want 404)" test "$st" = 404
+		check "other workspace: $method $path answers not_found_error" \
+			test "$(jq -r .error.type "$RUN/sec.body")" = not_found_error
+	elif [ "$method" = GET ]; then
+		st=$(call "$KEY2" GET "$path?limit=1000")
+		check "other workspace: $method $path -> $st" test "$st" = 200
+		check "other workspace: $path lists nothing of ours" \
+			bash -c '! grep -qE "$1|$2|$3" "$4"' _ "$env" "$agent" "$session" "$RUN/sec.body"
+	fi
+	probes=$((probes + 1))
+done <<<"$routes"
+echo "  $probes probes over $nroutes routes"
+
+# the other workspace's objects are untouched by all that
+st=$(call "$KEY" GET "/v1/sessions/$session")
+check "the probed session still exists for its owner" test "$st" = 200
+st=$(call "$KEY" GET "/v1/agents/$agent")
+check "the probed agent is unchanged (version 1)" test "$st" = 200 -a "$(jq .version "$RUN/sec.body")" = 1
+
+# scope: account
+acct=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" \
+	-H "content-type: application/json" -d '{"name":"sec-acct","config":{"type":"self_hosted"},"scope":"account"}' | jq -r .id)
+check "scope account: hidden from another account (GET)" test "$(call "$KEY_ACCT2" GET "/v1/environments/$acct")" = 404
+check "scope account: hidden from another account (list)" bash -c \
+	'[ "$(curl -sS "$1/v1/environments?limit=1000" -H "x-api-key: $2" -H "anthropic-beta: managed-agents-2026-04-01" | grep -c "$3")" = 0 ]' \
+	_ "$URL" "$KEY_ACCT2" "$acct"
+check "scope account: visible to its account" test "$(call "$KEY" GET "/v1/environments/$acct")" = 200
+check "scope account: no session for another account" test \
+	"$(call "$KEY_ACCT2" POST /v1/sessions "{\"agent\":\"$agent\",\"environment_id\":\"$acct\"}")" = 404
+
+# keys are stored as SHA-256 and never logged
+mariadb-dump --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" --skip-extended-insert \
+	terrarium >"$RUN/sec.dump" 2>/dev/null
+check "the database dump was read" grep -q "CREATE TABLE .api_keys" "$RUN/sec.dump"
+for k in "$KEY" "$KEY2" "$KEY_ACCT2" "$KEY_REVOKED"; do
+	check "a key is not in the database in clear" bash -c '! grep -qF "$1" "$2"' _ "$k" "$RUN/sec.dump"
+	check "a key is not in any log" bash -c '! grep -rqF "$1" "$2"/*.log' _ "$k" "$RUN"
+done
+hashed=$(mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" -N terrarium \
+	-e "SELECT COUNT(*) FROM api_keys WHERE key_hash = UNHEX(SHA2('$KEY', 256))")
+check "the key's SHA-256 is what is stored" test "$hashed" = 1
+
+rm -f "$RUN/sec.dump" "$RUN/sec.body"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
