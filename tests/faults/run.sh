@@ -7,6 +7,7 @@
 #                were in flight (counted); the supervisor restores the pool
 #   database     MariaDB stopped and restarted under load: 503 overloaded_error with retry-after
 #                and x-should-retry: true, never a hang; the recovery time is measured
+#   slow client  a request whose headers never end is cut off after nginx's 10 s limit
 #   CGI, fd 0    the same binary serving one request as plain CGI, and a worker loop on a socket
 #                handed over on fd 0 by spawn-fcgi
 # Needs (from tests/e2e/run.sh): TERRARIUM_RUN, TERRARIUM_URL (the "local" API), KEY.
@@ -108,6 +109,18 @@ if [ -n "$recovered" ]; then
 	echo "  recovery: first 200 $((recovered - started_ms)) ms after MariaDB was started again"
 fi
 check "database back: requests succeed again without restarting the API" test -n "$recovered"
+
+# ---- a client that never finishes its request is cut off ----
+hostport=${URL#http://}
+t0=$SECONDS
+(
+	exec 3<>"/dev/tcp/${hostport%:*}/${hostport#*:}" || exit 1
+	printf 'GET /healthz HTTP/1.1\r\nHost: x\r\n' >&3 # and nothing more
+	timeout 20 cat <&3 >/dev/null
+)
+held=$((SECONDS - t0))
+check "an unfinished request is cut off by the header time limit (after ${held}s)" \
+	test "$held" -ge 9 -a "$held" -le 15
 
 # ---- plain CGI and a worker loop on fd 0 ----
 out=$(GATEWAY_INTERFACE=CGI/1.1 REQUEST_METHOD=POST REQUEST_URI=/v1/environments \
