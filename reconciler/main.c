@@ -381,6 +381,7 @@ int main(int argc, char **argv)
 		}
 	}
 out:
+	sbx_close(&r.sbx);
 	db_free(r.db);
 	return ret;
 }

@@ -274,7 +274,10 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	char now[CLOCK_DB_LEN];
 	double t0;
 
-	/* 1. create or attach, under the deterministic name */
+	/* 1. create or attach, under the deterministic name; a new sandbox starts with the
+	 * network its policy allows (docker: none unless unrestricted; opensandbox: deny-all
+	 * until set_egress) */
+	r->sbx.create_share_net = !limited;
 	t0 = mono();
 	if (r->sbx.ops->create(&r->sbx, j->in->session_id, j->sandbox_id, sizeof(j->sandbox_id),
 			       j->error, sizeof(j->error)))

@@ -25,10 +25,23 @@ struct sbx {
 	char root[CONFIG_STR_MAX];             /* absolute sandbox root (local, bwrap) */
 	char masks[SBX_MASKS_MAX][CONFIG_STR_MAX]; /* host paths hidden inside bwrap */
 	int nmasks;
+	/* Set by the caller before each create: the network a NEW sandbox starts with. 1: the
+	 * policy is unrestricted (docker: the default bridge network; opensandbox: no network
+	 * policy). 0 (the default): none (docker: NetworkMode "none"), or, for a backend with
+	 * set_egress, deny-all until set_egress opens hosts. An attached sandbox keeps what it
+	 * was created with. local and bwrap ignore it (run's share_net decides per command). */
+	int create_share_net;
+	const struct remote_conf *remote; /* the driver's [section] (HTTP backends), borrowed */
+	void *priv;                       /* the driver's state (HTTP client...), owned by it */
 };
 
 struct sandbox_backend {
 	const char *name;
+	/* Optional: prepare the driver's state in s->priv (HTTP client, credential) once per
+	 * sbx_open; s->cfg and s->remote are set. 0, or -1 with ERR set. */
+	int (*open)(struct sbx *s, char *err, size_t errsz);
+	/* Optional: release s->priv (called by sbx_close). */
+	void (*close)(struct sbx *s);
 	/* Create the sandbox NAME, or attach to it when it exists; its id goes to ID. 0 or -1. */
 	int (*create)(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
 		      size_t errsz);
@@ -44,14 +57,24 @@ struct sandbox_backend {
 	int (*destroy)(struct sbx *s, const char *id, char *err, size_t errsz);
 };
 
-/* Bind the backend named by CFG (local or bwrap here). 0, or -1 with ERR set when the backend
- * has no driver in this build or its root cannot be prepared. CONFIG_FILE is the configuration
- * file's path (hidden from bwrap sandboxes with its directory). */
+/* Bind the backend named by CFG (the drivers table in open.c). 0, or -1 with ERR set when the
+ * backend has no driver in this build, its root cannot be prepared (local, bwrap) or its driver's
+ * open failed (HTTP backends: no [section], url, image or readable api_key_file). CONFIG_FILE is
+ * the configuration file's path (hidden from bwrap sandboxes with its directory). Call sbx_close
+ * when done. */
 int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, char *err,
 	     size_t errsz);
 
+/* Release what sbx_open prepared (the driver's state); safe to call twice. */
+void sbx_close(struct sbx *s);
+
 extern const struct sandbox_backend sbx_local;
 extern const struct sandbox_backend sbx_bwrap;
+extern const struct sandbox_backend sbx_opensandbox;
+extern const struct sandbox_backend sbx_docker;
+extern const struct sandbox_backend sbx_e2b;     /* e2b.c */
+extern const struct sandbox_backend sbx_cube;    /* e2b.c: the E2B protocol at [cube] */
+extern const struct sandbox_backend sbx_daytona; /* daytona.c */
 
 /* Shared by local and bwrap: sandbox directories under s->root. */
 int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,

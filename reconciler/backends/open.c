@@ -31,6 +31,19 @@ static void add_mask(struct sbx *s, const char *path)
 		strcpy(s->masks[s->nmasks++], path);
 }
 
+/* The drivers in this build, by the backend name of the configuration. A driver with an open
+ * operation is an HTTP backend: it gets its [section] (config_remote) and prepares its own state;
+ * the others work in directories under the sandbox root. */
+static const struct sandbox_backend *const drivers[] = {
+	&sbx_local,
+	&sbx_bwrap,
+	&sbx_opensandbox,
+	&sbx_docker,
+	&sbx_e2b,
+	&sbx_cube,
+	&sbx_daytona,
+};
+
 int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, char *err,
 	     size_t errsz)
 {
@@ -39,13 +52,21 @@ int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, c
 	memset(s, 0, sizeof(*s));
 	s->cfg = cfg;
 	s->caps = backend_lookup(cfg->backend);
-	if (!strcmp(cfg->backend, "local"))
-		s->ops = &sbx_local;
-	else if (!strcmp(cfg->backend, "bwrap"))
-		s->ops = &sbx_bwrap;
+	for (size_t i = 0; i < sizeof(drivers) / sizeof(drivers[0]); i++)
+		if (!strcmp(cfg->backend, drivers[i]->name))
+			s->ops = drivers[i];
 	if (!s->ops || !s->caps) {
 		snprintf(err, errsz, "backend '%s' has no driver in this build", cfg->backend);
 		return -1;
+	}
+	if (s->ops->open) {
+		s->remote = config_remote(cfg, cfg->backend);
+		if (!s->remote) {
+			snprintf(err, errsz, "backend '%s' has no configuration section",
+				 cfg->backend);
+			return -1;
+		}
+		return s->ops->open(s, err, errsz);
 	}
 	if (mkdir_p(cfg->sandbox_root) || !realpath(cfg->sandbox_root, real) ||
 	    strlen(real) >= sizeof(s->root)) {
@@ -61,4 +82,11 @@ int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, c
 	add_mask(s, "/root");
 	add_mask(s, "/home");
 	return 0;
+}
+
+void sbx_close(struct sbx *s)
+{
+	if (s->ops && s->ops->close && s->priv)
+		s->ops->close(s);
+	s->priv = NULL;
 }

@@ -1,0 +1,546 @@
+/* The `daytona` backend: Daytona's sandbox API and its toolbox, at [daytona] url (the SDK's
+ * default is https://app.daytona.io/api: daytonaio/daytona libs/sdk-typescript/src/Daytona.ts;
+ * the API serves everything under the global prefix /api), authenticated with
+ * "Authorization: Bearer <API key>" (same file: baseOptions.headers; apps/api
+ * apps/api/src/sandbox/controllers/sandbox.controller.ts: @ApiBearerAuth). Paths below are in
+ * daytonaio/daytona.
+ *
+ * A sandbox is found again by a label carrying the deterministic name. Commands go through the
+ * toolbox's execute call, which takes one command string and does NOT hand it to a shell: the
+ * daemon splits it with its own tokenizer (apps/daemon/pkg/toolbox/process/execute/execute.go
+ * parseCommand: ' and " toggle quoting, only ' ' separates, no escapes, empty tokens dropped)
+ * and execs the parts. argv is therefore quoted with quote.h (valid for that tokenizer and for
+ * a POSIX shell alike), prefixed with `env NAME=VALUE...` since the call has no environment
+ * field, and run without any shell.
+ *
+ * Daytona stops an idle sandbox after its auto-stop interval (15 minutes by default), so every
+ * command first makes sure the sandbox is started, starting it again when it was stopped or
+ * archived, within a bounded wait. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "http.h"
+#include "quote.h"
+#include "remote.h"
+
+#define DAYTONA_LABEL "terrarium_sandbox"  /* label key holding the deterministic name */
+#define DAYTONA_WORKDIR "/home/daytona"    /* the sandbox user's home (libs/sdk-typescript/
+					    * src/Process.ts examples: cd /home/daytona) */
+#define DAYTONA_START_WAIT_S 180           /* bound on waiting for `started` */
+#define DAYTONA_POLL_FIRST_MS 100
+#define DAYTONA_POLL_MAX_MS 2000
+#define DAYTONA_RUN_GRACE_S 30             /* HTTP time past the command's own limit */
+#define DAYTONA_CMD_MAX (256u * 1024)      /* the command string, quoted */
+#define DAYTONA_ARGS_MAX 512               /* env + assignments + argv */
+#define DAYTONA_ERR_BODY_MAX 4096          /* response bytes kept for lifecycle calls */
+#define DAYTONA_ANSWER_MAX (32u << 20)     /* execute answers read in full, at most */
+#define DAYTONA_STATE_MAX 64
+#define DAYTONA_DESTROY_MAX 8              /* sandboxes deleted under one name, at most */
+
+struct daytona {
+	struct http_client http;
+};
+
+static int valid_id(const char *id, size_t max)
+{
+	size_t n = strlen(id);
+	return n && n < max && n < 128 && id[0] != '.' && id[0] != '-' &&
+	       strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == n;
+}
+
+static int daytona_open(struct sbx *s, char *err, size_t errsz)
+{
+	struct daytona *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		snprintf(err, errsz, "daytona: out of memory");
+		return -1;
+	}
+	if (http_init(&d->http, s->ops->name, s->remote, err, errsz)) {
+		free(d);
+		return -1;
+	}
+	/* Authorization: Bearer <apiKey> (libs/sdk-typescript/src/Daytona.ts, constructor) */
+	http_set_auth(&d->http, "Authorization", "Bearer ");
+	s->priv = d;
+	return 0;
+}
+
+static void daytona_close(struct sbx *s)
+{
+	struct daytona *d = s->priv;
+
+	http_release(&d->http);
+	free(d);
+	s->priv = NULL;
+}
+
+static void daytona_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
+{
+	(void)s;
+	(void)id;
+	snprintf(out, outsz, "%s", DAYTONA_WORKDIR);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sandbox states (apps/api/src/sandbox/enums/sandbox-state.enum.ts) a sandbox never leaves
+ * for `started` by itself or by a start call. */
+static int dead_state(const char *st)
+{
+	return !strcmp(st, "error") || !strcmp(st, "build_failed") || !strcmp(st, "destroyed") ||
+	       !strcmp(st, "destroying");
+}
+
+/* Find the live sandbox labelled NAME. 1 found (ID set), 0 none, -1 error. */
+static int daytona_find(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
+			size_t errsz)
+{
+	struct daytona *d = s->priv;
+	char q[SBX_ID_MAX * 6 + 128], path[sizeof(q) + 64];
+	struct http_request rq = { .method = "GET", .path = path };
+	struct http_response rs;
+	json_t *labels = json_pack("{s:s}", DAYTONA_LABEL, name), *ans = NULL, *list, *it;
+	char *ltext = labels ? json_dumps(labels, JSON_COMPACT) : NULL;
+	size_t i;
+	int ret = -1;
+
+	if (!ltext || http_escape(ltext, q, sizeof(q))) {
+		snprintf(err, errsz, "daytona: sandbox name is too long");
+		goto out;
+	}
+	/* GET /sandbox?labels=<JSON-encoded labels> "List all sandboxes", 200 Sandbox[]
+	 * (apps/api/src/sandbox/controllers/sandbox.controller.ts listSandboxes; errored and
+	 * deleted ones are left out unless includeErroredDeleted). Newer servers answer the same
+	 * call with a page {items: Sandbox[], ...} (the SDK's Daytona.list reads
+	 * response.data.items), so both shapes are read. */
+	snprintf(path, sizeof(path), "/sandbox?labels=%s", q);
+	if (http_do(&d->http, &rq, &rs, err, errsz))
+		goto out;
+	if (rs.status != 200) {
+		http_error(&d->http, &rq, &rs, err, errsz);
+		goto out;
+	}
+	ans = http_json(&rs);
+	list = json_is_array(ans) ? ans : json_object_get(ans, "items");
+	if (!json_is_array(list)) {
+		snprintf(err, errsz, "GET /sandbox: answer is not a list of sandboxes");
+		goto out;
+	}
+	ret = 0;
+	json_array_foreach(list, i, it) {
+		const char *label = json_string_value(
+			json_object_get(json_object_get(it, "labels"), DAYTONA_LABEL));
+		const char *state = json_string_value(json_object_get(it, "state"));
+		const char *sid = json_string_value(json_object_get(it, "id"));
+		if (!label || strcmp(label, name) || (state && dead_state(state)))
+			continue;
+		if (!sid || !valid_id(sid, idsz)) {
+			snprintf(err, errsz, "GET /sandbox: sandbox without a usable id");
+			ret = -1;
+			goto out;
+		}
+		strcpy(id, sid);
+		ret = 1;
+		break;
+	}
+out:
+	free(ltext);
+	json_decref(labels);
+	json_decref(ans);
+	http_response_release(&rs);
+	return ret;
+}
+
+/* GET /sandbox/{id} into STATE. 0, 1 when the sandbox does not exist, -1 error. */
+static int daytona_state(struct sbx *s, const char *id, char *state, size_t statesz,
+			 char *reason, size_t reasonsz, char *err, size_t errsz)
+{
+	struct daytona *d = s->priv;
+	char path[64 + SBX_ID_MAX];
+	struct http_request rq = { .method = "GET", .path = path,
+				   .body_max = DAYTONA_ERR_BODY_MAX };
+	struct http_response rs;
+	json_t *sb = NULL;
+	const char *st, *why;
+	int ret = -1;
+
+	/* GET /sandbox/{sandboxId}: 200 Sandbox {id, state, errorReason, ...}; 404 when missing
+	 * (apps/api/src/sandbox/controllers/sandbox.controller.ts getSandbox, guarded by
+	 * SandboxAccessGuard; apps/api/src/sandbox/dto/sandbox.dto.ts) */
+	snprintf(path, sizeof(path), "/sandbox/%s", id);
+	if (http_do(&d->http, &rq, &rs, err, errsz))
+		goto out;
+	if (rs.status == 404) {
+		ret = 1;
+		goto out;
+	}
+	if (rs.status != 200) {
+		http_error(&d->http, &rq, &rs, err, errsz);
+		goto out;
+	}
+	sb = http_json(&rs);
+	st = json_string_value(json_object_get(sb, "state"));
+	why = json_string_value(json_object_get(sb, "errorReason"));
+	if (!st || strlen(st) >= statesz) {
+		snprintf(err, errsz, "GET /sandbox/{id}: answer has no state");
+		goto out;
+	}
+	strcpy(state, st);
+	snprintf(reason, reasonsz, "%s", why ? why : "");
+	ret = 0;
+out:
+	json_decref(sb);
+	http_response_release(&rs);
+	return ret;
+}
+
+/* POST /sandbox/{id}/start: 200 Sandbox, waiting up to 30 s for `started` itself
+ * (apps/api/src/sandbox/controllers/sandbox.controller.ts startSandbox). */
+static int daytona_start(struct sbx *s, const char *id, char *err, size_t errsz)
+{
+	struct daytona *d = s->priv;
+	char path[64 + SBX_ID_MAX];
+	struct http_request rq = { .method = "POST", .path = path,
+				   .body_max = DAYTONA_ERR_BODY_MAX };
+	struct http_response rs;
+	int ret = -1;
+
+	snprintf(path, sizeof(path), "/sandbox/%s/start", id);
+	if (http_do(&d->http, &rq, &rs, err, errsz))
+		goto out;
+	if (rs.status != 200 && rs.status != 201 && rs.status != 204) {
+		http_error(&d->http, &rq, &rs, err, errsz);
+		goto out;
+	}
+	ret = 0;
+out:
+	http_response_release(&rs);
+	return ret;
+}
+
+/* Wait, at most DAYTONA_START_WAIT_S, until sandbox ID is `started`, starting it when it is
+ * stopped or archived. 0, or -1 with ERR set. */
+static int daytona_wait_started(struct sbx *s, const char *id, char *err, size_t errsz)
+{
+	char state[DAYTONA_STATE_MAX], reason[256];
+	double deadline = mono_s() + DAYTONA_START_WAIT_S;
+	long delay = DAYTONA_POLL_FIRST_MS;
+	int started = 0;
+
+	for (;;) {
+		int rc = daytona_state(s, id, state, sizeof(state), reason, sizeof(reason), err,
+				       errsz);
+		if (rc < 0)
+			return -1;
+		if (rc > 0) {
+			snprintf(err, errsz, "daytona: sandbox %s does not exist", id);
+			return -1;
+		}
+		if (!strcmp(state, "started"))
+			return 0;
+		if (dead_state(state)) {
+			snprintf(err, errsz, "daytona: sandbox %s is %s%s%s", id, state,
+				 reason[0] ? ": " : "", reason);
+			return -1;
+		}
+		if ((!strcmp(state, "stopped") || !strcmp(state, "archived")) && !started) {
+			if (daytona_start(s, id, err, errsz))
+				return -1;
+			started = 1;
+			continue;
+		}
+		if (mono_s() + (double)delay / 1000.0 > deadline) {
+			snprintf(err, errsz, "daytona: sandbox %s not started after %ds (state %s)",
+				 id, DAYTONA_START_WAIT_S, state);
+			return -1;
+		}
+		sleep_ms(delay);
+		delay = delay * 2 > DAYTONA_POLL_MAX_MS ? DAYTONA_POLL_MAX_MS : delay * 2;
+	}
+}
+
+static int daytona_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
+			  size_t errsz)
+{
+	struct daytona *d = s->priv;
+	struct http_request rq = { .method = "POST", .path = "/sandbox", .no_retry = 1,
+				   .body_max = DAYTONA_ERR_BODY_MAX };
+	struct http_response rs = { 0 };
+	json_t *body = NULL, *sb = NULL;
+	const char *sid;
+	int found, ret = -1;
+
+	found = daytona_find(s, name, id, idsz, err, errsz);
+	if (found < 0)
+		return -1;
+	if (found)
+		return daytona_wait_started(s, id, err, errsz);
+	/* POST /sandbox, CreateSandbox {snapshot?, labels, ...}, 200 Sandbox {id, state}
+	 * (apps/api/src/sandbox/dto/create-sandbox.dto.ts; apps/api/src/sandbox/controllers/
+	 * sandbox.controller.ts createSandbox:
+	 * @HttpCode(200)); networkBlockAll when the policy is not unrestricted (CreateSandbox
+	 * field the SDK sends: libs/sdk-typescript/src/Daytona.ts). Not retried: the next attempt
+	 * finds a sandbox whose create timed out by its label. */
+	body = json_pack("{s:{s:s}}", "labels", DAYTONA_LABEL, name);
+	if (body && s->remote->image[0])
+		json_object_set_new(body, "snapshot", json_string(s->remote->image));
+	if (body && !s->create_share_net)
+		json_object_set_new(body, "networkBlockAll", json_true());
+	if (!body) {
+		snprintf(err, errsz, "daytona: request could not be built");
+		return -1;
+	}
+	rq.body = body;
+	if (http_do(&d->http, &rq, &rs, err, errsz))
+		goto out;
+	if (rs.status != 200 && rs.status != 201) {
+		http_error(&d->http, &rq, &rs, err, errsz);
+		goto out;
+	}
+	sb = http_json(&rs);
+	sid = json_string_value(json_object_get(sb, "id"));
+	if (!sid || !valid_id(sid, idsz)) {
+		snprintf(err, errsz, "POST /sandbox: answer has no usable id");
+		goto out;
+	}
+	strcpy(id, sid);
+	ret = daytona_wait_started(s, id, err, errsz);
+out:
+	json_decref(body);
+	json_decref(sb);
+	http_response_release(&rs);
+	return ret;
+}
+
+/* DELETE /sandbox/{sandboxId}: 200 "Sandbox has been deleted"; 404 from the access guard when it
+ * does not exist (apps/api/src/sandbox/controllers/sandbox.controller.ts deleteSandbox): gone
+ * either way. 0 or -1. */
+static int daytona_delete(struct sbx *s, const char *id, char *err, size_t errsz)
+{
+	struct daytona *d = s->priv;
+	char path[64 + SBX_ID_MAX];
+	struct http_request rq = { .method = "DELETE", .path = path,
+				   .body_max = DAYTONA_ERR_BODY_MAX };
+	struct http_response rs;
+	int ret = -1;
+
+	snprintf(path, sizeof(path), "/sandbox/%s", id);
+	if (http_do(&d->http, &rq, &rs, err, errsz))
+		goto out;
+	if (rs.status != 200 && rs.status != 204 && rs.status != 404) {
+		http_error(&d->http, &rq, &rs, err, errsz);
+		goto out;
+	}
+	ret = 0;
+out:
+	http_response_release(&rs);
+	return ret;
+}
+
+/* X is a sandbox id, or the deterministic name when no id was recorded: the live sandboxes
+ * labelled X go first; when there are none, X itself is deleted as an id. */
+static int daytona_destroy(struct sbx *s, const char *x, char *err, size_t errsz)
+{
+	char id[SBX_ID_MAX];
+	int found = 0, rc;
+
+	if (!valid_id(x, SBX_ID_MAX)) {
+		snprintf(err, errsz, "daytona: invalid sandbox id");
+		return -1;
+	}
+	for (int i = 0; i < DAYTONA_DESTROY_MAX; i++) {
+		rc = daytona_find(s, x, id, sizeof(id), err, errsz);
+		if (rc < 0)
+			return -1;
+		if (!rc)
+			break;
+		found = 1;
+		if (daytona_delete(s, id, err, errsz))
+			return -1;
+	}
+	return found ? 0 : daytona_delete(s, x, err, errsz);
+}
+
+/* The command string: `env NAME=VALUE... argv...`, every element quoted (quote.h). New string,
+ * caller frees; NULL with WHY set when it cannot be expressed. */
+static char *command_line(char *const argv[], char *const envp[], char *why, size_t whysz)
+{
+	const char *all[DAYTONA_ARGS_MAX + 1];
+	char *out;
+	int n = 0;
+
+	all[n++] = "env";
+	for (int i = 0; envp && envp[i]; i++) {
+		if (!strchr(envp[i], '=') || envp[i][0] == '=')
+			continue;
+		if (n >= DAYTONA_ARGS_MAX) {
+			snprintf(why, whysz, "daytona: too many arguments");
+			return NULL;
+		}
+		all[n++] = envp[i];
+	}
+	/* env would read a first word holding '=' as one more assignment */
+	if (!argv[0] || !argv[0][0] || strchr(argv[0], '=') || argv[0][0] == '-') {
+		snprintf(why, whysz, "daytona: command name cannot be passed through env");
+		return NULL;
+	}
+	for (int i = 0; argv[i]; i++) {
+		/* the daemon's tokenizer drops empty tokens: an empty argument cannot be sent */
+		if (!argv[i][0]) {
+			snprintf(why, whysz, "daytona: argument %d is empty, which the toolbox "
+					     "cannot pass", i);
+			return NULL;
+		}
+		if (n >= DAYTONA_ARGS_MAX) {
+			snprintf(why, whysz, "daytona: too many arguments");
+			return NULL;
+		}
+		all[n++] = argv[i];
+	}
+	all[n] = NULL;
+	out = malloc(DAYTONA_CMD_MAX);
+	if (!out || sbx_quote_argv((char *const *)all, out, DAYTONA_CMD_MAX)) {
+		free(out);
+		snprintf(why, whysz, "daytona: command line is longer than %u bytes",
+			 DAYTONA_CMD_MAX);
+		return NULL;
+	}
+	return out;
+}
+
+static int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[],
+		       char *const envp[], long timeout_s, struct proc_result *res)
+{
+	struct daytona *d = s->priv;
+	char err[SBX_ERR_MAX * 2], path[96 + SBX_ID_MAX];
+	struct http_request rq = { .method = "POST", .path = path, .no_retry = 1 };
+	struct http_response rs = { 0 };
+	struct out_tail tail;
+	json_t *body = NULL, *ans = NULL, *code;
+	const char *result;
+	char *cmd = NULL;
+	double t0;
+	int ret = -1;
+
+	(void)share_net; /* the sandbox's network was set when it was created */
+	memset(res, 0, sizeof(*res));
+	out_tail_init(&tail, (size_t)s->cfg->output_max);
+	if (!valid_id(id, SBX_ID_MAX)) {
+		proc_result_fail(res, "daytona: invalid sandbox id");
+		return -1;
+	}
+	cmd = command_line(argv, envp, err, sizeof(err));
+	if (!cmd) {
+		proc_result_fail(res, err);
+		return -1;
+	}
+	if (daytona_wait_started(s, id, err, sizeof(err))) {
+		proc_result_fail(res, err);
+		goto out;
+	}
+	/* POST /toolbox/{sandboxId}/toolbox/process/execute, ExecuteRequest {command, cwd?,
+	 * timeout? (seconds; 10 when absent)} -> 200 ExecuteResponse {exitCode, result (stdout and
+	 * stderr together)} (apps/api/src/sandbox/controllers/toolbox.deprecated.controller.ts,
+	 * apps/api/src/sandbox/dto/toolbox.deprecated.dto.ts; marked deprecated in favour of the
+	 * runner's toolbox proxy, still served; the API proxies it to the runner with a 5 minute
+	 * proxyTimeout). Daemons before the rename answered {code, result}
+	 * (apps/daemon/pkg/toolbox/process/types.go); both are read. On its timeout the daemon
+	 * kills the process group and answers 408 (apps/daemon/pkg/toolbox/process/execute/
+	 * execute.go). Never retried: a command must not run twice. */
+	body = json_pack("{s:s, s:s, s:I}", "command", cmd, "cwd", DAYTONA_WORKDIR, "timeout",
+			 (json_int_t)timeout_s);
+	if (!body) {
+		proc_result_fail(res, "daytona: the command could not be encoded");
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/toolbox/%s/toolbox/process/execute", id);
+	rq.body = body;
+	rq.timeout_s = timeout_s + DAYTONA_RUN_GRACE_S;
+	/* the answer holds the whole output (the daemon keeps all of it): read it in full up to a
+	 * cap, then keep the tail like any other driver */
+	rq.body_max = (size_t)s->cfg->output_max * 6 + 65536 > DAYTONA_ANSWER_MAX
+			      ? (size_t)s->cfg->output_max * 6 + 65536
+			      : DAYTONA_ANSWER_MAX;
+	t0 = mono_s();
+	if (http_do(&d->http, &rq, &rs, err, sizeof(err))) {
+		if (rs.timed_out || mono_s() - t0 >= (double)timeout_s) {
+			res->timed_out = 1;
+			res->exit_code = 128 + 9;
+			ret = 0;
+		} else {
+			proc_result_fail(res, err);
+		}
+		goto out;
+	}
+	if (rs.status == 408) {
+		res->timed_out = 1;
+		res->exit_code = 128 + 9;
+		ret = 0;
+		goto out;
+	}
+	if (rs.status != 200) {
+		http_error(&d->http, &rq, &rs, err, sizeof(err));
+		proc_result_fail(res, err);
+		goto out;
+	}
+	ans = http_json(&rs);
+	code = json_object_get(ans, "exitCode");
+	if (!json_is_integer(code))
+		code = json_object_get(ans, "code");
+	result = json_string_value(json_object_get(ans, "result"));
+	if (!json_is_integer(code)) {
+		proc_result_fail(res, rs.truncated ? "daytona: execute answer over the size cap "
+						     "(the command's output is too large)"
+						   : "daytona: execute answer has no exit code");
+		goto out;
+	}
+	if (json_integer_value(code) == -1) {
+		/* the daemon's answer when the command could not be started (result says why) */
+		snprintf(err, sizeof(err), "daytona: the command could not be started: %.300s",
+			 result ? result : "");
+		proc_result_fail(res, err);
+		goto out;
+	}
+	if (result)
+		out_tail_put(&tail, result,
+			     json_string_length(json_object_get(ans, "result")));
+	res->exit_code = (int)json_integer_value(code);
+	ret = 0;
+out:
+	if (ret == 0)
+		out_tail_finish(&tail, res);
+	out_tail_release(&tail);
+	json_decref(body);
+	json_decref(ans);
+	free(cmd);
+	http_response_release(&rs);
+	return ret;
+}
+
+const struct sandbox_backend sbx_daytona = {
+	.name = "daytona",
+	.open = daytona_open,
+	.close = daytona_close,
+	.create = daytona_create,
+	.workdir = daytona_workdir,
+	.run = daytona_run,
+	.set_egress = NULL,
+	.destroy = daytona_destroy,
+};

@@ -1,0 +1,757 @@
+/* The `e2b` backend, also registered as `cube`: CubeSandbox serves the same E2B API (and the
+ * same in-sandbox daemon, envd) at its own URL, configured in [cube]
+ * (TencentCloud/CubeSandbox CubeAPI/README.md: "E2B-compatible API Server ... point E2B_API_URL
+ * and E2B_API_KEY to this service"; /sandboxes, /v2/sandboxes with metadata filter,
+ * /sandboxes/:id, DELETE, /connect are listed as implemented).
+ *
+ * Control plane: the E2B REST API at [e2b] url (https://api.e2b.app), authenticated with
+ * X-API-Key (e2b-dev/E2B spec/openapi.yml, securitySchemes.ApiKeyAuth). A sandbox is found
+ * again by its metadata: the deterministic name is stored under E2B_META_KEY.
+ *
+ * Commands: envd's process service (e2b-dev/E2B spec/envd/process/process.proto, package
+ * `process`, service `Process`), spoken over the Connect protocol with JSON messages: a
+ * server-streaming POST /process.Process/Start answering start, data (base64 stdout/stderr),
+ * keepalive and end (exit code) events. The daemon is reached the way the SDK reaches it
+ * (e2b-dev/E2B packages/js-sdk/src/connectionConfig.ts getHost/getSandboxUrl, and
+ * sandbox/index.ts): https://49983-<sandboxID>.<domain>, with the E2b-Sandbox-Id and
+ * E2b-Sandbox-Port headers (what E2B's proxy routes on) and X-Access-Token: <envdAccessToken>.
+ *
+ * Where envd lives is derived from the configuration, with no extra key:
+ *   domain = the `domain` the API returns for the sandbox (POST /sandboxes, /connect), or, when
+ *            it returns none, the host[:port] of [e2b] url with a leading "api." removed (the
+ *            SDK's own rule: apiUrl = https://api.<domain>);
+ *   scheme = https, except http when the domain is a loopback name (localhost, *.localhost,
+ *            127.0.0.1, [::1]), which no public certificate covers.
+ * So a test fake at http://127.0.0.1:PORT answers `"domain": "localhost:PORT"` and receives the
+ * envd calls at http://49983-<id>.localhost:PORT (libcurl resolves *.localhost to loopback
+ * itself); tests/backends/fake-e2b.mjs routes them on the Host header.
+ *
+ * Lifetime: E2B kills a sandbox when its timeout passes (default 15 s in the spec, at most 1 h
+ * on the Hobby tier), so sandboxes are created with autoPause (paused, not killed, at the
+ * timeout) and every command first calls POST /sandboxes/{id}/connect, which resumes a paused
+ * sandbox, extends the timeout and returns the envd address and access token. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "http.h"
+#include "remote.h"
+
+#define E2B_META_KEY "terrarium_sandbox"   /* metadata key holding the deterministic name */
+#define E2B_DEFAULT_TEMPLATE "base"        /* the SDK's default template (sandbox/index.ts) */
+#define E2B_ENVD_PORT 49983                /* ConnectionConfig.envdPort */
+#define E2B_TTL_S 3600                     /* sandbox timeout asked for: the Hobby tier's cap */
+#define E2B_WORKDIR "/home/user"           /* the template user's home (defaultUsername) */
+#define E2B_RUN_AS_ROOT "Basic cm9vdDo="    /* HTTP Basic "root:": installs need root (apt-get) */
+#define E2B_KEEPALIVE_S 50                 /* KEEPALIVE_PING_INTERVAL_SEC in connectionConfig.ts */
+#define E2B_RUN_GRACE_S 30                 /* HTTP time past the command's own limit */
+#define E2B_FRAME_MAX (4u << 20)           /* largest Connect message accepted from envd */
+#define E2B_DOMAIN_MAX 256
+#define E2B_TOKEN_MAX 1024
+#define E2B_STATUS_MAX 128
+#define E2B_ERR_BODY_MAX 4096              /* response bytes kept for non-streamed calls */
+#define E2B_DESTROY_MAX 8                  /* sandboxes deleted under one name, at most */
+
+struct e2b {
+	struct http_client http;
+	char domain[E2B_DOMAIN_MAX]; /* derived from [section] url: fallback sandbox domain */
+};
+
+/* The address and credential of one sandbox's envd, from POST /sandboxes/{id}/connect. */
+struct envd {
+	char base[HTTP_URL_MAX];
+	char token[E2B_TOKEN_MAX];
+};
+
+/* A sandbox id goes into URL paths and a host name: letters, digits, '-', '_' and '.'. */
+static int valid_id(const char *id, size_t max)
+{
+	size_t n = strlen(id);
+	return n && n < max && n < 128 && id[0] != '.' && id[0] != '-' &&
+	       strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == n;
+}
+
+static int loopback_domain(const char *domain)
+{
+	size_t h = domain[0] == '[' ? strcspn(domain, "]") + 1 : strcspn(domain, ":");
+	static const char suffix[] = ".localhost";
+	size_t sl = sizeof(suffix) - 1;
+
+	return (h == 9 && !strncmp(domain, "localhost", 9)) ||
+	       (h > sl && !strncmp(domain + h - sl, suffix, sl)) ||
+	       (h == 9 && !strncmp(domain, "127.0.0.1", 9)) ||
+	       (h == 5 && !strncmp(domain, "[::1]", 5));
+}
+
+/* host[:port] of URL with a leading "api." removed, into OUT. */
+static void domain_from_url(const char *url, char *out, size_t outsz)
+{
+	const char *p = strstr(url, "://");
+	size_t n;
+
+	p = p ? p + 3 : url;
+	n = strcspn(p, "/?#");
+	if (n > 4 && !strncmp(p, "api.", 4))
+		p += 4, n -= 4;
+	if (n >= outsz)
+		n = 0;
+	memcpy(out, p, n);
+	out[n] = '\0';
+}
+
+static int e2b_open(struct sbx *s, char *err, size_t errsz)
+{
+	struct e2b *e = calloc(1, sizeof(*e));
+
+	if (!e) {
+		snprintf(err, errsz, "%s: out of memory", s->ops->name);
+		return -1;
+	}
+	if (http_init(&e->http, s->ops->name, s->remote, err, errsz)) {
+		free(e);
+		return -1;
+	}
+	/* e2b-dev/E2B spec/openapi.yml: securitySchemes ApiKeyAuth, header X-API-Key */
+	http_set_auth(&e->http, "X-API-Key", "");
+	domain_from_url(e->http.base, e->domain, sizeof(e->domain));
+	s->priv = e;
+	return 0;
+}
+
+static void e2b_close(struct sbx *s)
+{
+	struct e2b *e = s->priv;
+
+	http_release(&e->http);
+	free(e);
+	s->priv = NULL;
+}
+
+static void e2b_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
+{
+	(void)s;
+	(void)id;
+	snprintf(out, outsz, "%s", E2B_WORKDIR);
+}
+
+/* Copy the string member KEY of OBJ into OUT; -1 when absent, not a string or too long. */
+static int get_str(json_t *obj, const char *key, char *out, size_t outsz)
+{
+	const char *v = json_string_value(json_object_get(obj, key));
+
+	if (!v || strlen(v) >= outsz)
+		return -1;
+	strcpy(out, v);
+	return 0;
+}
+
+/* Find the sandbox whose metadata carries NAME. 1 found (ID set), 0 none, -1 error. */
+static int e2b_find(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
+		    size_t errsz)
+{
+	struct e2b *e = s->priv;
+	char pair[SBX_ID_MAX * 3 + 64], key[64], val[SBX_ID_MAX * 3], q[sizeof(pair) * 3];
+	char path[sizeof(q) + 64];
+	struct http_request rq = { .method = "GET", .path = path };
+	struct http_response rs;
+	json_t *list = NULL, *it;
+	size_t i;
+	int ret = -1;
+
+	/* GET /v2/sandboxes, parameter `metadata`: "Metadata query used to filter the sandboxes
+	 * (e.g. "user=abc&app=prod"). Each key and values must be URL encoded", and `state`
+	 * (array, style form, explode false): running and paused ones (e2b-dev/E2B
+	 * spec/openapi.yml; the SDK encodes each key and value, joins them, and the whole value is
+	 * encoded again as a query parameter: packages/js-sdk/src/sandbox/sandboxApi.ts
+	 * SandboxPaginator.nextItems; the server unescapes the value, splits on & and =, and
+	 * unescapes each part: e2b-dev/infra packages/api sandboxes list handler, parseFilters) */
+	if (http_escape(E2B_META_KEY, key, sizeof(key)) || http_escape(name, val, sizeof(val)) ||
+	    snprintf(pair, sizeof(pair), "%s=%s", key, val) >= (int)sizeof(pair) ||
+	    http_escape(pair, q, sizeof(q))) {
+		snprintf(err, errsz, "%s: sandbox name is too long", s->ops->name);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/v2/sandboxes?metadata=%s&state=running,paused", q);
+	if (http_do(&e->http, &rq, &rs, err, errsz))
+		goto out;
+	if (rs.status != 200) {
+		http_error(&e->http, &rq, &rs, err, errsz);
+		goto out;
+	}
+	list = http_json(&rs);
+	if (!json_is_array(list)) {
+		snprintf(err, errsz, "GET /v2/sandboxes: answer is not a JSON array");
+		goto out;
+	}
+	ret = 0;
+	json_array_foreach(list, i, it) {
+		const char *meta = json_string_value(
+			json_object_get(json_object_get(it, "metadata"), E2B_META_KEY));
+		/* ListedSandbox.sandboxID; the filter already matched, the check guards against a
+		 * service that ignores it */
+		if (!meta || strcmp(meta, name))
+			continue;
+		if (get_str(it, "sandboxID", id, idsz) || !valid_id(id, idsz)) {
+			snprintf(err, errsz, "GET /v2/sandboxes: sandbox has no usable sandboxID");
+			ret = -1;
+			goto out;
+		}
+		ret = 1;
+		break;
+	}
+out:
+	json_decref(list);
+	http_response_release(&rs);
+	return ret;
+}
+
+static int e2b_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
+		      size_t errsz)
+{
+	struct e2b *e = s->priv;
+	const char *tpl = s->remote->image[0] ? s->remote->image : E2B_DEFAULT_TEMPLATE;
+	struct http_request rq = { .method = "POST", .path = "/sandboxes", .no_retry = 1,
+				   .body_max = E2B_ERR_BODY_MAX };
+	struct http_response rs;
+	json_t *body, *sb = NULL;
+	int found, ret = -1;
+
+	found = e2b_find(s, name, id, idsz, err, errsz);
+	if (found)
+		return found < 0 ? -1 : 0;
+	/* POST /sandboxes, NewSandbox {templateID (required), timeout (s), autoPause, secure,
+	 * allow_internet_access, metadata}, answering 201 Sandbox {sandboxID, domain,
+	 * envdAccessToken, ...} (e2b-dev/E2B spec/openapi.yml). Not retried: a create that timed
+	 * out may still have happened, and the next attempt finds it by its metadata. */
+	body = json_pack("{s:s, s:I, s:b, s:b, s:b, s:{s:s}}", "templateID", tpl, "timeout",
+			 (json_int_t)E2B_TTL_S, "autoPause", 1, "secure", 1,
+			 "allow_internet_access", s->create_share_net ? 1 : 0, "metadata",
+			 E2B_META_KEY, name);
+	if (!body) {
+		snprintf(err, errsz, "%s: request could not be built", s->ops->name);
+		return -1;
+	}
+	rq.body = body;
+	if (http_do(&e->http, &rq, &rs, err, errsz))
+		goto out;
+	if (rs.status != 201 && rs.status != 200) {
+		http_error(&e->http, &rq, &rs, err, errsz);
+		goto out;
+	}
+	sb = http_json(&rs);
+	if (get_str(sb, "sandboxID", id, idsz) || !valid_id(id, idsz)) {
+		snprintf(err, errsz, "POST /sandboxes: answer has no usable sandboxID");
+		goto out;
+	}
+	ret = 0;
+out:
+	json_decref(body);
+	json_decref(sb);
+	http_response_release(&rs);
+	return ret;
+}
+
+/* DELETE /sandboxes/{sandboxID}: 204 killed, 404 not found (e2b-dev/E2B spec/openapi.yml); a
+ * missing sandbox counts as destroyed. 0 or -1. */
+static int e2b_delete(struct sbx *s, const char *id, char *err, size_t errsz)
+{
+	struct e2b *e = s->priv;
+	char path[64 + SBX_ID_MAX];
+	struct http_request rq = { .method = "DELETE", .path = path, .body_max = E2B_ERR_BODY_MAX };
+	struct http_response rs;
+	int ret = -1;
+
+	snprintf(path, sizeof(path), "/sandboxes/%s", id);
+	if (http_do(&e->http, &rq, &rs, err, errsz))
+		goto out;
+	if (rs.status != 204 && rs.status != 200 && rs.status != 404) {
+		http_error(&e->http, &rq, &rs, err, errsz);
+		goto out;
+	}
+	ret = 0;
+out:
+	http_response_release(&rs);
+	return ret;
+}
+
+/* X is a sandbox id, or the deterministic name when the reconciler never recorded an id (a
+ * teardown after a crash between create and record): the sandboxes carrying name X in their
+ * metadata go first; when there are none, X itself is deleted as an id. */
+static int e2b_destroy(struct sbx *s, const char *x, char *err, size_t errsz)
+{
+	char id[SBX_ID_MAX];
+	int found = 0, rc;
+
+	if (!valid_id(x, SBX_ID_MAX)) {
+		snprintf(err, errsz, "%s: invalid sandbox id", s->ops->name);
+		return -1;
+	}
+	for (int i = 0; i < E2B_DESTROY_MAX; i++) {
+		rc = e2b_find(s, x, id, sizeof(id), err, errsz);
+		if (rc < 0)
+			return -1;
+		if (!rc)
+			break;
+		found = 1;
+		if (e2b_delete(s, id, err, errsz))
+			return -1;
+	}
+	return found ? 0 : e2b_delete(s, x, err, errsz);
+}
+
+/* Resume-or-keep sandbox ID and learn its envd address and token. 0, -1 (ERR set). */
+static int e2b_connect(struct sbx *s, const char *id, struct envd *ev, char *err, size_t errsz)
+{
+	struct e2b *e = s->priv;
+	char path[64 + SBX_ID_MAX], domain[E2B_DOMAIN_MAX];
+	struct http_request rq = { .method = "POST", .path = path, .body_max = E2B_ERR_BODY_MAX };
+	struct http_response rs;
+	json_t *body = json_pack("{s:I}", "timeout", (json_int_t)E2B_TTL_S), *sb = NULL;
+	int ret = -1, n;
+
+	if (!body) {
+		snprintf(err, errsz, "%s: request could not be built", s->ops->name);
+		return -1;
+	}
+	/* POST /sandboxes/{sandboxID}/connect, ConnectSandbox {timeout (required)}: "Returns
+	 * sandbox details. If the sandbox is paused, it will be resumed. TTL is only extended."
+	 * 200 already running / 201 resumed, body Sandbox {domain, envdAccessToken, ...}
+	 * (e2b-dev/E2B spec/openapi.yml) */
+	snprintf(path, sizeof(path), "/sandboxes/%s/connect", id);
+	rq.body = body;
+	if (http_do(&e->http, &rq, &rs, err, errsz))
+		goto out;
+	if (rs.status != 200 && rs.status != 201) {
+		http_error(&e->http, &rq, &rs, err, errsz);
+		goto out;
+	}
+	sb = http_json(&rs);
+	if (!json_is_object(sb)) {
+		snprintf(err, errsz, "POST /sandboxes/{id}/connect: answer is not a JSON object");
+		goto out;
+	}
+	if (get_str(sb, "domain", domain, sizeof(domain)) || !domain[0])
+		strcpy(domain, e->domain);
+	if (!domain[0] || strspn(domain, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					 "0123456789-.:[]") != strlen(domain)) {
+		snprintf(err, errsz, "%s: no usable sandbox domain", s->ops->name);
+		goto out;
+	}
+	n = snprintf(ev->base, sizeof(ev->base), "%s://%d-%s.%s",
+		     loopback_domain(domain) ? "http" : "https", E2B_ENVD_PORT, id, domain);
+	if (n < 0 || (size_t)n >= sizeof(ev->base)) {
+		snprintf(err, errsz, "%s: envd address is too long", s->ops->name);
+		goto out;
+	}
+	/* envdAccessToken is absent when the sandbox was created with secure false */
+	if (get_str(sb, "envdAccessToken", ev->token, sizeof(ev->token)))
+		ev->token[0] = '\0';
+	if (strpbrk(ev->token, "\r\n")) {
+		snprintf(err, errsz, "%s: malformed envd access token", s->ops->name);
+		goto out;
+	}
+	ret = 0;
+out:
+	json_decref(body);
+	json_decref(sb);
+	http_response_release(&rs);
+	return ret;
+}
+
+/* The headers of every envd call (SDK: sandbox/index.ts rpcTransport fetch, envd/rpc.ts
+ * authenticationHeader): the sandbox routing headers, the access token, and the user as HTTP
+ * Basic "name:" (envd: packages/envd/internal/permissions/authenticate.go in e2b-dev/infra
+ * reads only the user name). Fills H from index *N; the strings live in the caller's buffers. */
+struct envd_headers {
+	char id[64 + SBX_ID_MAX];
+	char port[64];
+	char token[32 + E2B_TOKEN_MAX];
+	char timeout[64];
+	char keepalive[64];
+};
+
+static void envd_headers(const char *id, const struct envd *ev, long timeout_ms,
+			 struct envd_headers *b, const char **h, int *n)
+{
+	snprintf(b->id, sizeof(b->id), "E2b-Sandbox-Id: %s", id);
+	snprintf(b->port, sizeof(b->port), "E2b-Sandbox-Port: %d", E2B_ENVD_PORT);
+	h[(*n)++] = b->id;
+	h[(*n)++] = b->port;
+	h[(*n)++] = "Authorization: " E2B_RUN_AS_ROOT;
+	h[(*n)++] = "Connect-Protocol-Version: 1";
+	if (ev->token[0]) {
+		snprintf(b->token, sizeof(b->token), "X-Access-Token: %s", ev->token);
+		h[(*n)++] = b->token;
+	}
+	if (timeout_ms > 0) {
+		/* Connect: "connect-timeout-ms"; envd kills the process when it passes
+		 * (e2b-dev/infra packages/envd/internal/services/process/start.go
+		 * determineTimeoutFromHeader) */
+		snprintf(b->timeout, sizeof(b->timeout), "Connect-Timeout-Ms: %ld", timeout_ms);
+		snprintf(b->keepalive, sizeof(b->keepalive), "Keepalive-Ping-Interval: %d",
+			 E2B_KEEPALIVE_S);
+		h[(*n)++] = b->timeout;
+		h[(*n)++] = b->keepalive;
+	}
+	h[*n] = NULL;
+}
+
+/* Decoding protojson `bytes` (standard base64, padded; URL-safe accepted too). Returns the
+ * decoded length, or -1 on a malformed string. OUT holds at least strlen(IN) * 3 / 4 + 3. */
+static long b64_decode(const char *in, unsigned char *out)
+{
+	unsigned acc = 0;
+	int bits = 0;
+	long n = 0;
+
+	for (const char *p = in; *p && *p != '='; p++) {
+		int v;
+		if (*p >= 'A' && *p <= 'Z')
+			v = *p - 'A';
+		else if (*p >= 'a' && *p <= 'z')
+			v = *p - 'a' + 26;
+		else if (*p >= '0' && *p <= '9')
+			v = *p - '0' + 52;
+		else if (*p == '+' || *p == '-')
+			v = 62;
+		else if (*p == '/' || *p == '_')
+			v = 63;
+		else
+			return -1;
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[n++] = (unsigned char)((acc >> bits) & 0xff);
+		}
+	}
+	return n;
+}
+
+/* The state of one Start stream: enveloped messages are reassembled here. */
+struct stream {
+	struct out_tail *out;
+	char *buf;
+	size_t len, cap;
+	int bad;                      /* malformed stream: the transfer is aborted */
+	char why[160];
+	long long pid;
+	int started, ended, exited, end_stream;
+	long exit_code;
+	char status[E2B_STATUS_MAX];
+	char error_code[64];          /* EndStreamResponse.error.code */
+	char error_msg[256];
+};
+
+static void on_message(struct stream *st, const char *msg, size_t len, int end)
+{
+	json_t *m = json_loadb(msg, len, 0, NULL), *ev, *x;
+
+	if (!json_is_object(m)) {
+		st->bad = 1;
+		snprintf(st->why, sizeof(st->why), "envd sent a message that is not JSON");
+		goto out;
+	}
+	if (end) {
+		/* EndStreamResponse {error?: {code, message}, metadata?} (Connect protocol) */
+		json_t *e = json_object_get(m, "error");
+		st->end_stream = 1;
+		if (json_is_object(e)) {
+			get_str(e, "code", st->error_code, sizeof(st->error_code));
+			if (get_str(e, "message", st->error_msg, sizeof(st->error_msg)))
+				st->error_msg[0] = '\0';
+			if (!st->error_code[0])
+				strcpy(st->error_code, "unknown");
+		}
+		goto out;
+	}
+	/* StartResponse {event: ProcessEvent {start | data | end | keepalive}} in proto3 JSON:
+	 * lowerCamelCase names, zero values omitted (exitCode 0 is absent) */
+	ev = json_object_get(m, "event");
+	if ((x = json_object_get(ev, "start"))) {
+		st->started = 1;
+		st->pid = json_integer_value(json_object_get(x, "pid"));
+	} else if ((x = json_object_get(ev, "data"))) {
+		const char *b = json_string_value(json_object_get(x, "stdout"));
+		if (!b)
+			b = json_string_value(json_object_get(x, "stderr"));
+		if (!b)
+			b = json_string_value(json_object_get(x, "pty"));
+		if (b) {
+			unsigned char *dec = malloc(strlen(b) / 4 * 3 + 4);
+			long n = dec ? b64_decode(b, dec) : -1;
+			if (n < 0) {
+				st->bad = 1;
+				snprintf(st->why, sizeof(st->why), "envd sent malformed output");
+			} else {
+				out_tail_put(st->out, (const char *)dec, (size_t)n);
+			}
+			free(dec);
+		}
+	} else if ((x = json_object_get(ev, "end"))) {
+		json_t *code = json_object_get(x, "exitCode");
+		st->ended = 1;
+		st->exit_code = json_is_integer(code) ? (long)json_integer_value(code) : 0;
+		st->exited = json_is_true(json_object_get(x, "exited"));
+		if (get_str(x, "status", st->status, sizeof(st->status)))
+			st->status[0] = '\0';
+	}
+	/* keepalive: nothing to do */
+out:
+	json_decref(m);
+}
+
+/* http_data_fn: split the response body into Connect envelopes (flags, 4-byte big-endian
+ * length, message) and handle each complete one. */
+static int on_stream(void *arg, const char *data, size_t n)
+{
+	struct stream *st = arg;
+	size_t off = 0;
+
+	/* what is buffered is at most one incomplete message (<= E2B_FRAME_MAX + 5 bytes) */
+	if (st->len + n > st->cap) {
+		size_t cap = st->cap ? st->cap : 8192;
+		char *p;
+		while (cap < st->len + n)
+			cap *= 2;
+		p = realloc(st->buf, cap);
+		if (!p) {
+			st->bad = 1;
+			snprintf(st->why, sizeof(st->why), "out of memory reading envd's stream");
+			return 1;
+		}
+		st->buf = p;
+		st->cap = cap;
+	}
+	memcpy(st->buf + st->len, data, n);
+	st->len += n;
+	while (st->len - off >= 5) {
+		const unsigned char *h = (const unsigned char *)st->buf + off;
+		size_t mlen = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
+		if (mlen > E2B_FRAME_MAX) {
+			st->bad = 1;
+			snprintf(st->why, sizeof(st->why),
+				 "envd message of %zu bytes is over the cap", mlen);
+			return 1;
+		}
+		if (h[0] & 1) {
+			st->bad = 1;
+			snprintf(st->why, sizeof(st->why), "envd sent a compressed message");
+			return 1;
+		}
+		if (st->len - off - 5 < mlen)
+			break;
+		on_message(st, st->buf + off + 5, mlen, h[0] & 2);
+		off += 5 + mlen;
+		if (st->bad)
+			return 1;
+	}
+	memmove(st->buf, st->buf + off, st->len - off);
+	st->len -= off;
+	return 0;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Best effort after a client-side timeout: envd keeps a process whose request went away
+ * (start.go: "We do not want the command to be killed if the request context is cancelled"),
+ * so kill it: unary POST /process.Process/SendSignal {process: {pid}, signal: SIGNAL_SIGKILL}
+ * (process.proto; the SDK's Commands.kill). */
+static void e2b_kill(struct sbx *s, const char *id, const struct envd *ev, long long pid)
+{
+	struct e2b *e = s->priv;
+	char url[HTTP_URL_MAX + 64], err[SBX_ERR_MAX];
+	struct envd_headers hb;
+	struct http_request rq = { .method = "POST", .path = url, .no_auth = 1, .no_retry = 1,
+				   .body_max = E2B_ERR_BODY_MAX };
+	struct http_response rs;
+	int n = 0;
+
+	rq.body = json_pack("{s:{s:I}, s:s}", "process", "pid", (json_int_t)pid, "signal",
+			    "SIGNAL_SIGKILL");
+	if (!rq.body)
+		return;
+	snprintf(url, sizeof(url), "%s/process.Process/SendSignal", ev->base);
+	envd_headers(id, ev, 0, &hb, rq.headers, &n);
+	http_do(&e->http, &rq, &rs, err, sizeof(err));
+	http_response_release(&rs);
+	json_decref(rq.body);
+}
+
+/* 128 + the signal named in an end event's status ("signal: killed"), as a shell reports it;
+ * -1 when the status names none we know. */
+static int signal_status(const char *status)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} sigs[] = { { "hangup", 1 },     { "interrupt", 2 },  { "quit", 3 },
+		     { "aborted", 6 },    { "killed", 9 },     { "segmentation fault", 11 },
+		     { "broken pipe", 13 }, { "terminated", 15 } };
+
+	if (strncmp(status, "signal: ", 8))
+		return -1;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (!strcmp(status + 8, sigs[i].name))
+			return 128 + sigs[i].sig;
+	return -1;
+}
+
+static int e2b_run(struct sbx *s, const char *id, int share_net, char *const argv[],
+		   char *const envp[], long timeout_s, struct proc_result *res)
+{
+	struct e2b *e = s->priv;
+	size_t cap = (size_t)s->cfg->output_max;
+	char err[SBX_ERR_MAX * 2], url[HTTP_URL_MAX + 64];
+	struct envd ev;
+	struct envd_headers hb;
+	struct out_tail tail;
+	struct stream st;
+	struct http_request rq = { .method = "POST", .path = url, .no_auth = 1, .no_retry = 1,
+				   .content_type = "application/connect+json",
+				   .body_max = E2B_ERR_BODY_MAX };
+	struct http_response rs = { 0 };
+	json_t *req = NULL, *args, *envs;
+	char *text = NULL, *frame = NULL;
+	size_t tlen;
+	double t0;
+	int n = 0, ret = -1, rc;
+
+	(void)share_net; /* the sandbox's network was set when it was created */
+	memset(res, 0, sizeof(*res));
+	memset(&st, 0, sizeof(st));
+	out_tail_init(&tail, cap);
+	st.out = &tail;
+	if (!argv[0] || !valid_id(id, SBX_ID_MAX)) {
+		proc_result_fail(res, "e2b: invalid command or sandbox id");
+		return -1;
+	}
+	if (e2b_connect(s, id, &ev, err, sizeof(err))) {
+		proc_result_fail(res, err);
+		return -1;
+	}
+	/* StartRequest {process: ProcessConfig {cmd, args, envs, cwd}, stdin} (process.proto):
+	 * argv goes as cmd + args, no shell; stdin false as the SDK sends it (Commands.start) */
+	args = json_array();
+	envs = json_object();
+	req = json_pack("{s:{s:s, s:o, s:o, s:s}, s:b}", "process", "cmd", argv[0], "args", args,
+			"envs", envs, "cwd", E2B_WORKDIR, "stdin", 0);
+	for (int i = 1; req && argv[i]; i++)
+		json_array_append_new(args, json_string(argv[i]));
+	for (int i = 0; req && envp && envp[i]; i++) {
+		const char *eq = strchr(envp[i], '=');
+		char k[256];
+		if (!eq || eq == envp[i] || (size_t)(eq - envp[i]) >= sizeof(k))
+			continue;
+		memcpy(k, envp[i], (size_t)(eq - envp[i]));
+		k[eq - envp[i]] = '\0';
+		json_object_set_new(envs, k, json_string(eq + 1));
+	}
+	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	if (!text || (tlen = strlen(text)) > E2B_FRAME_MAX || !(frame = malloc(tlen + 5))) {
+		proc_result_fail(res, "e2b: the command could not be encoded");
+		goto out;
+	}
+	/* Connect streaming request: one enveloped message, flags 0, big-endian length
+	 * (connectrpc/connectrpc.com docs/protocol.md, Streaming-Request) */
+	frame[0] = 0;
+	frame[1] = (char)(tlen >> 24 & 0xff);
+	frame[2] = (char)(tlen >> 16 & 0xff);
+	frame[3] = (char)(tlen >> 8 & 0xff);
+	frame[4] = (char)(tlen & 0xff);
+	memcpy(frame + 5, text, tlen);
+	rq.raw_body = frame;
+	rq.raw_len = tlen + 5;
+	rq.timeout_s = timeout_s + E2B_RUN_GRACE_S;
+	rq.on_data = on_stream;
+	rq.on_data_arg = &st;
+	snprintf(url, sizeof(url), "%s/process.Process/Start", ev.base);
+	envd_headers(id, &ev, timeout_s * 1000L, &hb, rq.headers, &n);
+	t0 = mono_s();
+	rc = http_do(&e->http, &rq, &rs, err, sizeof(err));
+	if (rc && !st.ended) {
+		if (rs.timed_out || mono_s() - t0 >= (double)timeout_s) {
+			/* our own limit: envd's should have fired first; make sure it is dead */
+			if (st.started)
+				e2b_kill(s, id, &ev, st.pid);
+			res->timed_out = 1;
+			res->exit_code = 128 + 9;
+			ret = 0;
+		} else {
+			if (st.bad)
+				snprintf(err, sizeof(err), "POST /process.Process/Start: %s",
+					 st.why);
+			proc_result_fail(res, err);
+		}
+		goto out;
+	}
+	if (rs.status != 200) {
+		http_error(&e->http, &rq, &rs, err, sizeof(err));
+		proc_result_fail(res, err);
+		goto out;
+	}
+	if (!strcmp(st.error_code, "deadline_exceeded")) {
+		/* envd's deadline (Connect-Timeout-Ms) passed: it killed the process */
+		res->timed_out = 1;
+		res->exit_code = st.ended && st.exit_code > 0 ? (int)st.exit_code : 128 + 9;
+		ret = 0;
+		goto out;
+	}
+	if (!st.ended) {
+		if (st.error_code[0])
+			snprintf(err, sizeof(err), "envd: %s%s%s", st.error_code,
+				 st.error_msg[0] ? ": " : "", st.error_msg);
+		else
+			snprintf(err, sizeof(err), "envd: the stream ended without an end event");
+		/* not started at all (e.g. no such executable: invalid_argument) or cut short */
+		proc_result_fail(res, err);
+		goto out;
+	}
+	res->exit_code = (int)st.exit_code;
+	if (!st.exited || st.exit_code < 0) {
+		int sig = signal_status(st.status);
+		if (sig > 0)
+			res->exit_code = sig;
+	}
+	ret = 0;
+out:
+	if (ret == 0)
+		out_tail_finish(&tail, res);
+	out_tail_release(&tail);
+	free(st.buf);
+	free(frame);
+	free(text);
+	json_decref(req);
+	http_response_release(&rs);
+	return ret;
+}
+
+const struct sandbox_backend sbx_e2b = {
+	.name = "e2b",
+	.open = e2b_open,
+	.close = e2b_close,
+	.create = e2b_create,
+	.workdir = e2b_workdir,
+	.run = e2b_run,
+	.set_egress = NULL,
+	.destroy = e2b_destroy,
+};
+
+/* CubeSandbox: the same driver under its own name, so [cube] holds its settings. */
+const struct sandbox_backend sbx_cube = {
+	.name = "cube",
+	.open = e2b_open,
+	.close = e2b_close,
+	.create = e2b_create,
+	.workdir = e2b_workdir,
+	.run = e2b_run,
+	.set_egress = NULL,
+	.destroy = e2b_destroy,
+};

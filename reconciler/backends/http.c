@@ -1,0 +1,560 @@
+/* The HTTP client of the remote sandbox drivers (contract in http.h). */
+#include "http.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/redact.h"
+
+#define HTTP_PROTOCOLS "http,https"
+#define HTTP_DEFAULT_SOCKET_BASE "http://localhost"
+#define HTTP_RETRY_AFTER_MAX 32
+
+/* What one transfer collects; reset before every try. */
+struct xfer {
+	const struct http_request *rq;
+	CURL *easy;
+	char *body;
+	size_t len, cap, max;
+	int truncated;
+	char *headers;
+	size_t hlen;
+	int keep_headers;
+	char retry_after[HTTP_RETRY_AFTER_MAX];
+	int streamed;   /* on_data has received bytes: the call must not repeat */
+	int aborted;    /* on_data asked to stop */
+};
+
+static void wipe(void *p, size_t n)
+{
+	volatile unsigned char *v = p;
+	while (n--)
+		*v++ = 0;
+}
+
+/* Read the credential file: at most HTTP_KEY_MAX - 1 bytes, trailing whitespace stripped, no
+ * control characters inside (they would split the header). Messages never quote the content. */
+static int read_key(struct http_client *c, const char *path, char *err, size_t errsz)
+{
+	struct stat st;
+	ssize_t n;
+	size_t len;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0) {
+		snprintf(err, errsz, "%s: api_key_file %s: %s", c->backend, path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(err, errsz, "%s: api_key_file %s: not a regular file", c->backend, path);
+		close(fd);
+		return -1;
+	}
+	if (st.st_size >= HTTP_KEY_MAX) {
+		snprintf(err, errsz, "%s: api_key_file %s: is too large (limit %d bytes)", c->backend,
+			 path, HTTP_KEY_MAX - 1);
+		close(fd);
+		return -1;
+	}
+	n = read(fd, c->key, sizeof(c->key) - 1);
+	close(fd);
+	if (n < 0) {
+		snprintf(err, errsz, "%s: api_key_file %s: %s", c->backend, path, strerror(errno));
+		wipe(c->key, sizeof(c->key));
+		return -1;
+	}
+	len = (size_t)n;
+	while (len && (c->key[len - 1] == '\n' || c->key[len - 1] == '\r' ||
+		       c->key[len - 1] == ' ' || c->key[len - 1] == '\t'))
+		len--;
+	c->key[len] = '\0';
+	if (!len) {
+		snprintf(err, errsz, "%s: api_key_file %s: is empty", c->backend, path);
+		return -1;
+	}
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)c->key[i];
+		if (ch < 0x20 || ch == 0x7f) {
+			snprintf(err, errsz, "%s: api_key_file %s: contains control characters",
+				 c->backend, path);
+			wipe(c->key, sizeof(c->key));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int http_init(struct http_client *c, const char *backend, const struct remote_conf *rc,
+	      char *err, size_t errsz)
+{
+	const char *base = rc->url[0] ? rc->url : rc->socket[0] ? HTTP_DEFAULT_SOCKET_BASE : NULL;
+	size_t blen;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->backend, sizeof(c->backend), "%s", backend);
+	if (!base) {
+		snprintf(err, errsz, "%s: [%s] url is not set", backend, backend);
+		return -1;
+	}
+	if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8)) {
+		snprintf(err, errsz, "%s: [%s] url must start with http:// or https://", backend,
+			 backend);
+		return -1;
+	}
+	blen = strlen(base);
+	while (blen && base[blen - 1] == '/')
+		blen--;
+	if (blen >= sizeof(c->base) || strlen(rc->socket) >= sizeof(c->socket)) {
+		snprintf(err, errsz, "%s: [%s] url or socket is too long", backend, backend);
+		return -1;
+	}
+	memcpy(c->base, base, blen);
+	c->base[blen] = '\0';
+	strcpy(c->socket, rc->socket);
+	c->timeout_s = rc->timeout_s > 0 ? rc->timeout_s : CONFIG_DEFAULT_HTTP_TIMEOUT_S;
+	if (rc->api_key_file[0] && read_key(c, rc->api_key_file, err, errsz))
+		return -1;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		snprintf(err, errsz, "%s: libcurl initialisation failed", backend);
+		wipe(c->key, sizeof(c->key));
+		return -1;
+	}
+	c->easy = curl_easy_init();
+	if (!c->easy) {
+		snprintf(err, errsz, "%s: libcurl handle could not be created", backend);
+		curl_global_cleanup();
+		wipe(c->key, sizeof(c->key));
+		return -1;
+	}
+	return 0;
+}
+
+void http_set_auth(struct http_client *c, const char *name, const char *prefix)
+{
+	snprintf(c->auth_name, sizeof(c->auth_name), "%s", name ? name : "");
+	snprintf(c->auth_prefix, sizeof(c->auth_prefix), "%s", prefix ? prefix : "");
+}
+
+void http_release(struct http_client *c)
+{
+	if (c->easy) {
+		curl_easy_cleanup(c->easy);
+		curl_global_cleanup();
+	}
+	c->easy = NULL;
+	wipe(c->key, sizeof(c->key));
+}
+
+void http_response_release(struct http_response *rs)
+{
+	free(rs->body);
+	free(rs->headers);
+	memset(rs, 0, sizeof(*rs));
+}
+
+static int append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
+{
+	if (*len + n + 1 > *cap) {
+		size_t ncap = *cap ? *cap : 1024;
+		char *p;
+		while (ncap < *len + n + 1)
+			ncap *= 2;
+		p = realloc(*buf, ncap);
+		if (!p)
+			return -1;
+		*buf = p;
+		*cap = ncap;
+	}
+	memcpy(*buf + *len, data, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+	return 0;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb, keep;
+	long status = 0;
+
+	if (x->rq->on_data) {
+		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+		if (status >= 200 && status < 300) {
+			x->streamed = 1;
+			if (x->rq->on_data(x->rq->on_data_arg, data, n)) {
+				x->aborted = 1;
+				return 0; /* CURLE_WRITE_ERROR */
+			}
+			return n;
+		}
+	}
+	/* keep at most max bytes; the rest is read and dropped */
+	keep = x->len < x->max ? x->max - x->len : 0;
+	if (keep > n)
+		keep = n;
+	if (keep < n)
+		x->truncated = 1;
+	if (keep) {
+		size_t cap = x->cap;
+		if (append(&x->body, &x->len, &cap, data, keep))
+			return 0;
+		x->cap = cap;
+	}
+	return n;
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb;
+
+	/* a new response (a retry, or 100 Continue then the real one) starts a new block */
+	if (n >= 5 && !strncmp(data, "HTTP/", 5)) {
+		x->hlen = 0;
+		if (x->headers)
+			x->headers[0] = '\0';
+		x->retry_after[0] = '\0';
+	}
+	if (n > 12 && !strncasecmp(data, "Retry-After:", 12)) {
+		size_t i = 12, k = 0;
+		while (i < n && (data[i] == ' ' || data[i] == '\t'))
+			i++;
+		while (i < n && k + 1 < sizeof(x->retry_after) && data[i] >= '0' && data[i] <= '9')
+			x->retry_after[k++] = data[i++];
+		x->retry_after[k] = '\0';
+	}
+	if (x->keep_headers && x->hlen + n < HTTP_HEADERS_MAX) {
+		size_t cap = x->hlen + n + 1; /* exact growth is fine for a few headers */
+		char *p = realloc(x->headers, cap);
+		if (!p)
+			return 0;
+		x->headers = p;
+		memcpy(x->headers + x->hlen, data, n);
+		x->hlen += n;
+		x->headers[x->hlen] = '\0';
+	}
+	return n;
+}
+
+/* The path of RQ without its query string, for messages. */
+static void display_path(const struct http_request *rq, char *out, size_t outsz)
+{
+	size_t n = strcspn(rq->path, "?");
+	if (n >= outsz)
+		n = outsz - 1;
+	memcpy(out, rq->path, n);
+	out[n] = '\0';
+}
+
+void http_scrub(const struct http_client *c, char *buf, size_t bufsz)
+{
+	size_t klen = strlen(c->key), mlen = strlen(REDACT_MASK);
+	char *p, *from = buf;
+
+	if (!klen || !bufsz)
+		return;
+	buf[bufsz - 1] = '\0';
+	while ((p = strstr(from, c->key))) {
+		if (klen >= mlen) {
+			memcpy(p, REDACT_MASK, mlen);
+			memmove(p + mlen, p + klen, strlen(p + klen) + 1);
+			from = p + mlen;
+		} else {
+			memset(p, '*', klen); /* shorter than the mask: overwrite in place */
+			from = p + klen;
+		}
+	}
+}
+
+void http_error(const struct http_client *c, const struct http_request *rq,
+		const struct http_response *rs, char *err, size_t errsz)
+{
+	char path[HTTP_URL_MAX], quote[HTTP_ERROR_BODY_MAX + 1], clean[HTTP_ERROR_BODY_MAX * 2];
+	size_t n = rs->body ? rs->len : 0;
+
+	if (!errsz)
+		return;
+	display_path(rq, path, sizeof(path));
+	if (n > HTTP_ERROR_BODY_MAX)
+		n = HTTP_ERROR_BODY_MAX;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)rs->body[i];
+		quote[i] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
+	}
+	quote[n] = '\0';
+	redact(quote, clean, sizeof(clean));
+	snprintf(err, errsz, "%s %s: status %ld%s%s", rq->method, path, rs->status,
+		 clean[0] ? ": " : "", clean);
+	http_scrub(c, err, errsz);
+}
+
+static int transient_status(long status)
+{
+	return status == 408 || status == 429 || status >= 500;
+}
+
+static int transient_curl(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* One try of RQ; fills X. */
+static CURLcode perform(struct http_client *c, const struct http_request *rq, const char *url,
+			const char *payload, size_t payload_len, struct curl_slist *hdrs,
+			struct xfer *x)
+{
+	CURL *e = c->easy;
+	long total = rq->timeout_s > 0 ? rq->timeout_s : c->timeout_s;
+	long connect = total < HTTP_CONNECT_TIMEOUT_MAX_S ? total : HTTP_CONNECT_TIMEOUT_MAX_S;
+	int absolute = !strncmp(rq->path, "http://", 7) || !strncmp(rq->path, "https://", 8);
+
+	/* reset keeps live connections and the DNS cache: the handle is still reused */
+	curl_easy_reset(e);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, HTTP_PROTOCOLS);
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, HTTP_PROTOCOLS);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, connect);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, total);
+	if (c->socket[0] && !absolute)
+		curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, c->socket);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+	if (!strcmp(rq->method, "GET")) {
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+	} else if (!strcmp(rq->method, "HEAD")) {
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	} else if (payload || !strcmp(rq->method, "POST")) {
+		/* a body, or an empty POST; Content-Type comes from the header list */
+		if (strcmp(rq->method, "POST"))
+			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, rq->method);
+		curl_easy_setopt(e, CURLOPT_POST, 1L);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, payload ? payload : "");
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)(payload ? payload_len : 0));
+	} else {
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, rq->method); /* DELETE, PUT... no body */
+	}
+	return curl_easy_perform(e);
+}
+
+int http_do(struct http_client *c, const struct http_request *rq, struct http_response *rs,
+	    char *err, size_t errsz)
+{
+	char url[HTTP_URL_MAX * 2], auth[HTTP_AUTH_NAME_MAX + 32 + HTTP_KEY_MAX + 4];
+	char path[HTTP_URL_MAX];
+	struct curl_slist *hdrs = NULL, *h;
+	char *payload = NULL, ctype[HTTP_URL_MAX];
+	const char *req_body = NULL;
+	size_t req_len = 0;
+	struct xfer x;
+	CURLcode rc = CURLE_OK;
+	int absolute = !strncmp(rq->path, "http://", 7) || !strncmp(rq->path, "https://", 8);
+	int ret = -1, n;
+	unsigned delay = HTTP_BACKOFF_MS;
+
+	memset(rs, 0, sizeof(*rs));
+	memset(&x, 0, sizeof(x));
+	display_path(rq, path, sizeof(path));
+	if (!c->easy) {
+		snprintf(err, errsz, "%s %s: client is not initialised", rq->method, path);
+		goto out;
+	}
+	n = absolute ? snprintf(url, sizeof(url), "%s", rq->path)
+		     : snprintf(url, sizeof(url), "%s%s", c->base, rq->path);
+	if (n < 0 || (size_t)n >= sizeof(url)) {
+		snprintf(err, errsz, "%s %s: URL is too long", rq->method, path);
+		goto out;
+	}
+	if (rq->body) {
+		payload = json_dumps(rq->body, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (!payload) {
+			snprintf(err, errsz, "%s %s: request body could not be encoded", rq->method,
+				 path);
+			goto out;
+		}
+		h = curl_slist_append(hdrs, "Content-Type: application/json");
+		if (!h)
+			goto nomem;
+		hdrs = h;
+		req_body = payload;
+		req_len = strlen(payload);
+	} else if (rq->raw_body) {
+		snprintf(ctype, sizeof(ctype), "Content-Type: %s",
+			 rq->content_type ? rq->content_type : "application/octet-stream");
+		if (!(h = curl_slist_append(hdrs, ctype)))
+			goto nomem;
+		hdrs = h;
+		req_body = rq->raw_body;
+		req_len = rq->raw_len;
+	} else if (!strcmp(rq->method, "POST")) {
+		/* an empty POST: not libcurl's default form-urlencoded Content-Type */
+		if (!(h = curl_slist_append(hdrs, "Content-Type:")))
+			goto nomem;
+		hdrs = h;
+	}
+	/* no "Expect: 100-continue" round trip for larger bodies */
+	if (!(h = curl_slist_append(hdrs, "Expect:")))
+		goto nomem;
+	hdrs = h;
+	if (!(h = curl_slist_append(hdrs, "Accept: application/json, text/event-stream, */*")))
+		goto nomem;
+	hdrs = h;
+	for (int i = 0; i < HTTP_HEADERS_EXTRA_MAX && rq->headers[i]; i++) {
+		if (!(h = curl_slist_append(hdrs, rq->headers[i])))
+			goto nomem;
+		hdrs = h;
+	}
+	if (!rq->no_auth && c->key[0] && c->auth_name[0]) {
+		snprintf(auth, sizeof(auth), "%s: %s%s", c->auth_name, c->auth_prefix, c->key);
+		h = curl_slist_append(hdrs, auth);
+		wipe(auth, sizeof(auth));
+		if (!h)
+			goto nomem;
+		hdrs = h;
+	}
+
+	for (int attempt = 0;; attempt++) {
+		free(x.body);
+		free(x.headers);
+		memset(&x, 0, sizeof(x));
+		x.rq = rq;
+		x.easy = c->easy;
+		x.max = rq->body_max ? rq->body_max : HTTP_BODY_MAX;
+		x.keep_headers = rq->keep_headers;
+		rs->status = 0;
+		rc = perform(c, rq, url, req_body, req_len, hdrs, &x);
+		rs->tries = attempt + 1;
+		if (rc == CURLE_OK)
+			curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &rs->status);
+		if (rq->no_retry || x.streamed || attempt >= HTTP_RETRIES_MAX)
+			break;
+		if (rc == CURLE_OK ? !transient_status(rs->status) : !transient_curl(rc))
+			break;
+		if (x.retry_after[0]) {
+			unsigned long s = strtoul(x.retry_after, NULL, 10);
+			delay = s * 1000 > HTTP_BACKOFF_CAP_MS ? HTTP_BACKOFF_CAP_MS : (unsigned)s * 1000;
+		}
+		sleep_ms(delay);
+		c->retry_sleep_ms += delay;
+		delay = delay * 2 > HTTP_BACKOFF_CAP_MS ? HTTP_BACKOFF_CAP_MS : delay * 2;
+	}
+
+	rs->body = x.body ? x.body : strdup("");
+	rs->len = x.body ? x.len : 0;
+	rs->truncated = x.truncated;
+	rs->headers = x.headers;
+	rs->headers_len = x.hlen;
+	x.body = x.headers = NULL;
+	if (!rs->body)
+		goto nomem;
+	if (rc == CURLE_OK) {
+		ret = 0;
+	} else {
+		rs->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+		if (x.aborted)
+			snprintf(err, errsz, "%s %s: aborted by the driver", rq->method, path);
+		else
+			snprintf(err, errsz, "%s %s: %s%s", rq->method, path, curl_easy_strerror(rc),
+				 rs->tries > 1 ? " (after retries)" : "");
+	}
+	goto out;
+nomem:
+	snprintf(err, errsz, "%s %s: out of memory", rq->method, path);
+out:
+	curl_slist_free_all(hdrs);
+	free(payload);
+	free(x.body);
+	free(x.headers);
+	if (!rs->body) {
+		rs->body = strdup("");
+		rs->len = 0;
+	}
+	return ret;
+}
+
+json_t *http_json(const struct http_response *rs)
+{
+	if (!rs->body || rs->truncated || !rs->len)
+		return NULL;
+	return json_loadb(rs->body, rs->len, JSON_REJECT_DUPLICATES, NULL);
+}
+
+int http_header(const struct http_response *rs, const char *name, char *out, size_t outsz)
+{
+	size_t nlen = strlen(name);
+	const char *p = rs->headers;
+
+	while (p && *p) {
+		const char *eol = strchr(p, '\n');
+		size_t llen = eol ? (size_t)(eol - p) : strlen(p);
+		if (llen > nlen && p[nlen] == ':' && !strncasecmp(p, name, nlen)) {
+			const char *v = p + nlen + 1;
+			size_t vlen = llen - nlen - 1;
+			while (vlen && (*v == ' ' || *v == '\t'))
+				v++, vlen--;
+			while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == ' '))
+				vlen--;
+			if (vlen >= outsz)
+				return -1;
+			memcpy(out, v, vlen);
+			out[vlen] = '\0';
+			return 0;
+		}
+		p = eol ? eol + 1 : p + llen;
+	}
+	return -1;
+}
+
+int http_escape(const char *in, char *out, size_t outsz)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+			if (o + 1 >= outsz)
+				return -1;
+			out[o++] = (char)*p;
+		} else {
+			if (o + 3 >= outsz)
+				return -1;
+			out[o++] = '%';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
+		}
+	}
+	if (o >= outsz)
+		return -1;
+	out[o] = '\0';
+	return 0;
+}

@@ -1,0 +1,319 @@
+/* Backend conformance suite: one program run against whichever driver a configuration file
+ * names ([sandbox] backend), through the same interface the reconciler uses (backend.h).
+ *
+ *   test_conformance -c CONFIG [-n NAME]
+ *
+ * Checks: stable identity across a reconciler restart (create, then a fresh sbx_open and create
+ * of the same name gives the same id), idempotent create-or-attach, command exit codes (0, 3),
+ * output, environment and argv passed intact (no shell expansion), the working directory, output
+ * capped at output_max with the tail kept, egress policy updates where the driver has them
+ * (install-time widening, then final narrowing), idempotent destroy (twice, and a name never
+ * created), destroy by name when no id was recorded.
+ *
+ * With CONFORMANCE_FAKE_LOG=URL (a protocol fake's /__fake/log), the egress check also reads the
+ * policy states the fake recorded for the sandbox and requires the two updates in order.
+ * No database is contacted. Prints "N passed, N failed"; exit status 1 when any failed. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/config.h"
+#include "../../reconciler/backends/backend.h"
+#include "../../reconciler/backends/http.h"
+
+#define CONF_NAME_MAX 64
+#define CONF_CAP 1000           /* output_max during the cap check */
+#define CONF_SEQ_N 300          /* `seq 1 300` prints 1092 bytes */
+#define CONF_TIMEOUT_S 60
+#define CONF_ENV_VALUE "two words, 'quoted' and $NOT_EXPANDED"
+
+static int passed, failed;
+
+static void check(int ok, const char *fmt, ...)
+{
+	va_list ap;
+	printf("%s ", ok ? "ok  " : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (ok)
+		passed++;
+	else
+		failed++;
+}
+
+/* Run ARGV in sandbox ID; RES filled (caller releases). The run's return code. */
+static int run(struct sbx *s, const char *id, const char *const argv[], struct proc_result *res)
+{
+	static const char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+				"LANG=C.UTF-8", "TERRARIUM_CONFORMANCE=" CONF_ENV_VALUE, NULL };
+	memset(res, 0, sizeof(*res));
+	return s->ops->run(s, id, 0, (char *const *)argv, (char *const *)envp, CONF_TIMEOUT_S, res);
+}
+
+static const char *out_of(const struct proc_result *res)
+{
+	return res->output ? res->output : "";
+}
+
+/* S with newlines shown as \n, at most 200 bytes, for messages. Static buffer: one per call
+ * site in a message. */
+static const char *shown(const char *s)
+{
+	static char buf[4][256];
+	static int next;
+	char *b = buf[next++ % 4];
+	size_t o = 0;
+
+	for (; *s && o < 200; s++) {
+		if (*s == '\n') {
+			b[o++] = '\\';
+			b[o++] = 'n';
+		} else {
+			b[o++] = *s;
+		}
+	}
+	b[o] = '\0';
+	return b;
+}
+
+static void check_commands(struct sbx *s, const char *id)
+{
+	struct proc_result res;
+	char workdir[CONFIG_STR_MAX * 2], expect[CONFIG_STR_MAX * 2 + 2];
+	const char *const exit0[] = { "sh", "-c", "exit 0", NULL };
+	const char *const exit3[] = { "sh", "-c", "exit 3", NULL };
+	const char *const echo[] = { "echo", "hello", "it's", "$HOME", "`id`", "a  b", NULL };
+	const char *const env[] = { "printenv", "TERRARIUM_CONFORMANCE", NULL };
+	const char *const pwd[] = { "pwd", NULL };
+	int rc;
+
+	rc = run(s, id, exit0, &res);
+	check(rc == 0 && res.exit_code == 0 && !res.timed_out, "sh -c 'exit 0' exits 0 (rc %d, exit %d)",
+	      rc, res.exit_code);
+	proc_result_release(&res);
+
+	rc = run(s, id, exit3, &res);
+	check(rc == 0 && res.exit_code == 3, "sh -c 'exit 3' exits 3 (rc %d, exit %d: %s)", rc,
+	      res.exit_code, shown(out_of(&res)));
+	proc_result_release(&res);
+
+	rc = run(s, id, echo, &res);
+	check(rc == 0 && res.exit_code == 0 &&
+		      !strcmp(out_of(&res), "hello it's $HOME `id` a  b\n"),
+	      "argv reaches the command intact, unexpanded (output '%s')", shown(out_of(&res)));
+	proc_result_release(&res);
+
+	rc = run(s, id, env, &res);
+	check(rc == 0 && res.exit_code == 0 && !strcmp(out_of(&res), CONF_ENV_VALUE "\n"),
+	      "the environment reaches the command (output '%s')", shown(out_of(&res)));
+	proc_result_release(&res);
+
+	s->ops->workdir(s, id, workdir, sizeof(workdir));
+	snprintf(expect, sizeof(expect), "%s\n", workdir);
+	rc = run(s, id, pwd, &res);
+	check(rc == 0 && res.exit_code == 0 && !strcmp(out_of(&res), expect),
+	      "commands run in the workdir %s (output '%s')", workdir, shown(out_of(&res)));
+	proc_result_release(&res);
+}
+
+static void check_output_cap(struct sbx *s, struct config *cfg, const char *id)
+{
+	const char *const seq[] = { "seq", "1", "300", NULL };
+	char full[4096];
+	size_t len = 0, want;
+	long saved = cfg->output_max;
+	struct proc_result res;
+	int rc;
+
+	for (int i = 1; i <= CONF_SEQ_N; i++)
+		len += (size_t)snprintf(full + len, sizeof(full) - len, "%d\n", i);
+	want = len > CONF_CAP ? CONF_CAP : len;
+	cfg->output_max = CONF_CAP;
+	rc = run(s, id, seq, &res);
+	cfg->output_max = saved;
+	check(rc == 0 && res.exit_code == 0 && res.len == want && res.truncated &&
+		      !memcmp(out_of(&res), full + len - want, want),
+	      "output capped at output_max=%d with the tail kept (got %zu bytes, truncated %d, ends '%s')",
+	      CONF_CAP, res.len, res.truncated,
+	      shown(res.len > 12 ? out_of(&res) + res.len - 12 : out_of(&res)));
+	proc_result_release(&res);
+}
+
+/* The policy states the fake recorded for sandbox ID, or NULL. New reference. */
+static json_t *fake_policies(const char *url, const char *id)
+{
+	struct remote_conf rc;
+	struct http_client c;
+	struct http_request rq;
+	struct http_response rs;
+	json_t *root, *states = NULL;
+	char err[512];
+
+	memset(&rc, 0, sizeof(rc));
+	snprintf(rc.url, sizeof(rc.url), "%s", url);
+	rc.timeout_s = 10;
+	if (http_init(&c, "fake", &rc, err, sizeof(err))) {
+		printf("     fake log: %s\n", err);
+		return NULL;
+	}
+	memset(&rq, 0, sizeof(rq));
+	rq.method = "GET";
+	rq.path = url;
+	if (!http_do(&c, &rq, &rs, err, sizeof(err)) && rs.status == 200) {
+		root = http_json(&rs);
+		states = json_incref(json_object_get(json_object_get(root, "policies"), id));
+		json_decref(root);
+	} else {
+		printf("     fake log: %s (status %ld)\n", err, rs.status);
+	}
+	http_response_release(&rs);
+	http_release(&c);
+	return states;
+}
+
+/* JSON array of strings A and B hold the same set. */
+static int same_set(json_t *a, json_t *b)
+{
+	size_t i, j;
+	json_t *v, *w;
+
+	if (json_array_size(a) != json_array_size(b))
+		return 0;
+	json_array_foreach(a, i, v) {
+		int found = 0;
+		json_array_foreach(b, j, w)
+			found |= json_equal(v, w);
+		if (!found)
+			return 0;
+	}
+	return 1;
+}
+
+static void check_egress(struct sbx *s, const char *id)
+{
+	json_t *install = json_pack("[s,s,s]", "api.example.com", "pypi.org",
+				    "files.pythonhosted.org");
+	json_t *final = json_pack("[s]", "api.example.com");
+	const char *log = getenv("CONFORMANCE_FAKE_LOG");
+	char err[SBX_ERR_MAX] = "";
+	int rc;
+
+	if (!s->ops->set_egress) {
+		check(!s->caps->limited_egress, "no set_egress: the capability table agrees (limited_egress %d)",
+		      s->caps->limited_egress);
+		goto out;
+	}
+	check(s->caps->limited_egress, "set_egress present: the capability table agrees");
+	rc = s->ops->set_egress(s, id, install, err, sizeof(err));
+	check(rc == 0, "egress widened for the install (%s)", rc ? err : "ok");
+	rc = s->ops->set_egress(s, id, final, err, sizeof(err));
+	check(rc == 0, "egress narrowed to the final policy (%s)", rc ? err : "ok");
+	rc = s->ops->set_egress(s, id, final, err, sizeof(err));
+	check(rc == 0, "setting the same policy again succeeds (%s)", rc ? err : "ok");
+	if (log && *log) {
+		json_t *states = fake_policies(log, id);
+		size_t n = json_array_size(states);
+		int ok = n >= 2 && same_set(json_array_get(states, n - 2), install) &&
+			 same_set(json_array_get(states, n - 1), final);
+		char *text = states ? json_dumps(states, JSON_COMPACT) : NULL;
+		check(ok, "the fake saw install hosts, then the final hosts, in that order (%.300s)",
+		      text ? text : "no states recorded");
+		free(text);
+		json_decref(states);
+	}
+out:
+	json_decref(install);
+	json_decref(final);
+}
+
+int main(int argc, char **argv)
+{
+	const char *config_file = NULL, *prefix = "conf";
+	char name[CONF_NAME_MAX], name2[CONF_NAME_MAX], never[CONF_NAME_MAX];
+	char id[SBX_ID_MAX] = "", id2[SBX_ID_MAX] = "", id3[SBX_ID_MAX] = "";
+	char err[SBX_ERR_MAX] = "";
+	struct config cfg;
+	struct sbx s;
+	int opt, rc;
+
+	while ((opt = getopt(argc, argv, "c:n:")) != -1) {
+		if (opt == 'c')
+			config_file = optarg;
+		else if (opt == 'n')
+			prefix = optarg;
+		else
+			return 2;
+	}
+	if (!config_file) {
+		fprintf(stderr, "usage: %s -c CONFIG [-n NAME-PREFIX]\n", argv[0]);
+		return 2;
+	}
+	if (config_load(&cfg, config_file)) {
+		fprintf(stderr, "config: %s\n", cfg.error);
+		return 2;
+	}
+	snprintf(name, sizeof(name), "%s-%ld-%ld-a", prefix, (long)getpid(), (long)time(NULL));
+	snprintf(name2, sizeof(name2), "%s-%ld-%ld-b", prefix, (long)getpid(), (long)time(NULL));
+	snprintf(never, sizeof(never), "%s-%ld-never", prefix, (long)getpid());
+	printf("== conformance: backend %s (%s)\n", cfg.backend, config_file);
+
+	rc = sbx_open(&s, &cfg, config_file, err, sizeof(err));
+	check(rc == 0, "sbx_open (%s)", rc ? err : "ok");
+	if (rc)
+		goto done;
+
+	rc = s.ops->create(&s, name, id, sizeof(id), err, sizeof(err));
+	check(rc == 0 && id[0], "create %s -> %s (%s)", name, id, rc ? err : "ok");
+	if (rc)
+		goto close;
+	rc = s.ops->create(&s, name, id2, sizeof(id2), err, sizeof(err));
+	check(rc == 0 && !strcmp(id, id2), "create again attaches to the same sandbox (%s%s)", id2,
+	      rc ? err : "");
+
+	/* a reconciler restart: nothing kept in memory */
+	sbx_close(&s);
+	rc = sbx_open(&s, &cfg, config_file, err, sizeof(err));
+	check(rc == 0, "sbx_open after a restart (%s)", rc ? err : "ok");
+	if (rc)
+		goto done;
+	rc = s.ops->create(&s, name, id3, sizeof(id3), err, sizeof(err));
+	check(rc == 0 && !strcmp(id, id3), "after a restart, create attaches to the same sandbox (%s%s)",
+	      id3, rc ? err : "");
+
+	check_commands(&s, id);
+	check_output_cap(&s, &cfg, id);
+	check_egress(&s, id);
+
+	rc = s.ops->destroy(&s, id, err, sizeof(err));
+	check(rc == 0, "destroy (%s)", rc ? err : "ok");
+	rc = s.ops->destroy(&s, id, err, sizeof(err));
+	check(rc == 0, "destroy again: a missing sandbox counts as destroyed (%s)", rc ? err : "ok");
+	rc = s.ops->destroy(&s, never, err, sizeof(err));
+	check(rc == 0, "destroy of a name never created succeeds (%s)", rc ? err : "ok");
+
+	/* teardown before the id was recorded: the reconciler passes the name */
+	id2[0] = '\0';
+	rc = s.ops->create(&s, name2, id2, sizeof(id2), err, sizeof(err));
+	check(rc == 0, "create %s -> %s (%s)", name2, id2, rc ? err : "ok");
+	if (!rc) {
+		rc = s.ops->destroy(&s, name2, err, sizeof(err));
+		check(rc == 0, "destroy by name (%s)", rc ? err : "ok");
+		id3[0] = '\0';
+		rc = s.ops->create(&s, name2, id3, sizeof(id3), err, sizeof(err));
+		check(rc == 0 && (!strcmp(id2, name2) || strcmp(id2, id3)),
+		      "after destroy by name, create makes a new sandbox (%s, was %s)", id3, id2);
+		rc = s.ops->destroy(&s, id3, err, sizeof(err));
+		check(rc == 0, "destroy (%s)", rc ? err : "ok");
+	}
+close:
+	sbx_close(&s);
+done:
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,306 @@
+// Protocol fake of Daytona's sandbox API and toolbox execute call. Node 20, no dependencies.
+//
+//   node fake-daytona.mjs [--port N] [--key-file PATH | --key KEY] [--port-file PATH]
+//                         [--list-shape array|items] [--exit-field exitCode|code]
+//
+// Listens on 127.0.0.1 (port 0: any); prints "listening PORT" and writes PORT to --port-file.
+// The driver's [daytona] url is http://127.0.0.1:PORT/api. Calls, each with
+// "Authorization: Bearer KEY" (daytonaio/daytona apps/api/src/sandbox/controllers/
+// sandbox.controller.ts, toolbox.deprecated.controller.ts, dto/*.ts):
+//   GET    /api/sandbox?labels=<JSON>     Sandbox[] (--list-shape items: {items: Sandbox[]},
+//                                        the page newer servers answer)
+//   POST   /api/sandbox                   CreateSandbox -> 200 Sandbox, state "starting"
+//                                        (started after the first GET: the driver must wait)
+//   GET    /api/sandbox/{id}              Sandbox, 404 when missing
+//   POST   /api/sandbox/{id}/start        only for a stopped or archived sandbox
+//   DELETE /api/sandbox/{id}              200, 404 when missing
+//   POST   /api/toolbox/{id}/toolbox/process/execute
+//                                        ExecuteRequest {command, cwd?, timeout?} -> 200
+//                                        {exitCode, result} (--exit-field code: the older
+//                                        daemons' {code, result}); 408 past the timeout
+// The command string is split exactly as the daemon splits it (apps/daemon/pkg/toolbox/process/
+// execute/execute.go parseCommand: no shell) and interpreted by fake-argv.mjs; nothing runs.
+// Every request is checked (method, path, auth, body shape, sandbox state) and each problem
+// recorded as a violation. Test hooks, outside the protocol:
+//   GET  /__fake/log         {"violations": [...], "requests": [...], "sandboxes": [...]}
+//   POST /__fake/stop/{id}   stop a sandbox, as its auto-stop interval would
+import http from 'node:http';
+import fs from 'node:fs';
+import crypto from 'node:crypto';
+import { run } from './fake-argv.mjs';
+
+const opts = { port: 0, key: '', readyFile: '', listShape: 'array', exitField: 'exitCode' };
+for (let i = 2; i < process.argv.length; i++) {
+  const a = process.argv[i];
+  const v = process.argv[++i];
+  if (a === '--port') opts.port = Number(v);
+  else if (a === '--key') opts.key = v;
+  else if (a === '--key-file' || a === '--api-key-file') opts.key = fs.readFileSync(v, 'utf8').trim();
+  else if (a === '--ready-file' || a === '--port-file') opts.readyFile = v;
+  else if (a === '--list-shape') opts.listShape = v;
+  else if (a === '--exit-field') opts.exitField = v;
+  else {
+    console.error(`fake-daytona: unknown option ${a}`);
+    process.exit(2);
+  }
+}
+if (!opts.key) {
+  console.error('fake-daytona: --key or --key-file is required');
+  process.exit(2);
+}
+
+const sandboxes = new Map();
+const violations = [];
+const requests = [];
+
+function violation(req, what) {
+  violations.push(`${req.method} ${req.url}: ${what}`);
+}
+
+function send(res, status, body) {
+  res.writeHead(status, { 'Content-Type': 'application/json' });
+  res.end(body === undefined ? '' : JSON.stringify(body));
+}
+
+// NestJS's error body
+function nestError(res, status, message) {
+  const error = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 405: 'Method Not Allowed',
+    408: 'Request Timeout' }[status] || 'Error';
+  send(res, status, { statusCode: status, message, error });
+}
+
+function readBody(req) {
+  return new Promise((resolve) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+  });
+}
+
+async function jsonBody(req) {
+  const raw = await readBody(req);
+  const ct = (req.headers['content-type'] || '').split(';')[0].trim();
+  if (ct !== 'application/json') violation(req, `Content-Type is '${ct}', not application/json`);
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    violation(req, 'body is not JSON');
+    return undefined;
+  }
+}
+
+function checkShape(req, where, obj, allowed, required = []) {
+  if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
+    violation(req, `${where} is not a JSON object`);
+    return false;
+  }
+  let ok = true;
+  for (const k of Object.keys(obj)) {
+    if (!(k in allowed)) {
+      violation(req, `${where}: unknown field '${k}'`);
+      ok = false;
+      continue;
+    }
+    const t = allowed[k];
+    const v = obj[k];
+    const good = t === 'int' ? Number.isInteger(v) && v >= 0
+      : t === 'strmap' ? typeof v === 'object' && v !== null && !Array.isArray(v) &&
+        Object.values(v).every((x) => typeof x === 'string')
+      : t === 'array' ? Array.isArray(v)
+      : t === 'object' ? typeof v === 'object' && v !== null && !Array.isArray(v)
+      : typeof v === t;
+    if (!good) {
+      violation(req, `${where}: field '${k}' must be ${t}`);
+      ok = false;
+    }
+  }
+  for (const k of required) {
+    if (!(k in obj)) {
+      violation(req, `${where}: required field '${k}' is missing`);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+function view(sb) {
+  // Sandbox (dto/sandbox.dto.ts)
+  return {
+    id: sb.id, organizationId: 'fake-org', snapshot: sb.snapshot, user: 'daytona', env: {},
+    labels: sb.labels, public: false, target: 'us', cpu: 1, gpu: 0, memory: 1, disk: 3,
+    state: sb.state, errorReason: undefined, autoStopInterval: 15, autoArchiveInterval: 10080,
+    autoDeleteInterval: -1, createdAt: sb.createdAt, updatedAt: new Date().toISOString(),
+    daemonVersion: '0.1.0',
+  };
+}
+
+// parseCommand of the daemon: ' and " toggle quoting, only ' ' separates, no escapes, empty
+// tokens dropped
+function parseCommand(command) {
+  const args = [];
+  let cur = '';
+  let quote = '';
+  for (const r of command) {
+    if (r === '"' || r === "'") {
+      if (!quote) quote = r;
+      else if (quote === r) quote = '';
+      else cur += r;
+    } else if (r === ' ' && !quote) {
+      if (cur.length) {
+        args.push(cur);
+        cur = '';
+      }
+    } else {
+      cur += r;
+    }
+  }
+  if (cur.length) args.push(cur);
+  return args;
+}
+
+async function handle(req, res, url) {
+  const auth = req.headers.authorization || '';
+  if (auth !== `Bearer ${opts.key}`) {
+    violation(req, auth ? 'wrong Authorization' : 'Authorization missing');
+    return nestError(res, 401, 'Unauthorized');
+  }
+  if (req.headers['x-api-key']) violation(req, 'X-API-Key sent to Daytona');
+  const path = url.pathname;
+  let m;
+
+  if (path === '/api/sandbox') {
+    if (req.method === 'GET') {
+      for (const k of url.searchParams.keys())
+        if (!['labels', 'verbose', 'includeErroredDeleted'].includes(k))
+          violation(req, `unknown query parameter '${k}'`);
+      let labels = {};
+      const q = url.searchParams.get('labels');
+      if (q !== null) {
+        try {
+          labels = JSON.parse(q);
+        } catch {
+          violation(req, `labels '${q}' is not JSON`);
+          return nestError(res, 400, 'bad labels');
+        }
+        checkShape(req, 'labels', labels, Object.fromEntries(Object.keys(labels || {})
+          .map((k) => [k, 'string'])));
+      }
+      const list = [...sandboxes.values()].filter((sb) =>
+        !['destroyed', 'error', 'build_failed'].includes(sb.state) &&
+        Object.entries(labels).every(([k, v]) => sb.labels[k] === v)).map(view);
+      return send(res, 200, opts.listShape === 'items'
+        ? { items: list, total: list.length, page: 1, totalPages: 1 } : list);
+    }
+    if (req.method === 'POST') {
+      const b = await jsonBody(req);
+      if (!checkShape(req, 'CreateSandbox', b, {
+        snapshot: 'string', user: 'string', env: 'strmap', labels: 'strmap', public: 'boolean',
+        class: 'string', target: 'string', cpu: 'int', gpu: 'int', memory: 'int', disk: 'int',
+        autoStopInterval: 'int', autoArchiveInterval: 'int', autoDeleteInterval: 'number',
+        volumes: 'array', buildInfo: 'object', networkBlockAll: 'boolean',
+        networkAllowList: 'string',
+      })) return nestError(res, 400, 'bad request');
+      const id = crypto.randomUUID();
+      const sb = { id, snapshot: b.snapshot || 'daytonaio/sandbox:latest', labels: b.labels || {},
+        state: 'starting', networkBlockAll: !!b.networkBlockAll, createdAt: new Date().toISOString(),
+        installed: [] };
+      sandboxes.set(id, sb);
+      return send(res, 200, view(sb));
+    }
+    violation(req, 'method not allowed');
+    return nestError(res, 405, 'method not allowed');
+  }
+  if ((m = /^\/api\/sandbox\/([^/]+)(\/start)?$/.exec(path))) {
+    const id = decodeURIComponent(m[1]);
+    const sb = sandboxes.get(id);
+    const live = sb && sb.state !== 'destroyed';
+    if (m[2]) {
+      if (req.method !== 'POST') {
+        violation(req, 'method not allowed');
+        return nestError(res, 405, 'method not allowed');
+      }
+      if (!live) return nestError(res, 404, `Sandbox with ID ${id} not found`);
+      if (!['stopped', 'archived'].includes(sb.state)) {
+        violation(req, `start of a sandbox that is ${sb.state}`);
+        return nestError(res, 400, 'Sandbox is not in valid state');
+      }
+      sb.state = 'starting';
+      return send(res, 200, view(sb));
+    }
+    if (req.method === 'GET') {
+      if (!live) return nestError(res, 404, `Sandbox with ID ${id} not found`);
+      const v = view(sb);
+      if (sb.state === 'starting') sb.state = 'started'; // started by the next look
+      return send(res, 200, v);
+    }
+    if (req.method === 'DELETE') {
+      if (!live) return nestError(res, 404, `Sandbox with ID ${id} not found`);
+      sb.state = 'destroyed';
+      return send(res, 200);
+    }
+    violation(req, 'method not allowed');
+    return nestError(res, 405, 'method not allowed');
+  }
+  if ((m = /^\/api\/toolbox\/([^/]+)\/toolbox\/process\/execute$/.exec(path))) {
+    const id = decodeURIComponent(m[1]);
+    const sb = sandboxes.get(id);
+    if (req.method !== 'POST') {
+      violation(req, 'method not allowed');
+      return nestError(res, 405, 'method not allowed');
+    }
+    const b = await jsonBody(req);
+    if (!checkShape(req, 'ExecuteRequest', b, { command: 'string', cwd: 'string',
+      timeout: 'int' }, ['command'])) return nestError(res, 400, 'bad request');
+    if (!sb || sb.state === 'destroyed') return nestError(res, 404, `Sandbox with ID ${id} not found`);
+    if (sb.state !== 'started') {
+      violation(req, `execute while the sandbox is ${sb.state} (wait for started)`);
+      return nestError(res, 400, 'Sandbox is not running');
+    }
+    if (b.timeout === undefined) violation(req, 'no timeout: the daemon would use 10 seconds');
+    const argv = parseCommand(b.command);
+    if (!argv.length) return nestError(res, 400, 'empty command');
+    const result = await run(argv, { env: {}, cwd: b.cwd || '/home/daytona',
+      timeoutMs: (b.timeout || 0) * 1000, installed: sb.installed });
+    if (result.timedOut)
+      return nestError(res, 408, `Command execution timed out after ${b.timeout} seconds.`);
+    if (result.notFound)
+      return send(res, 200, { [opts.exitField]: -1,
+        result: `exec: "${argv[0]}": executable file not found in $PATH` });
+    return send(res, 200, { [opts.exitField]: result.code, result: result.out.toString('utf8') });
+  }
+  violation(req, 'no such path');
+  return nestError(res, 404, 'not found');
+}
+
+const server = http.createServer(async (req, res) => {
+  const url = new URL(req.url, 'http://fake');
+  const entry = { method: req.method, path: url.pathname };
+  requests.push(entry);
+  res.on('finish', () => { entry.status = res.statusCode; });
+  try {
+    if (url.pathname === '/__fake/log' && req.method === 'GET')
+      return send(res, 200, { violations, requests, sandboxes: [...sandboxes.values()]
+        .map((sb) => ({ ...view(sb), networkBlockAll: sb.networkBlockAll, installed: sb.installed })) });
+    let m;
+    if ((m = /^\/__fake\/stop\/([^/]+)$/.exec(url.pathname)) && req.method === 'POST') {
+      const sb = sandboxes.get(m[1]);
+      if (sb && sb.state !== 'destroyed') sb.state = 'stopped';
+      return send(res, sb ? 200 : 404, {});
+    }
+    return await handle(req, res, url);
+  } catch (e) {
+    violation(req, `fake crashed: ${e.stack}`);
+    if (!res.headersSent) send(res, 500, { statusCode: 500, message: 'fake error' });
+    else res.end();
+  }
+});
+
+server.listen(opts.port, '127.0.0.1', () => {
+  const port = server.address().port;
+  if (opts.readyFile) { // atomically: a waiter never reads it half written
+    fs.writeFileSync(`${opts.readyFile}.tmp`, `${port}\n`);
+    fs.renameSync(`${opts.readyFile}.tmp`, opts.readyFile);
+  }
+  console.log(`listening ${port}`);
+});
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => server.close(() => process.exit(0)));

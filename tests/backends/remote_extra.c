@@ -1,0 +1,212 @@
+/* Driver checks beyond the conformance suite for the e2b/cube and daytona drivers, run against
+ * their protocol fakes (tests/backends/fake-e2b.mjs, fake-daytona.mjs):
+ *
+ *   remote_extra -c CONFIG -f FAKE_URL
+ *
+ * FAKE_URL is the fake's base (http://127.0.0.1:PORT). Checks: a command past its time limit
+ * comes back timed out; an unknown command is "could not be started" (run returns -1 with a
+ * message); a new sandbox gets the network create_share_net asks for; a sandbox that went to
+ * sleep (E2B: paused by its timeout; Daytona: auto-stopped) is woken before a command; Daytona
+ * refuses an empty argument it could not pass; and the fake saw no protocol violation. Prints
+ * "N passed, N failed"; exit status 1 when any failed. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/config.h"
+#include "../../reconciler/backends/backend.h"
+#include "../../reconciler/backends/http.h"
+
+static int passed, failed;
+
+static void check(int ok, const char *fmt, ...)
+{
+	va_list ap;
+	printf("%s ", ok ? "ok  " : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (ok)
+		passed++;
+	else
+		failed++;
+}
+
+/* METHOD FAKE/PATH on the fake's test hooks; the parsed answer (new reference) or NULL. */
+static json_t *fake_call(const char *fake, const char *method, const char *path)
+{
+	struct remote_conf rc;
+	struct http_client c;
+	struct http_request rq;
+	struct http_response rs;
+	json_t *root = NULL;
+	char err[512];
+
+	memset(&rc, 0, sizeof(rc));
+	snprintf(rc.url, sizeof(rc.url), "%s", fake);
+	rc.timeout_s = 10;
+	if (http_init(&c, "fake", &rc, err, sizeof(err)))
+		return NULL;
+	memset(&rq, 0, sizeof(rq));
+	rq.method = method;
+	rq.path = path;
+	if (!http_do(&c, &rq, &rs, err, sizeof(err)) && rs.status == 200)
+		root = http_json(&rs);
+	http_response_release(&rs);
+	http_release(&c);
+	return root;
+}
+
+/* The fake's record of sandbox ID (borrowed from LOG), or NULL. */
+static json_t *fake_sandbox(json_t *log, const char *id)
+{
+	size_t i;
+	json_t *sb;
+
+	json_array_foreach(json_object_get(log, "sandboxes"), i, sb) {
+		const char *sid = json_string_value(json_object_get(sb, "sandboxID"));
+		if (!sid)
+			sid = json_string_value(json_object_get(sb, "id"));
+		if (sid && !strcmp(sid, id))
+			return sb;
+	}
+	return NULL;
+}
+
+static int run(struct sbx *s, const char *id, const char *const argv[], long timeout_s,
+	       struct proc_result *res)
+{
+	static const char *const envp[] = { "PATH=/usr/bin:/bin", "LANG=C.UTF-8", NULL };
+	memset(res, 0, sizeof(*res));
+	return s->ops->run(s, id, 1, (char *const *)argv, (char *const *)envp, timeout_s, res);
+}
+
+int main(int argc, char **argv)
+{
+	const char *config_file = NULL, *fake = NULL;
+	const char *const sleep5[] = { "sleep", "5", NULL };
+	const char *const nosuch[] = { "no-such-command", "x", NULL };
+	const char *const echo[] = { "echo", "awake", NULL };
+	const char *const empty[] = { "echo", "", NULL };
+	char name[64], name2[64], id[SBX_ID_MAX] = "", id2[SBX_ID_MAX] = "", err[SBX_ERR_MAX];
+	char path[SBX_ID_MAX + 64];
+	struct proc_result res;
+	struct config cfg;
+	struct sbx s;
+	json_t *log;
+	int opt, rc, daytona;
+	time_t t0;
+
+	while ((opt = getopt(argc, argv, "c:f:")) != -1) {
+		if (opt == 'c')
+			config_file = optarg;
+		else if (opt == 'f')
+			fake = optarg;
+		else
+			return 2;
+	}
+	if (!config_file || !fake) {
+		fprintf(stderr, "usage: %s -c CONFIG -f FAKE_URL\n", argv[0]);
+		return 2;
+	}
+	if (config_load(&cfg, config_file)) {
+		fprintf(stderr, "config: %s\n", cfg.error);
+		return 2;
+	}
+	daytona = !strcmp(cfg.backend, "daytona");
+	printf("== %s driver checks (%s)\n", cfg.backend, config_file);
+	snprintf(name, sizeof(name), "extra-%ld-%ld-a", (long)getpid(), (long)time(NULL));
+	snprintf(name2, sizeof(name2), "extra-%ld-%ld-b", (long)getpid(), (long)time(NULL));
+	rc = sbx_open(&s, &cfg, config_file, err, sizeof(err));
+	check(rc == 0, "sbx_open (%s)", rc ? err : "ok");
+	if (rc)
+		goto done;
+
+	/* the network of a new sandbox follows create_share_net */
+	s.create_share_net = 1;
+	rc = s.ops->create(&s, name, id, sizeof(id), err, sizeof(err));
+	check(rc == 0, "create with the network shared (%s)", rc ? err : id);
+	s.create_share_net = 0;
+	rc |= s.ops->create(&s, name2, id2, sizeof(id2), err, sizeof(err));
+	check(rc == 0, "create without network (%s)", rc ? err : id2);
+	if (rc)
+		goto close;
+	log = fake_call(fake, "GET", "/__fake/log");
+	if (daytona) {
+		json_t *a = fake_sandbox(log, id), *b = fake_sandbox(log, id2);
+		check(json_is_false(json_object_get(a, "networkBlockAll")) &&
+			      json_is_true(json_object_get(b, "networkBlockAll")),
+		      "networkBlockAll only on the sandbox created without network");
+	} else {
+		json_t *a = fake_sandbox(log, id), *b = fake_sandbox(log, id2);
+		check(json_is_true(json_object_get(a, "allowInternet")) &&
+			      json_is_false(json_object_get(b, "allowInternet")),
+		      "allow_internet_access only on the sandbox created with network");
+		check(json_is_true(json_object_get(fake_sandbox(log, id), "autoPause")),
+		      "sandboxes are created with autoPause");
+	}
+	json_decref(log);
+
+	/* time limit */
+	t0 = time(NULL);
+	rc = run(&s, id, sleep5, 1, &res);
+	check(rc == 0 && res.timed_out && res.exit_code != 0 && time(NULL) - t0 < 5,
+	      "a command past its limit comes back timed out (rc %d, timed_out %d, exit %d)", rc,
+	      res.timed_out, res.exit_code);
+	proc_result_release(&res);
+
+	/* an executable that does not exist: envd cannot start it; on Daytona `env` runs and
+	 * exits 127, as a shell would report it */
+	rc = run(&s, id, nosuch, 10, &res);
+	if (daytona)
+		check(rc == 0 && res.exit_code == 127 && res.output &&
+			      strstr(res.output, "no-such-command"),
+		      "an unknown command exits 127 (rc %d, exit %d, '%.120s')", rc, res.exit_code,
+		      res.output ? res.output : "");
+	else
+		check(rc == -1 && res.exit_code == -1 && res.output &&
+			      strstr(res.output, "no-such-command"),
+		      "an unknown command could not be started (rc %d, '%.120s')", rc,
+		      res.output ? res.output : "");
+	proc_result_release(&res);
+
+	/* a sandbox put to sleep by the service is woken up before a command */
+	snprintf(path, sizeof(path), "/__fake/%s/%s", daytona ? "stop" : "pause", id);
+	json_decref(fake_call(fake, "POST", path));
+	rc = run(&s, id, echo, 10, &res);
+	check(rc == 0 && res.exit_code == 0 && res.output && !strcmp(res.output, "awake\n"),
+	      "a %s sandbox is woken for a command (rc %d, '%.120s')",
+	      daytona ? "stopped" : "paused", rc, res.output ? res.output : "");
+	proc_result_release(&res);
+
+	if (daytona) {
+		rc = run(&s, id, empty, 10, &res);
+		check(rc == -1 && res.output && strstr(res.output, "empty"),
+		      "an empty argument is refused, not silently dropped ('%.120s')",
+		      res.output ? res.output : "");
+		proc_result_release(&res);
+	}
+
+	rc = s.ops->destroy(&s, id, err, sizeof(err));
+	rc |= s.ops->destroy(&s, id2, err, sizeof(err));
+	check(rc == 0, "destroy both (%s)", rc ? err : "ok");
+close:
+	sbx_close(&s);
+	log = fake_call(fake, "GET", "/__fake/log");
+	{
+		json_t *v = json_object_get(log, "violations");
+		char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+		check(log && json_array_size(v) == 0,
+		      "the fake recorded no protocol violation (%.1000s)", text ? text : "no log");
+		free(text);
+	}
+	json_decref(log);
+done:
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
