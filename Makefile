@@ -18,6 +18,11 @@ API_SRC := fcgi/main.c $(FCGI_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
 RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/backends/process.c \
 	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
 	reconciler/backends/open.c db/db.c db/intents.c db/idempotency.c $(COMMON_SRC)
+# HTTP sandbox drivers (libcurl; only reconciler/backends/ includes curl/curl.h)
+RECON_SRC += reconciler/backends/http.c reconciler/backends/remote.c \
+	reconciler/backends/opensandbox.c reconciler/backends/docker.c
+# E2B (also registered as cube) and Daytona drivers; quote.c: argv -> command line
+RECON_SRC += reconciler/backends/e2b.c reconciler/backends/daytona.c reconciler/backends/quote.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -34,7 +39,7 @@ $(API_BIN): $(call obj,$(API_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB)
 
 $(RECON_BIN): $(call obj,$(RECON_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih -lcurl $(LDLIBS_DB)
 
 $(RUNNER_BIN): $(call obj,tests/e2e/runner.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
@@ -57,7 +62,33 @@ $(BUILD)/test_agent_validate: $(call obj,tests/unit/test_agent_validate.c \
 # the reconciler's objects but main.c: provision.c links against db/ (no database is contacted)
 $(BUILD)/test_reconciler: $(call obj,tests/unit/test_reconciler.c \
 	$(filter-out reconciler/main.c,$(RECON_SRC)))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih -lcurl $(LDLIBS_DB)
+
+# Backend conformance suite (tests/backends/run.sh): the drivers' objects, no database.
+CONFORMANCE_BIN := $(BUILD)/test_conformance
+$(CONFORMANCE_BIN): $(call obj,tests/backends/conformance.c \
+	$(filter reconciler/backends/%,$(RECON_SRC)) $(COMMON_SRC))
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih -lcurl $(LDLIBS_DB)
+all: $(CONFORMANCE_BIN)
+
+# HTTP driver helpers: shell quoting (against /bin/sh), output tail, HTTP client errors
+$(BUILD)/test_remote: $(call obj,tests/unit/test_remote.c reconciler/backends/remote.c \
+	reconciler/backends/quote.c reconciler/backends/http.c reconciler/backends/process.c \
+	common/redact.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -lcurl
+UNIT_TESTS += $(BUILD)/test_remote
+
+# argv quoting for Daytona's toolbox (checked against /bin/sh and the daemon's tokenizer)
+$(BUILD)/test_quote: $(call obj,tests/unit/test_quote.c reconciler/backends/quote.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka
+UNIT_TESTS += $(BUILD)/test_quote
+
+# e2b/cube/daytona driver checks past the conformance suite (run by tests/backends/run.sh)
+REMOTE_EXTRA_BIN := $(BUILD)/test_remote_extra
+$(REMOTE_EXTRA_BIN): $(call obj,tests/backends/remote_extra.c \
+	$(filter reconciler/backends/%,$(RECON_SRC)) $(COMMON_SRC))
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih -lcurl $(LDLIBS_DB)
+all: $(REMOTE_EXTRA_BIN)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
