@@ -97,10 +97,20 @@ $(BUILD)/obj/%.o: %.c
 unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 
+# unit tests, short fuzz runs (tests/fuzz/), the end-to-end suite, then all of it again under
+# ASan + UBSan (test-asan)
 test: all unit
+	$(MAKE) fuzz-short
 	tests/e2e/run.sh
+	$(MAKE) test-asan
 
-# ASan + UBSan build of everything, into build-asan/, then the whole suite against it.
+# ASan + UBSan build of everything, into build-asan/ (`make test-asan` runs the suite against it).
+# Every program there also runs LeakSanitizer's check on _exit(), which prefork workers and
+# forked children leave by (tests/sanitize/lsan_exit.c); programs linked before that object
+# was (re)built are linked again.
+ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	-MMD -MP
+ASAN_EXIT_OBJ := build-asan/obj/tests/sanitize/lsan_exit.o
 asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDFLAGS="-fsanitize=address,undefined" all $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_TESTS))

@@ -6,6 +6,13 @@
 
 #define REDACT_TOKEN_MIN 8 /* "Bearer x" in prose is not a credential; "Bearer eyJhbGci..." is */
 
+/* Authorization schemes shown before a masked credential ("Bearer ***"); any other first word
+ * of an authorization value may be the credential itself. */
+static const char *const auth_schemes[] = {
+	"Basic", "Bearer", "Digest", "Token", "Negotiate", "NTLM", "Bot", "OAuth", "AWS4-HMAC-SHA256",
+	NULL,
+};
+
 static const char *const secret_keys[] = {
 	"password", "passwd", "token", "secret", "apikey", "api_key", "api-key", "authtoken",
 	"access_key", "private_key", "credential", "authorization", NULL,
@@ -41,6 +48,22 @@ static size_t word_before(const char *start, const char *p)
 	return (size_t)(p - w);
 }
 
+/* Length of the authorization scheme word V starts with, when credentials follow it after one
+ * space ("Bearer x"); else 0. */
+static size_t scheme_len(const char *v)
+{
+	size_t w = 0;
+
+	while (v[w] && !isspace((unsigned char)v[w]))
+		w++;
+	if (v[w] != ' ' || !v[w + 1] || isspace((unsigned char)v[w + 1]))
+		return 0;
+	for (const char *const *s = auth_schemes; *s; s++)
+		if (strlen(*s) == w && !strncasecmp(v, *s, w))
+			return w;
+	return 0;
+}
+
 static int key_is_secret(const char *key, size_t len)
 {
 	for (const char *const *k = secret_keys; *k; k++) {
@@ -50,6 +73,19 @@ static int key_is_secret(const char *key, size_t len)
 			return 1;
 	}
 	return 0;
+}
+
+/* END, the end of a masked token that starts at START, or END - 1 when the token ends with a
+ * secret key and its delimiter ("token= password: x", "Basic password: x"): the delimiter is
+ * then looked at again, so that the value after it is masked too. */
+static const char *rescan(const char *start, const char *end)
+{
+	size_t k;
+
+	if (end == start || (end[-1] != '=' && end[-1] != ':'))
+		return end;
+	k = word_before(start, end - 1);
+	return k && key_is_secret(end - 1 - k, k) ? end - 1 : end;
 }
 
 size_t redact(const char *in, char *out, size_t outsz)
@@ -88,9 +124,16 @@ size_t redact(const char *in, char *out, size_t outsz)
 				kend--;
 			klen = word_before(in, kend);
 			if (klen && key_is_secret(kend - klen, klen)) {
-				int whole_line = klen == strlen("authorization") &&
-						 !strncasecmp(kend - klen, "authorization", klen);
+				/* "Authorization", "Proxy-Authorization", "HTTP_AUTHORIZATION" */
+				size_t alen = strlen("authorization");
+				int whole_line = klen >= alen &&
+						 !strncasecmp(kend - alen, "authorization", alen);
+				/* the quote an authorization header is written in: -H 'Authorization: x' */
+				const char *key = kend - klen;
+				char enclosing = key > in && (key[-1] == '"' || key[-1] == '\'') ? key[-1]
+												 : 0;
 				char quote = 0;
+				size_t scheme;
 				put(&o, p, 1);
 				v = p + 1;
 				while (*v == ' ')
@@ -99,25 +142,33 @@ size_t redact(const char *in, char *out, size_t outsz)
 					quote = *v;
 					put(&o, v++, 1);
 				}
-				if (whole_line && !quote) {
-					/* keep the scheme ("Bearer", "Basic", "token") when one is given */
-					size_t w = 0;
-					while (v[w] && !isspace((unsigned char)v[w]))
-						w++;
-					if (v[w] == ' ' && v[w + 1] && v[w + 1] != '\n') {
-						put(&o, v, w + 1);
-						v += w + 1;
-					}
+				/* a scheme ("Bearer", "Basic", "token") then its credentials */
+				scheme = quote ? 0 : scheme_len(v);
+				/* an authorization value shows its scheme ("Bearer ***"); another
+				 * key's ("token: Bearer ***") is masked with the credentials */
+				if (scheme && whole_line) {
+					put(&o, v, scheme + 1);
+					v += scheme + 1;
+					scheme = 0;
 				}
 				if (*v && *v != quote && *v != '\n') {
+					const char *start;
+
 					put(&o, REDACT_MASK, strlen(REDACT_MASK));
+					/* every scheme word: "token: Basic Bearer x" */
+					for (; scheme; scheme = scheme_len(v))
+						v += scheme + 1;
+					start = v;
 					/* a quoted value runs to its quote; an authorization value (its
-					 * scheme and credentials) to the end of the line */
+					 * scheme and credentials) to the end of the line or of the
+					 * quotes around the header */
 					while (*v && *v != '\n' && *v != '\r' &&
 					       (quote	 ? *v != quote
-						: whole_line ? *v != '"' && *v != '\''
+						: whole_line ? *v != enclosing
 							     : !is_value_end(*v)))
 						v++;
+					if (!quote && !whole_line)
+						v = rescan(start, v);
 				}
 				p = v;
 				continue;
@@ -133,7 +184,7 @@ size_t redact(const char *in, char *out, size_t outsz)
 			if (tok >= REDACT_TOKEN_MIN) {
 				put(&o, p, w);
 				put(&o, REDACT_MASK, strlen(REDACT_MASK));
-				p = v + tok;
+				p = rescan(v, v + tok);
 				continue;
 			}
 		}

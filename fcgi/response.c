@@ -68,6 +68,51 @@ const char *resp_error_type(int status)
 	}
 }
 
+/* Length of the well-formed UTF-8 sequence at P (1-4), or 0 when P does not start one
+ * (overlong forms, surrogates and code points past U+10FFFF are not well formed). */
+static size_t utf8_seq(const unsigned char *p)
+{
+	size_t n;
+	unsigned cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xC2 && p[0] <= 0xDF)
+		n = 2, cp = p[0] & 0x1Fu;
+	else if (p[0] >= 0xE0 && p[0] <= 0xEF)
+		n = 3, cp = p[0] & 0x0Fu;
+	else if (p[0] >= 0xF0 && p[0] <= 0xF4)
+		n = 4, cp = p[0] & 0x07u;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xC0) != 0x80) /* also stops at the NUL */
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3Fu);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+	    (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return n;
+}
+
+/* Messages quote request data (a path may hold any byte) and may be cut mid-character, but
+ * JSON strings must be UTF-8: every byte that does not start a well-formed sequence becomes
+ * '?'. */
+static void utf8_repair(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+
+	while (*p) {
+		size_t n = utf8_seq(p);
+
+		if (n)
+			p += n;
+		else
+			*p++ = '?';
+	}
+}
+
 void resp_error(struct response *resp, const struct request *req, int status, const char *code,
 		const char *fmt, ...)
 {
@@ -79,6 +124,7 @@ void resp_error(struct response *resp, const struct request *req, int status, co
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	utf8_repair(msg);
 
 	err = json_pack("{s:s, s:s}", "type", resp_error_type(status), "message", msg);
 	if (code && *code)

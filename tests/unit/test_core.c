@@ -114,6 +114,32 @@ static void test_unknown_route_404(void **state)
 	resp_release(&resp);
 }
 
+/* Found by tests/fuzz (fuzz_request): a message quoting a path that is not UTF-8, or cut inside
+ * a character, made the envelope fail to build (a 500 "out of memory" without request_id). */
+static void test_error_message_not_utf8(void **state)
+{
+	static char long_path[2000];
+	char *env[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/\xff\xc3x/y", BETA, NULL };
+	char *env2[] = { "REQUEST_METHOD=GET", long_path, BETA, NULL };
+	struct request req;
+	struct response resp;
+	size_t n = (size_t)snprintf(long_path, sizeof(long_path), "REQUEST_URI=/v1/nopex/");
+	(void)state;
+	run(env, NULL, &req, &resp);
+	assert_error(&resp, 404, "not_found_error", "/v1/??x/y");
+	req_release(&req);
+	resp_release(&resp);
+	/* "no route for GET " + path: the message is cut at 1023 bytes, inside a 2-byte é */
+	while (n + 2 < sizeof(long_path)) {
+		memcpy(long_path + n, "\xc3\xa9", 2);
+		n += 2;
+	}
+	run(env2, NULL, &req, &resp);
+	assert_error(&resp, 404, "not_found_error", "/v1/nopex/\xc3\xa9");
+	req_release(&req);
+	resp_release(&resp);
+}
+
 static void test_wrong_method_405_allow(void **state)
 {
 	char *env[] = { "REQUEST_METHOD=PUT", "REQUEST_URI=/v1/environments/env_1", BETA, NULL };
@@ -543,6 +569,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_route_match_captures),
 		cmocka_unit_test(test_unknown_route_404),
+		cmocka_unit_test(test_error_message_not_utf8),
 		cmocka_unit_test(test_wrong_method_405_allow),
 		cmocka_unit_test(test_dispatch_reaches_handler),
 		cmocka_unit_test(test_auth_failure_stops_dispatch),

@@ -193,6 +193,16 @@ static void test_redact_authorization(void **state)
 	/* inside a word it is not a scheme */
 	check_redact("xbearer abc", "xbearer abc");
 	check_redact("Bearerx abc", "Bearerx abc");
+	/* found by tests/fuzz (fuzz_redact): any *authorization header is one; only a known scheme
+	 * is shown; an unquoted header runs to the end of the line; a value that is itself a
+	 * secret key ("token= password: x") does not hide the value after it */
+	check_redact("Proxy-Authorization: Bearer abc123", "Proxy-Authorization: Bearer ***");
+	check_redact("authorization: sk-ant-1 and more", "authorization: ***");
+	check_redact("curl -H 'Authorization: s3cr3t' -d x", "curl -H 'Authorization: ***' -d x");
+	check_redact("Authorization: x private_key: 'k'", "Authorization: ***");
+	check_redact("api_key: Bearer abc123", "api_key: ***");
+	check_redact("token= password: hunter2", "token= ***: ***");
+	check_redact("Basic password: hunter2", "Basic ***: ***");
 }
 
 static void test_redact_plain_text_unchanged(void **state)

@@ -1,0 +1,114 @@
+/* Shared by the libFuzzer targets (tests/fuzz/README.md). An invariant that does not hold is a
+ * finding like a sanitizer report: FUZZ_CHECK prints what failed and aborts, and libFuzzer
+ * saves the input as a crash artifact. */
+#ifndef TERRARIUM_FUZZ_H
+#define TERRARIUM_FUZZ_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+/* A credential that must never come out of redaction or an error message. */
+#define FUZZ_MARKER "SECRETMARK"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static inline __attribute__((noreturn, format(printf, 4, 5))) void
+fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "\n%s:%d: invariant failed: %s\n  ", file, line, cond);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
+#define FUZZ_CHECK(cond, ...)                                                    \
+	do {                                                                     \
+		if (!(cond))                                                     \
+			fuzz_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);       \
+	} while (0)
+
+/* NUL-terminated copy of DATA[0..size) (malloc'd; embedded NULs stay, so strlen may be less). */
+static inline char *fuzz_strndup(const uint8_t *data, size_t size)
+{
+	char *s = malloc(size + 1);
+
+	if (!s)
+		abort();
+	memcpy(s, data, size);
+	s[size] = '\0';
+	return s;
+}
+
+/* 1 when S[0..len) is well-formed UTF-8 (no overlongs, surrogates or code points > U+10FFFF). */
+static inline int fuzz_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+	while (p < end) {
+		unsigned c = *p, n, cp;
+
+		if (c < 0x80) {
+			p++;
+			continue;
+		}
+		if (c >= 0xC2 && c <= 0xDF)
+			n = 1, cp = c & 0x1F;
+		else if (c >= 0xE0 && c <= 0xEF)
+			n = 2, cp = c & 0x0F;
+		else if (c >= 0xF0 && c <= 0xF4)
+			n = 3, cp = c & 0x07;
+		else
+			return 0;
+		if ((size_t)(end - p) <= n)
+			return 0;
+		for (unsigned i = 1; i <= n; i++) {
+			if ((p[i] & 0xC0) != 0x80)
+				return 0;
+			cp = cp << 6 | (p[i] & 0x3F);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+		    (cp >= 0xD800 && cp <= 0xDFFF))
+			return 0;
+		p += n + 1;
+	}
+	return 1;
+}
+
+/* 1 when MARKER occurs in an object key anywhere in V, or in a string value held under one
+ * of the keys in ECHOED (NULL-terminated, may be NULL): the places an error message may quote. */
+static inline int fuzz_marker_echoable(json_t *v, const char *marker, const char *const *echoed)
+{
+	const char *key;
+	json_t *item;
+	size_t i;
+
+	if (json_is_object(v)) {
+		json_object_foreach(v, key, item) {
+			if (strstr(key, marker))
+				return 1;
+			for (const char *const *e = echoed; e && *e; e++)
+				if (!strcmp(*e, key) && json_is_string(item) &&
+				    strstr(json_string_value(item), marker))
+					return 1;
+			if (fuzz_marker_echoable(item, marker, echoed))
+				return 1;
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, item)
+			if (fuzz_marker_echoable(item, marker, echoed))
+				return 1;
+	}
+	return 0;
+}
+
+#endif
