@@ -112,8 +112,81 @@ ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-
 	-MMD -MP
 ASAN_EXIT_OBJ := build-asan/obj/tests/sanitize/lsan_exit.o
 asan:
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-		LDFLAGS="-fsanitize=address,undefined" all $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_TESTS))
+	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" $(ASAN_EXIT_OBJ)
+	find build-asan -maxdepth 1 -type f ! -newer $(ASAN_EXIT_OBJ) -delete
+	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" \
+		LDFLAGS="-fsanitize=address,undefined -Wl,--wrap=_exit $(ASAN_EXIT_OBJ)" \
+		all $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_TESTS))
+
+# The unit tests, then tests/e2e/run.sh, against the sanitizer build: an error or a leak in any
+# of our programs fails (the e2e harness collects the reports under its run directory).
+test-asan: asan
+	@set -e; for t in $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_TESTS)); do echo "== $$t"; \
+		ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $$t; done
+	BUILD_DIR=build-asan tests/e2e/run.sh
+
+# The unit tests under valgrind: any memory error or definite leak fails.
+test-valgrind: $(UNIT_TESTS)
+	@set -e; for t in $(UNIT_TESTS); do echo "== valgrind $$t"; \
+		valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite $$t; \
+		done
+
+.PHONY: test-asan test-valgrind
+
+# libFuzzer targets (tests/fuzz/README.md): clang with ASan + UBSan, into $(BUILD)/fuzz/.
+# `make fuzz` runs each for FUZZ_SECONDS; `make fuzz-short` (part of test) for FUZZ_SHORT_SECONDS.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_SHORT_SECONDS ?= 15
+FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -std=c11 -Wall -Wextra -Wformat=2 \
+	-Wstrict-prototypes -Wvla -Wwrite-strings -Werror -fno-strict-aliasing -MMD -MP
+FUZZ_BINS := $(addprefix $(BUILD)/fuzz/fuzz_,request cursor env_validate agent_validate redact)
+fobj = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
+
+$(BUILD)/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(BUILD)/fuzz/fuzz_request: $(call fobj,tests/fuzz/fuzz_request.c tests/unit/stubs.c \
+	fcgi/request.c fcgi/response.c fcgi/router.c common/crypto.c)
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
+
+$(BUILD)/fuzz/fuzz_cursor: $(call fobj,tests/fuzz/fuzz_cursor.c handlers/cursor.c common/crypto.c)
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+
+$(BUILD)/fuzz/fuzz_env_validate: $(call fobj,tests/fuzz/fuzz_env_validate.c \
+	handlers/env_validate.c handlers/verr.c common/backend.c common/egress.c)
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
+
+$(BUILD)/fuzz/fuzz_agent_validate: $(call fobj,tests/fuzz/fuzz_agent_validate.c \
+	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/egress.c)
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
+
+$(BUILD)/fuzz/fuzz_redact: $(call fobj,tests/fuzz/fuzz_redact.c common/redact.c)
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+
+fuzz: $(FUZZ_BINS)
+	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
+
+fuzz-short: $(FUZZ_BINS)
+	tests/fuzz/run.sh $(FUZZ_SHORT_SECONDS) $(FUZZ_BINS)
+
+.PHONY: fuzz fuzz-short
+
+# Reference responders for `make bench` (bench/ref.h): bare libfcgi + one MariaDB statement.
+BENCH_BINS := $(BUILD)/bench-ref-select $(BUILD)/bench-ref-insert
+
+$(BUILD)/bench-ref-select: $(call obj,bench/ref-select.c bench/ref.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi $(LDLIBS_DB)
+
+$(BUILD)/bench-ref-insert: $(call obj,bench/ref-insert.c bench/ref.c common/crypto.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi $(LDLIBS_DB)
+
+# Benchmarks against the references, then the reconciler's (scripts/bench.sh); not part of test.
+bench: all $(BENCH_BINS)
+	scripts/bench.sh
 
 up:
 	scripts/up.sh
@@ -124,6 +197,6 @@ down:
 clean:
 	rm -rf build build-asan
 
-.PHONY: all unit test asan up down clean
+.PHONY: all unit test asan bench up down clean
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -5,6 +5,7 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -12,6 +13,8 @@
 #include "../common/log.h"
 
 #define DB_CELL_MIN 64
+#define DB_ARENA_BLOCK 16384            /* later arena blocks of a result set, at least */
+#define DB_ARENA_FIRST_MAX (1024 * 1024) /* first arena block of a result set, at most */
 
 struct stmt_entry {
 	const char *sql;
@@ -191,63 +194,111 @@ static void stmt_done(struct db *db, MYSQL_STMT *stmt)
 	mysql_stmt_close(stmt);
 }
 
+/* One block of a result set's arena; blocks are chained newest first. */
+struct db_block {
+	struct db_block *next;
+	size_t size, used;
+	max_align_t data[]; /* size bytes */
+};
+
+/* N bytes (aligned for pointers) from *ARENA; a new block of at least HINT bytes when the
+ * current one is full. NULL when out of memory. */
+static void *arena_alloc(struct db_block **arena, size_t n, size_t hint)
+{
+	struct db_block *b = *arena;
+	void *p;
+
+	n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+	if (!b || b->size - b->used < n) {
+		size_t size = n > hint ? n : hint;
+		b = malloc(sizeof(*b) + size);
+		if (!b)
+			return NULL;
+		b->next = *arena;
+		b->size = size;
+		b->used = 0;
+		*arena = b;
+	}
+	p = (char *)b->data + b->used;
+	b->used += n;
+	return p;
+}
+
 void db_rows_free(struct db_rows *rows)
 {
-	if (!rows || !rows->cell)
+	struct db_block *b, *next;
+
+	if (!rows)
 		return;
-	for (unsigned i = 0; i < rows->nrows * rows->ncols; i++)
-		free(rows->cell[i]);
-	free(rows->cell);
-	free(rows->len);
+	for (b = rows->arena; b; b = next) {
+		next = b->next;
+		free(b);
+	}
 	memset(rows, 0, sizeof(*rows));
 }
 
-/* Fetch the whole stored result of STMT into ROWS. Returns 0 or a MariaDB error number. */
+/* Fetch the whole stored result of STMT into ROWS. Returns 0 or a MariaDB error number.
+ *
+ * Per-request allocations dominated a GET's profile when every cell and every bind buffer had
+ * its own malloc. Now the cell and length arrays, one staging row (bound once, sized from the
+ * columns' max_length, which mysql_stmt_store_result computed) and the cells themselves come
+ * from one arena whose first block is sized for the whole result: a result set costs one or
+ * two mallocs and one free. */
 static unsigned fetch_all(MYSQL_STMT *stmt, MYSQL_RES *meta, struct db_rows *rows)
 {
-	unsigned ncols = mysql_num_fields(meta), err = 0;
+	unsigned ncols = mysql_num_fields(meta), r = 0;
 	MYSQL_FIELD *fields = mysql_fetch_fields(meta);
 	unsigned long long nrows = mysql_stmt_num_rows(stmt);
-	MYSQL_BIND *bind = calloc(ncols ? ncols : 1, sizeof(*bind));
-	unsigned long *lens = calloc(ncols ? ncols : 1, sizeof(*lens));
-	my_bool *nulls = calloc(ncols ? ncols : 1, sizeof(*nulls));
-	my_bool *errs = calloc(ncols ? ncols : 1, sizeof(*errs));
-	char **bufs = calloc(ncols ? ncols : 1, sizeof(*bufs));
-	unsigned r = 0;
+	MYSQL_BIND bind[DB_MAX_COLUMNS];
+	unsigned long lens[DB_MAX_COLUMNS];
+	my_bool nulls[DB_MAX_COLUMNS], errs[DB_MAX_COLUMNS];
+	size_t rowmax = 0, ncells, first;
+	char *staging;
 
+	memset(rows, 0, sizeof(*rows));
+	if (ncols > DB_MAX_COLUMNS)
+		return CR_UNKNOWN_ERROR;
+	for (unsigned c = 0; c < ncols; c++)
+		rowmax += (fields[c].max_length > DB_CELL_MIN ? fields[c].max_length : DB_CELL_MIN) +
+			  1 + sizeof(max_align_t);
+	ncells = (size_t)nrows * ncols;
+	first = (ncells + 1) * (sizeof(char *) + sizeof(unsigned long)) + 4 * sizeof(max_align_t) +
+		rowmax + (size_t)nrows * rowmax;
+	if (first > DB_ARENA_FIRST_MAX)
+		first = DB_ARENA_FIRST_MAX;
 	rows->ncols = ncols;
-	rows->nrows = 0;
-	rows->cell = calloc(nrows * ncols + 1, sizeof(*rows->cell));
-	rows->len = calloc(nrows * ncols + 1, sizeof(*rows->len));
-	if (!bind || !lens || !nulls || !errs || !bufs || !rows->cell || !rows->len) {
-		err = CR_OUT_OF_MEMORY;
-		goto out;
-	}
+	rows->cell = arena_alloc(&rows->arena, (ncells + 1) * sizeof(*rows->cell), first);
+	rows->len = arena_alloc(&rows->arena, (ncells + 1) * sizeof(*rows->len), DB_ARENA_BLOCK);
+	staging = arena_alloc(&rows->arena, rowmax, DB_ARENA_BLOCK);
+	if (!rows->cell || !rows->len || !staging)
+		goto oom;
+	memset(rows->cell, 0, (ncells + 1) * sizeof(*rows->cell));
+	memset(rows->len, 0, (ncells + 1) * sizeof(*rows->len));
+	memset(bind, 0, sizeof(bind[0]) * ncols);
 	for (unsigned c = 0; c < ncols; c++) {
-		unsigned long cap = fields[c].max_length > DB_CELL_MIN ? fields[c].max_length : DB_CELL_MIN;
-		bufs[c] = malloc(cap + 1);
-		if (!bufs[c]) {
-			err = CR_OUT_OF_MEMORY;
-			goto out;
-		}
+		unsigned long cap = fields[c].max_length > DB_CELL_MIN ? fields[c].max_length
+								       : DB_CELL_MIN;
 		bind[c].buffer_type = MYSQL_TYPE_STRING;
-		bind[c].buffer = bufs[c];
+		bind[c].buffer = staging;
 		bind[c].buffer_length = cap + 1;
 		bind[c].length = &lens[c];
 		bind[c].is_null = &nulls[c];
 		bind[c].error = &errs[c];
+		staging += cap + 1;
 	}
 	if (ncols && mysql_stmt_bind_result(stmt, bind)) {
-		err = mysql_stmt_errno(stmt);
-		goto out;
+		unsigned err = mysql_stmt_errno(stmt);
+		db_rows_free(rows);
+		return err;
 	}
 	for (;;) {
 		int rc = mysql_stmt_fetch(stmt);
 		if (rc == MYSQL_NO_DATA)
 			break;
 		if (rc == 1) {
-			err = mysql_stmt_errno(stmt);
-			goto out;
+			unsigned err = mysql_stmt_errno(stmt);
+			db_rows_free(rows);
+			return err;
 		}
 		if (r >= nrows)
 			break;
@@ -255,21 +306,20 @@ static unsigned fetch_all(MYSQL_STMT *stmt, MYSQL_RES *meta, struct db_rows *row
 			char *cell;
 			if (nulls[c])
 				continue;
-			cell = malloc(lens[c] + 1);
-			if (!cell) {
-				err = CR_OUT_OF_MEMORY;
-				goto out;
-			}
+			cell = arena_alloc(&rows->arena, lens[c] + 1, DB_ARENA_BLOCK);
+			if (!cell)
+				goto oom;
 			if (lens[c] < bind[c].buffer_length) {
-				memcpy(cell, bufs[c], lens[c]);
+				memcpy(cell, bind[c].buffer, lens[c]);
 			} else {
+				/* longer than max_length said: fetch this one directly */
 				MYSQL_BIND one = bind[c];
 				one.buffer = cell;
 				one.buffer_length = lens[c] + 1;
 				if (mysql_stmt_fetch_column(stmt, &one, c, 0)) {
-					free(cell);
-					err = mysql_stmt_errno(stmt);
-					goto out;
+					unsigned err = mysql_stmt_errno(stmt);
+					db_rows_free(rows);
+					return err;
 				}
 			}
 			cell[lens[c]] = '\0';
@@ -279,17 +329,10 @@ static unsigned fetch_all(MYSQL_STMT *stmt, MYSQL_RES *meta, struct db_rows *row
 		r++;
 		rows->nrows = r;
 	}
-out:
-	for (unsigned c = 0; bufs && c < ncols; c++)
-		free(bufs[c]);
-	free(bufs);
-	free(bind);
-	free(lens);
-	free(nulls);
-	free(errs);
-	if (err)
-		db_rows_free(rows);
-	return err;
+	return 0;
+oom:
+	db_rows_free(rows);
+	return CR_OUT_OF_MEMORY;
 }
 
 static enum db_status exec_once(struct db *db, const char *sql, const struct db_val *params,
@@ -397,7 +440,7 @@ static void backoff(int attempt)
 	nanosleep(&ts, NULL);
 }
 
-enum db_status db_tx(struct db *db, db_tx_fn fn, void *ctx)
+static enum db_status tx_run(struct db *db, db_tx_fn fn, void *ctx, bool read_committed)
 {
 	enum db_status st = DB_FATAL;
 
@@ -409,7 +452,10 @@ enum db_status db_tx(struct db *db, db_tx_fn fn, void *ctx)
 			continue;
 		if (st)
 			return st;
-		if (mysql_query(db->conn, "START TRANSACTION")) {
+		/* SET TRANSACTION (no SESSION) applies to the next transaction only */
+		if ((read_committed &&
+		     mysql_query(db->conn, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED")) ||
+		    mysql_query(db->conn, "START TRANSACTION")) {
 			st = fail(db, mysql_errno(db->conn), mysql_error(db->conn));
 			if (st == DB_GONE || st == DB_RETRY)
 				continue;
@@ -440,4 +486,14 @@ enum db_status db_tx(struct db *db, db_tx_fn fn, void *ctx)
 			 db->error);
 	}
 	return st;
+}
+
+enum db_status db_tx(struct db *db, db_tx_fn fn, void *ctx)
+{
+	return tx_run(db, fn, ctx, false);
+}
+
+enum db_status db_tx_read_committed(struct db *db, db_tx_fn fn, void *ctx)
+{
+	return tx_run(db, fn, ctx, true);
 }

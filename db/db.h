@@ -16,6 +16,7 @@
 #define DB_CONNECT_TIMEOUT_S 2
 #define DB_IO_TIMEOUT_S 30
 #define DB_MAX_PARAMS 24
+#define DB_MAX_COLUMNS 64        /* columns of one result set */
 
 enum db_status {
 	DB_OK = 0,
@@ -40,11 +41,13 @@ struct db_val {
 #define DB_NULL ((struct db_val){ DBT_NULL, NULL, 0, 0 })
 
 /* A fully fetched result set: cell[r * ncols + c] is a NUL-terminated string, or NULL for SQL
- * NULL. Owned by the struct (db_rows_free). */
+ * NULL; len[] the matching lengths. Owned by the struct (db_rows_free). Everything lives in
+ * one arena of a few large blocks (usually one), not one allocation per cell. */
 struct db_rows {
 	unsigned nrows, ncols;
 	char **cell;
 	unsigned long *len;
+	struct db_block *arena; /* private to db.c */
 };
 
 struct db;
@@ -78,6 +81,13 @@ typedef enum db_status (*db_tx_fn)(struct db *db, void *ctx);
  * before commit roll back, wait a jittered backoff and run FN again (FN must be re-runnable),
  * up to DB_TX_MAX_ATTEMPTS. Returns FN's status or the commit's. */
 enum db_status db_tx(struct db *db, db_tx_fn fn, void *ctx);
+
+/* db_tx at READ COMMITTED instead of REPEATABLE READ: locking reads lock the rows they return
+ * and no gaps. For queue claims (SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE of what was
+ * returned): under REPEATABLE READ each claim gap-locked the index ranges it scanned, and two
+ * claims moving rows into the range the other had scanned deadlocked (1213) on every few
+ * batches. */
+enum db_status db_tx_read_committed(struct db *db, db_tx_fn fn, void *ctx);
 
 /* Last server error message (for logs only; never sent to clients). */
 const char *db_error(const struct db *db);

@@ -10,12 +10,25 @@
 #include "../db/db.h"
 #include "../fcgi/http.h"
 
+/* API keys a worker authenticated recently (handlers/common.c, auth_request). An entry is
+ * used for AUTH_CACHE_TTL_MS after its lookup and never extended, so a revoked key is refused
+ * by every worker at most AUTH_CACHE_TTL_MS after `key revoke`. Unknown keys are not cached. */
+#define AUTH_CACHE_SLOTS 16
+#define AUTH_CACHE_TTL_MS 1000
+
+struct auth_cache_entry {
+	unsigned char hash[SHA256_LEN]; /* SHA-256 of the key, as stored in api_keys */
+	long long expires_ms;           /* CLOCK_MONOTONIC; 0: empty */
+	struct auth auth;
+};
+
 struct worker {
 	const struct config *cfg;
 	struct db *db;
 	const struct backend_caps *caps;
 	unsigned char cursor_key[SHA256_LEN];
 	int cursor_key_loaded;
+	struct auth_cache_entry auth_cache[AUTH_CACHE_SLOTS];
 };
 
 typedef void (*handler_fn)(struct worker *w, struct request *req, struct response *resp);
@@ -29,7 +42,8 @@ void handle_db_error(struct worker *w, struct request *req, struct response *res
 int worker_cursor_key(struct worker *w, struct request *req, struct response *resp);
 
 /* Authenticate REQ (x-api-key or Authorization: Bearer) and fill req->auth. On failure fills
- * RESP (401, 403, 503) and returns -1. */
+ * RESP (401, 403, 503) and returns -1. A key found in the database is remembered in
+ * w->auth_cache for AUTH_CACHE_TTL_MS: revocation takes effect within that time. */
 int auth_request(struct worker *w, struct request *req, struct response *resp);
 
 /* Idempotency-Key (handlers/idempotency.c), around a create's handler. idem_begin returns 1

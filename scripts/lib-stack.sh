@@ -21,6 +21,9 @@
 #   LOG_LEVEL       [log] level (default info)
 #   NGINX_USER      user of nginx workers when started as root (default www-data)
 #   NGINX_WORKERS   nginx worker_processes (default 1)
+#   NGINX_KEEPALIVE FastCGI connections each nginx worker keeps to an API supervisor, with
+#                   fastcgi_keep_conn on (default 0: one connection per request; keep it below
+#                   the API's workers, see nginx/upstream.conf.in)
 #   DB_EXTRA_ARGS   extra mariadbd options, split on spaces
 
 STACK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -569,7 +572,8 @@ nginx_start() {
 
 	: >"$run/nginx-servers.conf.new"
 	for spec in "$@"; do
-		# PORT:NAME[:RATE[:BURST]]: RATE requests/s per API key, bursts of BURST
+		# PORT:NAME[:RATE[:BURST]]: RATE (N or Nr/s per second, Nr/m per minute) requests per
+		# API key, bursts of BURST
 		local rest rate burst
 		port=${spec%%:*}
 		rest=${spec#*:}
@@ -580,8 +584,9 @@ nginx_start() {
 			rate=${rest#*:}
 			case "$rate" in *:*) burst=${rate#*:} rate=${rate%%:*} ;; esac
 		fi
-		case "$rate$burst" in '' | *[!0-9]*)
-			_stack_err "bad rate or burst in '$spec'"
+		case "$rate" in [0-9]*r/s | [0-9]*r/m) ;; *[!0-9]* | '') rate=bad ;; *) rate="${rate}r/s" ;; esac
+		case "$rate:$burst" in bad:* | *:*[!0-9]* | *:)
+			_stack_err "bad rate or burst in '$spec' (RATE: N, Nr/s or Nr/m; BURST: N)"
 			return 1
 			;;
 		esac
@@ -593,9 +598,22 @@ nginx_start() {
 		_stack_check_name "$name" || return 1
 		_stack_check_socket_len "$run/$name.sock" || return 1
 		ports+=("$port")
+		local keepalive=${NGINX_KEEPALIVE:-0} pass="\"unix:$run/$name.sock\"" keep_conn=off
+		case "$keepalive" in '' | *[!0-9]*)
+			_stack_err "NGINX_KEEPALIVE must be a number (got '$keepalive')"
+			return 1
+			;;
+		esac
+		if [ "$keepalive" -gt 0 ]; then
+			_stack_subst "$STACK_ROOT/nginx/upstream.conf.in" PORT="$port" NAME="$name" \
+				SOCKET="$run/$name.sock" KEEPALIVE="$keepalive" \
+				>>"$run/nginx-servers.conf.new" || return 1
+			pass="terrarium_$port"
+			keep_conn=on
+		fi
 		_stack_subst "$STACK_ROOT/nginx/server.conf.in" RUN="$run" PORT="$port" NAME="$name" \
-			SOCKET="$run/$name.sock" RATE="$rate" BURST="$burst" \
-			>>"$run/nginx-servers.conf.new" || return 1
+			SOCKET="$run/$name.sock" RATE="$rate" BURST="$burst" PASS="$pass" \
+			KEEP_CONN="$keep_conn" >>"$run/nginx-servers.conf.new" || return 1
 	done
 	_stack_subst "$STACK_ROOT/nginx/terrarium.conf.in" RUN="$run" USER="$user_line" \
 		WORKER_PROCESSES="${NGINX_WORKERS:-1}" >"$run/nginx.conf.new" || return 1

@@ -62,7 +62,9 @@ fi
 # the run. Checked at teardown, once the processes have exited and written their leak reports.
 # Other builds ignore these variables.
 SAN_DIR=$RUN/sanitizer
-mkdir -p "$SAN_DIR" && chmod 1777 "$SAN_DIR" || die "cannot make $SAN_DIR"
+if ! mkdir -p "$SAN_DIR" || ! chmod 1777 "$SAN_DIR"; then
+	die "cannot make $SAN_DIR"
+fi
 export ASAN_OPTIONS="log_path=$SAN_DIR/asan:detect_leaks=1:halt_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="log_path=$SAN_DIR/ubsan:halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 
@@ -242,13 +244,10 @@ check_nginx_errors() {
 		"$TERRARIUM_URL/v1/environments/%zz" || rc=1
 	# rate limit per key (1 request/minute, bursts of 2): 3 pass, then 429 with retry-after;
 	# another key is unaffected.
-	local i codes pids=()
-	for i in 1 2 3 4 5 6 7 8 9 10; do
-		curl -s -o /dev/null -w '%{http_code}\n' "$URL_LIMITED/healthz" -H "x-api-key: $KEY" \
-			>>"$RUN/ratelimit.codes" &
-		pids+=($!)
-	done
-	wait "${pids[@]}" # only these: the stack's processes are children of this shell too
+	local codes
+	# ten at once through xargs, which waits for its own children only
+	seq 10 | xargs -P 10 -I{} curl -s -o /dev/null -w '%{http_code}\n' "$URL_LIMITED/healthz" \
+		-H "x-api-key: $KEY" >"$RUN/ratelimit.codes"
 	codes=$(sort "$RUN/ratelimit.codes" | uniq -c | tr -s ' \n' ' ')
 	if grep -q 429 "$RUN/ratelimit.codes" && grep -q 200 "$RUN/ratelimit.codes" &&
 		! grep -vqE '^(200|429)$' "$RUN/ratelimit.codes"; then

@@ -1,0 +1,63 @@
+-- Request generator for scripts/bench.sh (wrk -s bench/wrk.lua). Read from the environment:
+--   BENCH_MODE  get | list | create | update
+--   BENCH_KEY   the API key sent in x-api-key (the references ignore it)
+--   BENCH_IDS   file of environment ids, one a line (get, update): each request picks one at
+--               random, so the database answers from all over the table, not one hot row
+-- Every wrk thread has its own Lua state: ids are loaded and the generator seeded per thread.
+
+local mode = os.getenv("BENCH_MODE") or "get"
+local ids = {}
+local counter = 0
+local tid = 0
+
+local idfile = os.getenv("BENCH_IDS")
+if idfile then
+	for line in io.lines(idfile) do
+		if #line > 0 then
+			ids[#ids + 1] = line
+		end
+	end
+end
+
+wrk.headers["x-api-key"] = os.getenv("BENCH_KEY") or ""
+wrk.headers["anthropic-version"] = "2023-06-01"
+wrk.headers["anthropic-beta"] = "managed-agents-2026-04-01"
+wrk.headers["content-type"] = "application/json"
+
+local next_tid = 1
+function setup(thread)
+	thread:set("tid", next_tid)
+	next_tid = next_tid + 1
+end
+
+function init(args)
+	math.randomseed(os.time() * 1000 + tid * 7919 + math.floor(os.clock() * 1e6))
+end
+
+local function random_id()
+	return ids[math.random(#ids)]
+end
+
+-- The body of every create: the same shape as the seeded rows (scripts/bench.sh).
+local function create_body(n)
+	return string.format(
+		'{"name":"bench-%d-%d","description":"benchmark environment created by wrk",' ..
+		'"metadata":{"team":"bench","tier":"gold","run":"%d"},' ..
+		'"config":{"type":"cloud","networking":{"type":"unrestricted"}}}', tid, n, n)
+end
+
+function request()
+	counter = counter + 1
+	if mode == "get" then
+		return wrk.format("GET", "/v1/environments/" .. random_id())
+	elseif mode == "list" then
+		return wrk.format("GET", "/v1/environments?limit=100")
+	elseif mode == "create" then
+		return wrk.format("POST", "/v1/environments", nil, create_body(counter))
+	elseif mode == "update" then
+		local body = string.format(
+			'{"description":"updated by wrk thread %d request %d"}', tid, counter)
+		return wrk.format("POST", "/v1/environments/" .. random_id(), nil, body)
+	end
+	error("BENCH_MODE must be get, list, create or update")
+end
