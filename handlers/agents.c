@@ -54,40 +54,14 @@ static json_t *agent_object(const struct db_rows *rows, unsigned r)
 	return obj;
 }
 
-/* Respond with the object of row 0, or 404 when there is no row. */
 static void respond_row(struct request *req, struct response *resp, const struct db_rows *rows)
 {
-	json_t *obj;
-
-	if (!rows->nrows) {
-		resp_error(resp, req, 404, NULL, "agent '%s' not found", req->params[0]);
-		return;
-	}
-	obj = agent_object(rows, 0);
-	if (!obj) {
-		log_error("agent %s: stored definition does not parse", req->params[0]);
-		resp_error(resp, req, 500, NULL, "internal error");
-		return;
-	}
-	resp_json(resp, 200, obj);
-}
-
-/* 1 when S looks like an agent id; anything else cannot exist and answers 404 unqueried. */
-static int agent_id_valid(const char *s)
-{
-	size_t n = strlen(s), p = strlen(AGENT_ID_PREFIX);
-
-	return n > p && n < AGENT_ID_MAX && !strncmp(s, AGENT_ID_PREFIX, p) &&
-	       strspn(s + p, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") ==
-		       n - p;
+	respond_resource(req, resp, rows, agent_object, "agent");
 }
 
 static int check_id(struct request *req, struct response *resp)
 {
-	if (agent_id_valid(req->params[0]))
-		return 0;
-	resp_error(resp, req, 404, NULL, "agent '%.64s' not found", req->params[0]);
-	return -1;
+	return resource_check_id(req, resp, AGENT_ID_PREFIX, "agent");
 }
 
 /* Query parameter NAME as an integer in MIN..MAX into *OUT (DEF when absent). 0, or -1 with

@@ -141,3 +141,41 @@ int worker_cursor_key(struct worker *w, struct request *req, struct response *re
 	w->cursor_key_loaded = 1;
 	return 0;
 }
+
+#define RESOURCE_ID_MAX 64
+
+int resource_id_valid(const char *s, const char *prefix)
+{
+	size_t n = strlen(s), p = strlen(prefix);
+
+	return n > p && n < RESOURCE_ID_MAX && !strncmp(s, prefix, p) &&
+	       strspn(s + p, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") ==
+		       n - p;
+}
+
+int resource_check_id(struct request *req, struct response *resp, const char *prefix,
+		      const char *kind)
+{
+	if (resource_id_valid(req->params[0], prefix))
+		return 0;
+	resp_error(resp, req, 404, NULL, "%s '%.64s' not found", kind, req->params[0]);
+	return -1;
+}
+
+void respond_resource(struct request *req, struct response *resp, const struct db_rows *rows,
+		      row_render render, const char *kind)
+{
+	json_t *obj;
+
+	if (!rows->nrows) {
+		resp_error(resp, req, 404, NULL, "%s '%s' not found", kind, req->params[0]);
+		return;
+	}
+	obj = render(rows, 0);
+	if (!obj) {
+		log_error("%s %s: stored JSON does not parse", kind, req->params[0]);
+		resp_error(resp, req, 500, NULL, "internal error");
+		return;
+	}
+	resp_json(resp, 200, obj);
+}

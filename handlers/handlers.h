@@ -52,6 +52,22 @@ int auth_request(struct worker *w, struct request *req, struct response *resp);
 int idem_begin(struct worker *w, struct request *req, struct response *resp, int *held);
 void idem_end(struct worker *w, struct request *req, struct response *resp);
 
+/* Renders row R of a resource SELECT: new reference, or NULL when stored JSON is corrupt. */
+typedef json_t *(*row_render)(const struct db_rows *rows, unsigned r);
+
+/* Respond 200 with RENDER(rows, 0), 404 "KIND 'id' not found" when ROWS is empty, or 500 when
+ * the stored row does not render. The id is req->params[0]. */
+void respond_resource(struct request *req, struct response *resp, const struct db_rows *rows,
+		      row_render render, const char *kind);
+
+/* 1 when S is PREFIX followed by [0-9A-Za-z] (the shape of every id this API makes). */
+int resource_id_valid(const char *s, const char *prefix);
+
+/* 0 when req->params[0] has PREFIX's id shape; else -1 with RESP a 404 naming KIND (an id of
+ * another shape cannot exist, so no query is made). */
+int resource_check_id(struct request *req, struct response *resp, const char *prefix,
+		      const char *kind);
+
 void health_live(struct worker *w, struct request *req, struct response *resp);
 void health_ready(struct worker *w, struct request *req, struct response *resp);
 

@@ -22,15 +22,7 @@
 #define SES_LIST_DEFAULT_LIMIT 100
 #define SES_LIST_MAX_LIMIT 1000
 #define SES_CURSOR_KIND "sesn"
-#define SES_REF_ID_MAX 64 /* longest agent or environment id looked up */
 
-static int id_valid(const char *s, const char *prefix)
-{
-	size_t n = strlen(s), p = strlen(prefix);
-	return n > p && n < SES_REF_ID_MAX && !strncmp(s, prefix, p) &&
-	       strspn(s + p, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") ==
-		       n - p;
-}
 
 static const char *provisioning_status(const char *state)
 {
@@ -89,27 +81,12 @@ static json_t *session_object(const struct db_rows *rows, unsigned r)
 
 static void respond_row(struct request *req, struct response *resp, const struct db_rows *rows)
 {
-	json_t *obj;
-
-	if (!rows->nrows) {
-		resp_error(resp, req, 404, NULL, "session '%s' not found", req->params[0]);
-		return;
-	}
-	obj = session_object(rows, 0);
-	if (!obj) {
-		log_error("session %s: stored JSON does not parse", req->params[0]);
-		resp_error(resp, req, 500, NULL, "internal error");
-		return;
-	}
-	resp_json(resp, 200, obj);
+	respond_resource(req, resp, rows, session_object, "session");
 }
 
 static int check_id(struct request *req, struct response *resp)
 {
-	if (id_valid(req->params[0], SES_ID_PREFIX))
-		return 0;
-	resp_error(resp, req, 404, NULL, "session '%.64s' not found", req->params[0]);
-	return -1;
+	return resource_check_id(req, resp, SES_ID_PREFIX, "session");
 }
 
 /* Fields the SDK defines that this server does not support: accepted only when empty. */
@@ -217,7 +194,7 @@ static enum db_status create_tx(struct db *db, void *arg)
 
 	db_rows_free(&c->rows);
 	memset(&c->err, 0, sizeof(c->err));
-	if (!id_valid(c->agent_id, "agent_")) {
+	if (!resource_id_valid(c->agent_id, "agent_")) {
 		verr_set(&c->err, 404, NULL, "agent '%.64s' not found", c->agent_id);
 		return DB_OK;
 	}
@@ -238,7 +215,7 @@ static enum db_status create_tx(struct db *db, void *arg)
 			 c->agent_id);
 		goto out;
 	}
-	if (!id_valid(c->env_id, "env_")) {
+	if (!resource_id_valid(c->env_id, "env_")) {
 		verr_set(&c->err, 404, "environment_not_found", "environment '%.64s' not found",
 			 c->env_id);
 		goto out;
@@ -635,7 +612,7 @@ void session_list(struct worker *w, struct request *req, struct response *resp)
 	}
 	if (agent_id && !*agent_id)
 		agent_id = NULL;
-	if (agent_id && !id_valid(agent_id, "agent_")) {
+	if (agent_id && !resource_id_valid(agent_id, "agent_")) {
 		resp_error(resp, req, 400, NULL, "'agent_id' is not an agent id");
 		return;
 	}
