@@ -95,6 +95,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		rc = set_str(cfg->db_password, value);
 	else if (KEY("database", "name"))
 		rc = set_str(cfg->db_name, value);
+	else if (KEY("database", "migrations"))
+		rc = set_str(cfg->db_migrations, value);
 	else if (KEY("api", "socket"))
 		rc = set_str(cfg->api_socket, value);
 	else if (KEY("api", "user"))
@@ -172,6 +174,7 @@ int config_load(struct config *cfg, const char *path)
 	strcpy(cfg->db_host, "localhost");
 	strcpy(cfg->db_user, "terrarium");
 	strcpy(cfg->db_name, "terrarium");
+	strcpy(cfg->db_migrations, CONFIG_DEFAULT_MIGRATIONS);
 	strcpy(cfg->api_socket, "var/api.sock");
 	cfg->api_socket_mode = 0660;
 	strcpy(cfg->api_user, CONFIG_DEFAULT_API_USER);

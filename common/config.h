@@ -3,7 +3,8 @@
  * Path: -c PATH, else $TERRARIUM_CONFIG, else "terrarium.ini" in the working directory.
  * Environment overrides: TERRARIUM_DB_PASSWORD replaces [database] password.
  *
- * [database] socket, host, port, user, password, name
+ * [database] socket, host, port, user, password, name, migrations (the directory of numbered
+ *            .sql files `terrarium-api migrate` applies; default CONFIG_DEFAULT_MIGRATIONS)
  * [api]      socket, socket_group, socket_mode (octal), workers (0 = 2 x cores),
  *            max_requests (recycle a worker after this many requests), user (the account
  *            workers run as when the supervisor is started as root; default
@@ -25,6 +26,7 @@
 
 #define CONFIG_STR_MAX 512
 #define CONFIG_DEFAULT_PATH "terrarium.ini"
+#define CONFIG_DEFAULT_MIGRATIONS "sql"
 #define CONFIG_DEFAULT_MAX_REQUESTS 10000
 #define CONFIG_DEFAULT_API_USER "www-data"
 #define CONFIG_MAX_WORKERS 256
@@ -59,6 +61,7 @@ struct config {
 	char db_user[CONFIG_STR_MAX];
 	char db_password[CONFIG_STR_MAX];
 	char db_name[CONFIG_STR_MAX];
+	char db_migrations[CONFIG_STR_MAX];
 
 	char api_socket[CONFIG_STR_MAX];
 	char api_socket_group[CONFIG_STR_MAX];

@@ -42,6 +42,7 @@ struct request {
 	int nparams;
 	json_t *json;                     /* parsed body when the route takes one; owned */
 	struct auth auth;
+	int server_error;                 /* REDIRECT_STATUS >= 400: the web server's own error */
 };
 
 struct response {
@@ -72,7 +73,11 @@ typedef size_t (*req_reader)(void *ctx, char *buf, size_t n);
 /* Fill REQ from req->env (already set) and the body from READ: request id (REQUEST_ID when well
  * formed, else a new one), method, path, query, and exactly CONTENT_LENGTH body bytes (strict
  * digits; over REQ_MAX_BODY: 413 without reading; fewer bytes: 400). 0, or -1 with RESP
- * filled. */
+ * filled.
+ * The path is REQUEST_URI's, less SCRIPT_NAME when the server split the URI into SCRIPT_NAME +
+ * PATH_INFO (the binary mapped to a URL prefix: Apache's .htaccess setup, docs/hosting.md).
+ * A REDIRECT_STATUS of 400-599 (Apache ErrorDocument, lighttpd server.error-handler) sets
+ * req->server_error; the body, which belongs to the refused request, is not read. */
 int req_read(struct request *req, struct response *resp, req_reader read, void *ctx);
 
 /* Release what the request owns (body, json, query); the struct can then be reused. */

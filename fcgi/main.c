@@ -1,7 +1,8 @@
 /* terrarium-api: the API server and its administrative commands.
  *
  *   terrarium-api [-c CONFIG] serve                      prefork supervisor on [api] socket
- *   terrarium-api [-c CONFIG] migrate [SQL_DIR]          apply sql/ migrations
+ *   terrarium-api [-c CONFIG] migrate [SQL_DIR]          apply the migrations in SQL_DIR
+ *                                                       (default: [database] migrations)
  *   terrarium-api [-c CONFIG] key create WORKSPACE [ACCOUNT]   print a new key (shown once)
  *   terrarium-api [-c CONFIG] key revoke KEY
  *   terrarium-api [-c CONFIG] workspace id WORKSPACE
@@ -39,7 +40,7 @@ static int admin(const struct config *cfg, int argc, char **argv)
 	if (!db)
 		return 1;
 	if (!strcmp(argv[0], "migrate")) {
-		st = migrate_dir(db, argc > 1 ? argv[1] : "sql");
+		st = migrate_dir(db, argc > 1 ? argv[1] : cfg->db_migrations);
 	} else if (!strcmp(argv[0], "key") && argc >= 3 && !strcmp(argv[1], "create")) {
 		char key[sizeof(KEY_PREFIX) + KEY_RANDOM_LEN];
 		const char *account = argc > 3 ? argv[3] : MAIN_DEFAULT_ACCOUNT;

@@ -152,6 +152,23 @@ static int valid_request_id(const char *s)
 	return 1;
 }
 
+/* Length of the SCRIPT_NAME prefix to skip in URI: non-zero only when the server set a
+ * non-empty PATH_INFO and URI starts with SCRIPT_NAME followed by '/'. nginx sends no PATH_INFO;
+ * Apache and lighttpd send SCRIPT_NAME "" when the binary serves the whole site. */
+static size_t script_prefix(const struct request *req, const char *uri)
+{
+	const char *script = req_env(req, "SCRIPT_NAME");
+	const char *info = req_env(req, "PATH_INFO");
+	size_t n;
+
+	if (!script || !info || !*info)
+		return 0;
+	n = strlen(script);
+	if (n && !strncmp(uri, script, n) && uri[n] == '/')
+		return n;
+	return 0;
+}
+
 int req_read(struct request *req, struct response *resp, req_reader read, void *ctx)
 {
 	const char *method = req_env(req, "REQUEST_METHOD");
@@ -159,6 +176,7 @@ int req_read(struct request *req, struct response *resp, req_reader read, void *
 	const char *query = req_env(req, "QUERY_STRING");
 	const char *clen = req_env(req, "CONTENT_LENGTH");
 	const char *rid = req_env(req, "REQUEST_ID");
+	const char *redirect = req_env(req, "REDIRECT_STATUS");
 	size_t pathlen;
 
 	if (valid_request_id(rid))
@@ -171,6 +189,7 @@ int req_read(struct request *req, struct response *resp, req_reader read, void *
 		uri = req_env(req, "SCRIPT_NAME");
 	if (!uri || !*uri)
 		uri = "/";
+	uri += script_prefix(req, uri);
 	pathlen = strcspn(uri, "?");
 	if (pathlen >= sizeof(req->path)) {
 		resp_error(resp, req, 400, NULL, "request path is too long");
@@ -184,6 +203,12 @@ int req_read(struct request *req, struct response *resp, req_reader read, void *
 		resp_error(resp, req, 400, NULL,
 			   "query string is malformed (bad escape, repeated or too many parameters)");
 		return -1;
+	}
+
+	if (redirect && strlen(redirect) == 3 && redirect[0] >= '4' && redirect[0] <= '5' &&
+	    isdigit((unsigned char)redirect[1]) && isdigit((unsigned char)redirect[2])) {
+		req->server_error = atoi(redirect);
+		return 0;
 	}
 
 	/* nginx sends an empty CONTENT_LENGTH for bodiless requests: that is a zero-length body */

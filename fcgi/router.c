@@ -116,12 +116,53 @@ static int parse_body(struct request *req, struct response *resp, int optional)
 	return 0;
 }
 
+/* The web server's own errors, answered in the API.md §2 envelope when Apache (ErrorDocument)
+ * or lighttpd (server.error-handler) runs this binary as CGI for them (hosting/). nginx has the
+ * same pages in nginx/server.conf.in. */
+static const struct server_error {
+	int status;
+	int retry; /* x-should-retry */
+	const char *message;
+} server_errors[] = {
+	{ 400, 0, "malformed HTTP request" },
+	{ 403, 0, "access to this path is forbidden" },
+	{ 404, 0, "not found" },
+	{ 408, 1, "the request was not received in time" },
+	{ 411, 0, "a request body needs a Content-Length" },
+	{ 413, 0, "request body exceeds the 1 MiB (1048576 bytes) limit" },
+	{ 414, 0, "request URI too long" },
+	{ 431, 0, "request headers too large" },
+	{ 500, 1, "internal server error" },
+	{ 502, 1, "the API is unavailable" },
+	{ 503, 1, "the service is overloaded, retry later" },
+	{ 504, 1, "the API did not answer in time" },
+};
+
+static void server_error_page(const struct request *req, struct response *resp)
+{
+	const struct server_error *e = NULL;
+
+	for (size_t i = 0; i < sizeof(server_errors) / sizeof(server_errors[0]); i++)
+		if (server_errors[i].status == req->server_error)
+			e = &server_errors[i];
+	if (e)
+		resp_error(resp, req, e->status, NULL, "%s", e->message);
+	else
+		resp_error(resp, req, req->server_error, NULL, "HTTP error %d", req->server_error);
+	resp_set_retry(resp, e ? e->retry : req->server_error >= 500);
+}
+
 void route_dispatch(struct worker *w, struct request *req, struct response *resp)
 {
 	const struct route *found = NULL;
 	char allow[ALLOW_MAX] = "";
 	char beta[ROUTE_BETA_HEADER_MAX];
 	int path_matched = 0, held = 0;
+
+	if (req->server_error) {
+		server_error_page(req, resp);
+		return;
+	}
 
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		if (!route_match(routes[i].pattern, req->path, req))

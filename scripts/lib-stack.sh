@@ -712,13 +712,18 @@ stack_stop_all() {
 	_stack_check_run "$run" || return 1
 	[ -d "$run" ] || return 0
 	nginx_stop "$run" || rc=1
+	stack_servers_stop "$run" || rc=1
 	for f in "$run"/*.pid; do
 		[ -e "$f" ] || continue
 		name=$(basename "$f" .pid)
-		case "$name" in nginx | mariadb) continue ;; esac
+		case "$name" in nginx | mariadb | apache | lighttpd) continue ;; esac
 		_stack_stop "$f" terrarium TERM 35 "$name" || rc=1
 		rm -f "$run/$name.sock"
 	done
 	db_stop "$run" || rc=1
 	return $rc
 }
+
+# Apache and lighttpd as alternatives to nginx (SERVER=apache|lighttpd make up)
+# shellcheck source=scripts/lib-servers.sh
+. "$STACK_ROOT/scripts/lib-servers.sh"
