@@ -97,11 +97,13 @@ $(BUILD)/obj/%.o: %.c
 unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 
-# unit tests, short fuzz runs (tests/fuzz/), the end-to-end suite, then all of it again under
-# ASan + UBSan (test-asan)
+# unit tests, short fuzz runs (tests/fuzz/), the end-to-end suite, the HTTP suite through Apache
+# and lighttpd (test-servers), then the unit and end-to-end tests again under ASan + UBSan
+# (test-asan)
 test: all unit
 	$(MAKE) fuzz-short
 	tests/e2e/run.sh
+	tests/servers/run.sh
 	$(MAKE) test-asan
 
 # ASan + UBSan build of everything, into build-asan/ (`make test-asan` runs the suite against it).
@@ -187,6 +189,24 @@ $(BUILD)/bench-ref-insert: $(call obj,bench/ref-insert.c bench/ref.c common/cryp
 # Benchmarks against the references, then the reconciler's (scripts/bench.sh); not part of test.
 bench: all $(BENCH_BINS)
 	scripts/bench.sh
+
+# The HTTP cases and the SDK suite through Apache (mod_fcgid) and lighttpd (mod_fastcgi), and the
+# shared-hosting .htaccess setup (tests/servers/run.sh, docs/hosting.md); part of test.
+test-servers: all
+	tests/servers/run.sh
+
+# terrarium_<version>_<arch>.deb at the top of the tree: dpkg-buildpackage + lintian on a copy
+# of the tracked files (scripts/build-deb.sh, debian/, docs/packaging.md).
+deb:
+	scripts/build-deb.sh .
+
+# The package in a fresh Debian 12 debootstrap chroot: install, configure, the units' commands,
+# the SDK suite through nginx, upgrade with a new migration (tests/deb/run.sh; root; not part of
+# test: .ci/run runs it).
+test-deb: deb
+	tests/deb/run.sh "$$(ls -t terrarium_*.deb | head -n 1)"
+
+.PHONY: test-servers deb test-deb
 
 up:
 	scripts/up.sh

@@ -4,20 +4,37 @@
 # Idempotent: dpkg is asked what is already installed, and `apt-get update` + `apt-get install`
 # run only when something is missing. Root runs apt-get directly; anyone else goes through sudo.
 #
-# mariadb-server and nginx are installed for their binaries only: the stack runs its own
+# mariadb-server, nginx, apache2 and lighttpd are installed for their binaries only: the stack runs its own
 # instances (scripts/lib-stack.sh). While this script installs, a policy-rc.d that forbids
 # service starts is put in place (unless one already exists) so that no system MariaDB or nginx
 # is started; services that were already running are left alone.
 #
 # Node.js and npm (for the SDK compatibility tests) are skipped when `node` and `npm` already
 # exist, whatever installed them.
+#
+# apache2, libapache2-mod-fcgid and lighttpd are installed for their binaries as well (make
+# test-servers runs its own instances; docs/hosting.md). --deb also installs what `make deb` and
+# `make test-deb` need: debhelper, dpkg-dev, fakeroot, lintian, debootstrap.
 set -euo pipefail
+
+deb_packages=(debhelper dpkg-dev fakeroot lintian debootstrap)
+with_deb=0
+for arg in "$@"; do
+	case "$arg" in
+	--deb) with_deb=1 ;;
+	*)
+		echo "usage: install-deps.sh [--deb]" >&2
+		exit 2
+		;;
+	esac
+done
 
 packages=(
 	build-essential pkg-config clang
 	libfcgi-dev libfcgi-bin libjansson-dev libmariadb-dev libcurl4-openssl-dev libcmocka-dev libinih-dev
 	mariadb-server mariadb-client
 	bubblewrap spawn-fcgi wrk curl jq
+	apache2 libapache2-mod-fcgid lighttpd
 )
 nginx_flavours=(nginx-light nginx nginx-core nginx-full nginx-extras)
 policy=/usr/sbin/policy-rc.d
@@ -38,6 +55,7 @@ else
 	sudo=(false)
 fi
 
+[ $with_deb -eq 1 ] && packages+=("${deb_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
 	installed "$p" || missing+=("$p")

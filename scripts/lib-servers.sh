@@ -72,7 +72,7 @@ _stack_server_wait() {
 
 _stack_apache_bin() {
 	_stack_bin apache2 || _stack_bin httpd || {
-		_stack_err "apache2 not found (scripts/install-deps.sh --servers installs apache2)"
+		_stack_err "apache2 not found (scripts/install-deps.sh installs apache2)"
 		return 1
 	}
 }
@@ -151,7 +151,7 @@ lighttpd_start() {
 	_stack_check_run "$run" || return 1
 	_stack_check_name "$name" || return 1
 	bin=$(_stack_bin lighttpd) || {
-		_stack_err "lighttpd not found (scripts/install-deps.sh --servers installs lighttpd)"
+		_stack_err "lighttpd not found (scripts/install-deps.sh installs lighttpd)"
 		return 1
 	}
 	api=$(_stack_server_api) || return 1

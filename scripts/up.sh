@@ -8,7 +8,11 @@
 # (API restarted, nginx reloaded), the key is kept while it still authenticates.
 # `make down` (scripts/down.sh) stops everything.
 #
-# Environment: RUNDIR PORT BACKEND WORKSPACE WORKERS LOG_LEVEL BUILD_DIR,
+# SERVER=apache or SERVER=lighttpd runs that web server on the same port instead of nginx, which
+# then starts the API binary itself (mod_fcgid, mod_fastcgi; docs/hosting.md) instead of the
+# supervisor; switching servers stops the other one.
+#
+# Environment: RUNDIR PORT BACKEND WORKSPACE WORKERS LOG_LEVEL BUILD_DIR SERVER,
 # RECONCILER=1 to also run the reconciler in --loop mode in the background, and
 # SKIP_INSTALL_DEPS=1 to skip scripts/install-deps.sh.
 set -euo pipefail
@@ -17,6 +21,14 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 PORT=${PORT:-8080}
+SERVER=${SERVER:-nginx}
+case "$SERVER" in
+nginx | apache | lighttpd) ;;
+*)
+	echo "up: SERVER must be nginx, apache or lighttpd (got '$SERVER')" >&2
+	exit 1
+	;;
+esac
 BACKEND=${BACKEND:-local}
 WORKSPACE=${WORKSPACE:-default}
 RUN=${RUNDIR:-$ROOT/var}
@@ -62,11 +74,21 @@ if [ ! -s "$RUN/api-key" ]; then
 fi
 chmod 0600 "$RUN/api-key"
 
-if [ "$config_changed" = 1 ]; then
+if [ "$SERVER" = nginx ]; then
+	stack_servers_stop "$RUN"
+	if [ "$config_changed" = 1 ]; then
+		api_stop "$RUN" api
+	fi
+	api_start "$RUN" api
+	nginx_start "$RUN" "$PORT:api"
+else
+	# Apache or lighttpd runs the API binary itself: no supervisor, no nginx
+	nginx_stop "$RUN"
 	api_stop "$RUN" api
+	[ "$SERVER" = apache ] && lighttpd_stop "$RUN"
+	[ "$SERVER" = lighttpd ] && apache_stop "$RUN"
+	stack_server_start "$RUN" "$PORT" api
 fi
-api_start "$RUN" api
-nginx_start "$RUN" "$PORT:api"
 if [ "${RECONCILER:-0}" = 1 ]; then
 	[ "$config_changed" = 1 ] && recon_stop "$RUN"
 	recon_start "$RUN" api
@@ -89,10 +111,10 @@ fi
 
 cat <<EOF
 
-terrarium is up (backend: $BACKEND)
+terrarium is up (backend: $BACKEND, server: $SERVER)
   base URL  $URL
   API key   $KEY    (also in $RUN/api-key)
-  logs      $RUN/api.log $RUN/nginx-error.log $RUN/nginx-access.log $RUN/mariadb.log
+  logs      $( [ "$SERVER" = nginx ] && echo "$RUN/api.log $RUN/nginx-error.log $RUN/nginx-access.log" || echo "$RUN/$SERVER-error.log $RUN/$SERVER-access.log") $RUN/mariadb.log
 
   curl -s $URL/v1/environments -H "x-api-key: \$(cat $RUN/api-key)" \\
        -H "anthropic-beta: managed-agents-2026-04-01"
