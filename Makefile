@@ -196,7 +196,7 @@ test-servers: all
 	tests/servers/run.sh
 
 # terrarium_<version>_<arch>.deb at the top of the tree: dpkg-buildpackage + lintian on a copy
-# of the tracked files (scripts/build-deb.sh, debian/, docs/packaging.md).
+# of the tracked files (scripts/build-deb.sh, debian/, docs/hosting.md).
 deb:
 	scripts/build-deb.sh .
 

@@ -152,9 +152,32 @@ static int valid_request_id(const char *s)
 	return 1;
 }
 
-/* Length of the SCRIPT_NAME prefix to skip in URI: non-zero only when the server set a
- * non-empty PATH_INFO and URI starts with SCRIPT_NAME followed by '/'. nginx sends no PATH_INFO;
- * Apache and lighttpd send SCRIPT_NAME "" when the binary serves the whole site. */
+/* 1 when the raw path RAW[0..len), percent-decoded, is exactly DECODED (PATH_INFO). */
+static int decodes_to(const char *raw, size_t len, const char *decoded)
+{
+	for (size_t i = 0; i < len; i++, decoded++) {
+		int c = (unsigned char)raw[i];
+		if (c == '%') {
+			int hi, lo;
+			if (i + 2 >= len)
+				return 0;
+			hi = hexval((unsigned char)raw[i + 1]);
+			lo = hexval((unsigned char)raw[i + 2]);
+			if (hi < 0 || lo < 0)
+				return 0;
+			c = hi << 4 | lo;
+			i += 2;
+		}
+		if ((unsigned char)*decoded != c)
+			return 0;
+	}
+	return *decoded == '\0';
+}
+
+/* Length of the SCRIPT_NAME prefix to skip in URI: non-zero only when the server split the
+ * path, i.e. URI's path is SCRIPT_NAME followed by PATH_INFO (non-empty, as the server decoded
+ * it). nginx sends no PATH_INFO; Apache and lighttpd send SCRIPT_NAME "" when the binary serves
+ * the whole site. */
 static size_t script_prefix(const struct request *req, const char *uri)
 {
 	const char *script = req_env(req, "SCRIPT_NAME");
@@ -164,7 +187,8 @@ static size_t script_prefix(const struct request *req, const char *uri)
 	if (!script || !info || !*info)
 		return 0;
 	n = strlen(script);
-	if (n && !strncmp(uri, script, n) && uri[n] == '/')
+	if (n && !strncmp(uri, script, n) && uri[n] == '/' &&
+	    decodes_to(uri + n, strcspn(uri + n, "?"), info))
 		return n;
 	return 0;
 }

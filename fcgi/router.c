@@ -116,9 +116,9 @@ static int parse_body(struct request *req, struct response *resp, int optional)
 	return 0;
 }
 
-/* The web server's own errors, answered in the API.md §2 envelope when Apache (ErrorDocument)
- * or lighttpd (server.error-handler) runs this binary as CGI for them (hosting/). nginx has the
- * same pages in nginx/server.conf.in. */
+/* The web server's own errors, answered in the docs/api.md §2 envelope when Apache
+ * (ErrorDocument) or lighttpd (server.error-handler) runs this binary as CGI for them
+ * (hosting/). nginx has the same pages in nginx/server.conf.in. */
 static const struct server_error {
 	int status;
 	int retry; /* x-should-retry */

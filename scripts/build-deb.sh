@@ -49,7 +49,7 @@ if ! (cd "$src" && dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
 	exit 1
 fi
 # lintian: errors and warnings fail the build; what remains is explained in
-# debian/terrarium.lintian-overrides and docs/packaging.md
+# debian/terrarium.lintian-overrides and docs/hosting.md
 echo "build-deb: lintian $deb" >&2
 if ! lintian --fail-on error,warning --tag-display-limit 0 "$work/$deb" >&2; then
 	echo "build-deb: lintian failed" >&2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Debian package on a fresh Debian 12, as an ops person uses it (`make test-deb`;
-# docs/packaging.md). In a debootstrap chroot (base tarball cached in CACHE_DIR; made once from
+# docs/hosting.md). In a debootstrap chroot (base tarball cached in CACHE_DIR; made once from
 # the Debian mirror):
 #   1. apt install ./terrarium_V1.deb: the system user, /etc/terrarium/terrarium.ini 0640
 #      root:terrarium, units, cron.d, logrotate, nginx site; the postinst's migrate fails

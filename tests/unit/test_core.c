@@ -255,6 +255,79 @@ static void test_health_needs_no_key_or_beta(void **state)
 	resp_release(&resp);
 }
 
+/* Apache/lighttpd error redirects (hosting/): REDIRECT_STATUS 4xx/5xx is answered with the
+ * server error's envelope without routing, auth, or reading the refused request's body. */
+static void test_server_error_redirect(void **state)
+{
+	char *env413[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments",
+			   "REDIRECT_STATUS=413", "CONTENT_LENGTH=2000000", NULL };
+	char *env504[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/x", "REDIRECT_STATUS=504", NULL };
+	char *env200[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/healthz", "REDIRECT_STATUS=200",
+			   NULL };
+	char *envbad[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/healthz", "REDIRECT_STATUS=4x3",
+			   NULL };
+	struct request req;
+	struct response resp;
+	(void)state;
+	stub_auth_result = -1;
+	run(env413, NULL, &req, &resp);
+	assert_error(&resp, 413, "request_too_large", "1 MiB");
+	assert_null(stub_last_handler);
+	assert_string_equal(header(&resp, "x-should-retry"), "false");
+	req_release(&req);
+	resp_release(&resp);
+	run(env504, NULL, &req, &resp);
+	assert_error(&resp, 504, "api_error", "in time");
+	assert_string_equal(header(&resp, "x-should-retry"), "true");
+	req_release(&req);
+	resp_release(&resp);
+	/* not an error redirect (mod_rewrite's internal redirects say 200), or malformed: routed */
+	run(env200, NULL, &req, &resp);
+	assert_int_equal(resp.status, 200);
+	req_release(&req);
+	resp_release(&resp);
+	run(envbad, NULL, &req, &resp);
+	assert_int_equal(resp.status, 200);
+	stub_auth_result = 0;
+	req_release(&req);
+	resp_release(&resp);
+}
+
+/* The binary mapped to a URL (Apache .htaccess: /~alice/t/api.fcgi/v1/...): the path is
+ * REQUEST_URI less SCRIPT_NAME, only when PATH_INFO says the server split it. */
+static void test_script_name_prefix(void **state)
+{
+	char *split[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/~alice/t/api.fcgi/v1/x%2Fy?limit=1",
+			  "SCRIPT_NAME=/~alice/t/api.fcgi", "PATH_INFO=/v1/x/y", NULL };
+	char *whole[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments",
+			  "SCRIPT_NAME=", "PATH_INFO=/v1/environments", NULL };
+	char *nginx[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments",
+			  "SCRIPT_NAME=/v1/environments", NULL };
+	char *notprefix[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments",
+			      "SCRIPT_NAME=/v1", "PATH_INFO=/other", NULL };
+	struct request req;
+	struct response resp;
+	(void)state;
+	run(split, NULL, &req, &resp);
+	assert_string_equal(req.path, "/v1/x%2Fy");
+	assert_string_equal(req_query(&req, "limit"), "1");
+	req_release(&req);
+	resp_release(&resp);
+	run(whole, NULL, &req, &resp);
+	assert_string_equal(req.path, "/v1/environments");
+	req_release(&req);
+	resp_release(&resp);
+	run(nginx, NULL, &req, &resp);
+	assert_string_equal(req.path, "/v1/environments");
+	req_release(&req);
+	resp_release(&resp);
+	/* SCRIPT_NAME not followed by '/' in the URI: untouched */
+	run(notprefix, NULL, &req, &resp);
+	assert_string_equal(req.path, "/v1/environments");
+	req_release(&req);
+	resp_release(&resp);
+}
+
 /* ---- body reading ---- */
 
 static void test_body_json_rules(void **state)
@@ -576,6 +649,8 @@ int main(void)
 		cmocka_unit_test(test_beta_header_required),
 		cmocka_unit_test(test_version_header),
 		cmocka_unit_test(test_health_needs_no_key_or_beta),
+		cmocka_unit_test(test_server_error_redirect),
+		cmocka_unit_test(test_script_name_prefix),
 		cmocka_unit_test(test_body_json_rules),
 		cmocka_unit_test(test_content_length_strict),
 		cmocka_unit_test(test_request_id_from_nginx_or_new),
