@@ -256,8 +256,10 @@ check "terrarium-reconciler.service's command (one pass, exit 0)" recon
 check "the reconciler wrote its metrics" test -s "$CH/var/lib/terrarium/reconciler.prom"
 
 q() { in_ch mariadb -N -B terrarium -e "$1"; }
-ROWS_BEFORE=$(q "SELECT (SELECT COUNT(*) FROM environments), (SELECT COUNT(*) FROM api_keys)")
-say "before the upgrade: environments, keys = $ROWS_BEFORE"
+COUNTS="SELECT (SELECT COUNT(*) FROM environments), (SELECT COUNT(*) FROM agents),
+	(SELECT COUNT(*) FROM sessions), (SELECT COUNT(*) FROM api_keys)"
+ROWS_BEFORE=$(q "$COUNTS" | tr '\t' ' ')
+say "before the upgrade: environments, agents, sessions, keys = $ROWS_BEFORE"
 
 # ---- 5. upgrade
 say "apt install ./$(basename "$DEB2")"
@@ -271,8 +273,8 @@ check "the migration's row is there" test "$(q "SELECT note FROM test_upgrade_ma
 check "the edited conffile was kept" grep -q "^password = $PW\$" "$CH/etc/terrarium/terrarium.ini"
 check "the ini is still 0640 root:terrarium" \
 	test "$(in_ch stat -c '%a %U %G' /etc/terrarium/terrarium.ini)" = "640 root terrarium"
-check "rows survived (environments, keys: $ROWS_BEFORE)" \
-	test "$(q "SELECT (SELECT COUNT(*) FROM environments), (SELECT COUNT(*) FROM api_keys)")" = "$ROWS_BEFORE"
+check "rows survived (environments, agents, sessions, keys: $ROWS_BEFORE)" \
+	test "$(q "$COUNTS" | tr '\t' ' ')" = "$ROWS_BEFORE"
 
 # what systemd's try-restart does after an upgrade
 pid=$(cat "$WORK/api.pid")
