@@ -216,6 +216,7 @@ down:
 
 clean:
 	rm -rf build build-asan
+	rm -f terrarium_*.deb
 
 .PHONY: all unit test asan bench up down clean
 

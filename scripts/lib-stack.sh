@@ -64,8 +64,9 @@ _stack_check_run() {
 
 _stack_check_name() {
 	case "$1" in
-	nginx | mariadb | db | '' | *[!A-Za-z0-9_-]*)
-		_stack_err "bad component name '$1' (letters, digits, - and _; not nginx, mariadb, db)"
+	nginx | mariadb | db | apache | lighttpd | '' | *[!A-Za-z0-9_-]*)
+		_stack_err "bad component name '$1' (letters, digits, - and _;" \
+			"not nginx, mariadb, db, apache, lighttpd)"
 		return 1
 		;;
 	esac
