@@ -4,10 +4,11 @@
 # Idempotent: dpkg is asked what is already installed, and `apt-get update` + `apt-get install`
 # run only when something is missing. Root runs apt-get directly; anyone else goes through sudo.
 #
-# mariadb-server, nginx, apache2 and lighttpd are installed for their binaries only: the stack runs its own
-# instances (scripts/lib-stack.sh). While this script installs, a policy-rc.d that forbids
-# service starts is put in place (unless one already exists) so that no system MariaDB or nginx
-# is started; services that were already running are left alone.
+# mariadb-server, nginx, apache2 and lighttpd are installed for their binaries only: the stack
+# runs its own instances (scripts/lib-stack.sh, scripts/lib-servers.sh). While this script
+# installs, a policy-rc.d that forbids service starts is put in place (unless one already
+# exists) so that no system MariaDB, nginx, Apache or lighttpd is started; services that were
+# already running are left alone.
 #
 # Node.js and npm (for the SDK compatibility tests) are skipped when `node` and `npm` already
 # exist, whatever installed them.

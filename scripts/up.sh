@@ -96,6 +96,11 @@ fi
 
 URL="http://127.0.0.1:$PORT"
 KEY=$(cat "$RUN/api-key")
+if [ "$SERVER" = nginx ]; then
+	LOGS="$RUN/api.log $RUN/nginx-error.log $RUN/nginx-access.log"
+else
+	LOGS="$RUN/$SERVER-error.log (the API's lines too) $RUN/$SERVER-access.log"
+fi
 
 # The key was kept from an earlier run: make sure it still authenticates.
 status=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 "$URL/v1/environments?limit=1" \
@@ -106,7 +111,7 @@ if [ "$status" = 401 ]; then
 	new_key
 	KEY=$(cat "$RUN/api-key")
 elif [ "$status" != 200 ]; then
-	echo "up: warning: GET $URL/v1/environments answered $status (see $RUN/api.log)" >&2
+	echo "up: warning: GET $URL/v1/environments answered $status (see $LOGS)" >&2
 fi
 
 cat <<EOF
@@ -114,7 +119,7 @@ cat <<EOF
 terrarium is up (backend: $BACKEND, server: $SERVER)
   base URL  $URL
   API key   $KEY    (also in $RUN/api-key)
-  logs      $( [ "$SERVER" = nginx ] && echo "$RUN/api.log $RUN/nginx-error.log $RUN/nginx-access.log" || echo "$RUN/$SERVER-error.log $RUN/$SERVER-access.log") $RUN/mariadb.log
+  logs      $LOGS $RUN/mariadb.log
 
   curl -s $URL/v1/environments -H "x-api-key: \$(cat $RUN/api-key)" \\
        -H "anthropic-beta: managed-agents-2026-04-01"
