@@ -8,7 +8,7 @@ CFLAGS += -std=c11 -Wall -Wextra -Wformat=2 -Wstrict-prototypes -Wvla -Wwrite-st
 LDLIBS_DB := $(shell mariadb_config --libs 2>/dev/null || pkg-config --libs libmariadb)
 
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
-	common/egress.c common/redact.c
+	common/egress.c common/redact.c common/privs.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c
 HANDLER_SRC := handlers/verr.c handlers/common.c handlers/env_validate.c handlers/cursor.c \
 	handlers/sessions.c handlers/idempotency.c \

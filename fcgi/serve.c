@@ -18,6 +18,7 @@
 
 #include "../common/crypto.h"
 #include "../common/log.h"
+#include "../common/privs.h"
 #include "router.h"
 
 extern char **environ;
@@ -218,28 +219,6 @@ int serve_started_by_server(void)
 
 /* ---- supervisor ---- */
 
-/* A worker started by a root supervisor gives up root before serving: it keeps only what it
- * opened as root (the listening socket). Returns 0, or -1 when the user is unknown or the
- * switch fails (the worker must not serve as root then). */
-static int drop_privileges(const struct config *cfg)
-{
-	struct passwd *pw;
-
-	if (geteuid() != 0)
-		return 0;
-	pw = getpwnam(cfg->api_user);
-	if (!pw || !pw->pw_uid) {
-		log_error("worker: [api] user '%s' is unknown or is root; refusing to serve as root",
-			  cfg->api_user);
-		return -1;
-	}
-	if (setgroups(0, NULL) || setgid(pw->pw_gid) || setuid(pw->pw_uid) || !setuid(0)) {
-		log_error("worker: cannot switch to user '%s': %s", cfg->api_user, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
 static volatile sig_atomic_t child_exited;
 
 static void on_child(int sig)
@@ -257,7 +236,8 @@ static pid_t spawn(const struct config *cfg, int listen_fd, long max)
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = SIG_DFL;
 		sigaction(SIGCHLD, &sa, NULL);
-		if (drop_privileges(cfg))
+		/* it keeps only what it opened as root (the listening socket) */
+		if (privs_drop(cfg->api_user, "worker", "[api] user"))
 			_exit(1);
 		_exit(worker_loop(cfg, listen_fd, max));
 	}
