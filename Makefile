@@ -39,7 +39,7 @@ $(API_BIN): $(call obj,$(API_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB)
 
 $(RECON_BIN): $(call obj,$(RECON_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih -lcurl $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih -lcurl -lseccomp $(LDLIBS_DB)
 
 $(RUNNER_BIN): $(call obj,tests/e2e/runner.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
@@ -62,13 +62,13 @@ $(BUILD)/test_agent_validate: $(call obj,tests/unit/test_agent_validate.c \
 # the reconciler's objects but main.c: provision.c links against db/ (no database is contacted)
 $(BUILD)/test_reconciler: $(call obj,tests/unit/test_reconciler.c \
 	$(filter-out reconciler/main.c,$(RECON_SRC)))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih -lcurl $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih -lcurl -lseccomp $(LDLIBS_DB)
 
 # Backend conformance suite (tests/backends/run.sh): the drivers' objects, no database.
 CONFORMANCE_BIN := $(BUILD)/test_conformance
 $(CONFORMANCE_BIN): $(call obj,tests/backends/conformance.c \
 	$(filter reconciler/backends/%,$(RECON_SRC)) $(COMMON_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih -lcurl $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih -lcurl -lseccomp $(LDLIBS_DB)
 all: $(CONFORMANCE_BIN)
 
 # HTTP driver helpers: shell quoting (against /bin/sh), output tail, HTTP client errors
@@ -87,7 +87,7 @@ UNIT_TESTS += $(BUILD)/test_quote
 REMOTE_EXTRA_BIN := $(BUILD)/test_remote_extra
 $(REMOTE_EXTRA_BIN): $(call obj,tests/backends/remote_extra.c \
 	$(filter reconciler/backends/%,$(RECON_SRC)) $(COMMON_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih -lcurl $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih -lcurl -lseccomp $(LDLIBS_DB)
 all: $(REMOTE_EXTRA_BIN)
 
 $(BUILD)/obj/%.o: %.c

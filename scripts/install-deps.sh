@@ -33,8 +33,9 @@ done
 packages=(
 	build-essential pkg-config clang
 	libfcgi-dev libfcgi-bin libjansson-dev libmariadb-dev libcurl4-openssl-dev libcmocka-dev libinih-dev
+	libseccomp-dev
 	mariadb-server mariadb-client
-	bubblewrap spawn-fcgi wrk curl jq
+	bubblewrap slirp4netns spawn-fcgi wrk curl jq
 	apache2 libapache2-mod-fcgid lighttpd
 )
 nginx_flavours=(nginx-light nginx nginx-core nginx-full nginx-extras)
@@ -76,6 +77,18 @@ else
 	for p in nodejs npm; do
 		installed "$p" || missing+=("$p")
 	done
+fi
+
+# slirp4netns (the network of unrestricted bwrap sandboxes) opens /dev/net/tun as the
+# reconciler's unprivileged user; Debian's udev makes it 0666, containers without udev may not.
+tun_open() {
+	if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" != 666 ]; then
+		say "making /dev/net/tun usable by unprivileged users (mode 0666, as udev does)"
+		"${sudo[@]}" chmod 0666 /dev/net/tun || true
+	fi
+}
+if [ "${sudo[0]:-}" != false ]; then
+	tun_open
 fi
 
 if [ ${#missing[@]} -eq 0 ] && [ $want_nginx -eq 0 ]; then

@@ -31,6 +31,9 @@ struct sbx {
 	 * set_egress, deny-all until set_egress opens hosts. An attached sandbox keeps what it
 	 * was created with. local and bwrap ignore it (run's share_net decides per command). */
 	int create_share_net;
+	/* Set by the caller before each run: asked about every second while a command runs
+	 * (local, bwrap); a non-zero answer kills the command at once. NULL: no watch. */
+	const struct proc_watch *watch;
 	const struct remote_conf *remote; /* the driver's [section] (HTTP backends), borrowed */
 	void *priv;                       /* the driver's state (HTTP client...), owned by it */
 };
@@ -40,6 +43,9 @@ struct sandbox_backend {
 	/* Optional: prepare the driver's state in s->priv (HTTP client, credential) once per
 	 * sbx_open; s->cfg and s->remote are set. 0, or -1 with ERR set. */
 	int (*open)(struct sbx *s, char *err, size_t errsz);
+	/* Optional, directory backends (local, bwrap): prepare s->priv once the sandbox root and
+	 * the hidden paths (s->masks) are known. 0, or -1 with ERR set. */
+	int (*prepare)(struct sbx *s, char *err, size_t errsz);
 	/* Optional: release s->priv (called by sbx_close). */
 	void (*close)(struct sbx *s);
 	/* Create the sandbox NAME, or attach to it when it exists; its id goes to ID. 0 or -1. */
@@ -48,7 +54,8 @@ struct sandbox_backend {
 	/* The working directory of commands inside sandbox ID, as they see it (into OUT). */
 	void (*workdir)(struct sbx *s, const char *id, char *out, size_t outsz);
 	/* Run ARGV inside sandbox ID with environment ENVP; SHARE_NET gives it the host's
-	 * network (unrestricted policy), else it has none unless the backend enforces a list. */
+	 * network (unrestricted policy; bwrap: outbound through user-mode networking, never the
+	 * host's loopback), else it has none unless the backend enforces a list. */
 	int (*run)(struct sbx *s, const char *id, int share_net, char *const argv[],
 		   char *const envp[], long timeout_s, struct proc_result *res);
 	/* Set the egress allowlist (a JSON array of hosts); NULL when unsupported. */

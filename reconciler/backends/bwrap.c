@@ -1,73 +1,563 @@
-/* The `bwrap` backend: bubblewrap namespaces on the host. The host root is mounted read-only,
- * the sandbox's workspace (at its own path) is the only writable place, /tmp is private, the
- * configuration directory, the sandbox root (other sandboxes) and home directories are hidden,
- * and the network is unshared unless the policy is unrestricted. Packages go to prefixes inside
- * the workspace. */
+/* The `bwrap` backend: bubblewrap namespaces on the host (docs/sandbox.md states the trust
+ * model). Every command runs
+ *   - in its own user namespace as an unprivileged uid/gid (BWRAP_UID), with no capabilities,
+ *     no further user namespaces, no_new_privs and a seccomp filter refusing mount, ptrace,
+ *     keyctl, namespace and module calls (bwrap_filter);
+ *   - in a mount view built from a short list of host trees (BWRAP_VIEW_ROOTS, read-only) from
+ *     which the hidden paths (the configuration directory, the sandbox root, home directories)
+ *     are left out rather than covered: there is nothing underneath to unmount to;
+ *   - with its workspace, the only writable place, at BWRAP_WORKSPACE, and a private /tmp;
+ *   - in its own network namespace: none at all, or (unrestricted) outbound access through
+ *     slirp4netns, which refuses connections to the host's loopback.
+ * Packages go to prefixes inside the workspace. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "backend.h"
 
 #define BWRAP_BIN "bwrap"
-#define BWRAP_OWN_ARGS 64                   /* bwrap's own options before the command */
-#define BWRAP_ARGV_MAX (BWRAP_OWN_ARGS + 320) /* room for an install of 256 packages */
+#define BWRAP_SLIRP_BIN "slirp4netns"
+#define BWRAP_UID "1000" /* the uid and gid commands see; never 0 */
+#define BWRAP_WORKSPACE "/workspace"
+/* the host trees a sandbox sees, read-only (those that exist; symlinks stay symlinks) */
+#define BWRAP_VIEW_ROOTS { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", \
+			   "/etc", "/opt" }
+#define BWRAP_VIEW_DEPTH 8          /* hidden paths are looked for this deep */
+#define BWRAP_VIEW_ARGS_MAX 4096    /* bwrap options making the view */
+#define BWRAP_OWN_ARGS 64           /* bwrap's other options */
+#define BWRAP_ARGV_MAX (BWRAP_VIEW_ARGS_MAX + BWRAP_OWN_ARGS + 320) /* + an install of 256 */
+#define BWRAP_RESOLV "/etc/resolv.conf"
+#define BWRAP_DNS "nameserver 10.0.2.3\n" /* slirp4netns's DNS forwarder */
+#define BWRAP_SLIRP_MTU "--mtu=65520"
+#define BWRAP_NET_WAIT_MS 10000     /* for the sandbox's pid, then for slirp4netns to be ready */
+#define BWRAP_SLIRP_OUT_MAX 4096
+#define BWRAP_SLIRP_STOP_S 5
+#define BWRAP_FDS 5                 /* descriptors bwrap inherits: seccomp, environ, network */
+
+struct bwrap_state {
+	char bwrap[PATH_MAX], slirp[PATH_MAX];
+	unsigned char *bpf; /* the seccomp filter, compiled */
+	size_t bpf_len;
+	char *view[BWRAP_VIEW_ARGS_MAX]; /* owned strings */
+	int nview;
+};
+
+/* ---- preparing: binaries, seccomp filter, view ---- */
+
+/* ARGV0's absolute path in the reconciler's PATH into OUT. */
+static int find_bin(const char *argv0, char *out, size_t outsz)
+{
+	const char *path = getenv("PATH");
+
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t len = strcspn(path, ":");
+		int n = snprintf(out, outsz, "%.*s/%s", (int)len, path, argv0);
+		if (len && n > 0 && (size_t)n < outsz && !access(out, X_OK))
+			return 0;
+		path += len;
+		path += *path == ':';
+	}
+	return -1;
+}
+
+/* Calls refused inside the sandbox (EPERM). Most need capabilities it does not have; the
+ * filter is the second wall, and the only one for calls a user namespace would allow. */
+static const char *const bwrap_refused[] = {
+	"mount", "umount", "umount2", "pivot_root", "chroot", "move_mount", "fsopen", "fsconfig",
+	"fsmount", "fspick", "open_tree", "mount_setattr", "unshare", "setns", "ptrace",
+	"process_vm_readv", "process_vm_writev", "keyctl", "add_key", "request_key", "bpf",
+	"perf_event_open", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+	"delete_module", "acct", "swapon", "swapoff", "reboot", "open_by_handle_at",
+	"name_to_handle_at", "userfaultfd", "quotactl", "syslog", "lookup_dcookie", "vhangup",
+};
+
+/* Compile the filter into st->bpf. Calls of another architecture (32-bit calls on x86-64) kill
+ * the process: libseccomp's default for a foreign architecture. */
+static int build_filter(struct bwrap_state *st, char *err, size_t errsz)
+{
+	static const unsigned long ns_flags[] = { CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWNET,
+						  CLONE_NEWPID,	 CLONE_NEWIPC, CLONE_NEWUTS,
+						  CLONE_NEWCGROUP };
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int fd = -1, rc = -1;
+	off_t len;
+
+	if (!ctx) {
+		snprintf(err, errsz, "seccomp_init failed");
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(bwrap_refused) / sizeof(bwrap_refused[0]); i++) {
+		int nr = seccomp_syscall_resolve_name(bwrap_refused[i]);
+		if (nr != __NR_SCMP_ERROR &&
+		    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0) < 0)
+			goto out;
+	}
+	/* clone with a namespace flag; clone3 (flags behind a pointer) answers ENOSYS, so that
+	 * the C library falls back to clone */
+	for (size_t i = 0; i < sizeof(ns_flags) / sizeof(ns_flags[0]); i++)
+		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i])) < 0)
+			goto out;
+	if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) < 0 ||
+	    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+			     SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)TIOCSTI)) < 0)
+		goto out;
+	fd = memfd_create("bwrap-seccomp", MFD_CLOEXEC);
+	if (fd < 0 || seccomp_export_bpf(ctx, fd) < 0)
+		goto out;
+	len = lseek(fd, 0, SEEK_END);
+	if (len <= 0 || !(st->bpf = malloc((size_t)len)) || pread(fd, st->bpf, (size_t)len, 0) != len)
+		goto out;
+	st->bpf_len = (size_t)len;
+	rc = 0;
+out:
+	if (rc)
+		snprintf(err, errsz, "building the seccomp filter failed");
+	if (fd >= 0)
+		close(fd);
+	seccomp_release(ctx);
+	return rc;
+}
+
+static int view_push(struct bwrap_state *st, const char *a, const char *b, const char *c)
+{
+	const char *args[] = { a, b, c };
+	int n = c ? 3 : 2;
+
+	if (st->nview + n > BWRAP_VIEW_ARGS_MAX)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (!(st->view[st->nview++] = strdup(args[i])))
+			return -1;
+	return 0;
+}
+
+static int hidden_as(const char *hide, const char *path, size_t len)
+{
+	if (!strcmp(hide, path))
+		return 1;
+	return !strncmp(hide, path, len) && hide[len] == '/' ? 2 : 0;
+}
+
+/* PATH is hidden itself (1), holds a hidden path below it (2), or neither (0). Hidden: the
+ * masks, and the resolver configuration (replaced when the sandbox has a network). */
+static int hidden(const struct sbx *s, const char *path)
+{
+	size_t len = strlen(path);
+	int h = hidden_as(BWRAP_RESOLV, path, len);
+
+	for (int i = 0; i < s->nmasks && h != 1; i++) {
+		int k = hidden_as(s->masks[i], path, len);
+		if (k > h)
+			h = k;
+	}
+	return h;
+}
+
+/* Add PATH to the view: a symlink as itself, a tree without hidden paths as one read-only
+ * bind, a directory holding one entry by entry. Other file types are left out. */
+static int view_add(struct sbx *s, struct bwrap_state *st, const char *path, int depth)
+{
+	char target[PATH_MAX], child[PATH_MAX];
+	struct stat sb;
+	struct dirent *e;
+	DIR *d;
+	ssize_t n;
+	int h = hidden(s, path), rc = 0;
+
+	if (h == 1 || lstat(path, &sb))
+		return 0;
+	if (S_ISLNK(sb.st_mode)) {
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n < 0)
+			return 0;
+		target[n] = '\0';
+		return view_push(st, "--symlink", target, path);
+	}
+	if (S_ISDIR(sb.st_mode) && h == 2 && depth < BWRAP_VIEW_DEPTH) {
+		if (view_push(st, "--dir", path, NULL) || !(d = opendir(path)))
+			return -1;
+		while (!rc && (e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			if (snprintf(child, sizeof(child), "%s/%s", path, e->d_name) >=
+			    (int)sizeof(child))
+				continue;
+			rc = view_add(s, st, child, depth + 1);
+		}
+		closedir(d);
+		return rc;
+	}
+	if (h == 2) /* deeper than we look: leave it out */
+		return 0;
+	if (S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode))
+		return view_push(st, "--ro-bind", path, path);
+	return 0;
+}
+
+static void bwrap_close(struct sbx *s)
+{
+	struct bwrap_state *st = s->priv;
+
+	for (int i = 0; i < st->nview; i++)
+		free(st->view[i]);
+	free(st->bpf);
+	free(st);
+	s->priv = NULL;
+}
+
+static int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
+{
+	static const char *const roots[] = BWRAP_VIEW_ROOTS;
+	struct bwrap_state *st = calloc(1, sizeof(*st));
+
+	if (!st) {
+		snprintf(err, errsz, "out of memory");
+		return -1;
+	}
+	s->priv = st;
+	if (find_bin(BWRAP_BIN, st->bwrap, sizeof(st->bwrap))) {
+		snprintf(err, errsz, "%s not found in PATH (scripts/install-deps.sh installs it)",
+			 BWRAP_BIN);
+		goto fail;
+	}
+	if (find_bin(BWRAP_SLIRP_BIN, st->slirp, sizeof(st->slirp))) {
+		snprintf(err, errsz, "%s not found in PATH (scripts/install-deps.sh installs it)",
+			 BWRAP_SLIRP_BIN);
+		goto fail;
+	}
+	if (build_filter(st, err, errsz))
+		goto fail;
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		if (view_add(s, st, roots[i], 0)) {
+			snprintf(err, errsz, "the sandbox view has more than %d entries",
+				 BWRAP_VIEW_ARGS_MAX);
+			goto fail;
+		}
+	return 0;
+fail:
+	bwrap_close(s);
+	return -1;
+}
+
+/* ---- running ---- */
 
 static void bwrap_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
 {
-	if (sbx_dir_path(s, id, out, outsz))
-		snprintf(out, outsz, "%s", s->root);
+	(void)s;
+	(void)id;
+	snprintf(out, outsz, "%s", BWRAP_WORKSPACE);
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Read from FD into BUF (NUL-terminated) until END_CHAR, EOF or WAIT_MS. Bytes read. */
+static size_t read_until(int fd, char *buf, size_t size, char end_char, long wait_ms)
+{
+	long deadline = now_ms() + wait_ms;
+	size_t len = 0;
+
+	buf[0] = '\0';
+	while (len + 1 < size) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		long left = deadline - now_ms();
+		ssize_t n;
+
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			break;
+		n = read(fd, buf + len, size - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		buf[len] = '\0';
+		if (strchr(buf, end_char))
+			break;
+	}
+	return len;
+}
+
+/* A memfd holding LEN bytes of DATA, read from its start; inherited (no close-on-exec). */
+static int data_fd(const char *name, const void *data, size_t len)
+{
+	int fd = memfd_create(name, 0);
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, data, len) != (ssize_t)len || lseek(fd, 0, SEEK_SET)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void fail_result(struct proc_result *res, const char *what)
+{
+	free(res->output);
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	res->output = strdup(what);
+	res->len = res->output ? strlen(res->output) : 0;
+}
+
+struct net {
+	int info[2], block[2], resolv;
+	struct proc slirp;
+	int slirp_exit; /* write end: closing it stops slirp4netns */
+	int slirp_started;
+};
+
+static void net_init(struct net *n)
+{
+	memset(n, 0, sizeof(*n));
+	n->info[0] = n->info[1] = n->block[0] = n->block[1] = n->resolv = n->slirp_exit = -1;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Give the sandbox started as BW its network: learn its pid from bwrap's info fd, start
+ * slirp4netns in its namespace, wait until the interface is up. 0, or -1 with ERR set. */
+static int net_start(struct bwrap_state *st, struct net *n, char *err, size_t errsz)
+{
+	char info[512], ready[8], pid[32], readyfd[32], exitfd[32];
+	int rdy[2] = { -1, -1 }, ex[2] = { -1, -1 }, keep[2];
+	const char *pidp;
+	struct proc_result sres;
+	char path[] = "PATH=/usr/bin:/bin";
+	char *envp[] = { path, NULL };
+	int rc = -1;
+
+	read_until(n->info[0], info, sizeof(info), '}', BWRAP_NET_WAIT_MS);
+	pidp = strstr(info, "\"child-pid\"");
+	if (!pidp || sscanf(pidp, "\"child-pid\" : %31[0-9]", pid) != 1) {
+		if (!pidp || sscanf(pidp, "\"child-pid\": %31[0-9]", pid) != 1) {
+			snprintf(err, errsz, "bwrap did not report the sandbox's pid");
+			return -1;
+		}
+	}
+	if (pipe(rdy) || pipe(ex)) {
+		snprintf(err, errsz, "pipe: %s", strerror(errno));
+		goto out;
+	}
+	snprintf(readyfd, sizeof(readyfd), "--ready-fd=%d", rdy[1]);
+	snprintf(exitfd, sizeof(exitfd), "--exit-fd=%d", ex[0]);
+	{
+		const char *argv[] = { st->slirp, "--configure", BWRAP_SLIRP_MTU,
+				       "--disable-host-loopback", "--enable-sandbox",
+				       "--enable-seccomp", readyfd, exitfd, pid, "tap0", NULL };
+		keep[0] = rdy[1];
+		keep[1] = ex[0];
+		if (proc_start(&n->slirp, (char *const *)argv, "/", envp, keep, 2,
+			       BWRAP_SLIRP_OUT_MAX, &sres)) {
+			snprintf(err, errsz, "slirp4netns: %s", sres.output ? sres.output : "");
+			proc_result_release(&sres);
+			goto out;
+		}
+		proc_result_release(&sres);
+	}
+	memset(&sres, 0, sizeof(sres));
+	n->slirp_started = 1;
+	n->slirp_exit = ex[1];
+	ex[1] = -1;
+	close_fd(&rdy[1]);
+	close_fd(&ex[0]);
+	if (!read_until(rdy[0], ready, sizeof(ready), '1', BWRAP_NET_WAIT_MS)) {
+		/* what it said is the reason */
+		close_fd(&n->slirp_exit);
+		kill(-n->slirp.pid, SIGKILL);
+		if ((sres.output = malloc(BWRAP_SLIRP_OUT_MAX + 1))) {
+			sres.output[0] = '\0';
+			sres.len = 0;
+			proc_wait(&n->slirp, BWRAP_SLIRP_STOP_S, NULL, &sres);
+		}
+		n->slirp_started = 0;
+		snprintf(err, errsz, "slirp4netns did not bring the network up: %s",
+			 sres.output ? sres.output : "");
+		proc_result_release(&sres);
+		goto out;
+	}
+	rc = 0;
+out:
+	close_fd(&rdy[0]);
+	close_fd(&rdy[1]);
+	close_fd(&ex[0]);
+	close_fd(&ex[1]);
+	return rc;
+}
+
+static void net_stop(struct net *n)
+{
+	close_fd(&n->info[0]);
+	close_fd(&n->info[1]);
+	close_fd(&n->block[0]);
+	close_fd(&n->block[1]);
+	close_fd(&n->resolv);
+	close_fd(&n->slirp_exit);
+	if (n->slirp_started) {
+		struct proc_result sres;
+		memset(&sres, 0, sizeof(sres));
+		sres.output = malloc(BWRAP_SLIRP_OUT_MAX + 1);
+		if (sres.output) {
+			sres.output[0] = '\0';
+			proc_wait(&n->slirp, BWRAP_SLIRP_STOP_S, NULL, &sres);
+		} else {
+			kill(-n->slirp.pid, SIGKILL);
+			waitpid(n->slirp.pid, NULL, 0);
+			close(n->slirp.out_fd);
+		}
+		proc_result_release(&sres);
+		n->slirp_started = 0;
+	}
 }
 
 static int bwrap_run(struct sbx *s, const char *id, int share_net, char *const argv[],
 		     char *const envp[], long timeout_s, struct proc_result *res)
 {
-	const char *args[BWRAP_ARGV_MAX];
-	char dir[CONFIG_STR_MAX * 2];
-	struct stat st;
-	int n = 0;
+	struct bwrap_state *st = s->priv;
+	const char **args = NULL;
+	char dir[CONFIG_STR_MAX * 2], fdstr[BWRAP_FDS][16], err[SBX_ERR_MAX];
+	int keep[BWRAP_FDS], nkeep = 0, n = 0, seccomp_fd = -1, environ_fd = -1, rc = -1;
+	struct stat sb;
+	struct net net;
+	struct proc p;
 
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	net_init(&net);
 	if (sbx_dir_path(s, id, dir, sizeof(dir))) {
-		memset(res, 0, sizeof(*res));
-		res->exit_code = -1;
+		fail_result(res, "bwrap: invalid sandbox id");
 		return -1;
 	}
-	args[n++] = BWRAP_BIN;
-	args[n++] = "--ro-bind", args[n++] = "/", args[n++] = "/";
-	args[n++] = "--dev", args[n++] = "/dev";
-	args[n++] = "--proc", args[n++] = "/proc";
-	args[n++] = "--tmpfs", args[n++] = "/tmp";
-	for (int i = 0; i < s->nmasks; i++)
-		if (!stat(s->masks[i], &st) && S_ISDIR(st.st_mode))
-			args[n++] = "--tmpfs", args[n++] = s->masks[i];
-	/* after the masks: the workspace reappears inside the hidden sandbox root */
-	args[n++] = "--bind", args[n++] = dir, args[n++] = dir;
-	args[n++] = "--chdir", args[n++] = dir;
+	args = malloc(sizeof(*args) * BWRAP_ARGV_MAX);
+	seccomp_fd = data_fd("bwrap-seccomp", st->bpf, st->bpf_len);
+	environ_fd = data_fd("bwrap-environ", "", 0);
+	if (!args || seccomp_fd < 0 || environ_fd < 0) {
+		fail_result(res, "bwrap: cannot prepare the sandbox");
+		goto out;
+	}
+	keep[nkeep] = seccomp_fd;
+	snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", seccomp_fd);
+	nkeep++;
+	args[n++] = st->bwrap;
+	args[n++] = "--unshare-user", args[n++] = "--uid", args[n++] = BWRAP_UID;
+	args[n++] = "--gid", args[n++] = BWRAP_UID;
+	args[n++] = "--disable-userns";
 	args[n++] = "--unshare-pid";
 	args[n++] = "--unshare-ipc";
 	args[n++] = "--unshare-uts";
-	if (!share_net)
-		args[n++] = "--unshare-net";
+	args[n++] = "--unshare-cgroup-try";
+	args[n++] = "--unshare-net";
+	args[n++] = "--cap-drop", args[n++] = "ALL";
 	args[n++] = "--die-with-parent";
 	args[n++] = "--new-session";
+	for (int i = 0; i < st->nview; i++)
+		args[n++] = st->view[i];
+	args[n++] = "--proc", args[n++] = "/proc";
+	/* pid 1 is bubblewrap's init: its environment is the command's own, but no process's
+	 * environment but a command's own is to be read */
+	keep[nkeep] = environ_fd;
+	snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", environ_fd);
+	args[n++] = "--perms", args[n++] = "0000";
+	args[n++] = "--ro-bind-data", args[n++] = fdstr[nkeep++], args[n++] = "/proc/1/environ";
+	args[n++] = "--dev", args[n++] = "/dev";
+	args[n++] = "--tmpfs", args[n++] = "/tmp";
+	args[n++] = "--tmpfs", args[n++] = "/var/tmp";
+	if (s->cfg->sandbox_ca_bundle[0] && !stat(s->cfg->sandbox_ca_bundle, &sb) &&
+	    S_ISREG(sb.st_mode))
+		args[n++] = "--ro-bind", args[n++] = s->cfg->sandbox_ca_bundle,
+		args[n++] = s->cfg->sandbox_ca_bundle;
+	args[n++] = "--bind", args[n++] = dir, args[n++] = BWRAP_WORKSPACE;
+	args[n++] = "--chdir", args[n++] = BWRAP_WORKSPACE;
+	if (share_net) {
+		net.resolv = data_fd("bwrap-resolv", BWRAP_DNS, strlen(BWRAP_DNS));
+		if (net.resolv < 0 || pipe(net.info) || pipe(net.block)) {
+			fail_result(res, "bwrap: cannot prepare the network");
+			goto out;
+		}
+		keep[nkeep] = net.resolv;
+		snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", net.resolv);
+		args[n++] = "--ro-bind-data", args[n++] = fdstr[nkeep++], args[n++] = BWRAP_RESOLV;
+		keep[nkeep] = net.info[1];
+		snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", net.info[1]);
+		args[n++] = "--info-fd", args[n++] = fdstr[nkeep++];
+		keep[nkeep] = net.block[0];
+		snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", net.block[0]);
+		args[n++] = "--block-fd", args[n++] = fdstr[nkeep++];
+	}
+	args[n++] = "--seccomp", args[n++] = fdstr[0];
 	args[n++] = "--";
 	for (int i = 0; argv[i]; i++) {
 		if (n >= BWRAP_ARGV_MAX - 1) {
-			memset(res, 0, sizeof(*res));
-			res->exit_code = -1;
-			res->output = strdup("bwrap: too many arguments");
-			res->len = res->output ? strlen(res->output) : 0;
-			return -1;
+			fail_result(res, "bwrap: too many arguments");
+			goto out;
 		}
 		args[n++] = argv[i];
 	}
 	args[n] = NULL;
-	return proc_run((char *const *)args, dir, envp, timeout_s, (size_t)s->cfg->output_max, res);
+	if (proc_start(&p, (char *const *)args, dir, envp, keep, nkeep,
+		       (size_t)s->cfg->output_max, res))
+		goto out;
+	close_fd(&seccomp_fd);
+	close_fd(&environ_fd);
+	if (share_net) {
+		close_fd(&net.info[1]);
+		close_fd(&net.block[0]);
+		close_fd(&net.resolv);
+		if (net_start(st, &net, err, sizeof(err))) {
+			/* the command has not started (it waits on the block fd): stop it */
+			kill(-p.pid, SIGKILL);
+			proc_wait(&p, 1, NULL, res);
+			fail_result(res, err);
+			goto out;
+		}
+		if (write(net.block[1], "1", 1) != 1) {
+			kill(-p.pid, SIGKILL);
+			proc_wait(&p, 1, NULL, res);
+			fail_result(res, "bwrap: cannot start the command");
+			goto out;
+		}
+		close_fd(&net.block[1]);
+	}
+	proc_wait(&p, timeout_s, s->watch, res);
+	rc = 0;
+out:
+	close_fd(&seccomp_fd);
+	close_fd(&environ_fd);
+	net_stop(&net);
+	free(args);
+	return rc;
 }
 
 const struct sandbox_backend sbx_bwrap = {
 	.name = "bwrap",
+	.prepare = bwrap_prepare,
+	.close = bwrap_close,
 	.create = sbx_dir_create,
 	.workdir = bwrap_workdir,
 	.run = bwrap_run,

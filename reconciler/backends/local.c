@@ -18,7 +18,8 @@ static int local_run(struct sbx *s, const char *id, int share_net, char *const a
 
 	(void)share_net; /* a host process has the host's network */
 	local_workdir(s, id, dir, sizeof(dir));
-	return proc_run(argv, dir, envp, timeout_s, (size_t)s->cfg->output_max, res);
+	return proc_run(argv, dir, envp, timeout_s, (size_t)s->cfg->output_max, s->watch,
+			res);
 }
 
 const struct sandbox_backend sbx_local = {

@@ -81,7 +81,7 @@ int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, c
 		add_mask(s, dirname(cfgdir));
 	add_mask(s, "/root");
 	add_mask(s, "/home");
-	return 0;
+	return s->ops->prepare ? s->ops->prepare(s, err, errsz) : 0;
 }
 
 void sbx_close(struct sbx *s)

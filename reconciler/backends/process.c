@@ -48,14 +48,36 @@ static void keep_tail(struct proc_result *r, const char *data, size_t n, size_t 
 	r->len += n;
 }
 
-int proc_run(char *const argv[], const char *cwd, char *const envp[], long timeout_s,
-	     size_t out_max, struct proc_result *res)
+/* In the child: close every descriptor above 2 but KEEP (sorted or not). */
+static void close_others(const int *keep, int nkeep)
 {
-	int pipefd[2], status = 0;
-	long deadline;
+	int lo = 3;
+
+	for (;;) {
+		int next = -1;
+		for (int i = 0; i < nkeep; i++)
+			if (keep[i] >= lo && (next < 0 || keep[i] < next))
+				next = keep[i];
+		if (next < 0) {
+			close_range((unsigned)lo, ~0U, 0);
+			return;
+		}
+		if (next > lo)
+			close_range((unsigned)lo, (unsigned)next - 1, 0);
+		lo = next + 1;
+	}
+}
+
+int proc_start(struct proc *p, char *const argv[], const char *cwd, char *const envp[],
+	       const int *keep, int nkeep, size_t out_max, struct proc_result *res)
+{
+	int pipefd[2];
 	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
+	memset(p, 0, sizeof(*p));
+	p->out_fd = -1;
+	p->out_max = out_max;
 	res->exit_code = -1;
 	res->output = malloc(out_max + 1);
 	if (!res->output)
@@ -79,6 +101,8 @@ int proc_run(char *const argv[], const char *cwd, char *const envp[], long timeo
 			dup2(devnull, 0);
 		dup2(pipefd[1], 1);
 		dup2(pipefd[1], 2);
+		/* nothing of the reconciler's (its database connection) reaches the command */
+		close_others(keep, nkeep);
 		signal(SIGPIPE, SIG_DFL);
 		if (cwd && chdir(cwd)) {
 			dprintf(2, "cannot enter %s: %s\n", cwd, strerror(errno));
@@ -92,11 +116,24 @@ int proc_run(char *const argv[], const char *cwd, char *const envp[], long timeo
 	}
 	setpgid(pid, pid);
 	close(pipefd[1]);
-	deadline = now_ms() + timeout_s * 1000L;
+	p->pid = pid;
+	p->out_fd = pipefd[0];
+	return 0;
+}
+
+void proc_wait(struct proc *p, long timeout_s, const struct proc_watch *watch,
+	       struct proc_result *res)
+{
+	long deadline = now_ms() + timeout_s * 1000L, next_tick = 0;
+	int status = 0;
+	pid_t pid = p->pid;
+
+	if (watch)
+		next_tick = now_ms() + watch->interval_ms;
 	for (;;) {
 		char buf[PROC_READ_CHUNK];
-		struct pollfd p = { pipefd[0], POLLIN, 0 };
-		long left = deadline - now_ms();
+		struct pollfd pf = { p->out_fd, POLLIN, 0 };
+		long now = now_ms(), left = deadline - now, wait = left > 1000 ? 1000 : left;
 		ssize_t n;
 		int rc;
 
@@ -104,20 +141,35 @@ int proc_run(char *const argv[], const char *cwd, char *const envp[], long timeo
 			res->timed_out = 1;
 			break;
 		}
-		rc = poll(&p, 1, (int)(left > 1000 ? 1000 : left));
+		if (watch) {
+			if (now >= next_tick) {
+				if (watch->tick(watch->arg)) {
+					res->stopped = 1;
+					break;
+				}
+				next_tick = now_ms() + watch->interval_ms;
+			}
+			if (next_tick - now < wait)
+				wait = next_tick - now > 0 ? next_tick - now : 0;
+		}
+		rc = poll(&pf, 1, (int)wait);
 		if (rc < 0 && errno != EINTR)
 			break;
 		if (rc <= 0)
 			continue;
-		n = read(pipefd[0], buf, sizeof(buf));
+		n = read(p->out_fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
-		keep_tail(res, buf, (size_t)n, out_max);
+		keep_tail(res, buf, (size_t)n, p->out_max);
 	}
-	close(pipefd[0]);
-	if (res->timed_out) {
+	close(p->out_fd);
+	p->out_fd = -1;
+	if (res->stopped) {
+		/* the lease is gone: another reconciler may start this work now */
+		kill(-pid, SIGKILL);
+	} else if (res->timed_out) {
 		kill(-pid, SIGTERM);
 		for (long until = now_ms() + PROC_KILL_GRACE_MS; now_ms() < until;) {
 			if (waitpid(pid, &status, WNOHANG) == pid)
@@ -136,5 +188,15 @@ reaped:
 		res->exit_code = WEXITSTATUS(status);
 	else if (WIFSIGNALED(status))
 		res->exit_code = 128 + WTERMSIG(status);
+}
+
+int proc_run(char *const argv[], const char *cwd, char *const envp[], long timeout_s,
+	     size_t out_max, const struct proc_watch *watch, struct proc_result *res)
+{
+	struct proc p;
+
+	if (proc_start(&p, argv, cwd, envp, NULL, 0, out_max, res))
+		return -1;
+	proc_wait(&p, timeout_s, watch, res);
 	return 0;
 }

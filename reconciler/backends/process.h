@@ -1,13 +1,18 @@
 /* Running one command as a child process: argv (never a shell), its own process group, a time
- * limit, stdin from /dev/null, stdout and stderr captured together with the tail kept. */
+ * limit, stdin from /dev/null, stdout and stderr captured together with the tail kept, no file
+ * descriptor inherited but the ones named. */
 #ifndef TERRARIUM_PROCESS_H
 #define TERRARIUM_PROCESS_H
 
 #include <stddef.h>
+#include <sys/types.h>
+
+#define PROC_KEEP_FDS_MAX 8
 
 struct proc_result {
 	int exit_code;   /* exit status, or 128 + signal; -1 when it could not start */
 	int timed_out;   /* killed at the time limit */
+	int stopped;     /* killed because the watch asked for it */
 	char *output;    /* the last bytes of the output (at most the cap), NUL-terminated; owned */
 	size_t len;
 	int truncated;   /* earlier output was dropped */
@@ -15,11 +20,37 @@ struct proc_result {
 
 void proc_result_release(struct proc_result *r);
 
-/* Run ARGV (argv[0] looked up in ENVP's PATH) in CWD with environment ENVP, for at most
- * TIMEOUT_S seconds (then the whole process group is killed), keeping the last OUT_MAX bytes of
- * output. Returns 0 when the command ran (see res->exit_code), -1 when it could not be started
- * (res->output says why). */
+/* Called about every INTERVAL_MS while a command runs (proc_wait): returns 0 to go on, non-zero
+ * to kill the command at once (res->stopped). The reconciler renews its lease here. */
+struct proc_watch {
+	int (*tick)(void *arg);
+	void *arg;
+	long interval_ms;
+};
+
+/* A started command. */
+struct proc {
+	pid_t pid;
+	int out_fd;
+	size_t out_max;
+};
+
+/* Start ARGV (argv[0] looked up in ENVP's PATH) in CWD with environment ENVP; its output goes
+ * to a pipe read by proc_wait, which keeps the last OUT_MAX bytes. File descriptors other than
+ * 0-2 and KEEP[0..NKEEP) are closed in the child. 0, or -1 when it could not be started
+ * (res->output says why; res is then complete). */
+int proc_start(struct proc *p, char *const argv[], const char *cwd, char *const envp[],
+	       const int *keep, int nkeep, size_t out_max, struct proc_result *res);
+
+/* Collect P's output until it exits, for at most TIMEOUT_S seconds (then the whole process
+ * group is killed), asking WATCH (may be NULL) on the way; whatever is left in the group is
+ * killed at the end. Fills res->exit_code. */
+void proc_wait(struct proc *p, long timeout_s, const struct proc_watch *watch,
+	       struct proc_result *res);
+
+/* proc_start then proc_wait. Returns 0 when the command ran (see res->exit_code), -1 when it
+ * could not be started (res->output says why). */
 int proc_run(char *const argv[], const char *cwd, char *const envp[], long timeout_s,
-	     size_t out_max, struct proc_result *res);
+	     size_t out_max, const struct proc_watch *watch, struct proc_result *res);
 
 #endif

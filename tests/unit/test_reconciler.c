@@ -513,7 +513,7 @@ static struct proc_result run_sh(const char *script, const char *cwd, long timeo
 	char *argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)script, NULL};
 	char *envp[] = {(char *)"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
 	struct proc_result res;
-	assert_int_equal(proc_run(argv, cwd, envp, timeout_s, out_max, &res), 0);
+	assert_int_equal(proc_run(argv, cwd, envp, timeout_s, out_max, NULL, &res), 0);
 	assert_non_null(res.output);
 	assert_int_equal(strlen(res.output), res.len);
 	return res;
@@ -716,12 +716,12 @@ static void test_proc_command_not_found(void **state)
 	char *abs[] = {(char *)"/nonexistent/terrarium-tool", NULL};
 	struct proc_result res;
 	(void)state;
-	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_int_equal(res.exit_code, 127);
 	assert_int_equal(res.timed_out, 0);
 	assert_non_null(strstr(res.output, "cannot run terrarium-no-such-command"));
 	proc_result_release(&res);
-	assert_int_equal(proc_run(abs, NULL, envp, 10, UT_OUT_MAX, &res), 0);
+	assert_int_equal(proc_run(abs, NULL, envp, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_int_equal(res.exit_code, 127);
 	assert_non_null(strstr(res.output, "/nonexistent/terrarium-tool"));
 	proc_result_release(&res);
@@ -752,11 +752,11 @@ static void test_proc_environment_is_envp(void **state)
 	struct proc_result res;
 	(void)state;
 	setenv("TERRARIUM_UT_LEAK", "must-not-pass", 1);
-	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_int_equal(res.exit_code, 0);
 	assert_string_equal(res.output, "A=1\nB=two words\nEMPTY=\n");
 	proc_result_release(&res);
-	assert_int_equal(proc_run(argv, NULL, none, 10, UT_OUT_MAX, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, none, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_int_equal(res.exit_code, 0);
 	assert_string_equal(res.output, "");
 	proc_result_release(&res);
@@ -962,7 +962,7 @@ static void test_regression_proc_path_from_envp(void **state)
 	write_file(tool, "#!/bin/sh\necho found\n");
 	assert_int_equal(chmod(tool, 0755), 0);
 	FMT(pathvar, "PATH=%s", dir);
-	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_string_equal(res.output, "found\n");
 	assert_int_equal(res.exit_code, 0);
 	proc_result_release(&res);
