@@ -64,8 +64,36 @@ static size_t scheme_len(const char *v)
 	return 0;
 }
 
+enum { KEY_ANYWHERE, KEY_WORD_START, KEY_WHOLE_WORD };
+
+/* Where a word of a key may start: its start, after '_', '-' or '.', or at a capital after a
+ * small letter ("authToken"). */
+static int word_starts(const char *key, size_t i)
+{
+	return i == 0 || key[i - 1] == '_' || key[i - 1] == '-' || key[i - 1] == '.' ||
+	       (islower((unsigned char)key[i - 1]) && isupper((unsigned char)key[i]));
+}
+
+/* 1 when the LEN bytes at KEY contain WORD (case-insensitive) as WHERE says: anywhere, where a
+ * word starts, or as a whole word (also not followed by a letter). */
+static int key_has(const char *key, size_t len, const char *word, int where)
+{
+	size_t wl = strlen(word);
+
+	for (size_t i = 0; i + wl <= len; i++)
+		if (!strncasecmp(key + i, word, wl) && (where == KEY_ANYWHERE || word_starts(key, i)) &&
+		    (where != KEY_WHOLE_WORD || i + wl == len || !isalpha((unsigned char)key[i + wl])))
+			return 1;
+	return 0;
+}
+
 static int key_is_secret(const char *key, size_t len)
 {
+	/* any *SECRET*, *_PASS* and *TOKEN* key ("MY_SECRET_X", "DB_PASS", "PASSWORD",
+	 * "GITHUB_TOKEN_2", "_authToken"), not "bypass", "max_tokens" or "tokenizer" */
+	if (key_has(key, len, "secret", KEY_ANYWHERE) || key_has(key, len, "pass", KEY_WORD_START) ||
+	    key_has(key, len, "token", KEY_WHOLE_WORD))
+		return 1;
 	for (const char *const *k = secret_keys; *k; k++) {
 		size_t kl = strlen(*k);
 		/* "npm_token", "GITHUB_TOKEN", "_authToken": the secret word ends the key */

@@ -164,16 +164,90 @@ enum db_status intents_claim(struct db *db, const char *owner, const char *now,
 	return st;
 }
 
+/* Due: what intents_claim takes (claim_due, one statement per state), as one predicate for
+ * the read-only views (--dry-run, --status, the metrics gauges). Two NOW parameters. */
+#define DUE_WHERE                                                                  \
+	" WHERE (state IN ('pending', 'failed') AND next_attempt_at <= ?)"        \
+	" OR (state = 'claimed' AND lease_expires_at < ?)"
+/* since when an intent is due: an expired claim since its lease ran out */
+#define DUE_SINCE "CASE WHEN state = 'claimed' THEN lease_expires_at ELSE next_attempt_at END"
+
 enum db_status intents_due(struct db *db, const char *now, int max, struct db_rows *rows)
 {
 	static const char sql[] =
 		"SELECT id, session_id, kind, state, attempts, steps_done FROM provisioning_intents"
-		" WHERE (state IN ('pending', 'failed') AND next_attempt_at <= ?)"
-		" OR (state = 'claimed' AND lease_expires_at < ?)"
-		" ORDER BY next_attempt_at, id LIMIT ?";
+		DUE_WHERE " ORDER BY next_attempt_at, id LIMIT ?";
 
 	return db_exec(db, sql, (struct db_val[]){ DB_STR(now), DB_STR(now), DB_INT(max) }, 3, rows,
 		       NULL);
+}
+
+enum db_status intents_renew(struct db *db, const struct intent_fence *f, int mark_sandbox,
+			     const char *lease_until, const char *now, int *lost)
+{
+	static const char renew[] =
+		"UPDATE provisioning_intents SET lease_expires_at = ?, updated_at = ?" FENCE;
+	static const char mark[] = "UPDATE provisioning_intents SET lease_expires_at = ?,"
+				   " updated_at = ?, sandbox_may_exist = 1" FENCE;
+	unsigned long long n = 0;
+	enum db_status st = db_exec(db, mark_sandbox ? mark : renew,
+				    (struct db_val[]){ DB_STR(lease_until), DB_STR(now),
+						       FENCE_PARAMS(f) },
+				    5, NULL, &n);
+
+	/* the lease may be renewed within the same microsecond: a match changes no row then,
+	 * which is not a loss; only a fence that matches nothing is */
+	if (!st && n == 0) {
+		static const char check[] = "SELECT id FROM provisioning_intents" FENCE;
+		struct db_rows rows;
+		st = db_exec(db, check, (struct db_val[]){ FENCE_PARAMS(f) }, 3, &rows, NULL);
+		if (!st) {
+			n = rows.nrows;
+			db_rows_free(&rows);
+		}
+	}
+	*lost = !st && n == 0;
+	return st;
+}
+
+enum db_status intents_session_gone(struct db *db, const char *session_id, int *gone)
+{
+	static const char sql[] = "SELECT id FROM sessions WHERE id = ? AND deleted_at IS NULL";
+	struct db_rows rows;
+	enum db_status st = db_exec(db, sql, (struct db_val[]){ DB_STR(session_id) }, 1, &rows,
+				    NULL);
+
+	*gone = !st && rows.nrows == 0;
+	if (!st)
+		db_rows_free(&rows);
+	return st;
+}
+
+/* IDS_MAX placeholders; a short list repeats its last id */
+#define OWNED_IDS "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+enum db_status intents_sessions_exist(struct db *db, const char *const *ids, int n, int *exists)
+{
+	static const char sql[] = "SELECT id FROM sessions WHERE id IN " OWNED_IDS;
+	struct db_val p[INTENT_OWNED_IDS];
+	struct db_rows rows;
+	enum db_status st;
+
+	if (n <= 0 || n > INTENT_OWNED_IDS)
+		return DB_FATAL;
+	for (int i = 0; i < INTENT_OWNED_IDS; i++)
+		p[i] = DB_STR(ids[i < n ? i : n - 1]);
+	st = db_exec(db, sql, p, INTENT_OWNED_IDS, &rows, NULL);
+	if (st)
+		return st;
+	for (int i = 0; i < n; i++) {
+		exists[i] = 0;
+		for (unsigned r = 0; r < rows.nrows; r++)
+			if (!strcmp(db_cell(&rows, r, 0), ids[i]))
+				exists[i] = 1;
+	}
+	db_rows_free(&rows);
+	return DB_OK;
 }
 
 enum db_status intents_progress(struct db *db, const struct intent_fence *f, const char *steps,
@@ -355,8 +429,9 @@ enum db_status intents_retry(struct db *db, const char *session_id, const char *
 {
 	static const char intent[] =
 		"UPDATE provisioning_intents SET state = 'pending', attempts = 0, next_attempt_at = ?,"
-		" lease_owner = NULL, lease_expires_at = NULL, updated_at = ?"
-		" WHERE session_id = ? AND kind = 'provision' AND state IN ('failed', 'terminated')";
+		" lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = ?"
+		" WHERE session_id = ? AND kind IN ('provision', 'teardown')"
+		" AND state IN ('failed', 'terminated')";
 	static const char session[] =
 		"UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ? AND deleted_at IS NULL";
 	unsigned long long n = 0;
@@ -381,10 +456,11 @@ enum db_status intents_counts(struct db *db, struct db_rows *rows)
 enum db_status intents_oldest_due(struct db *db, const char *now, struct db_rows *rows)
 {
 	static const char sql[] =
-		"SELECT DATE_FORMAT(MIN(next_attempt_at), '%Y-%m-%dT%H:%i:%s.%fZ'), COUNT(*)"
-		" FROM provisioning_intents WHERE state IN ('pending', 'failed')"
-		" AND next_attempt_at <= ?";
-	return db_exec(db, sql, (struct db_val[]){ DB_STR(now) }, 1, rows, NULL);
+		"SELECT DATE_FORMAT(MIN(" DUE_SINCE "), '%Y-%m-%dT%H:%i:%s.%fZ'), COUNT(*),"
+		" COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(" DUE_SINCE "), ?) / 1000000, 0)"
+		" FROM provisioning_intents" DUE_WHERE;
+	return db_exec(db, sql, (struct db_val[]){ DB_STR(now), DB_STR(now), DB_STR(now) }, 3,
+		       rows, NULL);
 }
 
 enum db_status intents_failures(struct db *db, int max, struct db_rows *rows)
@@ -400,6 +476,8 @@ enum db_status intents_failures(struct db *db, int max, struct db_rows *rows)
 enum db_status intents_binding(struct db *db, const char *session_id, struct db_rows *rows)
 {
 	static const char sql[] =
-		"SELECT backend, sandbox_id, egress_policy FROM session_sandboxes WHERE session_id = ?";
+		"SELECT b.backend, b.sandbox_id, b.egress_policy FROM session_sandboxes b"
+		" JOIN sessions s ON s.id = b.session_id AND s.deleted_at IS NULL"
+		" WHERE b.session_id = ?";
 	return db_exec(db, sql, (struct db_val[]){ DB_STR(session_id) }, 1, rows, NULL);
 }

@@ -38,6 +38,21 @@ enum db_status intents_claim(struct db *db, const char *owner, const char *now,
 /* Due intents without claiming (for --dry-run), same order as the claim. */
 enum db_status intents_due(struct db *db, const char *now, int max, struct db_rows *rows);
 
+/* Renew the lease to LEASE_UNTIL (fenced); MARK_SANDBOX also records that a sandbox may exist
+ * from now on (written before the backend is asked to create one: a session deleted after
+ * this gets a teardown). *LOST = 1 when the fence matched nothing. */
+enum db_status intents_renew(struct db *db, const struct intent_fence *f, int mark_sandbox,
+			     const char *lease_until, const char *now, int *lost);
+
+/* *GONE = 1 when SESSION_ID is deleted (or has no row). */
+enum db_status intents_session_gone(struct db *db, const char *session_id, int *gone);
+
+#define INTENT_OWNED_IDS 16 /* ids per intents_sessions_exist call */
+
+/* EXISTS[i] = 1 when a session row (live or awaiting teardown) has id IDS[i]; N at most
+ * INTENT_OWNED_IDS. */
+enum db_status intents_sessions_exist(struct db *db, const char *const *ids, int n, int *exists);
+
 /* Record progress: steps done (JSON array text), sandbox id, and a renewed lease. *LOST = 1
  * when the fence matched nothing (the lease was lost: drop the intent). */
 enum db_status intents_progress(struct db *db, const struct intent_fence *f, const char *steps,
@@ -63,16 +78,20 @@ enum db_status intents_teardown_done(struct db *db, const struct intent_fence *f
  * agent snapshot's. *MCP_JSON is a new string (caller frees) or NULL when the session is gone. */
 enum db_status intents_session_mcp(struct db *db, const char *session_id, char **mcp_json);
 
-/* --retry: make SESSION_ID's provision intent due now with a fresh attempt budget (steps done
- * are kept, so provisioning resumes). *FOUND = 0 when there is no such intent. */
+/* --retry: make SESSION_ID's failed or terminated intent (provision or teardown) due now with a
+ * fresh attempt budget and no last_error (steps done are kept, so provisioning resumes).
+ * *FOUND = 0 when there is no such intent. */
 enum db_status intents_retry(struct db *db, const char *session_id, const char *now, int *found);
 
-/* For --status: counts by kind and state; the oldest due time; recent failures. */
+/* For --status and the metrics: counts by kind and state; the due intents (what a claim would
+ * take, expired claims included): oldest due time, count, age of the oldest in seconds;
+ * recent failures. */
 enum db_status intents_counts(struct db *db, struct db_rows *rows);
 enum db_status intents_oldest_due(struct db *db, const char *now, struct db_rows *rows);
 enum db_status intents_failures(struct db *db, int max, struct db_rows *rows);
 
-/* The binding of SESSION_ID: backend, sandbox id, egress policy JSON (for --exec). */
+/* The binding of SESSION_ID while it is not deleted: backend, sandbox id, egress policy JSON
+ * (for --exec). */
 enum db_status intents_binding(struct db *db, const char *session_id, struct db_rows *rows);
 
 #endif

@@ -5,7 +5,8 @@
 	"SELECT s.id, s.agent_snapshot, s.mcp_servers, s.environment_id, s.status, s.title,"   \
 	" s.metadata, " TS("s.created_at") ", " TS("s.updated_at") ", " TS("s.archived_at") "," \
 	" s.environment_revision, i.state, i.attempts, i.last_error, " TS("i.next_attempt_at") \
-	", DATE_FORMAT(s.created_at, '%Y-%m-%d %H:%i:%s.%f'), s.agent_id, i.id, i.sandbox_id"  \
+	", DATE_FORMAT(s.created_at, '%Y-%m-%d %H:%i:%s.%f'), s.agent_id, i.id, i.sandbox_id,"  \
+	" i.sandbox_may_exist, DATE_FORMAT(i.lease_expires_at, '%Y-%m-%d %H:%i:%s.%f')"        \
 	" FROM sessions s LEFT JOIN provisioning_intents i"                                    \
 	" ON i.session_id = s.id AND i.kind = '" INTENT_PROVISION "' "
 
@@ -102,7 +103,7 @@ enum db_status sesdb_remove(struct db *db, const char *id, const char *ws)
 }
 
 enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const char *sandbox_id,
-			    const char *now)
+			    const char *now, const char *not_before)
 {
 	static const char hide[] = "UPDATE sessions SET deleted_at = ?, updated_at = ?,"
 				   " environment_id = NULL WHERE id = ? AND workspace_id = ?";
@@ -117,7 +118,8 @@ enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const
 	if (!st)
 		st = db_exec(db, cancel, (struct db_val[]){ DB_STR(now), DB_STR(id) }, 2, NULL, NULL);
 	if (!st)
-		st = sesdb_insert_intent(db, id, ws, INTENT_TEARDOWN, "{}", sandbox_id, now);
+		st = sesdb_insert_intent(db, id, ws, INTENT_TEARDOWN, "{}", sandbox_id,
+					 not_before && strcmp(not_before, now) > 0 ? not_before : now);
 	return st;
 }
 

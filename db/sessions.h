@@ -7,6 +7,7 @@
 
 #include "db.h"
 
+#define SES_ID_PREFIX "sesn_" /* also the sandbox names of the directory backends */
 #define INTENT_PROVISION "provision"
 #define INTENT_TEARDOWN "teardown"
 
@@ -30,7 +31,9 @@ enum sess_col {
 	SES_C_CREATED_DB,
 	SES_C_AGENT_ID,
 	SES_C_INTENT_ID,
-	SES_C_SANDBOX_ID,     /* from the intent: a sandbox may exist */
+	SES_C_SANDBOX_ID,     /* the sandbox id the intent recorded, or NULL */
+	SES_C_SANDBOX_MARK,   /* "1": a sandbox may exist (set before the backend's create) */
+	SES_C_LEASE_UNTIL,    /* the intent's lease end (DB format) or NULL */
 };
 
 struct session_row_in {
@@ -55,9 +58,11 @@ enum db_status sesdb_archive(struct db *db, const char *id, const char *ws, cons
 /* Remove the session and its intents outright (nothing was provisioned yet). */
 enum db_status sesdb_remove(struct db *db, const char *id, const char *ws);
 /* Hide the session (deleted_at; its environment reference is dropped, so the environment can be
- * deleted), cancel its provision intent, queue a teardown intent. */
+ * deleted), cancel its provision intent, queue a teardown intent due at NOT_BEFORE (DB format;
+ * NULL or earlier than NOW: at NOW). A provisioning still in flight holds its lease until then
+ * and cannot renew it (the intent is cancelled): the teardown comes after it. */
 enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const char *sandbox_id,
-			    const char *now);
+			    const char *now, const char *not_before);
 /* Live sessions of WS in ORDER (asc when ASC) after the cursor position (AFTER_CREATED,
  * AFTER_ID; NULL for the first page), optionally only AGENT_ID's, at most LIMIT rows. */
 enum db_status sesdb_list(struct db *db, const char *ws, int asc, const char *agent_id,

@@ -16,7 +16,6 @@
 #include "env_validate.h"
 #include "handlers.h"
 
-#define SES_ID_PREFIX "sesn_"
 #define SES_ID_MAX 40
 #define SES_TITLE_MAX 500 /* characters */
 #define SES_LIST_DEFAULT_LIMIT 100
@@ -531,7 +530,7 @@ static enum db_status delete_tx(struct db *db, void *arg)
 	struct request *req = c->req;
 	struct db_rows rows;
 	char now_db[CLOCK_DB_LEN];
-	const char *state, *attempts;
+	const char *state, *mark, *lease;
 	enum db_status st;
 
 	c->found = 0;
@@ -540,15 +539,21 @@ static enum db_status delete_tx(struct db *db, void *arg)
 		goto out;
 	c->found = 1;
 	state = db_cell(&rows, 0, SES_C_INTENT_STATE);
-	attempts = db_cell(&rows, 0, SES_C_ATTEMPTS);
-	if (!state || (!strcmp(state, "pending") && attempts && !strcmp(attempts, "0"))) {
+	mark = db_cell(&rows, 0, SES_C_SANDBOX_MARK);
+	lease = db_cell(&rows, 0, SES_C_LEASE_UNTIL);
+	/* decided by what was created, never by attempts (--retry resets them): the reconciler
+	 * marks the intent before it asks the backend for a sandbox, and that write waits for
+	 * this transaction's lock on the intent */
+	if (!state || !mark || !strcmp(mark, "0")) {
 		/* no sandbox was ever asked for: the rows can go now */
 		st = sesdb_remove(db, req->params[0], req->auth.workspace_id);
 	} else {
-		/* a sandbox exists or may be half made: leave a teardown for the reconciler */
+		/* a sandbox exists or may be half made: leave a teardown for the reconciler, due
+		 * once a provisioning in flight has lost its lease */
 		clock_now(now_db, NULL);
 		st = sesdb_retire(db, req->params[0], req->auth.workspace_id,
-				  db_cell(&rows, 0, SES_C_SANDBOX_ID), now_db);
+				  db_cell(&rows, 0, SES_C_SANDBOX_ID), now_db,
+				  !strcmp(state, "claimed") ? lease : NULL);
 	}
 out:
 	db_rows_free(&rows);

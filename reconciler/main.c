@@ -11,18 +11,23 @@
  * --once claims due intents and carries each to its end; several reconcilers may run at once
  * (claims use FOR UPDATE SKIP LOCKED and leases). The exit status is 1 when an intent failed in
  * the run, 2 on usage or configuration errors, 3 when the database could not be used. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../common/clock.h"
 #include "../common/crypto.h"
 #include "../common/log.h"
+#include "../common/privs.h"
 #include "../db/idempotency.h"
+#include "../db/sessions.h"
 #include "recon.h"
 
 #define RECON_DEFAULT_LIMIT 100
@@ -32,6 +37,8 @@
 #define RECON_STATUS_ERROR_CHARS 200
 #define RECON_EXEC_TIMEOUT_S 300
 #define RECON_IDEM_EXPIRE_BATCH 10000 /* expired idempotency keys removed per run */
+#define RECON_METRICS_MAX (256 * 1024)  /* bytes of an existing metrics file read back */
+#define RECON_SWEEP_INTERVAL_S 60      /* --loop: sandboxes without a session looked for */
 
 static volatile sig_atomic_t stop_requested;
 
@@ -113,17 +120,78 @@ static int parse_args(int argc, char **argv, struct options *o)
 		       : -1;
 }
 
-/* Prometheus textfile: written to PATH.tmp and renamed, so a collector never reads half. */
+/* The counters of the metrics file: name, help, this process's value. */
+struct counter {
+	const char *name, *help;
+	long value;
+};
+
+/* The value of the sample NAME (whole line up to the value) in TEXT, or 0. */
+static double sample(const char *text, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, name, len) && p[len] == ' ')
+			return strtod(p + len + 1, NULL);
+	return 0;
+}
+
+/* Open what write_metrics needs while the reconciler may still be root: PATH.lock and PATH
+ * itself (for a directory the [reconciler] user cannot write to). */
+static void open_metrics(struct recon *r, const char *path)
+{
+	char lock[4096];
+
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	r->metrics_lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (r->metrics_lock_fd < 0)
+		r->metrics_lock_fd = open(lock, O_RDONLY | O_CLOEXEC);
+	r->metrics_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+}
+
+/* Prometheus textfile. The counters are totals over every run that wrote PATH: a run adds what
+ * it did since it last wrote to the values in the file, under a lock (PATH.lock) shared by
+ * concurrent runs. Written to PATH.tmp and renamed, so a collector never reads half; when the
+ * directory is closed to the [reconciler] user (it was opened as root), rewritten in place. */
 static int write_metrics(struct recon *r, const char *path)
 {
-	char tmp[4096];
+	struct recon_stats *now = &r->stats, *was = &r->stats_written;
+	struct counter counters[] = {
+		{ "terrarium_reconciler_attempts_total", "Intents claimed (attempts).",
+		  now->claimed - was->claimed },
+		{ "terrarium_reconciler_done_total", "Intents completed (bound or torn down).",
+		  now->done - was->done },
+		{ "terrarium_reconciler_failures_total", "Attempts that failed.",
+		  now->failed - was->failed },
+		{ "terrarium_reconciler_leases_lost_total", "Intents dropped after losing the lease.",
+		  now->lost - was->lost },
+		{ "terrarium_reconciler_orphans_removed_total",
+		  "Sandboxes no session owned, removed by the sweep.", now->orphans - was->orphans },
+	};
+	char tmp[4096], name[256], now_db[CLOCK_DB_LEN];
+	char *old = NULL, *text = NULL;
+	size_t text_len = 0;
 	struct db_rows rows;
-	FILE *f;
+	FILE *f = NULL;
+	int ret = -1, in_place = 0;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
+	if (r->metrics_lock_fd < 0 || flock(r->metrics_lock_fd, LOCK_EX))
+		goto out;
+	f = fopen(path, "r");
+	old = calloc(1, RECON_METRICS_MAX + 1);
+	if (!old)
+		goto out;
+	if (f) {
+		fread(old, 1, RECON_METRICS_MAX, f);
+		fclose(f);
+	} else if (r->metrics_fd >= 0 && pread(r->metrics_fd, old, RECON_METRICS_MAX, 0) < 0) {
+		old[0] = '\0';
+	}
+	f = open_memstream(&text, &text_len);
 	if (!f)
-		return -1;
+		goto out;
 	fprintf(f, "# HELP terrarium_intents Provisioning intents by kind and state.\n"
 		   "# TYPE terrarium_intents gauge\n");
 	if (!intents_counts(r->db, &rows)) {
@@ -132,37 +200,132 @@ static int write_metrics(struct recon *r, const char *path)
 				db_cell(&rows, i, 0), db_cell(&rows, i, 1), db_cell(&rows, i, 2));
 		db_rows_free(&rows);
 	}
-	fprintf(f,
-		"# HELP terrarium_reconciler_attempts_total Intents claimed (attempts) in this run.\n"
-		"# TYPE terrarium_reconciler_attempts_total counter\n"
-		"terrarium_reconciler_attempts_total %ld\n"
-		"# HELP terrarium_reconciler_done_total Intents completed (bound or torn down) in this run.\n"
-		"# TYPE terrarium_reconciler_done_total counter\n"
-		"terrarium_reconciler_done_total %ld\n"
-		"# HELP terrarium_reconciler_failures_total Attempts that failed in this run.\n"
-		"# TYPE terrarium_reconciler_failures_total counter\n"
-		"terrarium_reconciler_failures_total %ld\n"
-		"# HELP terrarium_reconciler_leases_lost_total Intents dropped after losing the lease.\n"
-		"# TYPE terrarium_reconciler_leases_lost_total counter\n"
-		"terrarium_reconciler_leases_lost_total %ld\n"
-		"# HELP terrarium_reconciler_step_seconds Time spent per provisioning step.\n"
-		"# TYPE terrarium_reconciler_step_seconds summary\n",
-		r->stats.claimed, r->stats.done, r->stats.failed,
-		r->stats.lost);
-	for (int i = 0; i < r->stats.nsteps; i++)
+	clock_now(now_db, NULL);
+	if (!intents_oldest_due(r->db, now_db, &rows)) {
 		fprintf(f,
-			"terrarium_reconciler_step_seconds_sum{step=\"%s\"} %.6f\n"
-			"terrarium_reconciler_step_seconds_count{step=\"%s\"} %ld\n",
-			r->stats.steps[i].step, r->stats.steps[i].seconds, r->stats.steps[i].step,
-			r->stats.steps[i].count);
+			"# HELP terrarium_intents_due Intents due now (expired claims included).\n"
+			"# TYPE terrarium_intents_due gauge\nterrarium_intents_due %s\n"
+			"# HELP terrarium_intents_oldest_due_seconds How long the oldest due intent"
+			" has waited.\n"
+			"# TYPE terrarium_intents_oldest_due_seconds gauge\n"
+			"terrarium_intents_oldest_due_seconds %.3f\n",
+			db_cell(&rows, 0, 1), strtod(db_cell(&rows, 0, 2), NULL));
+		db_rows_free(&rows);
+	}
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
+		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %.0f\n", counters[i].name,
+			counters[i].help, counters[i].name, counters[i].name,
+			(old ? sample(old, counters[i].name) : 0) + (double)counters[i].value);
+	fprintf(f, "# HELP terrarium_reconciler_step_seconds Time spent per provisioning step.\n"
+		   "# TYPE terrarium_reconciler_step_seconds summary\n");
+	/* the steps this process saw, then those only the file has */
+	for (int i = 0; i < now->nsteps; i++) {
+		const struct step_stat *st = &now->steps[i], *prev = NULL;
+		double sum, count;
+		for (int k = 0; k < was->nsteps; k++)
+			if (!strcmp(was->steps[k].step, st->step))
+				prev = &was->steps[k];
+		snprintf(name, sizeof(name), "terrarium_reconciler_step_seconds_sum{step=\"%s\"}",
+			 st->step);
+		sum = (old ? sample(old, name) : 0) + st->seconds - (prev ? prev->seconds : 0);
+		fprintf(f, "%s %.6f\n", name, sum);
+		snprintf(name, sizeof(name), "terrarium_reconciler_step_seconds_count{step=\"%s\"}",
+			 st->step);
+		count = (old ? sample(old, name) : 0) + (double)(st->count - (prev ? prev->count : 0));
+		fprintf(f, "%s %.0f\n", name, count);
+	}
+	for (const char *p = old; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		static const char pre[] = "terrarium_reconciler_step_seconds_";
+		const char *q = strstr(p, "{step=\"");
+		size_t len = strcspn(p, "\n");
+		int seen = 0;
+		if (strncmp(p, pre, sizeof(pre) - 1) || !q || q > p + len)
+			continue;
+		for (int i = 0; i < now->nsteps; i++) {
+			size_t sl = strlen(now->steps[i].step);
+			if (!strncmp(q + 7, now->steps[i].step, sl) && q[7 + sl] == '"')
+				seen = 1;
+		}
+		if (!seen)
+			fprintf(f, "%.*s\n", (int)len, p);
+	}
 	fprintf(f,
 		"# HELP terrarium_reconciler_last_run_timestamp_seconds End of the last run.\n"
 		"# TYPE terrarium_reconciler_last_run_timestamp_seconds gauge\n"
 		"terrarium_reconciler_last_run_timestamp_seconds %ld\n",
 		(long)time(NULL));
-	if (fclose(f))
-		return -1;
-	return rename(tmp, path);
+	if (fclose(f)) {
+		f = NULL;
+		goto out;
+	}
+	f = fopen(tmp, "w");
+	if (!f && errno == EACCES && r->metrics_fd >= 0)
+		in_place = 1;
+	else if (!f || fwrite(text, 1, text_len, f) != text_len || fclose(f) || rename(tmp, path))
+		goto out;
+	f = NULL;
+	if (in_place && (ftruncate(r->metrics_fd, 0) ||
+			 pwrite(r->metrics_fd, text, text_len, 0) != (ssize_t)text_len))
+		goto out;
+	*was = *now;
+	ret = 0;
+out:
+	if (f)
+		fclose(f);
+	free(old);
+	free(text);
+	if (r->metrics_lock_fd >= 0)
+		flock(r->metrics_lock_fd, LOCK_UN);
+	return ret;
+}
+
+/* Sandboxes of ours that no session owns: directories under the sandbox root named like a
+ * session (the directory backends name sandboxes after their session) without a session row.
+ * A session being deleted keeps its row until its teardown ran; a session deleted before
+ * anything was created has no directory (the intent is marked before the create). Each is
+ * removed and logged. */
+static void sweep(struct recon *r)
+{
+	char names[INTENT_OWNED_IDS][SBX_ID_MAX];
+	const char *ids[INTENT_OWNED_IDS];
+	int exists[INTENT_OWNED_IDS], n = 0, done = 0;
+	struct dirent *e;
+	DIR *d;
+
+	if (!r->sbx.root[0] || !(d = opendir(r->sbx.root)))
+		return;
+	while (!done) {
+		e = readdir(d);
+		if (e && (strncmp(e->d_name, SES_ID_PREFIX, strlen(SES_ID_PREFIX)) ||
+			  strlen(e->d_name) >= SBX_ID_MAX))
+			continue;
+		if (e) {
+			strcpy(names[n], e->d_name);
+			ids[n] = names[n];
+			n++;
+		}
+		done = !e;
+		if (n < INTENT_OWNED_IDS && !done)
+			continue;
+		if (n && intents_sessions_exist(r->db, ids, n, exists)) {
+			log_warn("sweep: database: %s", db_error(r->db));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			char err[SBX_ERR_MAX];
+			if (exists[i])
+				continue;
+			if (r->sbx.ops->destroy(&r->sbx, ids[i], err, sizeof(err))) {
+				log_warn("sweep: sandbox %s has no session; removing it failed: %s",
+					 ids[i], err);
+			} else {
+				log_warn("sweep: removed sandbox %s: no session owns it", ids[i]);
+				r->stats.orphans++;
+			}
+		}
+		n = 0;
+	}
+	closedir(d);
 }
 
 /* Claim and process until nothing is due, LIMIT intents were taken, or the deadline. A --once
@@ -174,8 +337,11 @@ static int run(struct recon *r, const struct options *o)
 	char start[CLOCK_DB_LEN];
 	long taken = 0;
 	int failed = 0;
+	time_t last_sweep;
 
 	clock_now(start, NULL);
+	sweep(r);
+	last_sweep = time(NULL);
 	/* housekeeping the API leaves to the reconciler: idempotency keys past their 24 hours */
 	{
 		unsigned long long removed = 0;
@@ -199,6 +365,10 @@ static int run(struct recon *r, const struct options *o)
 			clock_now(now, NULL);
 		else
 			strcpy(now, start);
+		if (o->loop && time(NULL) - last_sweep >= RECON_SWEEP_INTERVAL_S) {
+			sweep(r);
+			last_sweep = time(NULL);
+		}
 		clock_in(r->cfg->lease_s, lease, NULL);
 		st = intents_claim(r->db, r->owner, now, lease, (int)want, batch, &n);
 		if (st) {
@@ -284,30 +454,59 @@ static int dry_run(struct recon *r, long limit)
 	return 0;
 }
 
-/* Run a command in a session's bound sandbox, with the network its policy allows. */
+/* Run a command in a session's bound sandbox, with the network its policy allows and the
+ * environment its installs had (recon_env). A deleted session has no sandbox to run in. */
 static int exec_in(struct recon *r, const char *session, char **argv)
 {
 	struct db_rows rows;
 	struct proc_result res;
-	char path[] = "PATH=/usr/local/bin:/usr/bin:/bin", lang[] = "LANG=C.UTF-8";
-	char *envp[] = { path, lang, NULL };
+	struct recon_env *env = malloc(sizeof(*env));
+	char workdir[CONFIG_STR_MAX * 2];
 	int rc;
 
-	if (intents_binding(r->db, session, &rows))
+	if (!env)
 		return 3;
+	if (intents_binding(r->db, session, &rows)) {
+		free(env);
+		return 3;
+	}
 	if (!rows.nrows) {
-		fprintf(stderr, "session %s has no sandbox (not provisioned yet?)\n", session);
+		fprintf(stderr, "session %s has no sandbox (not provisioned yet, or deleted)\n",
+			session);
 		db_rows_free(&rows);
+		free(env);
 		return 2;
 	}
-	rc = r->sbx.ops->run(&r->sbx, db_cell(&rows, 0, 1), db_cell(&rows, 0, 2) == NULL, argv, envp,
-			     RECON_EXEC_TIMEOUT_S, &res);
+	r->sbx.ops->workdir(&r->sbx, db_cell(&rows, 0, 1), workdir, sizeof(workdir));
+	recon_env(r->cfg, workdir, env);
+	rc = r->sbx.ops->run(&r->sbx, db_cell(&rows, 0, 1), db_cell(&rows, 0, 2) == NULL, argv,
+			     env->envp, RECON_EXEC_TIMEOUT_S, &res);
 	db_rows_free(&rows);
+	free(env);
 	if (res.output)
 		fwrite(res.output, 1, res.len, stdout);
 	rc = rc ? 127 : res.exit_code;
 	proc_result_release(&res);
 	return rc;
+}
+
+/* Started as root: the sandbox root (made above as root) becomes the [reconciler] user's,
+ * then root is given up for good, before anything reads what a sandbox wrote. */
+static int leave_root(struct recon *r)
+{
+	unsigned uid, gid;
+
+	if (geteuid() != 0)
+		return 0;
+	if (privs_lookup(r->cfg->reconciler_user, &uid, &gid)) {
+		log_error("reconciler: [reconciler] user '%s' is unknown or is root; refusing to run"
+			  " as root", r->cfg->reconciler_user);
+		return -1;
+	}
+	if (r->sbx.root[0] && sbx_dir_own(&r->sbx, uid, gid))
+		log_warn("sandbox root %s: giving it to '%s': %s", r->sbx.root,
+			 r->cfg->reconciler_user, strerror(errno));
+	return privs_drop(r->cfg->reconciler_user, "reconciler", "[reconciler] user");
 }
 
 int main(int argc, char **argv)
@@ -327,6 +526,7 @@ int main(int argc, char **argv)
 	}
 	log_set_level(cfg.log_level);
 	memset(&r, 0, sizeof(r));
+	r.metrics_fd = r.metrics_lock_fd = -1;
 	r.cfg = &cfg;
 	r.db = db_new(&cfg);
 	if (!r.db)
@@ -346,6 +546,20 @@ int main(int argc, char **argv)
 		ret = 3;
 		goto out;
 	}
+	if (o.once || o.loop || o.exec_session) {
+		if (sbx_open(&r.sbx, &cfg, config_path(o.config), err, sizeof(err))) {
+			log_error("sandbox backend: %s", err);
+			ret = 2;
+			goto out;
+		}
+	}
+	if (o.metrics)
+		open_metrics(&r, o.metrics);
+	/* the configuration was read and the database connected (the socket may be root's) */
+	if (leave_root(&r)) {
+		ret = 2;
+		goto out;
+	}
 	if (o.check) {
 		log_info("configuration %s read; database reachable; backend %s",
 			 config_path(o.config), cfg.backend);
@@ -360,27 +574,24 @@ int main(int argc, char **argv)
 		if (intents_retry(r.db, o.retry, now, &found)) {
 			ret = 3;
 		} else if (!found) {
-			fprintf(stderr, "no failed or terminated provisioning for session %s\n", o.retry);
+			fprintf(stderr, "no failed or terminated intent for session %s\n", o.retry);
 			ret = 1;
 		} else {
-			printf("session %s: provisioning due again\n", o.retry);
+			printf("session %s: due again\n", o.retry);
 			ret = 0;
 		}
+	} else if (o.exec_session) {
+		ret = exec_in(&r, o.exec_session, o.exec_argv);
 	} else {
-		if (sbx_open(&r.sbx, &cfg, config_path(o.config), err, sizeof(err))) {
-			log_error("sandbox backend: %s", err);
-			ret = 2;
-			goto out;
-		}
-		if (o.exec_session) {
-			ret = exec_in(&r, o.exec_session, o.exec_argv);
-		} else {
-			ret = run(&r, &o);
-			if (o.metrics && write_metrics(&r, o.metrics))
-				log_error("metrics file %s: %s", o.metrics, strerror(errno));
-		}
+		ret = run(&r, &o);
+		if (o.metrics && write_metrics(&r, o.metrics))
+			log_error("metrics file %s: %s", o.metrics, strerror(errno));
 	}
 out:
+	if (r.metrics_fd >= 0)
+		close(r.metrics_fd);
+	if (r.metrics_lock_fd >= 0)
+		close(r.metrics_lock_fd);
 	sbx_close(&r.sbx);
 	db_free(r.db);
 	return ret;

@@ -13,6 +13,9 @@
 
 #define RECON_ARGV_MAX 300           /* manager argv: a few options + up to 256 packages */
 #define RECON_JITTER 0.2
+#define RECON_RENEWALS_PER_LEASE 3 /* renewals while a command runs, per lease period */
+#define RECON_LEASE_MARGIN_S 0.5   /* stop a command this long before an unrenewed lease ends */
+#define RECON_ROOT_SHOWN "<sandboxes>" /* what last_error shows for the sandbox root */
 #define RECON_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 long recon_backoff(const struct config *cfg, long long attempts, double jitter)
@@ -156,6 +159,20 @@ void recon_env(const struct config *cfg, const char *workdir, struct recon_env *
 	env_pass(e, cfg->sandbox_pass_env_extra);
 }
 
+void recon_scrub(char *text, const char *path, const char *shown)
+{
+	size_t plen = strlen(path), slen = strlen(shown);
+	char *p = text;
+
+	if (!plen || slen > plen)
+		return;
+	while ((p = strstr(p, path))) {
+		memcpy(p, shown, slen);
+		memmove(p + slen, p + plen, strlen(p + plen) + 1);
+		p += slen;
+	}
+}
+
 static void stat_step(struct recon *r, const char *step, double seconds)
 {
 	struct recon_stats *s = &r->stats;
@@ -184,6 +201,8 @@ struct job {
 	struct recon *r;
 	struct intent *in;
 	struct intent_fence fence;
+	double lease_end;       /* monotonic time the lease last renewed runs out */
+	int lost;               /* a renewal found the lease taken: stop */
 	json_t *steps;          /* steps done so far */
 	char sandbox_id[SBX_ID_MAX];
 	char error[SBX_ERR_MAX * 8];
@@ -197,6 +216,48 @@ static int done(struct job *j, const char *step)
 	json_array_foreach(j->steps, i, v)
 		if (!strcmp(json_string_value(v), step))
 			return 1;
+	return 0;
+}
+
+/* Renew the lease (and, with MARK, record that a sandbox may exist). RECON_DONE, LOST or
+ * DB_ERROR. */
+static enum recon_outcome renew(struct job *j, int mark)
+{
+	char now[CLOCK_DB_LEN], lease[CLOCK_DB_LEN];
+	double t = mono();
+	int lost = 0;
+
+	clock_now(now, NULL);
+	clock_in(j->r->cfg->lease_s, lease, NULL);
+	if (intents_renew(j->r->db, &j->fence, mark, lease, now, &lost)) {
+		log_error("intent %lld: renewing the lease: %s", j->in->id, db_error(j->r->db));
+		return RECON_DB_ERROR;
+	}
+	if (lost) {
+		j->lost = 1;
+		return RECON_LOST;
+	}
+	j->lease_end = t + (double)j->r->cfg->lease_s;
+	return RECON_DONE;
+}
+
+/* proc_watch: renew while a command runs. Stop it when the lease is taken, or when renewals
+ * keep failing until the lease may have run out (another reconciler may start this work). */
+static int lease_tick(void *arg)
+{
+	struct job *j = arg;
+	enum recon_outcome out = renew(j, 0);
+
+	if (out == RECON_LOST) {
+		log_warn("intent %lld: lease lost while a command ran: stopping it", j->in->id);
+		return 1;
+	}
+	if (out == RECON_DB_ERROR && mono() >= j->lease_end - RECON_LEASE_MARGIN_S) {
+		log_warn("intent %lld: lease not renewed before its end: stopping the command",
+			 j->in->id);
+		j->lost = 1;
+		return 1;
+	}
 	return 0;
 }
 
@@ -222,6 +283,8 @@ static enum recon_outcome record(struct job *j, const char *step)
 			  db_error(j->r->db));
 		return RECON_DB_ERROR;
 	}
+	if (!lost)
+		j->lease_end = mono() + (double)j->r->cfg->lease_s;
 	return lost ? RECON_LOST : RECON_DONE;
 }
 
@@ -237,6 +300,9 @@ static enum recon_outcome fail(struct job *j)
 
 	if (!redacted)
 		return RECON_DB_ERROR;
+	/* API clients read last_error: no host paths */
+	if (r->sbx.root[0])
+		recon_scrub(j->error, r->sbx.root, RECON_ROOT_SHOWN);
 	redact(j->error, redacted, (size_t)r->cfg->last_error_max + 1);
 	random_bytes(&jitter, sizeof(jitter));
 	delay = recon_backoff(r->cfg, j->in->attempts, (double)jitter / 4294967295.0);
@@ -276,6 +342,25 @@ static void command_error(struct job *j, const char *what, const struct proc_res
 		 out);
 }
 
+/* The lease was lost right after a create: when the session was deleted meanwhile (its
+ * teardown may already have run, finding nothing), the sandbox just made is destroyed here. A
+ * lease taken over by another provisioning leaves the sandbox to it. */
+static void discard(struct job *j)
+{
+	struct recon *r = j->r;
+	char err[SBX_ERR_MAX];
+	int gone = 0;
+
+	if (intents_session_gone(r->db, j->in->session_id, &gone) || !gone)
+		return;
+	if (r->sbx.ops->destroy(&r->sbx, j->sandbox_id, err, sizeof(err)))
+		log_warn("intent %lld: session deleted during the create; destroying sandbox %s: %s",
+			 j->in->id, j->sandbox_id, err);
+	else
+		log_info("intent %lld: session deleted during the create; sandbox %s destroyed",
+			 j->in->id, j->sandbox_id);
+}
+
 static enum recon_outcome teardown(struct job *j)
 {
 	struct recon *r = j->r;
@@ -305,6 +390,8 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	struct recon_env *env = NULL;
 	const char *net_type = json_string_value(json_object_get(networking, "type"));
 	int limited = net_type && !strcmp(net_type, "limited"), lost = 0;
+	long every = j->r->cfg->lease_s / RECON_RENEWALS_PER_LEASE;
+	struct proc_watch watch = { lease_tick, j, (every < 1 ? 1 : every) * 1000L };
 	enum recon_outcome out = RECON_DB_ERROR;
 	char now[CLOCK_DB_LEN];
 	double t0;
@@ -318,8 +405,11 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 			       j->error, sizeof(j->error)))
 		return fail(j);
 	stat_step(r, "sandbox", mono() - t0);
-	if (!done(j, "sandbox") && (out = record(j, "sandbox")) != RECON_DONE)
+	if ((out = record(j, "sandbox")) != RECON_DONE) {
+		if (out == RECON_LOST)
+			discard(j);
 		return out;
+	}
 
 	/* the final policy: MCP hosts come from the session as it is now */
 	if (intents_session_mcp(r->db, j->in->session_id, &mcp_text))
@@ -380,9 +470,16 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 			goto out;
 		}
 		t0 = mono();
+		r->sbx.watch = &watch;
 		rc = r->sbx.ops->run(&r->sbx, j->sandbox_id, !limited, (char *const *)argv, env->envp,
 				     r->cfg->command_timeout_s, &res);
+		r->sbx.watch = NULL;
 		stat_step(r, managers[m], mono() - t0);
+		if (j->lost) {
+			proc_result_release(&res);
+			out = RECON_LOST;
+			goto out;
+		}
 		if (rc || res.exit_code != 0 || res.timed_out) {
 			char what[64];
 			snprintf(what, sizeof(what), "%s install", managers[m]);
@@ -444,7 +541,13 @@ enum recon_outcome recon_process(struct recon *r, struct intent *in)
 		json_decref(j.steps);
 		j.steps = json_array();
 	}
-	if (!spec) {
+	/* the lease of a batch's later intents ran while earlier ones were worked on: it starts
+	 * again now, or the intent was taken over (or cancelled) meanwhile. A provision intent is
+	 * marked "a sandbox may exist" in the same write, durable before the backend's create: a
+	 * session deleted from now on gets a teardown. */
+	if ((out = renew(&j, !strcmp(in->kind, "provision"))) != RECON_DONE) {
+		/* nothing was done */
+	} else if (!spec) {
 		snprintf(j.error, sizeof(j.error), "intent spec does not parse");
 		out = fail(&j);
 	} else if (!strcmp(in->kind, "teardown")) {

@@ -31,6 +31,9 @@ struct recon_env {
  * [sandbox] pass_env and pass_env_extra that the reconciler has; nothing else is inherited. */
 void recon_env(const struct config *cfg, const char *workdir, struct recon_env *e);
 
+/* Replace every occurrence of PATH in TEXT by SHOWN (not longer than PATH), in place. */
+void recon_scrub(char *text, const char *path, const char *shown);
+
 struct step_stat {
 	const char *step;
 	double seconds;
@@ -38,7 +41,7 @@ struct step_stat {
 };
 
 struct recon_stats {
-	long claimed, done, failed, lost, teardowns;
+	long claimed, done, failed, lost, teardowns, orphans;
 	struct step_stat steps[RECON_STEPS_MAX];
 	int nsteps;
 };
@@ -49,6 +52,8 @@ struct recon {
 	struct sbx sbx;
 	char owner[RECON_OWNER_MAX]; /* lease owner: host:pid:random */
 	struct recon_stats stats;
+	struct recon_stats stats_written; /* what the metrics file has already counted */
+	int metrics_fd, metrics_lock_fd;  /* --metrics-file and its lock, opened before leave_root */
 };
 
 enum recon_outcome { RECON_DONE, RECON_FAILED, RECON_LOST, RECON_DB_ERROR };

@@ -87,6 +87,9 @@ extern const struct sandbox_backend sbx_daytona; /* daytona.c */
 int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
 		   size_t errsz);
 int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz);
+/* Give the sandbox root and every workspace in it that someone else owns (made by root before
+ * the reconciler gave up root) to UID:GID. Called as root. 0, or -1 when part failed. */
+int sbx_dir_own(struct sbx *s, unsigned uid, unsigned gid);
 /* s->root + "/" + ID into OUT; -1 when ID is not a plain name. */
 int sbx_dir_path(struct sbx *s, const char *id, char *out, size_t outsz);
 

@@ -369,7 +369,7 @@ static int net_start(struct bwrap_state *st, struct net *n, char *err, size_t er
 	snprintf(exitfd, sizeof(exitfd), "--exit-fd=%d", ex[0]);
 	{
 		const char *argv[] = { st->slirp, "--configure", BWRAP_SLIRP_MTU,
-				       "--disable-host-loopback", "--enable-sandbox",
+				       "--disable-host-loopback",
 				       "--enable-seccomp", readyfd, exitfd, pid, "tap0", NULL };
 		keep[0] = rdy[1];
 		keep[1] = ex[0];

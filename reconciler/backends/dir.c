@@ -1,6 +1,7 @@
 /* Sandbox directories: one per sandbox under the configured root, named after the session. */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -78,4 +79,47 @@ int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
 		return -1;
 	}
 	return 0;
+}
+
+/* nftw has no argument for the callback: the owner being given, set by sbx_dir_own */
+static uid_t own_uid;
+static gid_t own_gid;
+
+static int own_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)flag;
+	(void)ftw;
+	if (st->st_uid != own_uid || st->st_gid != own_gid)
+		lchown(path, own_uid, own_gid);
+	return 0;
+}
+
+int sbx_dir_own(struct sbx *s, unsigned uid, unsigned gid)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	struct dirent *e;
+	DIR *d;
+	int ret = 0;
+
+	own_uid = (uid_t)uid;
+	own_gid = (gid_t)gid;
+	if (lstat(s->root, &st) || !S_ISDIR(st.st_mode))
+		return -1;
+	if ((st.st_uid != own_uid || st.st_gid != own_gid) && lchown(s->root, own_uid, own_gid))
+		ret = -1;
+	d = opendir(s->root);
+	if (!d)
+		return -1;
+	/* only the workspaces someone else owns are walked: the steady state costs a stat each */
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    snprintf(path, sizeof(path), "%s/%s", s->root, e->d_name) >= (int)sizeof(path) ||
+		    lstat(path, &st) || (st.st_uid == own_uid && st.st_gid == own_gid))
+			continue;
+		if (nftw(path, own_entry, SBX_DIR_FDS, FTW_PHYS | FTW_MOUNT))
+			ret = -1;
+	}
+	closedir(d);
+	return ret;
 }

@@ -12,12 +12,28 @@
 #   terminate  max attempts reached -> terminated; --retry makes it due again
 #   concurrency 4 reconcilers over 200 pending intents: each provisioned exactly once
 #   status     --status shows counts by state, the oldest due intent and the last errors
+#   lease      lease 3 s, an 8 s install, a second reconciler started mid-install: one install,
+#              attempts 1 (the running step renews its lease)
+#   kill9      kill -9 of a reconciler during a long install with a short lease: the command
+#              dies with it, the next run installs once more, one install completes
+#   orphans    (a) --retry then delete, (b) delete while a batch is being provisioned: 50
+#              sessions each, zero sandbox directories and zero rows left; the sweep removes a
+#              directory no session owns and leaves other names alone
+#   due        --status counts what --dry-run lists (expired claims included)
+#   smaller    pass_env_extra, the exec environment, --exec on a deleted session, last_error
+#              without host paths and cleared by --retry, cumulative metrics and gauges
+#   escape     tests/reconciler/escape.sh: the escape suite inside a bwrap sandbox, with the
+#              reconciler started as root (it switches to [reconciler] user) and as that user
 #
+# Started as root, the reconciler switches to [reconciler] user (default www-data) after reading
+# its configuration: the test directory is that user's, the configuration files root's (0600).
 # Needs (from tests/e2e/run.sh): TERRARIUM_RUN, TERRARIUM_URL_local, TERRARIUM_URL_bwrap, KEY.
 # Prints "N passed, N failed"; exits non-zero on any failure.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=scripts/lib-stack.sh
+. "$ROOT/scripts/lib-stack.sh" # db_sql
 RUN=${TERRARIUM_RUN:?TERRARIUM_RUN is required}
 URL_LOCAL=${TERRARIUM_URL_local:?}
 URL_BWRAP=${TERRARIUM_URL_bwrap:?}
@@ -26,9 +42,16 @@ BUILD=${BUILD_DIR:-build}
 RECON="$ROOT/$BUILD/terrarium-reconciler"
 CRASH_ROUNDS=${CRASH_ROUNDS:-20}
 CONCURRENT_INTENTS=${CONCURRENT_INTENTS:-200}
+ORPHAN_SESSIONS=${ORPHAN_SESSIONS:-50}
 T="$RUN/recon-test"
 rm -rf "$T"
 mkdir -p "$T"
+RECON_USER=$(id -un)
+if [ "$(id -u)" -eq 0 ]; then
+	RECON_USER=www-data # the default [reconciler] user
+	chown "$RECON_USER:" "$T"
+fi
+export RECON_USER
 
 passed=0
 failed=0
@@ -64,6 +87,7 @@ recon_ini() {
 		printf '%s\n' "$@"
 		printf '\n[log]\nlevel = info\n'
 	} >"$T/$name.ini"
+	chmod 0600 "$T/$name.ini" # root's when root: the reconciler reads it before switching
 	echo "$T/$name.ini"
 }
 
@@ -97,10 +121,14 @@ out=$("$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- node -e "console.log(require('
 check "bwrap: is-number loads inside the sandbox ($out)" test "$out" = true
 "$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- node -e "require('left-pad')" >/dev/null 2>&1
 check "bwrap: the environment update after the session did not reach it (no left-pad)" test $? -ne 0
-out=$("$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- sh -c 'ls "$0"; test -e "$1" && echo visible' \
-	"$T/root-bwrap" "$T/bwrap.ini" 2>&1)
-check "bwrap: the sandbox sees only its own workspace, not the configuration ($out)" \
-	test "$out" = "$SID_B"
+out=$("$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- sh -c 'pwd; ls -d "$0" "$1" "$2" 2>/dev/null' \
+	"$T/root-bwrap" "$T/bwrap.ini" "$RUN" 2>&1)
+check "bwrap: the workspace is /workspace; the sandbox root, config and run dir are absent ($out)" \
+	test "$out" = /workspace
+out=$("$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- sh -c 'touch made-inside; id -u' 2>&1)
+check "bwrap: commands run as a non-root uid inside ($out)" test "$out" = 1000
+check "bwrap: what a sandbox writes belongs to $RECON_USER on the host" \
+	test "$(stat -c %U "$T/root-bwrap/$SID_B/made-inside")" = "$RECON_USER"
 
 # ---- resume at the manager that failed ----
 echo "# resume"
@@ -116,11 +144,12 @@ cat >"$WS/.fakebin/pip" <<'SH'
 #!/bin/sh
 echo "pip $*" >>"$PWD/pip-calls.log"
 [ -f "$PWD/.fix-pip" ] && exit 0
-echo "ERROR: No matching distribution found for fake-b (index https://ci:hunter2@pypi.example.com token=hunter2)"
+echo "ERROR: No matching distribution found for fake-b (index https://ci:hunter2@pypi.example.com token=hunter2 DB_PASS=hunter2)"
+echo "cwd $PWD"
 exit 1
 SH
 chmod +x "$WS/.fakebin/npm" "$WS/.fakebin/pip"
-INI_RESUME=$(recon_ini resume bwrap "path = $WS/.fakebin:/usr/bin:/bin" \
+INI_RESUME=$(recon_ini resume bwrap "path = /workspace/.fakebin:/usr/bin:/bin" \
 	"[reconciler]" "backoff_base_seconds = 0")
 "$RECON" -c "$INI_RESUME" --once >"$T/resume1.log" 2>&1
 check "resume: a failed install exits non-zero" test $? -ne 0
@@ -132,13 +161,14 @@ check "resume: last_error names the failed manager and the cause" \
 	grep -q "pip install: exit status 1" <<<"$err"
 check "resume: last_error keeps the output" grep -q "No matching distribution" <<<"$err"
 check "resume: last_error has no credentials" bash -c '! grep -q hunter2 <<<"$1"' _ "$err"
+check "resume: last_error has no host paths" bash -c '! grep -qF "$2" <<<"$1"' _ "$err" "$T"
 touch "$WS/.fix-pip"
 "$RECON" -c "$INI_RESUME" --once >"$T/resume2.log" 2>&1
 check "resume: the retry exits 0" test $? -eq 0
 check "resume: session ready" test "$(provisioning "$URL_BWRAP" "$SID_R" | jq -r .p.status)" = ready
 check "resume: npm ran once in all" test "$(wc -l <"$WS/npm-calls.log")" -eq 1
 check "resume: pip ran twice (failed, then resumed)" test "$(wc -l <"$WS/pip-calls.log")" -eq 2
-check "resume: each package is one argument" grep -qx "pip install --no-input --target $WS/.pip fake-b" "$WS/pip-calls.log"
+check "resume: each package is one argument" grep -qx "pip install --no-input --target /workspace/.pip fake-b" "$WS/pip-calls.log"
 
 # ---- crash: kill -9 in the middle of an install ----
 echo "# crash"
@@ -153,7 +183,7 @@ for i in $(seq 1 "$CRASH_ROUNDS"); do
 	printf '#!/bin/sh\necho start >>"$PWD/npm-calls.log"\nsleep 0.%s\necho done >>"$PWD/npm-calls.log"\n' \
 		$((3 + RANDOM % 5)) >"$ws/.fakebin/npm"
 	chmod +x "$ws/.fakebin/npm"
-	sed -i "s|^path = .*|path = $ws/.fakebin:/usr/bin:/bin|" "$INI_CRASH"
+	sed -i "s|^path = .*|path = /workspace/.fakebin:/usr/bin:/bin|" "$INI_CRASH"
 	"$RECON" -c "$INI_CRASH" --once >>"$T/crash.log" 2>&1 &
 	pid=$!
 	sleep "0.$((RANDOM % 9))"
@@ -180,6 +210,8 @@ check "crash: $crash_ok/$CRASH_ROUNDS sessions ready exactly once with one sandb
 echo "# teardown"
 check "teardown: the bwrap sandbox exists" test -d "$T/root-bwrap/$SID_B"
 api "$URL_BWRAP" DELETE "/v1/sessions/$SID_B" >/dev/null
+"$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- true >/dev/null 2>&1
+check "teardown: --exec refuses the deleted session before its teardown" test $? -eq 2
 check "teardown: the deleted session answers 404 at once" \
 	test "$(api "$URL_BWRAP" GET "/v1/sessions/$SID_B" | jq -r .error.type)" = not_found_error
 check "teardown: its environment can be deleted while the teardown is pending" \
@@ -207,8 +239,8 @@ check "terminate: attempt 2 -> terminated ($p)" \
 check "terminate: no longer due" bash -c '! grep -q "$1" "$2"' _ "$SID_T" "$T/term-dry.log"
 "$RECON" -c "$INI_TERM" --retry "$SID_T" >>"$T/term.log" 2>&1
 p=$(provisioning "$URL_BWRAP" "$SID_T")
-check "terminate: --retry makes it due again ($p)" \
-	test "$(jq -r '.s + " " + .p.status' <<<"$p")" = "idle pending"
+check "terminate: --retry makes it due again, last_error cleared ($p)" \
+	test "$(jq -r '.s + " " + .p.status + " " + (.p.last_error|tostring)' <<<"$p")" = "idle pending null"
 "$RECON" -c "$INI_TERM" --retry sesn_doesnotexist000000000000 >/dev/null 2>&1
 check "terminate: --retry of an unknown session fails" test $? -ne 0
 
@@ -257,6 +289,192 @@ check "status: counts by kind and state" grep -qE "^provision +done +[0-9]+" "$T
 check "status: oldest due line" grep -q "^due now: " "$T/status.txt"
 check "status: lists the last errors" grep -q "$SID_T" "$T/status.txt"
 check "metrics: Prometheus text with intents by state" grep -q '^terrarium_intents{kind="provision",state="done"}' "$T/conc-1.prom"
+
+# ---- lease: a running step keeps its lease ----
+echo "# lease"
+# a workspace prepared before the run: the fake npm sleeps 8 s, past the 3 s lease
+fake_npm() { # fake_npm SESSION_ROOT SESSION SECONDS
+	local ws="$1/$2"
+	mkdir -p "$ws/.fakebin"
+	printf '#!/bin/sh\necho "start $$" >>"$PWD/npm-calls.log"\nsleep %s\necho "done $$" >>"$PWD/npm-calls.log"\n' \
+		"$3" >"$ws/.fakebin/npm"
+	chmod +x "$ws/.fakebin/npm"
+}
+INI_LEASE=$(recon_ini lease bwrap "path = /workspace/.fakebin:/usr/bin:/bin" "[reconciler]" \
+	"lease_seconds = 3" "backoff_base_seconds = 0")
+read -r _ SID_L <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" \
+	'{"name":"recon-lease","config":{"type":"cloud","packages":{"npm":["slow"]}}}')"
+fake_npm "$T/root-lease" "$SID_L" 8
+"$RECON" -c "$INI_LEASE" --once >"$T/lease-a.log" 2>&1 &
+pid_a=$!
+sleep 4.5 # past the lease the claim took: only renewals keep it
+"$RECON" -c "$INI_LEASE" --once >"$T/lease-b.log" 2>&1
+rc_b=$?
+wait "$pid_a"
+rc_a=$?
+p=$(provisioning "$URL_BWRAP" "$SID_L")
+check "lease: both runs exit 0 ($rc_a, $rc_b)" test "$rc_a$rc_b" = 00
+check "lease: one install ($(tr '\n' ' ' <"$T/root-lease/$SID_L/npm-calls.log"))" \
+	test "$(grep -c start "$T/root-lease/$SID_L/npm-calls.log")" -eq 1
+check "lease: ready after attempt 1 ($p)" \
+	test "$(jq -r '.p.status + " " + (.p.attempts|tostring)' <<<"$p")" = "ready 1"
+
+# ---- kill -9 of a reconciler during a long install ----
+echo "# kill9"
+INI_KILL=$(recon_ini kill bwrap "path = /workspace/.fakebin:/usr/bin:/bin" "[reconciler]" \
+	"lease_seconds = 2" "backoff_base_seconds = 0")
+read -r _ SID_K <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" \
+	'{"name":"recon-kill","config":{"type":"cloud","packages":{"npm":["slow"]}}}')"
+fake_npm "$T/root-kill" "$SID_K" 4
+"$RECON" -c "$INI_KILL" --once >"$T/kill-a.log" 2>&1 &
+pid_a=$!
+sleep 1.5
+kill -9 "$pid_a"
+wait "$pid_a" 2>/dev/null
+sleep 2.2 # the killed run's lease ends
+"$RECON" -c "$INI_KILL" --once >"$T/kill-b.log" 2>&1
+sleep 1 # what would be left of the first install would have finished by now
+calls=$(tr '\n' ' ' <"$T/root-kill/$SID_K/npm-calls.log")
+check "kill9: the killed run's install died with it, one install completed ($calls)" \
+	test "$(grep -c done "$T/root-kill/$SID_K/npm-calls.log")" -eq 1
+check "kill9: session ready" test "$(provisioning "$URL_BWRAP" "$SID_K" | jq -r .p.status)" = ready
+
+# ---- orphans ----
+echo "# orphans"
+# rows of these sessions left in the database (intents, bindings, session rows)
+rows_left() { # rows_left SESSION...
+	local ids
+	ids=$(printf "'%s'," "$@")
+	db_sql "$RUN" -N -e "SELECT (SELECT COUNT(*) FROM sessions WHERE id IN (${ids%,}))
+		+ (SELECT COUNT(*) FROM provisioning_intents WHERE session_id IN (${ids%,}))
+		+ (SELECT COUNT(*) FROM session_sandboxes WHERE session_id IN (${ids%,}))" "$STACK_DB_NAME"
+}
+dirs_left() { # dirs_left ROOT SESSION...
+	local root=$1 n=0 sid
+	shift
+	for sid in "$@"; do [ -e "$root/$sid" ] && n=$((n + 1)); done
+	echo "$n"
+}
+# (a) --retry resets attempts; the delete must still tear the sandbox down
+INI_ORA=$(recon_ini orphan-a bwrap "path = /nonexistent" "[reconciler]" "max_attempts = 1" \
+	"backoff_base_seconds = 3600")
+ENV_OA=$(api "$URL_BWRAP" POST /v1/environments \
+	'{"name":"recon-orphan-a","config":{"type":"cloud","packages":{"npm":["nope"]}}}' | jq -r .id)
+oa=()
+for i in $(seq 1 "$ORPHAN_SESSIONS"); do
+	oa+=("$(api "$URL_BWRAP" POST /v1/sessions "{\"agent\":\"$AGENT_BWRAP\",\"environment_id\":\"$ENV_OA\"}" | jq -r .id)")
+done
+"$RECON" -c "$INI_ORA" --once --limit 100000 >"$T/orphan-a.log" 2>&1
+check "orphans (a): $ORPHAN_SESSIONS sandboxes made, provisioning terminated" \
+	test "$(dirs_left "$T/root-orphan-a" "${oa[@]}")" -eq "$ORPHAN_SESSIONS"
+for sid in "${oa[@]}"; do "$RECON" -c "$INI_ORA" --retry "$sid" >/dev/null 2>&1; done
+check "orphans (a): --retry reset attempts to 0" \
+	test "$(api "$URL_BWRAP" GET "/v1/sessions/${oa[0]}" | jq -r .provisioning.attempts)" = 0
+for sid in "${oa[@]}"; do api "$URL_BWRAP" DELETE "/v1/sessions/$sid" >/dev/null; done
+"$RECON" -c "$INI_ORA" --once --limit 100000 >>"$T/orphan-a.log" 2>&1
+check "orphans (a): 0 of $ORPHAN_SESSIONS sandbox directories left" \
+	test "$(dirs_left "$T/root-orphan-a" "${oa[@]}")" -eq 0
+check "orphans (a): 0 rows left" test "$(rows_left "${oa[@]}")" -eq 0
+
+# (b) sessions deleted while a run works through its claimed batches; another run tears down
+INI_ORB=$(recon_ini orphan-b bwrap "path = /workspace/.fakebin:/usr/bin:/bin" "[reconciler]" \
+	"lease_seconds = 2" "backoff_base_seconds = 0")
+ENV_OB=$(api "$URL_BWRAP" POST /v1/environments \
+	'{"name":"recon-orphan-b","config":{"type":"cloud","packages":{"npm":["slow"]}}}' | jq -r .id)
+ob=()
+for i in $(seq 1 "$ORPHAN_SESSIONS"); do
+	sid=$(api "$URL_BWRAP" POST /v1/sessions "{\"agent\":\"$AGENT_BWRAP\",\"environment_id\":\"$ENV_OB\"}" | jq -r .id)
+	ob+=("$sid")
+	fake_npm "$T/root-orphan-b" "$sid" 0.3
+done
+"$RECON" -c "$INI_ORB" --once --limit 100000 >"$T/orphan-b1.log" 2>&1 &
+pid_a=$!
+sleep 1 # the first run has claimed a batch and is installing
+for sid in "${ob[@]}"; do api "$URL_BWRAP" DELETE "/v1/sessions/$sid" >/dev/null; done
+for _ in $(seq 1 15); do # the second run tears down whatever is due, as it becomes due
+	"$RECON" -c "$INI_ORB" --once --limit 100000 >>"$T/orphan-b2.log" 2>&1
+	[ "$(rows_left "${ob[@]}")" -eq 0 ] && ! kill -0 "$pid_a" 2>/dev/null && break
+	sleep 0.5
+done
+wait "$pid_a"
+check "orphans (b): the first run dropped what was deleted under it" \
+	grep -q "lease lost\|dropped" "$T/orphan-b1.log"
+check "orphans (b): 0 of $ORPHAN_SESSIONS sandbox directories left" \
+	test "$(dirs_left "$T/root-orphan-b" "${ob[@]}")" -eq 0
+check "orphans (b): 0 rows left" test "$(rows_left "${ob[@]}")" -eq 0
+
+# the sweep: a directory named like a session that no session owns goes, others stay
+mkdir -p "$T/root-orphan-b/sesn_NoSuchSession0000000000/node_modules" "$T/root-orphan-b/keep-me"
+"$RECON" -c "$INI_ORB" --once >"$T/sweep.log" 2>&1
+check "sweep: the unowned sandbox directory is removed" \
+	test ! -e "$T/root-orphan-b/sesn_NoSuchSession0000000000"
+check "sweep: its removal is logged" grep -q "sweep: removed sandbox sesn_NoSuchSession0000000000" "$T/sweep.log"
+check "sweep: other names are left alone" test -d "$T/root-orphan-b/keep-me"
+
+# ---- --status agrees with --dry-run, expired claims included ----
+echo "# due"
+INI_DUE=$(recon_ini due bwrap "path = /workspace/.fakebin:/usr/bin:/bin" "[reconciler]" \
+	"lease_seconds = 1" "backoff_base_seconds = 3600")
+read -r _ SID_D <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" \
+	'{"name":"recon-due","config":{"type":"cloud","packages":{"npm":["slow"]}}}')"
+fake_npm "$T/root-due" "$SID_D" 5
+"$RECON" -c "$INI_DUE" --once >"$T/due.log" 2>&1 &
+pid_a=$!
+sleep 1
+kill -9 "$pid_a"
+wait "$pid_a" 2>/dev/null
+sleep 1.2 # its claim expires
+"$RECON" -c "$INI_DUE" --dry-run --limit 100000 >"$T/due-dry.txt"
+"$RECON" -c "$INI_DUE" --status >"$T/due-status.txt"
+dry=$(tail -1 "$T/due-dry.txt" | awk '{print $1}')
+stat_due=$(sed -n 's/^due now: \([0-9]*\),.*/\1/p' "$T/due-status.txt")
+check "due: the expired claim is listed by --dry-run" grep -q "$SID_D.*state claimed" "$T/due-dry.txt"
+check "due: --status counts what --dry-run lists ($stat_due, $dry)" test "$stat_due" = "$dry"
+
+# ---- the smaller points ----
+echo "# smaller"
+INI_EXTRA=$(recon_ini extra bwrap "pass_env_extra = TERRARIUM_TEST_EXTRA")
+mkdir -p "$T/root-extra"
+cp "$INI_EXTRA" "$T/extra-exec.ini"
+read -r _ SID_X <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" '{"name":"recon-extra","config":{"type":"cloud"}}')"
+"$RECON" -c "$INI_EXTRA" --once >"$T/extra.log" 2>&1
+mkdir -p "$T/root-extra/$SID_X/node_modules/.bin"
+printf '#!/bin/sh\necho hello-from-bin\n' >"$T/root-extra/$SID_X/node_modules/.bin/hello"
+chmod +x "$T/root-extra/$SID_X/node_modules/.bin/hello"
+out=$(TERRARIUM_TEST_EXTRA=yes "$RECON" -c "$INI_EXTRA" --exec "$SID_X" -- sh -c \
+	'echo "$TERRARIUM_TEST_EXTRA $NODE_EXTRA_CA_CERTS $PYTHONPATH $NODE_PATH"' 2>&1)
+check "smaller: pass_env_extra adds to the defaults; PYTHONPATH, NODE_PATH ($out)" \
+	test "$out" = "yes $(ls /etc/ssl/certs/ca-certificates.crt 2>/dev/null) /workspace/.pip /workspace/node_modules"
+out=$("$RECON" -c "$INI_EXTRA" --exec "$SID_X" -- hello 2>&1)
+check "smaller: a package's bin directory is on PATH ($out)" test "$out" = hello-from-bin
+INI_MET=$(recon_ini met local)
+"$RECON" -c "$INI_MET" --once --metrics-file "$T/cumulative.prom" >/dev/null 2>&1
+read -r _ _ <<<"$(new_session "$URL_LOCAL" "$AGENT_LOCAL" '{"name":"recon-met-1"}')"
+"$RECON" -c "$INI_MET" --once --metrics-file "$T/cumulative.prom" >/dev/null 2>&1
+first=$(awk '$1 == "terrarium_reconciler_attempts_total" {print $2}' "$T/cumulative.prom")
+read -r _ _ <<<"$(new_session "$URL_LOCAL" "$AGENT_LOCAL" '{"name":"recon-met-2"}')"
+"$RECON" -c "$INI_MET" --once --metrics-file "$T/cumulative.prom" >/dev/null 2>&1
+second=$(awk '$1 == "terrarium_reconciler_attempts_total" {print $2}' "$T/cumulative.prom")
+check "metrics: counters are totals over runs ($first, then $second)" test "$second" -eq $((first + 1))
+check "metrics: gauges of due intents and the oldest due age" \
+	grep -qE '^terrarium_intents_due [0-9]+$' "$T/cumulative.prom"
+check "metrics: oldest due age gauge" \
+	grep -qE '^terrarium_intents_oldest_due_seconds [0-9.]+$' "$T/cumulative.prom"
+check "cron: scripts/reconciler.cron is an /etc/cron.d line with a user field" \
+	grep -qE '^\* \* \* \* \* +root +cd ' "$ROOT/scripts/reconciler.cron"
+
+# ---- the escape suite ----
+echo "# escape"
+if [ "$(id -u)" -eq 0 ]; then
+	bash "$ROOT/tests/reconciler/escape.sh" root
+	check "escape: every attempt failed, reconciler started as root" test $? -eq 0
+	bash "$ROOT/tests/reconciler/escape.sh" user
+	check "escape: every attempt failed, reconciler started as $RECON_USER" test $? -eq 0
+else
+	bash "$ROOT/tests/reconciler/escape.sh" user
+	check "escape: every attempt failed, reconciler started as $(id -un)" test $? -eq 0
+	echo "  (not root: the suite with the reconciler started as root is skipped)"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

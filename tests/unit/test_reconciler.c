@@ -951,6 +951,54 @@ static void test_regression_redact_spaced_separator(void **state)
 	check_redact("\"token\" : \"abc\"", "\"token\" : \"***\"");
 }
 
+/* Issue 13: every *_PASS*, *SECRET*, *TOKEN* assignment is masked; "pass" inside a word is not. */
+static void test_redact_pass_secret_token_keys(void **state)
+{
+	(void)state;
+	check_redact("DB_PASS=hunter2", "DB_PASS=***");
+	check_redact("export MYSQL_PASSWD=hunter2 x", "export MYSQL_PASSWD=*** x");
+	check_redact("PASS: hunter2", "PASS: ***");
+	check_redact("MY_SECRET_X=abc", "MY_SECRET_X=***");
+	check_redact("GITHUB_TOKEN_2=zzz", "GITHUB_TOKEN_2=***");
+	check_redact("npm_config__authToken=abc", "npm_config__authToken=***");
+	check_redact("tokenizer=bpe max_tokens=5", "tokenizer=bpe max_tokens=5");
+	check_redact("bypass=1 compass: north", "bypass=1 compass: north");
+}
+
+/* Issue 13: last_error shows no host paths. */
+static void test_scrub_host_paths(void **state)
+{
+	char text[] = "mkdir /srv/t/var/sandboxes/sesn_1: Permission denied (/srv/t/var/sandboxes)";
+	(void)state;
+	recon_scrub(text, "/srv/t/var/sandboxes", "<sandboxes>");
+	assert_string_equal(text, "mkdir <sandboxes>/sesn_1: Permission denied (<sandboxes>)");
+}
+
+/* A watch that asks to stop kills the command at once (the lease was lost). */
+static int stop_now(void *arg)
+{
+	(*(int *)arg)++;
+	return 1;
+}
+
+static void test_proc_watch_stops_command(void **state)
+{
+	char *argv[] = { (char *)"sleep", (char *)"30", NULL };
+	char path[] = "PATH=/usr/bin:/bin";
+	char *envp[] = { path, NULL };
+	int calls = 0;
+	struct proc_watch w = { stop_now, &calls, 100 };
+	struct proc_result res;
+	time_t t0 = time(NULL);
+	(void)state;
+	assert_int_equal(proc_run(argv, NULL, envp, 60, UT_OUT_MAX, &w, &res), 0);
+	assert_int_equal(res.stopped, 1);
+	assert_int_equal(calls, 1);
+	assert_int_equal(res.exit_code, 128 + 9);
+	assert_true(time(NULL) - t0 < 5);
+	proc_result_release(&res);
+}
+
 /* process.h: "argv[0] looked up in ENVP's PATH". */
 static void test_regression_proc_path_from_envp(void **state)
 {
@@ -1039,6 +1087,9 @@ int main(void)
 						tmp_teardown),
 		cmocka_unit_test(test_regression_proc_exact_cap_not_truncated),
 		cmocka_unit_test(test_regression_install_argv_prefix_cut),
+		cmocka_unit_test(test_redact_pass_secret_token_keys),
+		cmocka_unit_test(test_scrub_host_paths),
+		cmocka_unit_test(test_proc_watch_stops_command),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# The escape suite (tests/reconciler/run.sh runs it): hostile code inside a bwrap sandbox, run
+# through `terrarium-reconciler --exec`, tries to get out. Every attempt must fail; the suite
+# fails if any succeeds.
+#
+#   escape.sh root   the reconciler is started as root (it switches to [reconciler] user)
+#   escape.sh user   the reconciler is started as that user ($RECON_USER; when we are not root,
+#                    ourselves)
+#
+# Attempts: uid 0, capabilities, umount, mount --bind, remount read-write, chattr +i, nested user
+# namespaces, reading the configuration, the API key file, /etc/shadow, another sandbox, the
+# sandbox root, the run directory, /proc/1/environ, connecting to the MariaDB socket, to the
+# API's port and to a database port on the host's 127.0.0.1 (directly and through slirp4netns's
+# host address), inherited file descriptors. The sandbox's policy is unrestricted: the control
+# is that it does reach the Debian mirror.
+#
+# Needs (from tests/reconciler/run.sh): TERRARIUM_RUN, TERRARIUM_URL_bwrap, KEY, RECON_USER.
+# Prints "N passed, N failed"; exits non-zero on any failure.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=scripts/lib-stack.sh
+. "$ROOT/scripts/lib-stack.sh" # stack_free_port
+MODE=${1:?usage: escape.sh root|user}
+RUN=${TERRARIUM_RUN:?}
+URL=${TERRARIUM_URL_bwrap:?}
+: "${KEY:?}" "${RECON_USER:?}"
+BUILD=${BUILD_DIR:-build}
+RECON="$ROOT/$BUILD/terrarium-reconciler"
+E="$RUN/escape-$MODE"
+rm -rf "$E"
+mkdir -p "$E"
+
+passed=0
+failed=0
+ok() {
+	passed=$((passed + 1))
+	echo "ok - $*"
+}
+not_ok() {
+	failed=$((failed + 1))
+	echo "not ok - $*"
+}
+
+api() { # api METHOD PATH [BODY]
+	local method=$1 path=$2
+	shift 2
+	curl -sS -X "$method" "$URL$path" -H "x-api-key: $KEY" \
+		-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01" \
+		${1:+-H "content-type: application/json" --data "$1"}
+}
+
+# How the reconciler is started: as root, or as RECON_USER (setpriv, when we are root).
+as_recon=()
+owner=$(id -un)
+if [ "$MODE" = user ] && [ "$(id -u)" -eq 0 ]; then
+	as_recon=(setpriv --reuid="$RECON_USER" --regid="$(id -g "$RECON_USER")" --clear-groups --)
+	owner=$RECON_USER
+fi
+
+# A configuration with the stack's database password, and an API key file beside it, both
+# readable only by whoever starts the reconciler.
+INI="$E/recon.ini"
+{
+	sed -n '/^\[database\]/,/^$/p' "$RUN/local.ini"
+	printf '[sandbox]\nbackend = bwrap\nroot = %s\n\n[log]\nlevel = warn\n' "$E/sandboxes"
+} >"$INI"
+echo "sk-escape-test-key-$(date +%s%N)" >"$E/api-key"
+chmod 0600 "$INI" "$E/api-key"
+if [ "$owner" != "$(id -un)" ]; then
+	chown "$owner:" "$E" "$INI" "$E/api-key"
+fi
+recon() { "${as_recon[@]}" "$RECON" -c "$INI" "$@"; }
+
+# a listener on the host's 127.0.0.1 standing for a database port (the test stack's MariaDB
+# listens on its socket only); stopped by PID at the end
+DB_PORT=$(stack_free_port) || exit 1
+node -e "require('net').createServer(s => s.end('db\n')).listen($DB_PORT, '127.0.0.1')" &
+listener=$!
+trap 'kill "$listener" 2>/dev/null; wait "$listener" 2>/dev/null' EXIT
+API_PORT=${URL##*:}
+for _ in $(seq 1 50); do stack_port_open "$DB_PORT" && break; sleep 0.1; done
+
+agent=$(api POST /v1/agents '{"name":"escape","model":"claude-sonnet-4-5"}' | jq -r .id)
+env=$(api POST /v1/environments \
+	'{"name":"escape","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' | jq -r .id)
+sid=$(api POST /v1/sessions "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
+other=$(api POST /v1/sessions "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
+recon --once >"$E/once.log" 2>&1
+if [ "$(api GET "/v1/sessions/$sid" | jq -r .provisioning.status)" != ready ]; then
+	not_ok "the escape sandbox was provisioned (see $E/once.log)"
+	cat "$E/once.log"
+	echo "$passed passed, $failed failed"
+	exit 1
+fi
+echo "secret of the other sandbox" >"$E/sandboxes/$other/secret"
+
+MIRROR=$(sed -n 's|^URIs: *https\?://\([^/ ]*\).*|\1|p; s|^deb \[*[^]]*\]* *https\?://\([^/ ]*\).*|\1|p' \
+	/etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null | head -n 1)
+
+# The hostile script: one line per attempt, "ESCAPED name" when it worked, "held name" when not.
+# shellcheck disable=SC2016 # expanded inside the sandbox
+inside='
+try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "ESCAPED $name"; else echo "held $name"; fi; }
+tcp() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2"; }
+unix_connect() { node -e "const s = require(\"net\").connect(process.argv[1]);
+	s.on(\"connect\", () => process.exit(0)); s.on(\"error\", () => process.exit(1));" "$1"; }
+is_root() { test "$(id -u)" = 0; }
+has_caps() { ! grep -q "^CapEff:[[:space:]]*0000000000000000$" /proc/self/status; }
+EXTRA_FDS=$(ls /proc/self/fd | grep -vx "[0-3]") # ls has 0-2 and its directory (3)
+extra_fds() { test -n "$EXTRA_FDS"; }
+touch victim
+try "uid 0" is_root
+try "capabilities (CapEff not 0)" has_caps
+try "umount /tmp" umount /tmp
+try "umount -l /workspace" umount -l /workspace
+try "mount --bind / /tmp" mount --bind / /tmp
+try "remount / read-write" mount -o remount,rw /
+try "remount /usr read-write" mount -o remount,bind,rw /usr
+try "write to /usr" touch /usr/escaped
+try "chattr +i in the workspace" chattr +i victim
+try "nested user namespace" unshare -U -r true
+try "read the configuration" cat "$1"
+try "read the API key file" cat "$2"
+try "read /etc/shadow" cat /etc/shadow
+try "read another sandbox" cat "$3/secret"
+try "list the sandbox root" ls "$4"
+try "list the run directory" ls "$5"
+try "read /proc/1/environ" cat /proc/1/environ
+try "connect to the MariaDB socket" unix_connect "$6"
+try "connect to the API port on 127.0.0.1" tcp 127.0.0.1 "$7"
+try "connect to the database port on 127.0.0.1" tcp 127.0.0.1 "$8"
+try "connect to the API port through 10.0.2.2" tcp 10.0.2.2 "$7"
+try "connect to the database port through 10.0.2.2" tcp 10.0.2.2 "$8"
+try "inherited file descriptors" extra_fds
+if tcp "$9" 80; then echo "control outbound"; else echo "control no-outbound"; fi
+'
+out=$(recon --exec "$sid" -- sh -c "$inside" sh "$INI" "$E/api-key" "$E/sandboxes/$other" \
+	"$E/sandboxes" "$RUN" "$RUN/mysql.sock" "$API_PORT" "$DB_PORT" "$MIRROR" 2>&1)
+echo "$out" >"$E/inside.log"
+held=$(grep -c '^held ' <<<"$out")
+while read -r line; do
+	case "$line" in
+	"held "*) ok "held: ${line#held }" ;;
+	"ESCAPED "*) not_ok "ESCAPED: ${line#ESCAPED }" ;;
+	esac
+done <<<"$out"
+if [ "$held" -lt 23 ]; then
+	not_ok "all 23 attempts ran ($held held): $out"
+fi
+if grep -qx "control outbound" <<<"$out"; then
+	ok "control: the unrestricted sandbox reaches the Debian mirror ($MIRROR)"
+else
+	not_ok "control: the unrestricted sandbox reaches the Debian mirror ($MIRROR): $out"
+fi
+# the host side: what the sandbox made belongs to the unprivileged account, the immutable
+# flag did not stick, and the teardown removes everything
+victim="$E/sandboxes/$sid/victim"
+if [ "$(stat -c %U "$victim")" = "$([ "$MODE" = root ] && echo "$RECON_USER" || echo "$owner")" ]; then
+	ok "files made inside belong to the reconciler's unprivileged account ($(stat -c %U "$victim"))"
+else
+	not_ok "files made inside belong to $(stat -c %U "$victim")"
+fi
+api DELETE "/v1/sessions/$sid" >/dev/null
+api DELETE "/v1/sessions/$other" >/dev/null
+recon --once >>"$E/once.log" 2>&1
+if [ ! -e "$E/sandboxes/$sid" ] && [ ! -e "$E/sandboxes/$other" ]; then
+	ok "both sandboxes torn down"
+else
+	not_ok "both sandboxes torn down (see $E/once.log)"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
