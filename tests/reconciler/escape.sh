@@ -31,24 +31,8 @@ E="$RUN/escape-$MODE"
 rm -rf "$E"
 mkdir -p "$E"
 
-passed=0
-failed=0
-ok() {
-	passed=$((passed + 1))
-	echo "ok - $*"
-}
-not_ok() {
-	failed=$((failed + 1))
-	echo "not ok - $*"
-}
-
-api() { # api METHOD PATH [BODY]
-	local method=$1 path=$2
-	shift 2
-	curl -sS -X "$method" "$URL$path" -H "x-api-key: $KEY" \
-		-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01" \
-		${1:+-H "content-type: application/json" --data "$1"}
-}
+# shellcheck source=tests/reconciler/lib.sh
+. "$ROOT/tests/reconciler/lib.sh"
 
 # How the reconciler is started: as root, or as RECON_USER (setpriv, when we are root).
 as_recon=()
@@ -81,13 +65,13 @@ trap 'kill "$listener" 2>/dev/null; wait "$listener" 2>/dev/null' EXIT
 API_PORT=${URL##*:}
 for _ in $(seq 1 50); do stack_port_open "$DB_PORT" && break; sleep 0.1; done
 
-agent=$(api POST /v1/agents '{"name":"escape","model":"claude-sonnet-4-5"}' | jq -r .id)
-env=$(api POST /v1/environments \
+agent=$(api "$URL" POST /v1/agents '{"name":"escape","model":"claude-sonnet-4-5"}' | jq -r .id)
+env=$(api "$URL" POST /v1/environments \
 	'{"name":"escape","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' | jq -r .id)
-sid=$(api POST /v1/sessions "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
-other=$(api POST /v1/sessions "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
+sid=$(api "$URL" POST /v1/sessions "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
+other=$(api "$URL" POST /v1/sessions "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
 recon --once >"$E/once.log" 2>&1
-if [ "$(api GET "/v1/sessions/$sid" | jq -r .provisioning.status)" != ready ]; then
+if [ "$(api "$URL" GET "/v1/sessions/$sid" | jq -r .provisioning.status)" != ready ]; then
 	not_ok "the escape sandbox was provisioned (see $E/once.log)"
 	cat "$E/once.log"
 	echo "$passed passed, $failed failed"
@@ -161,8 +145,8 @@ if [ "$(stat -c %U "$victim")" = "$([ "$MODE" = root ] && echo "$RECON_USER" || 
 else
 	not_ok "files made inside belong to $(stat -c %U "$victim")"
 fi
-api DELETE "/v1/sessions/$sid" >/dev/null
-api DELETE "/v1/sessions/$other" >/dev/null
+api "$URL" DELETE "/v1/sessions/$sid" >/dev/null
+api "$URL" DELETE "/v1/sessions/$other" >/dev/null
 recon --once >>"$E/once.log" 2>&1
 if [ ! -e "$E/sandboxes/$sid" ] && [ ! -e "$E/sandboxes/$other" ]; then
 	ok "both sandboxes torn down"

@@ -53,29 +53,8 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 export RECON_USER
 
-passed=0
-failed=0
-ok() {
-	passed=$((passed + 1))
-	echo "ok - $*"
-}
-not_ok() {
-	failed=$((failed + 1))
-	echo "not ok - $*"
-}
-check() { # check NAME COMMAND...
-	local name=$1
-	shift
-	if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
-
-api() { # api URL METHOD PATH [BODY]
-	local url=$1 method=$2 path=$3
-	shift 3
-	curl -sS -X "$method" "$url$path" -H "x-api-key: $KEY" \
-		-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01" \
-		${1:+-H "content-type: application/json" --data "$1"}
-}
+# shellcheck source=tests/reconciler/lib.sh
+. "$ROOT/tests/reconciler/lib.sh"
 
 # A reconciler configuration: the stack's database, backend $2, sandbox root $T/$1, extra lines.
 recon_ini() {
@@ -321,18 +300,27 @@ check "lease: ready after attempt 1 ($p)" \
 
 # ---- kill -9 of a reconciler during a long install ----
 echo "# kill9"
-INI_KILL=$(recon_ini kill bwrap "path = /workspace/.fakebin:/usr/bin:/bin" "[reconciler]" \
-	"lease_seconds = 2" "backoff_base_seconds = 0")
-read -r _ SID_K <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" \
-	'{"name":"recon-kill","config":{"type":"cloud","packages":{"npm":["slow"]}}}')"
-fake_npm "$T/root-kill" "$SID_K" 4
-"$RECON" -c "$INI_KILL" --once >"$T/kill-a.log" 2>&1 &
-pid_a=$!
-sleep 1.5
-kill -9 "$pid_a"
-wait "$pid_a" 2>/dev/null
-sleep 2.2 # the killed run's lease ends
-"$RECON" -c "$INI_KILL" --once >"$T/kill-b.log" 2>&1
+# killed_install NAME LEASE INSTALL_S KILL_AFTER: a bwrap session whose npm install takes
+# INSTALL_S, a run with lease LEASE killed -9 after KILL_AFTER seconds, then its lease left to
+# expire. Sets INI_<NAME> to the configuration and SID to the session.
+killed_install() {
+	local name=$1 lease=$2 install=$3 after=$4 ini pid
+	ini=$(recon_ini "$name" bwrap "path = /workspace/.fakebin:/usr/bin:/bin" "[reconciler]" \
+		"lease_seconds = $lease" "backoff_base_seconds = 0")
+	read -r _ SID <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" \
+		"{\"name\":\"recon-$name\",\"config\":{\"type\":\"cloud\",\"packages\":{\"npm\":[\"slow\"]}}}")"
+	fake_npm "$T/root-$name" "$SID" "$install"
+	"$RECON" -c "$ini" --once >"$T/$name-a.log" 2>&1 &
+	pid=$!
+	sleep "$after"
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null
+	sleep "$lease.2" # the killed run's lease ends
+	printf -v "INI_$name" '%s' "$ini"
+}
+killed_install kill 2 4 1.5
+SID_K=$SID
+"$RECON" -c "$INI_kill" --once >"$T/kill-b.log" 2>&1
 sleep 1 # what would be left of the first install would have finished by now
 calls=$(tr '\n' ' ' <"$T/root-kill/$SID_K/npm-calls.log")
 check "kill9: the killed run's install died with it, one install completed ($calls)" \
@@ -355,22 +343,34 @@ dirs_left() { # dirs_left ROOT SESSION...
 	for sid in "$@"; do [ -e "$root/$sid" ] && n=$((n + 1)); done
 	echo "$n"
 }
+# N sessions of environment ENV on the bwrap API, PAR requests at a time; their ids, one a line
+PAR=8
+new_sessions() { # new_sessions N ENV
+	export -f api
+	export KEY URL_BWRAP AGENT_BWRAP
+	seq 1 "$1" | xargs -P "$PAR" -I{} bash -c 'api "$URL_BWRAP" POST /v1/sessions \
+		"{\"agent\":\"$AGENT_BWRAP\",\"environment_id\":\"$0\"}" | jq -r .id' "$2"
+}
+delete_sessions() { # delete_sessions SESSION...
+	export -f api
+	export KEY URL_BWRAP
+	printf '%s\n' "$@" | xargs -P "$PAR" -I{} bash -c 'api "$URL_BWRAP" DELETE "/v1/sessions/$0" >/dev/null' {}
+}
 # (a) --retry resets attempts; the delete must still tear the sandbox down
 INI_ORA=$(recon_ini orphan-a bwrap "path = /nonexistent" "[reconciler]" "max_attempts = 1" \
 	"backoff_base_seconds = 3600")
 ENV_OA=$(api "$URL_BWRAP" POST /v1/environments \
 	'{"name":"recon-orphan-a","config":{"type":"cloud","packages":{"npm":["nope"]}}}' | jq -r .id)
-oa=()
-for i in $(seq 1 "$ORPHAN_SESSIONS"); do
-	oa+=("$(api "$URL_BWRAP" POST /v1/sessions "{\"agent\":\"$AGENT_BWRAP\",\"environment_id\":\"$ENV_OA\"}" | jq -r .id)")
-done
+mapfile -t oa < <(new_sessions "$ORPHAN_SESSIONS" "$ENV_OA")
+check "orphans (a): $ORPHAN_SESSIONS sessions created" \
+	test "$(printf '%s\n' "${oa[@]}" | grep -c '^sesn_')" -eq "$ORPHAN_SESSIONS"
 "$RECON" -c "$INI_ORA" --once --limit 100000 >"$T/orphan-a.log" 2>&1
 check "orphans (a): $ORPHAN_SESSIONS sandboxes made, provisioning terminated" \
 	test "$(dirs_left "$T/root-orphan-a" "${oa[@]}")" -eq "$ORPHAN_SESSIONS"
-for sid in "${oa[@]}"; do "$RECON" -c "$INI_ORA" --retry "$sid" >/dev/null 2>&1; done
+printf '%s\n' "${oa[@]}" | xargs -P "$PAR" -I{} "$RECON" -c "$INI_ORA" --retry {} >/dev/null 2>&1
 check "orphans (a): --retry reset attempts to 0" \
 	test "$(api "$URL_BWRAP" GET "/v1/sessions/${oa[0]}" | jq -r .provisioning.attempts)" = 0
-for sid in "${oa[@]}"; do api "$URL_BWRAP" DELETE "/v1/sessions/$sid" >/dev/null; done
+delete_sessions "${oa[@]}"
 "$RECON" -c "$INI_ORA" --once --limit 100000 >>"$T/orphan-a.log" 2>&1
 check "orphans (a): 0 of $ORPHAN_SESSIONS sandbox directories left" \
 	test "$(dirs_left "$T/root-orphan-a" "${oa[@]}")" -eq 0
@@ -381,16 +381,14 @@ INI_ORB=$(recon_ini orphan-b bwrap "path = /workspace/.fakebin:/usr/bin:/bin" "[
 	"lease_seconds = 2" "backoff_base_seconds = 0")
 ENV_OB=$(api "$URL_BWRAP" POST /v1/environments \
 	'{"name":"recon-orphan-b","config":{"type":"cloud","packages":{"npm":["slow"]}}}' | jq -r .id)
-ob=()
-for i in $(seq 1 "$ORPHAN_SESSIONS"); do
-	sid=$(api "$URL_BWRAP" POST /v1/sessions "{\"agent\":\"$AGENT_BWRAP\",\"environment_id\":\"$ENV_OB\"}" | jq -r .id)
-	ob+=("$sid")
-	fake_npm "$T/root-orphan-b" "$sid" 0.3
-done
+mapfile -t ob < <(new_sessions "$ORPHAN_SESSIONS" "$ENV_OB")
+check "orphans (b): $ORPHAN_SESSIONS sessions created" \
+	test "$(printf '%s\n' "${ob[@]}" | grep -c '^sesn_')" -eq "$ORPHAN_SESSIONS"
+for sid in "${ob[@]}"; do fake_npm "$T/root-orphan-b" "$sid" 0.3; done
 "$RECON" -c "$INI_ORB" --once --limit 100000 >"$T/orphan-b1.log" 2>&1 &
 pid_a=$!
 sleep 1 # the first run has claimed a batch and is installing
-for sid in "${ob[@]}"; do api "$URL_BWRAP" DELETE "/v1/sessions/$sid" >/dev/null; done
+delete_sessions "${ob[@]}"
 for _ in $(seq 1 15); do # the second run tears down whatever is due, as it becomes due
 	"$RECON" -c "$INI_ORB" --once --limit 100000 >>"$T/orphan-b2.log" 2>&1
 	[ "$(rows_left "${ob[@]}")" -eq 0 ] && ! kill -0 "$pid_a" 2>/dev/null && break
@@ -413,19 +411,10 @@ check "sweep: other names are left alone" test -d "$T/root-orphan-b/keep-me"
 
 # ---- --status agrees with --dry-run, expired claims included ----
 echo "# due"
-INI_DUE=$(recon_ini due bwrap "path = /workspace/.fakebin:/usr/bin:/bin" "[reconciler]" \
-	"lease_seconds = 1" "backoff_base_seconds = 3600")
-read -r _ SID_D <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" \
-	'{"name":"recon-due","config":{"type":"cloud","packages":{"npm":["slow"]}}}')"
-fake_npm "$T/root-due" "$SID_D" 5
-"$RECON" -c "$INI_DUE" --once >"$T/due.log" 2>&1 &
-pid_a=$!
-sleep 1
-kill -9 "$pid_a"
-wait "$pid_a" 2>/dev/null
-sleep 1.2 # its claim expires
-"$RECON" -c "$INI_DUE" --dry-run --limit 100000 >"$T/due-dry.txt"
-"$RECON" -c "$INI_DUE" --status >"$T/due-status.txt"
+killed_install due 1 5 1
+SID_D=$SID
+"$RECON" -c "$INI_due" --dry-run --limit 100000 >"$T/due-dry.txt"
+"$RECON" -c "$INI_due" --status >"$T/due-status.txt"
 dry=$(tail -1 "$T/due-dry.txt" | awk '{print $1}')
 stat_due=$(sed -n 's/^due now: \([0-9]*\),.*/\1/p' "$T/due-status.txt")
 check "due: the expired claim is listed by --dry-run" grep -q "$SID_D.*state claimed" "$T/due-dry.txt"
