@@ -35,8 +35,9 @@ enum db_status db_classify(unsigned err)
 	switch (err) {
 	case 0:
 		return DB_OK;
-	case ER_LOCK_DEADLOCK:
+	case ER_LOCK_DEADLOCK:      /* also Galera's certification failure, at COMMIT */
 	case ER_LOCK_WAIT_TIMEOUT:
+	case ER_UNKNOWN_COM_ERROR: /* 1047: Galera node outside the primary component */
 		return DB_RETRY;
 	case ER_DUP_ENTRY:
 	case ER_ROW_IS_REFERENCED_2:
