@@ -23,7 +23,8 @@
 # the namespaces, veths and bridge; data stays in $CLUSTER_RUN.
 #
 # Environment: CLUSTER_RUN (default ./var-cluster), CLUSTER_PORT (nginx, default 8090),
-# CLUSTER_NET (a /24 as A.B.C, default 10.213.7), CLUSTER_NETNS (1 = namespaces, 0 = loopback;
+# CLUSTER_NET (a /24 as A.B.C, default 10.213.7), CLUSTER_PREFIX (names, default trmc),
+# CLUSTER_LEASE_SECONDS (reconciler claim lease, default 120), CLUSTER_NETNS (1 = namespaces, 0 = loopback;
 # default: namespaces when they can be made), CLUSTER_WORKERS (API workers per host, default 2),
 # WORKSPACE (of the printed key, default "default"), SKIP_INSTALL_DEPS=1, and lib-stack's
 # NGINX_RATE / NGINX_BURST / LOG_LEVEL / BUILD_DIR.
@@ -36,7 +37,7 @@ LIB="$ROOT/scripts/lib-stack.sh"
 
 CLUSTER_HOSTS=3           # Galera nodes = hosts; a node per host
 CLUSTER_API_HOSTS="1 2"   # hosts running an API supervisor behind nginx
-CLUSTER_PREFIX=trmc       # namespaces trmc-hN, veths trmc-vN, bridge trmc-br
+CLUSTER_PREFIX=${CLUSTER_PREFIX:-trmc} # namespaces trmc-hN, veths trmc-vN, bridge trmc-br
 CLUSTER_BRIDGE=$CLUSTER_PREFIX-br
 CLUSTER_PORT_BASE=24000   # node N's ports: BASE + 10 N + (1 sql, 2 galera, 3 IST, 4 SST, 5 API)
 CLUSTER_NODE_TIMEOUT=120  # seconds for a node to join (an SST copies the whole datadir)
@@ -48,6 +49,7 @@ RUN=${CLUSTER_RUN:-$ROOT/var-cluster}
 PORT=${CLUSTER_PORT:-8090}
 NET=${CLUSTER_NET:-10.213.7}
 WORKSPACE=${WORKSPACE:-default}
+LEASE=${CLUSTER_LEASE_SECONDS:-120}
 CLUSTER_FW_RULE=(FORWARD -i "$CLUSTER_BRIDGE" -o "$CLUSTER_BRIDGE" -m comment --comment "$CLUSTER_FW_COMMENT" -j ACCEPT)
 
 say() { printf 'cluster: %s\n' "$*" >&2; }
@@ -56,6 +58,10 @@ die() {
 	exit 1
 }
 
+case "$CLUSTER_PREFIX" in
+[a-z]*[!a-z0-9]* | [!a-z]* | ?????????*) die "CLUSTER_PREFIX: 1-8 lower-case letters and digits, a letter first" ;;
+esac
+case "$LEASE" in '' | *[!0-9]*) die "CLUSTER_LEASE_SECONDS must be a number of seconds" ;; esac
 case "$NET" in
 *[!0-9.]* | *.*.*.* | '') die "CLUSTER_NET must be the first three octets of a /24 (got '$NET')" ;;
 esac
@@ -178,7 +184,7 @@ node_args() {
 		"--wsrep-node-address=$a:$(port_of "$n" galera)" \
 		"--wsrep-provider-options=gmcast.listen_addr=tcp://$a:$(port_of "$n" galera);ist.recv_addr=$a:$(port_of "$n" ist);gcache.size=128M" \
 		"--wsrep-sst-method=rsync --wsrep-sst-receive-address=$a:$(port_of "$n" sst)" \
-		"--wsrep-sync-wait=1 --wsrep-slave-threads=2" \
+		"--wsrep-sync-wait=3 --wsrep-slave-threads=2" \
 		"--binlog-format=ROW --innodb-autoinc-lock-mode=2 --default-storage-engine=InnoDB"
 }
 
@@ -307,6 +313,8 @@ SQL
 			API_LISTEN="$(host_addr "$i"):$(port_of "$i" api)" \
 			WORKERS=${CLUSTER_WORKERS:-2} api_config "$(host_run "$i")" api local ||
 			die "api_config host $i failed"
+		# a reconciler that dies holding claims delays them by the lease (600 s by default)
+		printf '\n[reconciler]\nlease_seconds = %s\n' "$LEASE" >>"$(host_run "$i")/api.ini"
 	done
 	# Once for the cluster, through host 1 (DDL replicates in total order to every node).
 	lib_on 1 api_cli "$(host_run 1)" api migrate "$ROOT/sql" || die "migrate failed"
