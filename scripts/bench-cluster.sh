@@ -132,7 +132,7 @@ until [ "$(csql "SELECT COUNT(*) FROM provisioning_intents WHERE kind = 'provisi
 	sleep 0.5
 done
 span_ms=$(csql "SELECT TIMESTAMPDIFF(MICROSECOND, MIN(updated_at), MAX(updated_at)) DIV 1000 FROM provisioning_intents WHERE kind = 'provision'")
-rate=$(awk -v n="$made" -v ms="$span_ms" 'BEGIN { printf "%.0f", ms > 0 ? (n - 1) * 1000 / ms : 0 }')
+rate=$(awk -v n="$made" -v ms="$span_ms" 'BEGIN { printf "%.0f", (ms > 0 ? (n - 1) * 1000 / ms : 0) }')
 twice_attempts=$(csql "SELECT COUNT(*) FROM provisioning_intents WHERE attempts <> 1 AND kind = 'provision'")
 twice_bound=$(cat "$CRUN"/h*/reconciler.log | sed -n 's/.*intent \([0-9]*\): session .* ready (sandbox .*/\1/p' | sort | uniq -d | wc -l)
 per_host=$(for i in 1 2 3; do grep -c ' ready (sandbox ' "$CRUN/h$i/reconciler.log"; done | tr '\n' ' ')
@@ -142,7 +142,7 @@ printf '%-8s %12s %12s %7s\n' route single_rps cluster_rps ratio
 for mode in get create; do
 	s=$(tr ' ' '\n' <<<"${R[$mode.single]}" | grep . | median)
 	c=$(tr ' ' '\n' <<<"${R[$mode.cluster]}" | grep . | median)
-	printf '%-8s %12.0f %12.0f %7.2f\n' "$mode" "$s" "$c" "$(awk -v a="$c" -v b="$s" 'BEGIN { print b > 0 ? a / b : 0 }')"
+	printf '%-8s %12.0f %12.0f %7.2f\n' "$mode" "$s" "$c" "$(awk -v a="$c" -v b="$s" 'BEGIN { print (b > 0 ? a / b : 0) }')"
 done
 echo "(wrk -c $CONC, ${DURATION}s x $RUNS runs each, medians; single node: $((2 * HOST_WORKERS)) workers; cluster: 2 hosts x $HOST_WORKERS; non-2xx answers: $errors)"
 echo "reconcilers: $made intents in ${span_ms} ms by 3 reconcilers on 3 nodes: $rate intents/s (per host: $per_host)"
