@@ -41,19 +41,8 @@ export CLUSTER_PORT
 URL="http://127.0.0.1:$CLUSTER_PORT"
 CLUSTER="$ROOT/scripts/cluster.sh"
 
-passed=0
-failed=0
-check() {
-	local name=$1
-	shift
-	if "$@"; then
-		passed=$((passed + 1))
-		echo "ok - $name"
-	else
-		failed=$((failed + 1))
-		echo "not ok - $name"
-	fi
-}
+# shellcheck source=tests/lib-check.sh
+. "$ROOT/tests/lib-check.sh"
 section() { printf '\n==== %s ====\n' "$*"; }
 
 # every pid the cluster recorded, to check that `down` left none running
