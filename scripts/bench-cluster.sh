@@ -31,7 +31,6 @@ NENVS=${BENCH_ENVS:-200}
 HOST_WORKERS=${BENCH_WORKERS:-2}
 NSESSIONS=${BENCH_SESSIONS:-300}
 BENCH_RECON_LIMIT_S=300 # the reconcilers' drain, at most
-BUILD=$(stack_build_dir)
 CLUSTER="$ROOT/scripts/cluster.sh"
 
 die() {

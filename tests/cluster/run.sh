@@ -204,13 +204,13 @@ echo "  intent ids consecutive pairs: $gaps (ids step by the cluster size)"
 # ---- faults ----
 FIGURES=()
 full_service() { # every node Synced in a cluster of 3, both API hosts answer through nginx
-	local i ok=0 c
+	local i ok=0
 	for i in 1 2 3; do
 		[ "$(wsrep "$i" wsrep_local_state_comment)" = Synced ] &&
 			[ "$(wsrep "$i" wsrep_cluster_size)" = 3 ] || return 1
 	done
 	# nginx alternates between the two API hosts: 10 answers in a row cover both
-	for c in $(seq 10); do
+	for _ in $(seq 10); do
 		[ "$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "$URL/v1/environments?limit=1" \
 			-H "x-api-key: $KEY" "${H[@]}")" = 200 ] && ok=$((ok + 1))
 	done
