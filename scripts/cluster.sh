@@ -22,7 +22,8 @@
 # stopped by `down`). `down` stops everything by PID, nodes 3, 2, 1 in that order, and removes
 # the namespaces, veths and bridge; data stays in $CLUSTER_RUN.
 #
-# Environment: CLUSTER_RUN (default ./var-cluster), CLUSTER_PORT (nginx, default 8090),
+# Environment: CLUSTER_RUN (default ./var-cluster, or /var/tmp/terrarium-cluster when the
+# repository is closed to the mysql user), CLUSTER_PORT (nginx, default 8090),
 # CLUSTER_NET (a /24 as A.B.C, default 10.213.7), CLUSTER_PREFIX (names, default trmc),
 # CLUSTER_LEASE_SECONDS (reconciler claim lease, default 120), CLUSTER_NETNS (1 = namespaces, 0 = loopback;
 # default: namespaces when they can be made), CLUSTER_WORKERS (API workers per host, default 2),
@@ -45,7 +46,13 @@ CLUSTER_GALERA=/usr/lib/galera/libgalera_smm.so
 CLUSTER_DB_OS_USER=mysql
 CLUSTER_FW_COMMENT=terrarium-cluster
 
+# The nodes run as mysql and nginx's workers as www-data: both must reach RUN. A clone under a
+# closed home directory (/root) cannot hold it; /var/tmp/terrarium-cluster is used then.
 RUN=${CLUSTER_RUN:-$ROOT/var-cluster}
+if [ -z "${CLUSTER_RUN:-}" ] && [ "$(id -u)" -eq 0 ] &&
+	! runuser -u "$CLUSTER_DB_OS_USER" -- test -x "$ROOT" 2>/dev/null; then
+	RUN=/var/tmp/terrarium-cluster
+fi
 PORT=${CLUSTER_PORT:-8090}
 NET=${CLUSTER_NET:-10.213.7}
 WORKSPACE=${WORKSPACE:-default}
