@@ -338,6 +338,7 @@ SQL
 	done
 	stack_prepare "$RUN/front" || die "cannot prepare $RUN/front"
 	NGINX_UPSTREAM="$ups" nginx_start "$RUN/front" "$PORT:api" || die "nginx did not start"
+	echo "$PORT" >"$RUN/front/port"
 	# a key kept from an earlier run must still authenticate
 	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 \
 		"http://127.0.0.1:$PORT/v1/environments?limit=1" -H "x-api-key: $(cat "$RUN/api-key")" \
@@ -402,7 +403,7 @@ cmd_status() {
 		echo
 	done
 	if pid=$(stack_running "$RUN/front/nginx.pid" nginx); then
-		echo "front nginx=$pid http://127.0.0.1:$PORT"
+		echo "front nginx=$pid http://127.0.0.1:$(cat "$RUN/front/port" 2>/dev/null || echo "$PORT")"
 	else
 		echo "front nginx not running"
 	fi
