@@ -211,6 +211,18 @@ test-deb: deb
 up:
 	scripts/up.sh
 
+# Three Galera nodes, two API hosts behind one nginx, a reconciler per host, each host a network
+# namespace (scripts/cluster.sh, docs/cluster.md); test-cluster runs the HTTP suites and the
+# faults against it (not part of test).
+cluster-up:
+	scripts/cluster.sh up
+
+cluster-down:
+	scripts/cluster.sh down
+
+test-cluster: all
+	tests/cluster/run.sh
+
 down:
 	scripts/down.sh
 
@@ -218,6 +230,6 @@ clean:
 	rm -rf build build-asan
 	rm -f terrarium_*.deb
 
-.PHONY: all unit test asan bench up down clean
+.PHONY: all unit test asan bench up down clean cluster-up cluster-down test-cluster
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -5,7 +5,8 @@
  *
  * [database] socket, host, port, user, password, name, migrations (the directory of numbered
  *            .sql files `terrarium-api migrate` applies; default CONFIG_DEFAULT_MIGRATIONS)
- * [api]      socket, socket_group, socket_mode (octal), workers (0 = 2 x cores),
+ * [api]      socket (a unix socket path, or HOST:PORT for FastCGI over TCP), socket_group,
+ *            socket_mode (octal; unix sockets only), workers (0 = 2 x cores),
  *            max_requests (recycle a worker after this many requests), user (the account
  *            workers run as when the supervisor is started as root; default
  *            CONFIG_DEFAULT_API_USER)

@@ -25,6 +25,9 @@ struct db {
 	const struct config *cfg;
 	MYSQL *conn;
 	bool in_tx;
+	bool tx_lost;   /* the connection closed inside a transaction: its statements fail */
+	bool galera;    /* the server is a Galera node (wsrep_on) */
+	bool sync_wait; /* Galera causality checks (wsrep_sync_wait) are on for this connection */
 	struct stmt_entry cache[DB_STMT_CACHE_MAX];
 	int ncache;
 	char error[512];
@@ -35,8 +38,9 @@ enum db_status db_classify(unsigned err)
 	switch (err) {
 	case 0:
 		return DB_OK;
-	case ER_LOCK_DEADLOCK:
+	case ER_LOCK_DEADLOCK:      /* also Galera's certification failure, at COMMIT */
 	case ER_LOCK_WAIT_TIMEOUT:
+	case ER_UNKNOWN_COM_ERROR: /* 1047: Galera node outside the primary component */
 		return DB_RETRY;
 	case ER_DUP_ENTRY:
 	case ER_ROW_IS_REFERENCED_2:
@@ -86,6 +90,8 @@ static void db_disconnect(struct db *db)
 	if (db->conn)
 		mysql_close(db->conn);
 	db->conn = NULL;
+	if (db->in_tx)
+		db->tx_lost = true;
 	db->in_tx = false;
 }
 
@@ -102,7 +108,10 @@ static enum db_status fail(struct db *db, unsigned err, const char *msg)
 	enum db_status st = db_classify(err);
 
 	snprintf(db->error, sizeof(db->error), "%u: %s", err, msg);
-	if (st == DB_GONE)
+	/* On Galera a transaction aborted for a conflict (1213, 1047) can leave the connection
+	 * out of step with the server (the next command waited for the 30 s read timeout): the
+	 * retry starts on a new connection. */
+	if (st == DB_GONE || (st == DB_RETRY && db->galera))
 		db_disconnect(db);
 	return st;
 }
@@ -136,12 +145,22 @@ enum db_status db_connect(struct db *db)
 										 : DB_FATAL;
 	}
 	db->conn = m;
+	db->galera = db->sync_wait = false;
+	/* a server without wsrep has no such variables: not Galera then */
+	if (!mysql_query(m, "SELECT @@global.wsrep_on, @@session.wsrep_sync_wait")) {
+		MYSQL_RES *res = mysql_store_result(m);
+		MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+		db->galera = row && row[0] && strcmp(row[0], "1") == 0;
+		db->sync_wait = db->galera && row[1] && strcmp(row[1], "0") != 0;
+		if (res)
+			mysql_free_result(res);
+	}
 	return DB_OK;
 }
 
 enum db_status db_query(struct db *db, const char *sql)
 {
-	enum db_status st = db_connect(db);
+	enum db_status st = db->tx_lost ? DB_RETRY : db_connect(db);
 
 	if (st)
 		return st;
@@ -347,6 +366,8 @@ static enum db_status exec_once(struct db *db, const char *sql, const struct db_
 
 	if (nparams > DB_MAX_PARAMS)
 		return fail(db, CR_UNKNOWN_ERROR, "too many parameters");
+	if (db->tx_lost) /* never on a new connection, outside the transaction */
+		return DB_RETRY;
 	st = db_connect(db);
 	if (st)
 		return st;
@@ -416,9 +437,11 @@ stmt_fail:
 enum db_status db_exec(struct db *db, const char *sql, const struct db_val *params,
 		       unsigned nparams, struct db_rows *rows, unsigned long long *affected)
 {
+	bool in_tx = db->in_tx;
 	enum db_status st = exec_once(db, sql, params, nparams, rows, affected);
 
-	if ((st == DB_GONE || st == DB_RETRY) && !db->in_tx) {
+	/* inside a transaction the caller's runner retries the whole transaction */
+	if ((st == DB_GONE || st == DB_RETRY) && !in_tx && !db->tx_lost) {
 		log_warn("database: %s (%s); retrying once", db_status_name(st), db->error);
 		st = exec_once(db, sql, params, nparams, rows, affected);
 	}
@@ -440,6 +463,25 @@ static void backoff(int attempt)
 	nanosleep(&ts, NULL);
 }
 
+/* On Galera with wsrep_sync_wait, START TRANSACTION waits until this node has applied what the
+ * cluster committed before it (the causality check); the statements inside must not wait again:
+ * a statement waiting for the applier while its transaction holds row locks the applier needs
+ * stalls both until the causal read timeout (30 s), and every read on the node behind them.
+ * So the checks are off from START TRANSACTION to the end of the transaction. */
+static enum db_status sync_wait_set(struct db *db, bool on)
+{
+	if (!db->sync_wait || !db->conn)
+		return DB_OK;
+	if (mysql_query(db->conn, on ? "SET SESSION wsrep_sync_wait = DEFAULT"
+				     : "SET SESSION wsrep_sync_wait = 0")) {
+		enum db_status st = fail(db, mysql_errno(db->conn), mysql_error(db->conn));
+		if (on) /* a connection left without checks must not serve reads */
+			db_disconnect(db);
+		return st;
+	}
+	return DB_OK;
+}
+
 static enum db_status tx_run(struct db *db, db_tx_fn fn, void *ctx, bool read_committed)
 {
 	enum db_status st = DB_FATAL;
@@ -447,6 +489,7 @@ static enum db_status tx_run(struct db *db, db_tx_fn fn, void *ctx, bool read_co
 	for (int attempt = 0; attempt < DB_TX_MAX_ATTEMPTS; attempt++) {
 		if (attempt)
 			backoff(attempt);
+		db->tx_lost = false;
 		st = db_connect(db);
 		if (st == DB_GONE)
 			continue;
@@ -462,7 +505,11 @@ static enum db_status tx_run(struct db *db, db_tx_fn fn, void *ctx, bool read_co
 			return st;
 		}
 		db->in_tx = true;
-		st = fn(db, ctx);
+		st = sync_wait_set(db, false);
+		if (!st)
+			st = fn(db, ctx);
+		if (st == DB_OK && db->tx_lost)
+			st = DB_RETRY; /* FN went on after its connection closed: nothing committed */
 		if (st == DB_OK) {
 			if (mysql_commit(db->conn)) {
 				/* a lost connection during COMMIT leaves the outcome unknown: no retry */
@@ -470,16 +517,19 @@ static enum db_status tx_run(struct db *db, db_tx_fn fn, void *ctx, bool read_co
 				if (st == DB_RETRY) {
 					if (db->conn)
 						mysql_rollback(db->conn);
-					db->in_tx = false;
+					db->in_tx = db->tx_lost = false;
+					sync_wait_set(db, true);
 					continue;
 				}
 			}
-			db->in_tx = false;
+			db->in_tx = db->tx_lost = false;
+			sync_wait_set(db, true);
 			return st;
 		}
 		if (db->conn)
 			mysql_rollback(db->conn);
-		db->in_tx = false;
+		db->in_tx = db->tx_lost = false;
+		sync_wait_set(db, true);
 		if (st != DB_RETRY && st != DB_GONE)
 			return st;
 		log_info("transaction attempt %d: %s (%s)", attempt + 1, db_status_name(st),

@@ -21,7 +21,9 @@
 enum db_status {
 	DB_OK = 0,
 	DB_CONFLICT, /* duplicate key, foreign key violation */
-	DB_RETRY,    /* deadlock (1213) or lock wait timeout (1205): retry the transaction */
+	DB_RETRY,    /* deadlock or Galera certification failure (1213), lock wait timeout
+		      * (1205), Galera node not in the primary component (1047): nothing was
+		      * committed; retry the transaction */
 	DB_GONE,     /* the server is unreachable or went away */
 	DB_FATAL,    /* anything else: a bug or bad state */
 };
@@ -79,7 +81,9 @@ typedef enum db_status (*db_tx_fn)(struct db *db, void *ctx);
 
 /* Run FN inside a transaction: commit on DB_OK, roll back otherwise. DB_RETRY and a server-gone
  * before commit roll back, wait a jittered backoff and run FN again (FN must be re-runnable),
- * up to DB_TX_MAX_ATTEMPTS. Returns FN's status or the commit's. */
+ * up to DB_TX_MAX_ATTEMPTS. A COMMIT refused with DB_RETRY (on Galera: certification failure
+ * 1213 or 1047, nothing committed anywhere) is run again the same way; a connection lost
+ * during COMMIT is not (the outcome is unknown). Returns FN's status or the commit's. */
 enum db_status db_tx(struct db *db, db_tx_fn fn, void *ctx);
 
 /* db_tx at READ COMMITTED instead of REPEATABLE READ: locking reads lock the rows they return

@@ -57,6 +57,16 @@ enum db_status envdb_update(struct db *db, const struct env_row_in *in)
 	return db_exec(db, sql, p, 9, NULL, NULL);
 }
 
+enum db_status envdb_hold_for_session(struct db *db, const char *id, const char *ws,
+				      const char *account)
+{
+	static const char sql[] = "UPDATE environments SET session_writes = session_writes + 1"
+				  " WHERE id = ? AND" ENV_VISIBLE;
+	struct db_val p[] = { DB_STR(id), DB_STR(ws), DB_STR(account) };
+
+	return db_exec(db, sql, p, 3, NULL, NULL);
+}
+
 enum db_status envdb_archive(struct db *db, const char *id, const char *ws, const char *account,
 			     const char *now, unsigned long long *affected)
 {

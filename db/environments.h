@@ -37,6 +37,12 @@ enum db_status envdb_get(struct db *db, const char *id, const char *ws, const ch
 enum db_status envdb_insert(struct db *db, const struct env_row_in *in);
 /* Replace the user-settable fields, revision + 1, updated_at = in->now. */
 enum db_status envdb_update(struct db *db, const struct env_row_in *in);
+/* Session creation's write to its environment's row (session_writes + 1), before it reads the
+ * row: the row lock is exclusive from the start, and on a Galera cluster, where locks are local
+ * to one node, the write makes an archive or delete of the environment committed on another
+ * node fail one of the two at certification (a shared lock alone would let both commit). */
+enum db_status envdb_hold_for_session(struct db *db, const char *id, const char *ws,
+				      const char *account);
 /* Set archived_at (and updated_at) when not yet archived. *AFFECTED = rows changed. */
 enum db_status envdb_archive(struct db *db, const char *id, const char *ws, const char *account,
 			     const char *now, unsigned long long *affected);

@@ -257,16 +257,26 @@ static int worker_count(const struct config *cfg)
 	return cores * 2 > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (int)cores * 2;
 }
 
+/* [api] socket is a unix socket path, or HOST:PORT for FastCGI over TCP (libfcgi's own
+ * syntax; scripts/cluster.sh puts API hosts behind one nginx that way). */
+static int is_tcp_address(const char *addr)
+{
+	return addr[0] != '/' && strchr(addr, ':') != NULL;
+}
+
 static int bind_socket(const struct config *cfg)
 {
-	int fd;
+	int fd, tcp = is_tcp_address(cfg->api_socket);
 
-	unlink(cfg->api_socket);
+	if (!tcp)
+		unlink(cfg->api_socket);
 	fd = FCGX_OpenSocket(cfg->api_socket, SERVE_BACKLOG);
 	if (fd < 0) {
 		log_error("cannot bind %s: %s", cfg->api_socket, strerror(errno));
 		return -1;
 	}
+	if (tcp)
+		return fd;
 	if (cfg->api_socket_group[0]) {
 		struct group *g = getgrnam(cfg->api_socket_group);
 		if (!g || chown(cfg->api_socket, (uid_t)-1, g->gr_gid)) {
@@ -371,7 +381,8 @@ int serve_supervisor(const struct config *cfg)
 		usleep(20000);
 	}
 	close(listen_fd);
-	unlink(cfg->api_socket);
+	if (!is_tcp_address(cfg->api_socket))
+		unlink(cfg->api_socket);
 	free(pids);
 	log_info("supervisor: stopped");
 	return 0;

@@ -1,7 +1,8 @@
 /* /v1/sessions: create, retrieve, update, list, archive, delete (API.md §4). Creating a session
  * captures its environment's configuration and revision and resolves its agent, and for a cloud
- * environment writes the pending provisioning intent, all in one transaction that holds a shared
- * lock on the environment row (archive and delete of the environment serialise with it). */
+ * environment writes the pending provisioning intent, all in one transaction that first writes
+ * the environment row (archive and delete of the environment serialise with it, on one MariaDB
+ * or across Galera nodes). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,8 +220,12 @@ static enum db_status create_tx(struct db *db, void *arg)
 			 c->env_id);
 		goto out;
 	}
-	/* shared lock: an archive or delete of this environment waits for us, or we for it */
-	st = envdb_get(db, c->env_id, a->workspace_id, a->account_id, ENVDB_LOCK_SHARE, &env);
+	/* an archive or delete of this environment waits for us, or we for it; across Galera
+	 * nodes one of the two fails certification (envdb_hold_for_session) */
+	st = envdb_hold_for_session(db, c->env_id, a->workspace_id, a->account_id);
+	if (!st)
+		st = envdb_get(db, c->env_id, a->workspace_id, a->account_id, ENVDB_LOCK_SHARE,
+			       &env);
 	if (st)
 		goto out;
 	if (!env.nrows) {

@@ -37,6 +37,7 @@ packages=(
 	mariadb-server mariadb-client
 	bubblewrap slirp4netns spawn-fcgi wrk curl jq
 	apache2 libapache2-mod-fcgid lighttpd
+	galera-4 rsync iproute2 iptables # scripts/cluster.sh: Galera nodes, rsync SST, namespaces
 )
 nginx_flavours=(nginx-light nginx nginx-core nginx-full nginx-extras)
 policy=/usr/sbin/policy-rc.d

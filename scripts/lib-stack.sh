@@ -25,6 +25,15 @@
 #                   fastcgi_keep_conn on (default 0: one connection per request; keep it below
 #                   the API's workers, see nginx/upstream.conf.in)
 #   DB_EXTRA_ARGS   extra mariadbd options, split on spaces
+#   DB_OS_USER      when root, the user mariadbd runs as (default root; the caller owns the
+#                   data directory then)
+#   DB_ADDR         HOST:PORT: api_config writes a TCP [database] host/port instead of RUN's
+#                   socket (scripts/cluster.sh: an API host talks to its own Galera node)
+#   API_LISTEN      HOST:PORT: api_config makes the supervisor listen there (FastCGI over TCP)
+#                   instead of RUN/NAME.sock, and api_start waits for that port
+#   NGINX_UPSTREAM  space-separated HOST:PORT list: nginx_start proxies every spec's server to
+#                   this upstream (FastCGI over TCP, nginx/upstream-hosts.conf.in) instead of
+#                   RUN/NAME.sock
 
 STACK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STACK_DB_NAME=terrarium
@@ -223,9 +232,9 @@ _stack_tail() {
 	printf -- '---\n' >&2
 }
 
-# Can we connect to 127.0.0.1:PORT?
+# Can we connect to 127.0.0.1:PORT (or HOST:PORT)?
 stack_port_open() {
-	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+	(exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1") 2>/dev/null
 }
 
 # stack_free_port [EXCLUDE...]: print a loopback port nobody listens on, not in EXCLUDE.
@@ -323,7 +332,8 @@ db_start() {
 			--default-time-zone=+00:00 --skip-name-resolve
 			--innodb-buffer-pool-size=128M --max-connections=256)
 		if [ "$(id -u)" -eq 0 ]; then
-			args+=(--user="$(id -un)")
+			# the first --user wins: DB_EXTRA_ARGS cannot change it
+			args+=(--user="${DB_OS_USER:-$(id -un)}")
 		fi
 		# shellcheck disable=SC2206
 		args+=(${DB_EXTRA_ARGS:-})
@@ -419,18 +429,23 @@ api_config() {
 	_stack_check_socket_len "$run/$name.sock" || return 1
 	ini="$run/$name.ini"
 	tmp="$ini.tmp"
+	local db_line="socket = $run/mysql.sock" api_sock=${API_LISTEN:-$run/$name.sock}
+	if [ -n "${DB_ADDR:-}" ]; then
+		db_line="host = ${DB_ADDR%:*}
+port = ${DB_ADDR##*:}"
+	fi
 	(
 		umask 077
 		cat >"$tmp" <<EOF
 ; written by scripts/lib-stack.sh (api_config); rewritten by every \`make up\`
 [database]
-socket = $run/mysql.sock
+$db_line
 user = $STACK_DB_USER
 password = $(cat "$run/db-password")
 name = $STACK_DB_NAME
 
 [api]
-socket = $run/$name.sock
+socket = $api_sock
 socket_group = $(stack_nginx_group)
 socket_mode = 0660
 workers = ${WORKERS:-0}
@@ -485,7 +500,8 @@ api_start() {
 		_stack_err "$run/$name.ini missing: run api_config first"
 		return 1
 	fi
-	rm -f "$sock"
+	[ -n "${API_LISTEN:-}" ] && sock=$API_LISTEN
+	rm -f "$run/$name.sock"
 	_stack_say "starting api $name on $sock"
 	_stack_spawn "$run/$name.pid" "$run/$name.log" "$api" -c "$run/$name.ini" serve || {
 		_stack_err "api $name did not start"
@@ -494,7 +510,8 @@ api_start() {
 	}
 	read -r pid <"$run/$name.pid"
 	n=300
-	until [ -S "$sock" ]; do
+	until if [ -n "${API_LISTEN:-}" ]; then stack_port_open "${sock##*:}" "${sock%:*}"; else
+		[ -S "$sock" ]; fi; do
 		if ! _stack_alive "$pid"; then
 			_stack_err "api $name exited during startup"
 			_stack_tail "$run/$name.log"
@@ -510,7 +527,7 @@ api_start() {
 		fi
 		sleep 0.1
 	done
-	if ! _stack_nginx_can -w "$sock"; then
+	if [ -z "${API_LISTEN:-}" ] && ! _stack_nginx_can -w "$sock"; then
 		_stack_err "nginx workers ($(stack_nginx_user)) cannot write to $sock" \
 			"($(stat -c '%U:%G %a' "$sock")): the supervisor must chown it to group" \
 			"$(stack_nginx_group) and chmod it 0660, or every request is a 502"
@@ -605,7 +622,15 @@ nginx_start() {
 			return 1
 			;;
 		esac
-		if [ "$keepalive" -gt 0 ]; then
+		if [ -n "${NGINX_UPSTREAM:-}" ]; then
+			local h servers=""
+			for h in $NGINX_UPSTREAM; do
+				servers+="server $h max_fails=1 fail_timeout=${NGINX_FAIL_TIMEOUT:-2s}; "
+			done
+			_stack_subst "$STACK_ROOT/nginx/upstream-hosts.conf.in" PORT="$port" \
+				SERVERS="$servers" >>"$run/nginx-servers.conf.new" || return 1
+			pass="terrarium_$port"
+		elif [ "$keepalive" -gt 0 ]; then
 			_stack_subst "$STACK_ROOT/nginx/upstream.conf.in" PORT="$port" NAME="$name" \
 				SOCKET="$run/$name.sock" KEEPALIVE="$keepalive" \
 				>>"$run/nginx-servers.conf.new" || return 1

@@ -1,7 +1,8 @@
 // A bounded load generator for the fault tests: CONCURRENCY loops for SECONDS, each request on
 // a keep-alive connection, every outcome recorded.
 //   node load.mjs create URL KEY SECONDS CONCURRENCY OUT.json TAG
-//     POST /v1/environments named TAG-<n>; OUT lists {name, status, id} per request
+//     POST /v1/environments named TAG-<n>; OUT lists {name, status, id, at, retry, type} per
+//     request (retry: the x-should-retry header; type: the error type of a JSON error)
 //   node load.mjs get URL KEY SECONDS CONCURRENCY OUT.json PATH
 //     GET PATH; OUT lists {at (epoch ms when it ended), status, ms, retry, retryAfter, type}
 import fs from 'node:fs';
@@ -52,7 +53,11 @@ async function loop() {
     if (mode === 'create') {
       const name = `${arg}-${n++}`;
       const r = await request('POST', '/v1/environments', { name });
-      results.push({ name, status: r.status, id: r.json && r.json.id, error: r.error });
+      results.push({
+        name, status: r.status, id: r.json && r.json.id, error: r.error, at: Date.now(),
+        retry: r.headers && r.headers['x-should-retry'],
+        type: r.json && r.json.error && r.json.error.type,
+      });
     } else {
       const r = await request('GET', arg);
       results.push({

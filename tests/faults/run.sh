@@ -24,19 +24,8 @@ DB_DOWN_SECONDS=${DB_DOWN_SECONDS:-3}
 # shellcheck source=scripts/lib-stack.sh
 . "$ROOT/scripts/lib-stack.sh"
 
-passed=0
-failed=0
-check() {
-	local name=$1
-	shift
-	if "$@"; then
-		passed=$((passed + 1))
-		echo "ok - $name"
-	else
-		failed=$((failed + 1))
-		echo "not ok - $name"
-	fi
-}
+# shellcheck source=tests/lib-check.sh
+. "$ROOT/tests/lib-check.sh"
 sql() { mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" --batch -N terrarium -e "$1"; }
 workers() { pgrep -P "$(cat "$RUN/$NAME.pid")" | wc -l; }
 want_workers=$(workers)

@@ -10,19 +10,8 @@ URL=${TERRARIUM_URL:?}
 : "${KEY:?}"
 BUILD=${BUILD_DIR:-build}
 PARALLEL=${PARALLEL:-10}
-passed=0
-failed=0
-check() {
-	local name=$1
-	shift
-	if "$@"; then
-		passed=$((passed + 1))
-		echo "ok - $name"
-	else
-		failed=$((failed + 1))
-		echo "not ok - $name"
-	fi
-}
+# shellcheck source=tests/lib-check.sh
+. "$ROOT/tests/lib-check.sh"
 sql() { mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" --batch -N terrarium -e "$1"; }
 post() { # KEY BODY -> "STATUS ID"
 	local out="$RUN/idem.$BASHPID" status

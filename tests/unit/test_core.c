@@ -509,6 +509,7 @@ static void test_db_error_classes(void **state)
 	assert_int_equal(db_classify(0), DB_OK);
 	assert_int_equal(db_classify(1213), DB_RETRY);
 	assert_int_equal(db_classify(1205), DB_RETRY);
+	assert_int_equal(db_classify(1047), DB_RETRY); /* Galera: not in the primary component */
 	assert_int_equal(db_classify(1062), DB_CONFLICT);
 	assert_int_equal(db_classify(1451), DB_CONFLICT);
 	assert_int_equal(db_classify(2006), DB_GONE);
