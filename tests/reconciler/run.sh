@@ -174,9 +174,11 @@ for i in $(seq 1 "$CRASH_ROUNDS"); do
 		"$RECON" -c "$INI_CRASH" --once >>"$T/crash.log" 2>&1
 	done
 	st=$(provisioning "$URL_BWRAP" "$sid" | jq -r .p.status)
+	# the "ready" line is written after the bind commits: a kill between the two leaves a ready
+	# session with no line, so a second bind shows as 2 lines and one bind as 0 or 1
 	binds=$(grep -c "session $sid ready" "$T/crash.log")
 	dirs=$(find "$T/root-crash" -maxdepth 1 -name "$sid*" | wc -l)
-	if [ "$st" = ready ] && [ "$binds" -eq 1 ] && [ "$dirs" -eq 1 ]; then
+	if [ "$st" = ready ] && [ "$binds" -le 1 ] && [ "$dirs" -eq 1 ]; then
 		crash_ok=$((crash_ok + 1))
 	else
 		echo "  round $i: session $sid status $st, bound $binds times, $dirs sandboxes"
