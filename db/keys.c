@@ -5,13 +5,17 @@
 
 #include "../common/crypto.h"
 
-static void copy_cell(char *out, size_t sz, const char *cell)
+/* Copy CELL into OUT (size SZ). 0, or -1 when it does not fit: a truncated id or account
+ * would name another principal, so it is never used. */
+static int copy_cell(char *out, size_t sz, const char *cell)
 {
-	snprintf(out, sz, "%s", cell ? cell : "");
+	int n = snprintf(out, sz, "%s", cell ? cell : "");
+
+	return n < 0 || (size_t)n >= sz ? -1 : 0;
 }
 
-enum db_status keys_lookup(struct db *db, const unsigned char hash[32], char *key_id,
-			   char *workspace_id, char *account, size_t sz, int *found)
+enum db_status keys_lookup(struct db *db, const unsigned char hash[32], struct key_identity *out,
+			   int *found)
 {
 	static const char sql[] = "SELECT id, workspace_id, account_id FROM api_keys "
 				  "WHERE key_hash = ? AND revoked_at IS NULL";
@@ -23,13 +27,15 @@ enum db_status keys_lookup(struct db *db, const unsigned char hash[32], char *ke
 	if (st)
 		return st;
 	if (rows.nrows) {
-		copy_cell(key_id, sz, db_cell(&rows, 0, 0));
-		copy_cell(workspace_id, sz, db_cell(&rows, 0, 1));
-		copy_cell(account, sz, db_cell(&rows, 0, 2));
-		*found = 1;
+		if (copy_cell(out->key_id, out->key_id_sz, db_cell(&rows, 0, 0)) ||
+		    copy_cell(out->workspace_id, out->workspace_id_sz, db_cell(&rows, 0, 1)) ||
+		    copy_cell(out->account_id, out->account_id_sz, db_cell(&rows, 0, 2)))
+			st = DB_FATAL;
+		else
+			*found = 1;
 	}
 	db_rows_free(&rows);
-	return DB_OK;
+	return st;
 }
 
 enum db_status workspace_lookup(struct db *db, const char *name, char *out, size_t sz, int *found)
@@ -43,11 +49,13 @@ enum db_status workspace_lookup(struct db *db, const char *name, char *out, size
 	if (st)
 		return st;
 	if (rows.nrows) {
-		copy_cell(out, sz, db_cell(&rows, 0, 0));
-		*found = 1;
+		if (copy_cell(out, sz, db_cell(&rows, 0, 0)))
+			st = DB_FATAL;
+		else
+			*found = 1;
 	}
 	db_rows_free(&rows);
-	return DB_OK;
+	return st;
 }
 
 struct create_ctx {

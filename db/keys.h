@@ -10,10 +10,17 @@
 #define WORKSPACE_NAME_MAX 255
 #define ACCOUNT_NAME_MAX 255
 
-/* Find the active key whose hash is HASH. DB_OK with *FOUND set; on a hit fills the key id,
- * workspace id and account (each buffer of size SZ). */
-enum db_status keys_lookup(struct db *db, const unsigned char hash[32], char *key_id,
-			   char *workspace_id, char *account, size_t sz, int *found);
+/* Where keys_lookup writes a key's principal: each buffer with its own size. */
+struct key_identity {
+	char *key_id, *workspace_id, *account_id;
+	size_t key_id_sz, workspace_id_sz, account_id_sz;
+};
+
+/* Find the active key whose hash is HASH. DB_OK with *FOUND set; on a hit fills OUT's key id,
+ * workspace id and account. A stored value longer than its buffer is DB_FATAL (never
+ * truncated: two accounts sharing a prefix must not become one). */
+enum db_status keys_lookup(struct db *db, const unsigned char hash[32], struct key_identity *out,
+			   int *found);
 
 /* Create workspace NAME if missing and a new key for ACCOUNT in it; the key (shown once) goes
  * to KEY (size >= sizeof KEY_PREFIX + KEY_RANDOM_LEN). */

@@ -64,27 +64,6 @@ static int check_id(struct request *req, struct response *resp)
 	return resource_check_id(req, resp, AGENT_ID_PREFIX, "agent");
 }
 
-/* Query parameter NAME as an integer in MIN..MAX into *OUT (DEF when absent). 0, or -1 with
- * RESP filled. */
-static int query_int(struct request *req, struct response *resp, const char *name,
-		     long long min, long long max, long long def, long long *out)
-{
-	const char *s = req_query(req, name);
-	char *end;
-
-	*out = def;
-	if (!s)
-		return 0;
-	errno = 0;
-	*out = strtoll(s, &end, 10);
-	if (((*s < '0' || *s > '9') && *s != '-') || *end || errno || *out < min || *out > max) {
-		resp_error(resp, req, 400, NULL, "'%s' must be an integer from %lld to %lld", name,
-			   min, max);
-		return -1;
-	}
-	return 0;
-}
-
 static int load_cursor_key(struct worker *w)
 {
 	if (w->cursor_key_loaded)
@@ -157,7 +136,7 @@ void agent_retrieve(struct worker *w, struct request *req, struct response *resp
 	enum db_status st;
 
 	if (check_id(req, resp) ||
-	    query_int(req, resp, "version", 1, LLONG_MAX, 0, &version))
+	    query_count(req, resp, "version", 1, LLONG_MAX, 0, &version))
 		return;
 	st = agentdb_get(w->db, req->auth.workspace_id, req->params[0], version, 0, &rows);
 	if (st) {
@@ -378,7 +357,7 @@ void agent_list(struct worker *w, struct request *req, struct response *resp)
 	long long limit;
 	enum db_status st;
 
-	if (query_int(req, resp, "limit", 1, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT,
+	if (query_count(req, resp, "limit", 1, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT,
 		      &limit) ||
 	    query_time(req, resp, AGENT_Q_GTE, gte) || query_time(req, resp, AGENT_Q_LTE, lte))
 		return;
@@ -421,7 +400,7 @@ void agent_versions(struct worker *w, struct request *req, struct response *resp
 	char *end;
 
 	if (check_id(req, resp) ||
-	    query_int(req, resp, "limit", 1, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT,
+	    query_count(req, resp, "limit", 1, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT,
 		      &limit))
 		return;
 	if (page && !*page)

@@ -1,12 +1,14 @@
 /* Cross-cutting pieces every route uses: database error mapping, authentication, health. */
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "../common/log.h"
 #include "../db/keys.h"
 #include "handlers.h"
 
-#define AUTH_BEARER "Bearer "
+#define AUTH_BEARER "bearer" /* RFC 7235: the scheme is case-insensitive */
 
 void handle_db_error(struct worker *w, struct request *req, struct response *resp,
 		     enum db_status st)
@@ -68,8 +70,12 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 	long long now;
 	int found = 0;
 
-	if ((!key || !*key) && authz && !strncmp(authz, AUTH_BEARER, strlen(AUTH_BEARER)))
+	if ((!key || !*key) && authz && !strncasecmp(authz, AUTH_BEARER, strlen(AUTH_BEARER)) &&
+	    authz[strlen(AUTH_BEARER)] == ' ') {
 		key = authz + strlen(AUTH_BEARER);
+		while (*key == ' ')
+			key++;
+	}
 	if (!key || !*key) {
 		resp_error(resp, req, 401, NULL,
 			   "missing API key: send 'x-api-key' or 'Authorization: Bearer'");
@@ -83,8 +89,12 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 			req->auth = hit->auth;
 			found = 1;
 		} else {
-			st = keys_lookup(w->db, hash, req->auth.key_id, req->auth.workspace_id,
-					 req->auth.account_id, sizeof(req->auth.key_id), &found);
+			struct key_identity id = {
+				req->auth.key_id,	       req->auth.workspace_id,
+				req->auth.account_id,	       sizeof(req->auth.key_id),
+				sizeof(req->auth.workspace_id), sizeof(req->auth.account_id),
+			};
+			st = keys_lookup(w->db, hash, &id, &found);
 			if (st) {
 				handle_db_error(w, req, resp, st);
 				return -1;
@@ -178,4 +188,27 @@ void respond_resource(struct request *req, struct response *resp, const struct d
 		return;
 	}
 	resp_json(resp, 200, obj);
+}
+
+/* Longest digit string query_count reads: 18 digits never overflow a long long. */
+#define QUERY_COUNT_DIGITS_MAX 18
+
+int query_count(struct request *req, struct response *resp, const char *name, long long min,
+		long long max, long long def, long long *out)
+{
+	const char *s = req_query(req, name);
+	size_t n;
+
+	*out = def;
+	if (!s)
+		return 0;
+	n = strspn(s, "0123456789");
+	if (n && !s[n] && n <= QUERY_COUNT_DIGITS_MAX) {
+		*out = strtoll(s, NULL, 10);
+		if (*out >= min && *out <= max)
+			return 0;
+	}
+	resp_error(resp, req, 400, NULL, "'%s' must be an integer from %lld to %lld (digits only)",
+		   name, min, max);
+	return -1;
 }

@@ -500,19 +500,10 @@ void env_delete(struct worker *w, struct request *req, struct response *resp)
 static int list_params(struct request *req, struct response *resp, long long *limit,
 		       int *include_archived, const char **page)
 {
-	const char *l = req_query(req, "limit"), *ia = req_query(req, "include_archived");
-	char *end;
+	const char *ia = req_query(req, "include_archived");
 
-	*limit = ENV_LIST_DEFAULT_LIMIT;
-	if (l) {
-		errno = 0;
-		*limit = strtoll(l, &end, 10);
-		if (!*l || *end || errno || *limit < 1 || *limit > ENV_LIST_MAX_LIMIT) {
-			resp_error(resp, req, 400, NULL,
-				   "'limit' must be an integer from 1 to %d", ENV_LIST_MAX_LIMIT);
-			return -1;
-		}
-	}
+	if (query_count(req, resp, "limit", 1, ENV_LIST_MAX_LIMIT, ENV_LIST_DEFAULT_LIMIT, limit))
+		return -1;
 	*include_archived = 0;
 	if (ia && strcmp(ia, "false")) {
 		if (strcmp(ia, "true")) {

@@ -46,6 +46,11 @@ int worker_cursor_key(struct worker *w, struct request *req, struct response *re
  * w->auth_cache for AUTH_CACHE_TTL_MS: revocation takes effect within that time. */
 int auth_request(struct worker *w, struct request *req, struct response *resp);
 
+/* Query parameter NAME as a count in MIN..MAX into *OUT (DEF when absent): digits only (no
+ * sign, space or exponent). 0, or -1 with RESP a 400 naming NAME. */
+int query_count(struct request *req, struct response *resp, const char *name, long long min,
+		long long max, long long def, long long *out);
+
 /* Idempotency-Key (handlers/idempotency.c), around a create's handler. idem_begin returns 1
  * when RESP is already complete (a replay, a refusal, a database error), else 0 with *HELD = 1
  * when the request holds a key; then idem_end stores the response or frees the key. */

@@ -587,7 +587,7 @@ void session_delete(struct worker *w, struct request *req, struct response *resp
 void session_list(struct worker *w, struct request *req, struct response *resp)
 {
 	char created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX], next[CURSOR_MAX], filter[128];
-	const char *l = req_query(req, "limit"), *ia = req_query(req, "include_archived");
+	const char *ia = req_query(req, "include_archived");
 	const char *order = req_query(req, "order"), *agent_id = req_query(req, "agent_id");
 	const char *page = req_query(req, "page");
 	struct db_rows rows = { 0 };
@@ -595,17 +595,9 @@ void session_list(struct worker *w, struct request *req, struct response *resp)
 	int include_archived = 0, asc = 0;
 	enum db_status st;
 	json_t *data, *body;
-	char *end;
 
-	if (l) {
-		errno = 0;
-		limit = strtoll(l, &end, 10);
-		if (!*l || *end || errno || limit < 1 || limit > SES_LIST_MAX_LIMIT) {
-			resp_error(resp, req, 400, NULL, "'limit' must be an integer from 1 to %d",
-				   SES_LIST_MAX_LIMIT);
-			return;
-		}
-	}
+	if (query_count(req, resp, "limit", 1, SES_LIST_MAX_LIMIT, SES_LIST_DEFAULT_LIMIT, &limit))
+		return;
 	if (ia && strcmp(ia, "false")) {
 		if (strcmp(ia, "true")) {
 			resp_error(resp, req, 400, NULL, "'include_archived' must be true or false");
