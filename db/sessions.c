@@ -15,21 +15,28 @@
 #define SES_LAST_TS "9999-12-31 23:59:59.999999"
 #define SES_FIRST_TS "1000-01-01 00:00:00.000000"
 
+/* scope: account reaches the sessions of an account-scoped environment: another account of the
+ * workspace neither sees nor changes them (one parameter: the caller's account). */
+#define SES_VISIBLE                                                                                \
+	" AND NOT EXISTS (SELECT 1 FROM environments e WHERE e.id = s.environment_id"              \
+	" AND e.scope = 'account' AND e.account_id <> ?) "
+
 static struct db_val opt(const char *s)
 {
 	return s ? DB_STR(s) : DB_NULL;
 }
 
-enum db_status sesdb_get(struct db *db, const char *id, const char *ws, int for_update,
-			 struct db_rows *rows)
+enum db_status sesdb_get(struct db *db, const char *id, const char *ws, const char *account,
+			 int for_update, struct db_rows *rows)
 {
-	static const char sql[] =
-		SES_SELECT "WHERE s.id = ? AND s.workspace_id = ? AND s.deleted_at IS NULL";
+	static const char sql[] = SES_SELECT
+		"WHERE s.id = ? AND s.workspace_id = ? AND s.deleted_at IS NULL" SES_VISIBLE;
 	static const char sql_lock[] = SES_SELECT
-		"WHERE s.id = ? AND s.workspace_id = ? AND s.deleted_at IS NULL FOR UPDATE";
-	struct db_val p[] = { DB_STR(id), DB_STR(ws) };
+		"WHERE s.id = ? AND s.workspace_id = ? AND s.deleted_at IS NULL" SES_VISIBLE
+		"FOR UPDATE";
+	struct db_val p[] = {DB_STR(id), DB_STR(ws), DB_STR(account)};
 
-	return db_exec(db, for_update ? sql_lock : sql, p, 2, rows, NULL);
+	return db_exec(db, for_update ? sql_lock : sql, p, 3, rows, NULL);
 }
 
 enum db_status sesdb_insert(struct db *db, const struct session_row_in *in)
@@ -80,15 +87,15 @@ enum db_status sesdb_update(struct db *db, const char *id, const char *ws, const
 	return db_exec(db, sql, p, 6, NULL, NULL);
 }
 
-enum db_status sesdb_archive(struct db *db, const char *id, const char *ws, const char *now,
-			     unsigned long long *affected)
+enum db_status sesdb_archive(struct db *db, const char *id, const char *ws, const char *account,
+			     const char *now, unsigned long long *affected)
 {
-	static const char sql[] =
-		"UPDATE sessions SET archived_at = ?, updated_at = ? WHERE id = ? AND workspace_id = ?"
-		" AND archived_at IS NULL AND deleted_at IS NULL";
-	struct db_val p[] = { DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws) };
+	static const char sql[] = "UPDATE sessions s SET archived_at = ?, updated_at = ? WHERE id "
+				  "= ? AND workspace_id = ?"
+				  " AND archived_at IS NULL AND deleted_at IS NULL" SES_VISIBLE;
+	struct db_val p[] = {DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws), DB_STR(account)};
 
-	return db_exec(db, sql, p, 4, NULL, affected);
+	return db_exec(db, sql, p, 5, NULL, affected);
 }
 
 enum db_status sesdb_remove(struct db *db, const char *id, const char *ws)
@@ -123,13 +130,13 @@ enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const
 	return st;
 }
 
-enum db_status sesdb_list(struct db *db, const char *ws, int asc, const char *agent_id,
-			  int include_archived, const char *after_created, const char *after_id,
-			  long long limit, struct db_rows *rows)
+enum db_status sesdb_list(struct db *db, const char *ws, const char *account, int asc,
+			  const char *agent_id, int include_archived, const char *after_created,
+			  const char *after_id, long long limit, struct db_rows *rows)
 {
-#define SES_LIST_WHERE                                                             \
-	"WHERE s.workspace_id = ? AND s.deleted_at IS NULL"                        \
-	" AND (? IS NULL OR s.agent_id = ?) AND (? = 1 OR s.archived_at IS NULL) "
+#define SES_LIST_WHERE                                                                             \
+	"WHERE s.workspace_id = ? AND s.deleted_at IS NULL"                                        \
+	" AND (? IS NULL OR s.agent_id = ?) AND (? = 1 OR s.archived_at IS NULL)" SES_VISIBLE
 	static const char desc[] = SES_SELECT SES_LIST_WHERE
 		"AND (s.created_at < ? OR (s.created_at = ? AND s.id < ?))"
 		" ORDER BY s.created_at DESC, s.id DESC LIMIT ?";
@@ -138,8 +145,10 @@ enum db_status sesdb_list(struct db *db, const char *ws, int asc, const char *ag
 		" ORDER BY s.created_at ASC, s.id ASC LIMIT ?";
 	const char *ts = after_created ? after_created : asc ? SES_FIRST_TS : SES_LAST_TS;
 	const char *id = after_id ? after_id : asc ? "" : "~";
-	struct db_val p[] = { DB_STR(ws), opt(agent_id), opt(agent_id), DB_INT(include_archived),
-			      DB_STR(ts), DB_STR(ts),	 DB_STR(id),	DB_INT(limit) };
+	struct db_val p[] = {
+		DB_STR(ws),	 opt(agent_id), opt(agent_id), DB_INT(include_archived),
+		DB_STR(account), DB_STR(ts),	DB_STR(ts),    DB_STR(id),
+		DB_INT(limit)};
 
-	return db_exec(db, asc ? asc_sql : desc, p, 8, rows, NULL);
+	return db_exec(db, asc ? asc_sql : desc, p, 9, rows, NULL);
 }

@@ -42,9 +42,10 @@ struct session_row_in {
 	const char *agent_snapshot, *title /* NULL */, *metadata, *now;
 };
 
-/* One live (not deleted) session of workspace WS; FOR_UPDATE locks it. */
-enum db_status sesdb_get(struct db *db, const char *id, const char *ws, int for_update,
-			 struct db_rows *rows);
+/* One live (not deleted) session of workspace WS that ACCOUNT may see (not one of another
+ * account's scope: account environment); FOR_UPDATE locks it. */
+enum db_status sesdb_get(struct db *db, const char *id, const char *ws, const char *account,
+			 int for_update, struct db_rows *rows);
 enum db_status sesdb_insert(struct db *db, const struct session_row_in *in);
 /* A pending provision intent for session SESSION_ID with SPEC (JSON text), due at NOW. */
 enum db_status sesdb_insert_intent(struct db *db, const char *session_id, const char *ws,
@@ -53,8 +54,8 @@ enum db_status sesdb_insert_intent(struct db *db, const char *session_id, const 
 /* Write title (NULL: null), metadata and the session-local MCP list (NULL: none). */
 enum db_status sesdb_update(struct db *db, const char *id, const char *ws, const char *title,
 			    const char *metadata, const char *mcp_servers, const char *now);
-enum db_status sesdb_archive(struct db *db, const char *id, const char *ws, const char *now,
-			     unsigned long long *affected);
+enum db_status sesdb_archive(struct db *db, const char *id, const char *ws, const char *account,
+			     const char *now, unsigned long long *affected);
 /* Remove the session and its intents outright (nothing was provisioned yet). */
 enum db_status sesdb_remove(struct db *db, const char *id, const char *ws);
 /* Hide the session (deleted_at; its environment reference is dropped, so the environment can be
@@ -63,10 +64,11 @@ enum db_status sesdb_remove(struct db *db, const char *id, const char *ws);
  * and cannot renew it (the intent is cancelled): the teardown comes after it. */
 enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const char *sandbox_id,
 			    const char *now, const char *not_before);
-/* Live sessions of WS in ORDER (asc when ASC) after the cursor position (AFTER_CREATED,
- * AFTER_ID; NULL for the first page), optionally only AGENT_ID's, at most LIMIT rows. */
-enum db_status sesdb_list(struct db *db, const char *ws, int asc, const char *agent_id,
-			  int include_archived, const char *after_created, const char *after_id,
-			  long long limit, struct db_rows *rows);
+/* Live sessions of WS that ACCOUNT may see, in ORDER (asc when ASC) after the cursor position
+ * (AFTER_CREATED, AFTER_ID; NULL for the first page), optionally only AGENT_ID's, at most LIMIT
+ * rows. */
+enum db_status sesdb_list(struct db *db, const char *ws, const char *account, int asc,
+			  const char *agent_id, int include_archived, const char *after_created,
+			  const char *after_id, long long limit, struct db_rows *rows);
 
 #endif

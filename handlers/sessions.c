@@ -282,7 +282,7 @@ static enum db_status create_tx(struct db *db, void *arg)
 		if (st)
 			goto out;
 	}
-	st = sesdb_get(db, c->id, a->workspace_id, 0, &c->rows);
+	st = sesdb_get(db, c->id, a->workspace_id, a->account_id, 0, &c->rows);
 out:
 	db_rows_free(&env);
 	json_decref(snapshot);
@@ -324,7 +324,8 @@ void session_retrieve(struct worker *w, struct request *req, struct response *re
 
 	if (check_id(req, resp))
 		return;
-	st = sesdb_get(w->db, req->params[0], req->auth.workspace_id, 0, &rows);
+	st = sesdb_get(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id, 0,
+		       &rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return;
@@ -423,7 +424,8 @@ static enum db_status update_tx(struct db *db, void *arg)
 
 	db_rows_free(&c->rows);
 	memset(&c->err, 0, sizeof(c->err));
-	st = sesdb_get(db, req->params[0], req->auth.workspace_id, 1, &c->rows);
+	st = sesdb_get(db, req->params[0], req->auth.workspace_id, req->auth.account_id, 1,
+		       &c->rows);
 	if (st || !c->rows.nrows)
 		return st;
 	if (db_cell(&c->rows, 0, SES_C_ARCHIVED)) {
@@ -463,7 +465,8 @@ static enum db_status update_tx(struct db *db, void *arg)
 			  now_db);
 	if (!st) {
 		db_rows_free(&c->rows);
-		st = sesdb_get(db, req->params[0], req->auth.workspace_id, 0, &c->rows);
+		st = sesdb_get(db, req->params[0], req->auth.workspace_id, req->auth.account_id, 0,
+			       &c->rows);
 	}
 out:
 	json_decref(old_meta);
@@ -511,9 +514,11 @@ void session_archive(struct worker *w, struct request *req, struct response *res
 		return;
 	}
 	clock_now(now_db, NULL);
-	st = sesdb_archive(w->db, req->params[0], req->auth.workspace_id, now_db, &n);
+	st = sesdb_archive(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id,
+			   now_db, &n);
 	if (!st)
-		st = sesdb_get(w->db, req->params[0], req->auth.workspace_id, 0, &rows);
+		st = sesdb_get(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id,
+			       0, &rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return;
@@ -539,7 +544,7 @@ static enum db_status delete_tx(struct db *db, void *arg)
 	enum db_status st;
 
 	c->found = 0;
-	st = sesdb_get(db, req->params[0], req->auth.workspace_id, 1, &rows);
+	st = sesdb_get(db, req->params[0], req->auth.workspace_id, req->auth.account_id, 1, &rows);
 	if (st || !rows.nrows)
 		goto out;
 	c->found = 1;
@@ -635,8 +640,9 @@ void session_list(struct worker *w, struct request *req, struct response *resp)
 			return;
 		}
 	}
-	st = sesdb_list(w->db, req->auth.workspace_id, asc, agent_id, include_archived,
-			page ? created : NULL, page ? id : NULL, limit + 1, &rows);
+	st = sesdb_list(w->db, req->auth.workspace_id, req->auth.account_id, asc, agent_id,
+			include_archived, page ? created : NULL, page ? id : NULL, limit + 1,
+			&rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return;

@@ -90,6 +90,47 @@ check "scope account: visible to its account" test "$(call "$KEY" GET "/v1/envir
 check "scope account: no session for another account" test \
 	"$(call "$KEY_ACCT2" POST /v1/sessions "{\"agent\":\"$agent\",\"environment_id\":\"$acct\"}")" = 404
 
+# scope: account reaches the sessions of an account-scoped environment (issue 15): another
+# account of the workspace gets 404 on GET, list, archive, update and DELETE
+acct_sess=$(curl -sS "$URL/v1/sessions" -H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" \
+	-H "content-type: application/json" -d "{\"agent\":\"$agent\",\"environment_id\":\"$acct\"}" | jq -r .id)
+check "scope account: its account made a session on it ($acct_sess)" test "${acct_sess#sesn_}" != "$acct_sess"
+check "scope account: the session is hidden from another account (GET)" \
+	test "$(call "$KEY_ACCT2" GET "/v1/sessions/$acct_sess")" = 404
+check "scope account: the session is hidden from another account (list)" bash -c \
+	'[ "$(curl -sS "$1/v1/sessions?limit=1000" -H "x-api-key: $2" -H "anthropic-beta: managed-agents-2026-04-01" | grep -c "$3")" = 0 ]' \
+	_ "$URL" "$KEY_ACCT2" "$acct_sess"
+check "scope account: another account cannot update the session" \
+	test "$(call "$KEY_ACCT2" POST "/v1/sessions/$acct_sess" '{"title":"x"}')" = 404
+check "scope account: another account cannot archive the session" \
+	test "$(call "$KEY_ACCT2" POST "/v1/sessions/$acct_sess/archive" '{}')" = 404
+check "scope account: another account cannot delete the session" \
+	test "$(call "$KEY_ACCT2" DELETE "/v1/sessions/$acct_sess")" = 404
+check "scope account: the session is still there for its account" \
+	test "$(call "$KEY" GET "/v1/sessions/$acct_sess")" = 200 -a "$(jq -r .archived_at "$RUN/sec.body")" = null
+check "scope account: its account lists the session" bash -c \
+	'[ "$(curl -sS "$1/v1/sessions?limit=1000" -H "x-api-key: $2" -H "anthropic-beta: managed-agents-2026-04-01" | grep -c "$3")" = 1 ]' \
+	_ "$URL" "$KEY" "$acct_sess"
+
+# two accounts whose names share a 254-character prefix are two accounts (issue 14: the
+# account was cut to 63 bytes when a key was looked up)
+if [ -n "${TERRARIUM_CONFIG:-}" ]; then
+	prefix=$(printf 'p%.0s' $(seq 254))
+	api=("$ROOT/${BUILD_DIR:-build}/terrarium-api" -c "$TERRARIUM_CONFIG")
+	key_a=$("${api[@]}" key create ws-main "${prefix}a")
+	key_b=$("${api[@]}" key create ws-main "${prefix}b")
+	long=$(curl -sS "$URL/v1/environments" -H "x-api-key: $key_a" -H "anthropic-beta: managed-agents-2026-04-01" \
+		-H "content-type: application/json" -d '{"name":"sec-long","config":{"type":"self_hosted"},"scope":"account"}' | jq -r .id)
+	check "long account names: the first account made a scoped environment ($long)" \
+		test "${long#env_}" != "$long"
+	check "long account names: visible to its account" test "$(call "$key_a" GET "/v1/environments/$long")" = 200
+	check "long account names: hidden from the account sharing 254 characters" \
+		test "$(call "$key_b" GET "/v1/environments/$long")" = 404
+	check "long account names: not in the other account's list" bash -c \
+		'[ "$(curl -sS "$1/v1/environments?limit=1000" -H "x-api-key: $2" -H "anthropic-beta: managed-agents-2026-04-01" | grep -c "$3")" = 0 ]' \
+		_ "$URL" "$key_b" "$long"
+fi
+
 # keys are stored as SHA-256 and never logged
 mariadb-dump --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" --skip-extended-insert \
 	terrarium >"$RUN/sec.dump" 2>/dev/null
