@@ -28,6 +28,8 @@ struct db {
 	bool tx_lost;   /* the connection closed inside a transaction: its statements fail */
 	bool galera;    /* the server is a Galera node (wsrep_on) */
 	bool sync_wait; /* Galera causality checks (wsrep_sync_wait) are on for this connection */
+	bool tx_open;		  /* a db_tx runs (in_tx drops when its connection is lost) */
+	enum db_status tx_failed; /* first DB_RETRY/DB_GONE inside the open transaction */
 	struct stmt_entry cache[DB_STMT_CACHE_MAX];
 	int ncache;
 	char error[512];
@@ -108,6 +110,8 @@ static enum db_status fail(struct db *db, unsigned err, const char *msg)
 	enum db_status st = db_classify(err);
 
 	snprintf(db->error, sizeof(db->error), "%u: %s", err, msg);
+	if ((st == DB_GONE || st == DB_RETRY) && db->tx_open && !db->tx_failed)
+		db->tx_failed = st;
 	/* On Galera a transaction aborted for a conflict (1213, 1047) can leave the connection
 	 * out of step with the server (the next command waited for the 30 s read timeout): the
 	 * retry starts on a new connection. */
@@ -482,7 +486,7 @@ static enum db_status sync_wait_set(struct db *db, bool on)
 	return DB_OK;
 }
 
-static enum db_status tx_run(struct db *db, db_tx_fn fn, void *ctx, bool read_committed)
+static enum db_status tx_attempts(struct db *db, db_tx_fn fn, void *ctx, bool read_committed)
 {
 	enum db_status st = DB_FATAL;
 
@@ -505,11 +509,16 @@ static enum db_status tx_run(struct db *db, db_tx_fn fn, void *ctx, bool read_co
 			return st;
 		}
 		db->in_tx = true;
+		db->tx_failed = DB_OK;
 		st = sync_wait_set(db, false);
 		if (!st)
 			st = fn(db, ctx);
 		if (st == DB_OK && db->tx_lost)
 			st = DB_RETRY; /* FN went on after its connection closed: nothing committed */
+		/* a nested transaction's failure that its caller answered (503) still ends this
+		 * one: the server rolled back (deadlock) or the connection is gone */
+		if (db->tx_failed)
+			st = db->tx_failed;
 		if (st == DB_OK) {
 			if (mysql_commit(db->conn)) {
 				/* a lost connection during COMMIT leaves the outcome unknown: no retry */
@@ -535,6 +544,19 @@ static enum db_status tx_run(struct db *db, db_tx_fn fn, void *ctx, bool read_co
 		log_info("transaction attempt %d: %s (%s)", attempt + 1, db_status_name(st),
 			 db->error);
 	}
+	return st;
+}
+
+static enum db_status tx_run(struct db *db, db_tx_fn fn, void *ctx, bool read_committed)
+{
+	enum db_status st;
+
+	if (db->tx_open) /* nested: part of the enclosing transaction, which commits or retries */
+		return fn(db, ctx);
+	db->tx_open = true;
+	st = tx_attempts(db, fn, ctx, read_committed);
+	db->tx_open = false;
+	db->tx_failed = DB_OK;
 	return st;
 }
 

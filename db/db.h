@@ -83,7 +83,10 @@ typedef enum db_status (*db_tx_fn)(struct db *db, void *ctx);
  * before commit roll back, wait a jittered backoff and run FN again (FN must be re-runnable),
  * up to DB_TX_MAX_ATTEMPTS. A COMMIT refused with DB_RETRY (on Galera: certification failure
  * 1213 or 1047, nothing committed anywhere) is run again the same way; a connection lost
- * during COMMIT is not (the outcome is unknown). Returns FN's status or the commit's. */
+ * during COMMIT is not (the outcome is unknown). Returns FN's status or the commit's.
+ * Called inside FN (or anything FN calls), db_tx runs its function once as part of the
+ * enclosing transaction; a DB_RETRY or DB_GONE met anywhere inside makes the enclosing attempt
+ * roll back and run again even when FN answered it and returned DB_OK. */
 enum db_status db_tx(struct db *db, db_tx_fn fn, void *ctx);
 
 /* db_tx at READ COMMITTED instead of REPEATABLE READ: locking reads lock the rows they return

@@ -166,7 +166,7 @@ void route_dispatch(struct worker *w, struct request *req, struct response *resp
 	const struct route *found = NULL;
 	char allow[ALLOW_MAX] = "";
 	char beta[ROUTE_BETA_HEADER_MAX];
-	int path_matched = 0, held = 0;
+	int path_matched = 0;
 
 	if (req->server_error) {
 		server_error_page(req, resp);
@@ -222,9 +222,8 @@ void route_dispatch(struct worker *w, struct request *req, struct response *resp
 	if ((found->flags & (ROUTE_JSON | ROUTE_JSON_OPT)) &&
 	    parse_body(req, resp, !!(found->flags & ROUTE_JSON_OPT)))
 		return;
-	if ((found->flags & ROUTE_IDEMPOTENT) && idem_begin(w, req, resp, &held))
-		return;
-	found->handler(w, req, resp);
-	if (held)
-		idem_end(w, req, resp);
+	if (found->flags & ROUTE_IDEMPOTENT)
+		idem_run(w, req, resp, found->handler);
+	else
+		found->handler(w, req, resp);
 }

@@ -51,11 +51,10 @@ int auth_request(struct worker *w, struct request *req, struct response *resp);
 int query_count(struct request *req, struct response *resp, const char *name, long long min,
 		long long max, long long def, long long *out);
 
-/* Idempotency-Key (handlers/idempotency.c), around a create's handler. idem_begin returns 1
- * when RESP is already complete (a replay, a refusal, a database error), else 0 with *HELD = 1
- * when the request holds a key; then idem_end stores the response or frees the key. */
-int idem_begin(struct worker *w, struct request *req, struct response *resp, int *held);
-void idem_end(struct worker *w, struct request *req, struct response *resp);
+/* Run the create HANDLER under the request's Idempotency-Key (handlers/idempotency.c): without
+ * one it just runs; with one, the claim, HANDLER's writes and the stored response are one
+ * transaction (HANDLER's db_tx calls join it), or RESP is a replay or a refusal. */
+void idem_run(struct worker *w, struct request *req, struct response *resp, handler_fn handler);
 
 /* Renders row R of a resource SELECT: new reference, or NULL when stored JSON is corrupt. */
 typedef json_t *(*row_render)(const struct db_rows *rows, unsigned r);

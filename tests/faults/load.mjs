@@ -3,6 +3,10 @@
 //   node load.mjs create URL KEY SECONDS CONCURRENCY OUT.json TAG
 //     POST /v1/environments named TAG-<n>; OUT lists {name, status, id, at, retry, type} per
 //     request (retry: the x-should-retry header; type: the error type of a JSON error)
+//   node load.mjs keyed URL KEY SECONDS CONCURRENCY OUT.json TAG
+//     POST /v1/environments named TAG-<n> with Idempotency-Key TAG-<n>, each retried with the
+//     same key as the SDK retries (connection error, 408, 409, 429, 5xx) until it answers
+//     otherwise or RETRY_SECONDS pass; OUT lists {name, status, id, attempts, replayed}
 //   node load.mjs get URL KEY SECONDS CONCURRENCY OUT.json PATH
 //     GET PATH; OUT lists {at (epoch ms when it ended), status, ms, retry, retryAfter, type}
 import fs from 'node:fs';
@@ -17,7 +21,11 @@ const headers = {
   'anthropic-beta': 'managed-agents-2026-04-01',
 };
 
-function request(method, path, body) {
+const RETRY_SECONDS = 30; // longer than a request may take: a key still refused then is stuck
+const RETRY_PAUSE_MS = 100;
+const sdkRetries = (status) => status === 0 || status === 408 || status === 409 || status === 429 || status >= 500;
+
+function request(method, path, body, extra = {}) {
   return new Promise((resolve) => {
     const data = body ? JSON.stringify(body) : undefined;
     const started = Date.now();
@@ -25,7 +33,7 @@ function request(method, path, body) {
       method,
       agent,
       timeout: REQUEST_TIMEOUT_MS,
-      headers: data ? { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : headers,
+      headers: data ? { ...headers, ...extra, 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : { ...headers, ...extra },
     }, (res) => {
       let text = '';
       res.setEncoding('utf8');
@@ -50,7 +58,21 @@ let n = 0;
 
 async function loop() {
   while (Date.now() < deadline) {
-    if (mode === 'create') {
+    if (mode === 'keyed') {
+      const name = `${arg}-${n++}`;
+      const giveUp = Date.now() + RETRY_SECONDS * 1000;
+      let r, attempts = 0;
+      for (;;) {
+        attempts++;
+        r = await request('POST', '/v1/environments', { name }, { 'idempotency-key': name });
+        if (!sdkRetries(r.status) || Date.now() > giveUp) break;
+        await new Promise((ok) => setTimeout(ok, RETRY_PAUSE_MS));
+      }
+      results.push({
+        name, status: r.status, id: r.json && r.json.id, attempts,
+        replayed: !!(r.headers && r.headers['idempotent-replayed']),
+      });
+    } else if (mode === 'create') {
       const name = `${arg}-${n++}`;
       const r = await request('POST', '/v1/environments', { name });
       results.push({

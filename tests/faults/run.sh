@@ -68,6 +68,39 @@ check "kill -9: failed requests are nginx's 502 JSON, never a hang" \
 sleep 1
 check "kill -9: the supervisor restored the pool ($(workers)/$want_workers)" test "$(workers)" -eq "$want_workers"
 
+# ---- kill -9 of workers during keyed creates, every key retried as the SDK retries ----
+# Claim, create and stored response share one transaction: a kill leaves no object (the key is
+# free at once) or the object and its response (the retry replays it). Never two objects for a
+# key, and no key stuck "in progress".
+tag="fault-idem-$$-$RANDOM"
+node "$ROOT/tests/faults/load.mjs" keyed "$URL" "$KEY" "$KILL_SECONDS" 8 "$RUN/idem.json" "$tag" &
+load=$!
+kills=0
+end=$((SECONDS + KILL_SECONDS - 1))
+while [ $SECONDS -lt $end ]; do
+	sleep 0.2
+	victim=$(pgrep -P "$(cat "$RUN/$NAME.pid")" | shuf -n 1)
+	[ -n "$victim" ] && kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
+done
+wait "$load"
+keys=$(jq length "$RUN/idem.json")
+retried=$(jq '[.[] | select(.attempts > 1)] | length' "$RUN/idem.json")
+replays=$(jq '[.[] | select(.replayed)] | length' "$RUN/idem.json")
+not200=$(jq '[.[] | select(.status != 200)] | length' "$RUN/idem.json")
+sql "SELECT name, COUNT(*), MIN(id) FROM environments WHERE name LIKE '$tag-%' GROUP BY name" \
+	| sort >"$RUN/idem.rows"
+dups=$(awk '$2 > 1' "$RUN/idem.rows" | wc -l)
+jq -r '.[] | select(.status == 200) | "\(.name)\t1\t\(.id)"' "$RUN/idem.json" | sort >"$RUN/idem.seen"
+mismatch=$(comm -3 "$RUN/idem.seen" "$RUN/idem.rows" | wc -l)
+echo "  $kills workers killed; $keys keys: $retried retried, $replays answered by a replay," \
+	"$not200 not 200 in the end; $dups with more than one environment"
+check "keyed creates under kill -9: some requests were retried ($retried)" test "$retried" -gt 0
+check "keyed creates under kill -9: every key ends in 200 ($not200 did not)" test "$not200" -eq 0
+check "keyed creates under kill -9: 0 keys with two environments ($dups)" test "$dups" -eq 0
+check "keyed creates under kill -9: each key's one environment is the one its 200 named" \
+	test "$mismatch" -eq 0
+sleep 1
+
 # ---- MariaDB stopped and restarted under load ----
 env_id=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" -H "content-type: application/json" \
 	-H "anthropic-beta: managed-agents-2026-04-01" -d '{"name":"fault-db"}' | jq -r .id)

@@ -29,20 +29,9 @@ void handle_db_error(struct worker *w, struct request *req, struct response *res
 	resp_error(resp, req, 503, NULL, "the database is unavailable");
 }
 
-int idem_begin(struct worker *w, struct request *req, struct response *resp, int *held)
+void idem_run(struct worker *w, struct request *req, struct response *resp, handler_fn handler)
 {
-	(void)w;
-	(void)req;
-	(void)resp;
-	*held = 0;
-	return 0;
-}
-
-void idem_end(struct worker *w, struct request *req, struct response *resp)
-{
-	(void)w;
-	(void)req;
-	(void)resp;
+	handler(w, req, resp);
 }
 
 #define STUB(fn)                                                                   \
