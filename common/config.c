@@ -113,6 +113,9 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 	} else if (KEY("api", "max_requests")) {
 		rc = parse_long(value, 10, 0, 1000000000L, &v);
 		cfg->api_max_requests = v;
+	} else if (KEY("api", "max_rss_mb")) {
+		rc = parse_long(value, 10, 1, CONFIG_MAX_RSS_MB_MAX, &v);
+		cfg->api_max_rss_mb = v;
 	} else if (KEY("sandbox", "backend")) {
 		rc = backend_lookup(value) ? set_str(cfg->backend, value) : -1;
 	} else if (KEY("sandbox", "root")) {
@@ -186,6 +189,7 @@ int config_load(struct config *cfg, const char *path)
 	cfg->api_socket_mode = 0660;
 	strcpy(cfg->api_user, CONFIG_DEFAULT_API_USER);
 	cfg->api_max_requests = CONFIG_DEFAULT_MAX_REQUESTS;
+	cfg->api_max_rss_mb = CONFIG_DEFAULT_MAX_RSS_MB;
 	strcpy(cfg->backend, "local");
 	strcpy(cfg->sandbox_root, CONFIG_DEFAULT_SANDBOX_ROOT);
 	strcpy(cfg->sandbox_pass_env, CONFIG_DEFAULT_PASS_ENV);

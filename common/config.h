@@ -7,7 +7,8 @@
  *            .sql files `terrarium-api migrate` applies; default CONFIG_DEFAULT_MIGRATIONS)
  * [api]      socket (a unix socket path, or HOST:PORT for FastCGI over TCP), socket_group,
  *            socket_mode (octal; unix sockets only), workers (0 = 2 x cores),
- *            max_requests (recycle a worker after this many requests), user (the account
+ *            max_requests (recycle a worker after this many requests), max_rss_mb (recycle a
+ *            worker whose peak RSS passed this; default CONFIG_DEFAULT_MAX_RSS_MB), user (the account
  *            workers run as when the supervisor is started as root; default
  *            CONFIG_DEFAULT_API_USER)
  * [sandbox]  backend (local, bwrap, docker, opensandbox, e2b, cube, daytona), root (the
@@ -35,6 +36,8 @@
 #define CONFIG_DEFAULT_PATH "terrarium.ini"
 #define CONFIG_DEFAULT_MIGRATIONS "sql"
 #define CONFIG_DEFAULT_MAX_REQUESTS 10000
+#define CONFIG_DEFAULT_MAX_RSS_MB   128 /* docs/limits.md: a worker past it is recycled */
+#define CONFIG_MAX_RSS_MB_MAX	    65536
 #define CONFIG_DEFAULT_API_USER "www-data"
 #define CONFIG_MAX_WORKERS 256
 /* The reconciler's account when started as root: the API's, which already reaches the run
@@ -80,6 +83,7 @@ struct config {
 	unsigned api_socket_mode;
 	int api_workers;
 	long api_max_requests;
+	long api_max_rss_mb;
 
 	char backend[CONFIG_STR_MAX];
 	char sandbox_root[CONFIG_STR_MAX];

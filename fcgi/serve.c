@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -126,8 +128,21 @@ static void worker_init(struct worker *w, const struct config *cfg)
 	w->db = db_new(cfg);
 }
 
-/* Accept and serve until asked to stop or MAX requests are served (0: no limit). */
-static int worker_loop(const struct config *cfg, int listen_fd, long max)
+/* 1 when this worker's peak resident set passed [api] max_rss_mb: one request made it grow
+ * (a large page, a large body) and the memory stays with the process, so it is recycled.
+ * getrusage is one system call, no file read, on every request. */
+static int worker_too_big(const struct config *cfg)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ru.ru_maxrss / 1024 > cfg->api_max_rss_mb; /* ru_maxrss is in KiB */
+}
+
+/* Accept and serve until asked to stop, MAX requests are served (0: no limit), the worker grew
+ * past [api] max_rss_mb, or (SUPERVISOR > 0) the supervisor is gone. */
+static int worker_loop(const struct config *cfg, int listen_fd, long max, pid_t supervisor)
 {
 	struct worker w;
 	struct request req;
@@ -176,6 +191,15 @@ static int worker_loop(const struct config *cfg, int listen_fd, long max)
 		}
 		FCGX_Finish_r(&fr);
 		served++;
+		if (worker_too_big(cfg)) {
+			log_warn("worker: peak RSS passed %ld MiB after %ld requests; recycling",
+				 cfg->api_max_rss_mb, served);
+			break;
+		}
+		if (supervisor > 0 && getppid() != supervisor) {
+			log_warn("worker: the supervisor is gone; stopping");
+			break;
+		}
 	}
 	FCGX_Free(&fr, 0);
 	db_free(w.db);
@@ -186,7 +210,7 @@ int serve_fd0(const struct config *cfg)
 {
 	if (FCGX_Init())
 		return 1;
-	return worker_loop(cfg, 0, 0);
+	return worker_loop(cfg, 0, 0, 0);
 }
 
 int serve_cgi(const struct config *cfg)
@@ -227,8 +251,20 @@ static void on_child(int sig)
 	child_exited = 1;
 }
 
+/* A worker keeps nothing of the operator's environment (which may hold credentials: the
+ * configuration was read before the fork): the strings are wiped where they lie, so
+ * /proc/PID/environ shows none of them either, and only SERVE_WORKER_PATH is set. */
+static void scrub_environment(void)
+{
+	for (char **e = environ; e && *e; e++)
+		explicit_bzero(*e, strlen(*e));
+	clearenv();
+	setenv("PATH", SERVE_WORKER_PATH, 1);
+}
+
 static pid_t spawn(const struct config *cfg, int listen_fd, long max)
 {
+	pid_t supervisor = getpid();
 	pid_t pid = fork();
 
 	if (pid == 0) {
@@ -236,10 +272,16 @@ static pid_t spawn(const struct config *cfg, int listen_fd, long max)
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = SIG_DFL;
 		sigaction(SIGCHLD, &sa, NULL);
+		scrub_environment();
 		/* it keeps only what it opened as root (the listening socket) */
 		if (privs_drop(cfg->api_user, "worker", "[api] user"))
 			_exit(1);
-		_exit(worker_loop(cfg, listen_fd, max));
+		/* after the switch of user, which clears it: the worker gets SIGTERM (finish the
+		 * request, then leave) when the supervisor dies; the supervisor may have died
+		 * before this line, so check too */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != supervisor)
+			_exit(1);
+		_exit(worker_loop(cfg, listen_fd, max, supervisor));
 	}
 	if (pid < 0)
 		log_error("supervisor: fork: %s", strerror(errno));

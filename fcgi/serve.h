@@ -9,6 +9,7 @@
 #define SERVE_RESPAWN_WINDOW_S 1  /* more than SERVE_RESPAWN_BURST deaths in this window... */
 #define SERVE_RESPAWN_BURST 20    /* ...slow respawning down */
 #define SERVE_WRITE_CHUNK 65536
+#define SERVE_WORKER_PATH      "/usr/bin:/bin" /* the only environment variable a worker has */
 
 /* Supervisor: bind cfg->api_socket, prefork workers, restart and recycle them, stop gracefully
  * on SIGTERM/SIGINT. Returns the process exit status. */

@@ -168,12 +168,53 @@ _stack_group_alive() {
 	kill -0 -- "-$1" 2>/dev/null
 }
 
+# PIDs of the processes in process group PGID whose command line contains WHAT.
+_stack_group_members() {
+	local pgid=$1 what=$2 d fields cmd
+	for d in /proc/[0-9]*; do
+		fields=$(_stack_stat "${d#/proc/}") || continue
+		read -r _ _ pg _ <<<"$fields"
+		[ "$pg" = "$pgid" ] || continue
+		cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
+		case "$cmd" in *"$what"*) echo "${d#/proc/}" ;; esac
+	done
+}
+
+# The leader recorded in PIDFILE is gone (killed -9, crashed) but processes of its group (it
+# was started in its own session: the group id is its PID) may remain, e.g. API workers of an
+# older build: send them SIGNAL, wait, SIGKILL what remains. Only members whose command line
+# contains WHAT are signalled (a live group with that id is ours: the kernel does not reuse a
+# PID while a group of that id exists).
+_stack_stop_orphans() {
+	local pidfile=$1 what=$2 sig=$3 secs=$4 label=$5 pgid pids n
+	read -r pgid <"$pidfile" 2>/dev/null || return 0
+	case "$pgid" in '' | *[!0-9]*) return 0 ;; esac
+	pids=$(_stack_group_members "$pgid" "$what")
+	[ -n "$pids" ] || return 0
+	_stack_say "$label (pid $pgid) is gone; stopping what remains of its group: $(echo $pids)"
+	# shellcheck disable=SC2086
+	kill "-$sig" $pids 2>/dev/null || true
+	n=$((secs * 10))
+	while [ $n -gt 0 ] && [ -n "$(_stack_group_members "$pgid" "$what")" ]; do
+		sleep 0.1
+		n=$((n - 1))
+	done
+	pids=$(_stack_group_members "$pgid" "$what")
+	if [ -n "$pids" ]; then
+		_stack_err "processes of $label's group $pgid remain: SIGKILL"
+		# shellcheck disable=SC2086
+		kill -KILL $pids 2>/dev/null || true
+	fi
+}
+
 # _stack_stop PIDFILE WHAT SIGNAL SECONDS LABEL: signal the process, wait, then SIGKILL it (its
-# whole process group when it leads one: workers go too). A missing, stale or foreign pid file
-# is removed without killing anything.
+# whole process group when it leads one: workers go too). When the recorded process is gone,
+# what remains of its process group is stopped (_stack_stop_orphans). A missing or foreign pid
+# file is removed without killing anything.
 _stack_stop() {
 	local pidfile=$1 what=$2 sig=$3 secs=$4 label=$5 pid pgrp="" n
 	if ! pid=$(stack_running "$pidfile" "$what"); then
+		[ -s "$pidfile" ] && _stack_stop_orphans "$pidfile" "$what" "$sig" "$secs" "$label"
 		rm -f "$pidfile"
 		return 0
 	fi

@@ -101,6 +101,57 @@ check "keyed creates under kill -9: each key's one environment is the one its 20
 	test "$mismatch" -eq 0
 sleep 1
 
+# ---- a supervisor of our own: scrubbed environment, RSS recycling, death of the supervisor ----
+# (one worker, so the worker that served a request is the one whose PID is checked)
+hwm_mb() { awk '/^VmHWM/ {print int($2 / 1024) + 1}' "/proc/$1/status"; }
+one_worker() { pgrep -P "$(cat "$RUN/$1.pid")" | head -1; }
+WORKERS=1 api_config "$RUN" rss local >/dev/null 2>&1 && api_start "$RUN" rss >/dev/null 2>&1
+nginx_conf_ok=$?
+rssurl() { REQUEST_METHOD=${2:-GET} REQUEST_URI=$1 HTTP_X_API_KEY="$KEY" CONTENT_TYPE=application/json \
+	HTTP_ANTHROPIC_BETA=managed-agents-2026-04-01 cgi-fcgi -bind -connect "$RUN/rss.sock" >/dev/null 2>&1; }
+check "own supervisor started" test "$nginx_conf_ok" -eq 0
+w=$(one_worker rss)
+check "a worker keeps nothing of the operator's environment" \
+	bash -c '[ -n "$1" ] && ! tr "\0" "\n" <"/proc/$1/environ" | grep -q =' _ "$w"
+check "(the supervisor's environment is not empty: the check can see variables)" \
+	bash -c 'tr "\0" "\n" <"/proc/$1/environ" | grep -q =' _ "$(cat "$RUN/rss.pid")"
+for _ in $(seq 20); do rssurl /v1/environments; done
+base=$(hwm_mb "$(one_worker rss)")
+limit=$((base + 12))
+api_stop "$RUN" rss >/dev/null 2>&1
+sed -i "/^max_requests/a max_rss_mb = $limit" "$RUN/rss.ini"
+api_start "$RUN" rss >/dev/null 2>&1
+for _ in $(seq 20); do rssurl /v1/environments; done
+w=$(one_worker rss)
+check "small requests keep the worker (peak RSS ${base} MiB, limit ${limit} MiB)" \
+	test "$(one_worker rss)" = "$w"
+# a 1 MiB body of 500,000 numbers: the parsed value takes tens of MiB
+{ printf '{"name":"x","n":['; head -c 524200 /dev/zero | tr '\0' '0' | sed 's/0/0,/g'; printf '0]}'; } >"$RUN/big.json"
+REQUEST_METHOD=POST REQUEST_URI=/v1/environments HTTP_X_API_KEY="$KEY" CONTENT_TYPE=application/json \
+	CONTENT_LENGTH=$(stat -c %s "$RUN/big.json") HTTP_ANTHROPIC_BETA=managed-agents-2026-04-01 \
+	cgi-fcgi -bind -connect "$RUN/rss.sock" <"$RUN/big.json" >/dev/null 2>&1
+sleep 0.5
+w2=$(one_worker rss)
+check "a worker whose RSS passed max_rss_mb is recycled ($w -> $w2)" \
+	bash -c '[ -n "$2" ] && [ "$1" != "$2" ] && grep -q "peak RSS passed" "$3"' _ "$w" "$w2" "$RUN/rss.log"
+kill -9 "$(cat "$RUN/rss.pid")"
+for _ in $(seq 30); do kill -0 "$w2" 2>/dev/null || break; sleep 0.1; done
+check "workers die with their supervisor (kill -9 of the supervisor)" bash -c '! kill -0 "$1" 2>/dev/null' _ "$w2"
+api_stop "$RUN" rss >/dev/null 2>&1
+rm -f "$RUN/big.json" "$RUN/rss.ini"
+# stack_stop_all stops what remains of a process group whose leader is gone
+_stack_spawn "$RUN/orphan.pid" "$RUN/orphan.log" bash -c \
+	'(exec -a terrarium-orphan-test sleep 300) & (exec -a terrarium-orphan-test sleep 300) & wait'
+leader=$(cat "$RUN/orphan.pid")
+sleep 0.3
+kill -9 "$leader"
+sleep 0.2
+left=$(_stack_group_members "$leader" terrarium-orphan-test | wc -l)
+_stack_stop "$RUN/orphan.pid" terrarium TERM 5 orphan-test 2>/dev/null
+after=$(_stack_group_members "$leader" terrarium-orphan-test | wc -l)
+check "the stop of a gone leader stops its group ($left left behind, $after after)" \
+	test "$left" -eq 2 -a "$after" -eq 0
+
 # ---- MariaDB stopped and restarted under load ----
 env_id=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" -H "content-type: application/json" \
 	-H "anthropic-beta: managed-agents-2026-04-01" -d '{"name":"fault-db"}' | jq -r .id)
