@@ -357,8 +357,7 @@ void agent_list(struct worker *w, struct request *req, struct response *resp)
 	long long limit;
 	enum db_status st;
 
-	if (query_count(req, resp, "limit", 1, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT,
-		      &limit) ||
+	if (query_limit(req, resp, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT, &limit) ||
 	    query_time(req, resp, AGENT_Q_GTE, gte) || query_time(req, resp, AGENT_Q_LTE, lte))
 		return;
 	if (ia && strcmp(ia, "false")) {
@@ -400,8 +399,7 @@ void agent_versions(struct worker *w, struct request *req, struct response *resp
 	char *end;
 
 	if (check_id(req, resp) ||
-	    query_count(req, resp, "limit", 1, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT,
-		      &limit))
+	    query_limit(req, resp, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT, &limit))
 		return;
 	if (page && !*page)
 		page = NULL;

@@ -212,3 +212,21 @@ int query_count(struct request *req, struct response *resp, const char *name, lo
 		   name, min, max);
 	return -1;
 }
+
+int query_limit(struct request *req, struct response *resp, long long max, long long def,
+		long long *out)
+{
+	const char *heavy = req_env(req, "TERRARIUM_HEAVY");
+
+	if (query_count(req, resp, "limit", 1, max, def, out))
+		return -1;
+	/* behind nginx (docs/limits.md), a page over LIST_LIGHT_LIMIT spends the heavy budget
+	 * only when nginx read the same limit: spelt another way it is refused, not free */
+	if (*out > LIST_LIGHT_LIMIT && heavy && strcmp(heavy, "1")) {
+		resp_error(resp, req, 400, NULL,
+			   "'limit' above %d must be sent as a plain 'limit=N' query parameter",
+			   LIST_LIGHT_LIMIT);
+		return -1;
+	}
+	return 0;
+}

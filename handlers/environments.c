@@ -502,7 +502,7 @@ static int list_params(struct request *req, struct response *resp, long long *li
 {
 	const char *ia = req_query(req, "include_archived");
 
-	if (query_count(req, resp, "limit", 1, ENV_LIST_MAX_LIMIT, ENV_LIST_DEFAULT_LIMIT, limit))
+	if (query_limit(req, resp, ENV_LIST_MAX_LIMIT, ENV_LIST_DEFAULT_LIMIT, limit))
 		return -1;
 	*include_archived = 0;
 	if (ia && strcmp(ia, "false")) {

@@ -51,6 +51,15 @@ int auth_request(struct worker *w, struct request *req, struct response *resp);
 int query_count(struct request *req, struct response *resp, const char *name, long long min,
 		long long max, long long def, long long *out);
 
+/* Pages of at most this many rows are light; larger ones spend nginx's heavy budget. */
+#define LIST_LIGHT_LIMIT 100
+
+/* The `limit` of a list (1..MAX, DEF when absent) by query_count's rule. Behind nginx (the
+ * TERRARIUM_HEAVY parameter is set), a limit over LIST_LIGHT_LIMIT that nginx did not count as
+ * heavy is refused with 400. */
+int query_limit(struct request *req, struct response *resp, long long max, long long def,
+		long long *out);
+
 /* Run the create HANDLER under the request's Idempotency-Key (handlers/idempotency.c): without
  * one it just runs; with one, the claim, HANDLER's writes and the stored response are one
  * transaction (HANDLER's db_tx calls join it), or RESP is a replay or a refusal. */

@@ -601,7 +601,7 @@ void session_list(struct worker *w, struct request *req, struct response *resp)
 	enum db_status st;
 	json_t *data, *body;
 
-	if (query_count(req, resp, "limit", 1, SES_LIST_MAX_LIMIT, SES_LIST_DEFAULT_LIMIT, &limit))
+	if (query_limit(req, resp, SES_LIST_MAX_LIMIT, SES_LIST_DEFAULT_LIMIT, &limit))
 		return;
 	if (ia && strcmp(ia, "false")) {
 		if (strcmp(ia, "true")) {

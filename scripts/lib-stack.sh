@@ -43,6 +43,8 @@ STACK_CONFIG_CHANGED=0    # set to 1 by api_config when NAME.ini changed
 STACK_SOCKET_MAX=107      # sun_path holds 108 bytes with the terminating NUL
 STACK_DEFAULT_RATE=500     # nginx rate limit per API key, requests/s (NGINX_RATE overrides)
 STACK_DEFAULT_BURST=1000   # and its burst (NGINX_BURST overrides)
+STACK_DEFAULT_HEAVY_RATE=5  # heavy requests (limit > 100) per API key, requests/s (NGINX_HEAVY_RATE)
+STACK_DEFAULT_HEAVY_BURST=10 # and their burst (NGINX_HEAVY_BURST)
 
 _stack_say() { printf 'stack: %s\n' "$*" >&2; }
 _stack_err() { printf 'stack: error: %s\n' "$*" >&2; }
@@ -605,6 +607,15 @@ _stack_subst() {
 	sed -e "$script" "$file"
 }
 
+# A rate as nginx writes it: N -> Nr/s; Nr/s and Nr/m as given; anything else "bad".
+_stack_rate() {
+	case "$1" in
+	[0-9]*r/s | [0-9]*r/m) echo "$1" ;;
+	*[!0-9]* | '') echo bad ;;
+	*) echo "${1}r/s" ;;
+	esac
+}
+
 # nginx_start RUN PORT:NAME...: one server on 127.0.0.1:PORT per spec, proxying to the API on
 # RUN/NAME.sock, configured from nginx/*.in into RUN/nginx*.conf. When nginx already runs with
 # the same configuration nothing happens; with a different one it is reloaded (SIGHUP).
@@ -631,20 +642,16 @@ nginx_start() {
 
 	: >"$run/nginx-servers.conf.new"
 	for spec in "$@"; do
-		# PORT:NAME[:RATE[:BURST]]: RATE (N or Nr/s per second, Nr/m per minute) requests per
-		# API key, bursts of BURST
-		local rest rate burst
-		port=${spec%%:*}
-		rest=${spec#*:}
-		name=${rest%%:*}
-		rate=${NGINX_RATE:-$STACK_DEFAULT_RATE}
-		burst=${NGINX_BURST:-$STACK_DEFAULT_BURST}
-		if [ "$rest" != "$name" ]; then
-			rate=${rest#*:}
-			case "$rate" in *:*) burst=${rate#*:} rate=${rate%%:*} ;; esac
-		fi
-		case "$rate" in [0-9]*r/s | [0-9]*r/m) ;; *[!0-9]* | '') rate=bad ;; *) rate="${rate}r/s" ;; esac
-		case "$rate:$burst" in bad:* | *:*[!0-9]* | *:)
+		# PORT:NAME[:RATE[:BURST[:HEAVY_RATE[:HEAVY_BURST]]]]: RATE (N or Nr/s per second, Nr/m
+		# per minute) requests per API key, bursts of BURST; the heavy budget likewise
+		local rate burst heavy_rate heavy_burst
+		IFS=: read -r port name rate burst heavy_rate heavy_burst <<<"$spec"
+		rate=${rate:-${NGINX_RATE:-$STACK_DEFAULT_RATE}}
+		burst=${burst:-${NGINX_BURST:-$STACK_DEFAULT_BURST}}
+		heavy_rate=${heavy_rate:-${NGINX_HEAVY_RATE:-$STACK_DEFAULT_HEAVY_RATE}}
+		heavy_burst=${heavy_burst:-${NGINX_HEAVY_BURST:-$STACK_DEFAULT_HEAVY_BURST}}
+		rate=$(_stack_rate "$rate") heavy_rate=$(_stack_rate "$heavy_rate")
+		case "$rate:$burst:$heavy_rate:$heavy_burst" in bad:* | *:*[!0-9]*:*:* | *::*:* | *:*:bad:* | *:*:*:*[!0-9]* | *:)
 			_stack_err "bad rate or burst in '$spec' (RATE: N, Nr/s or Nr/m; BURST: N)"
 			return 1
 			;;
@@ -680,6 +687,7 @@ nginx_start() {
 		fi
 		_stack_subst "$STACK_ROOT/nginx/server.conf.in" RUN="$run" PORT="$port" NAME="$name" \
 			SOCKET="$run/$name.sock" RATE="$rate" BURST="$burst" PASS="$pass" \
+			HEAVY_RATE="$heavy_rate" HEAVY_BURST="$heavy_burst" \
 			KEEP_CONN="$keep_conn" >>"$run/nginx-servers.conf.new" || return 1
 	done
 	_stack_subst "$STACK_ROOT/nginx/terrarium.conf.in" RUN="$run" USER="$user_line" \

@@ -151,6 +151,7 @@ done
 # The load parts send thousands of requests a second with one key: only the server made for the
 # rate-limit check limits it.
 export NGINX_RATE=${NGINX_RATE:-1000000} NGINX_BURST=${NGINX_BURST:-1000000}
+export NGINX_HEAVY_RATE=${NGINX_HEAVY_RATE:-1000000} NGINX_HEAVY_BURST=${NGINX_HEAVY_BURST:-1000000}
 started=0
 for attempt in 1 2 3; do
 	specs=()
@@ -164,6 +165,10 @@ for attempt in 1 2 3; do
 	p=$(stack_free_port "${ports[@]}") || die "no free port"
 	ports+=("$p")
 	specs+=("$p:${BACKENDS[0]}:1r/m:2")
+	# and once with a heavy budget of 1 request/minute, bursts of 1 (limit > 100)
+	p=$(stack_free_port "${ports[@]}") || die "no free port"
+	ports+=("$p")
+	specs+=("$p:${BACKENDS[0]}:1000r/s:1000:1r/m:1")
 	if nginx_start "$RUN" "${specs[@]}"; then
 		started=1
 		break
@@ -183,6 +188,7 @@ for i in "${!BACKENDS[@]}"; do
 done
 URL_ABSENT="http://127.0.0.1:${ports[${#BACKENDS[@]}]}"
 URL_LIMITED="http://127.0.0.1:${ports[$((${#BACKENDS[@]} + 1))]}"
+URL_HEAVY="http://127.0.0.1:${ports[$((${#BACKENDS[@]} + 2))]}"
 export TERRARIUM_URL="http://127.0.0.1:${ports[0]}"
 export TERRARIUM_BACKEND=${BACKENDS[0]}
 export TERRARIUM_RUN=$RUN
@@ -211,10 +217,10 @@ resp_header() { # NAME: a header of the last check_nginx_error response
 	tr -d '\r' <"$RUN/check.headers" | sed -n "s/^$1: //Ip" | tail -n 1
 }
 
-check_nginx_error() { # NAME STATUS TYPE RETRY CURL-ARGS...
-	local name=$1 want=$2 type=$3 retry=$4 got body rid
-	shift 4
-	got=$(curl -sS -o "$RUN/check.body" -D "$RUN/check.headers" -w '%{http_code}' "$@") || got=000
+# Check the response in $RUN/check.headers + check.body: STATUS, JSON envelope of TYPE, request-id
+# header equal to the body's request_id, x-should-retry RETRY.
+check_nginx_response() { # NAME STATUS TYPE RETRY GOT
+	local name=$1 want=$2 type=$3 retry=$4 got=$5 body rid
 	body=$(cat "$RUN/check.body" 2>/dev/null)
 	rid=$(resp_header request-id)
 	if [ "$got" = "$want" ] &&
@@ -232,6 +238,28 @@ check_nginx_error() { # NAME STATUS TYPE RETRY CURL-ARGS...
 	return 1
 }
 
+check_nginx_error() { # NAME STATUS TYPE RETRY CURL-ARGS...
+	local name=$1 want=$2 type=$3 retry=$4 got
+	shift 4
+	got=$(curl -sS -o "$RUN/check.body" -D "$RUN/check.headers" -w '%{http_code}' "$@") || got=000
+	check_nginx_response "$name" "$want" "$type" "$retry" "$got"
+}
+
+# The same for a request written byte for byte (what curl cannot send): REQUEST is printf'd
+# with \r\n line ends already in it.
+check_nginx_raw() { # NAME STATUS TYPE RETRY URL REQUEST
+	local name=$1 want=$2 type=$3 retry=$4 hostport=${5#http://} got
+	(
+		exec 3<>"/dev/tcp/${hostport%:*}/${hostport#*:}" || exit 1
+		printf '%b' "$6" >&3
+		timeout 5 cat <&3
+	) >"$RUN/check.raw" 2>/dev/null
+	sed -n '1,/^\r*$/p' "$RUN/check.raw" >"$RUN/check.headers"
+	sed '1,/^\r*$/d' "$RUN/check.raw" >"$RUN/check.body"
+	got=$(head -1 "$RUN/check.raw" | cut -d' ' -f2)
+	check_nginx_response "$name" "$want" "$type" "$retry" "$got"
+}
+
 check_nginx_errors() {
 	local rc=0
 	head -c $((2 * 1024 * 1024)) /dev/zero | tr '\0' 'a' >"$RUN/big.body"
@@ -242,6 +270,24 @@ check_nginx_errors() {
 		"$URL_ABSENT/v1/environments" -H "x-api-key: $KEY" || rc=1
 	check_nginx_error "400 for a malformed request" 400 invalid_request_error false \
 		"$TERRARIUM_URL/v1/environments/%zz" || rc=1
+	# every other status nginx answers by itself (nginx/server.conf.in)
+	check_nginx_error "405 for TRACE" 405 invalid_request_error false -X TRACE \
+		"$TERRARIUM_URL/v1/environments" || rc=1
+	check_nginx_raw "405 for CONNECT" 405 invalid_request_error false "$TERRARIUM_URL" \
+		'CONNECT / HTTP/1.1\r\nHost: x\r\n\r\n' || rc=1
+	check_nginx_error "501 for Transfer-Encoding: gzip" 501 invalid_request_error false \
+		-X POST "$TERRARIUM_URL/v1/environments" -H "x-api-key: $KEY" \
+		-H 'Transfer-Encoding: gzip' --data-binary x || rc=1
+	check_nginx_raw "505 for an HTTP/2.0 request line" 505 invalid_request_error false \
+		"$TERRARIUM_URL" 'GET /v1/environments HTTP/2.0\r\nHost: x\r\n\r\n' || rc=1
+	check_nginx_raw "505 for an HTTP/3.0 request line" 505 invalid_request_error false \
+		"$TERRARIUM_URL" 'GET /v1/environments HTTP/3.0\r\nHost: x\r\n\r\n' || rc=1
+	check_nginx_raw "400 for HTTP/1.0 with Transfer-Encoding" 400 invalid_request_error false \
+		"$TERRARIUM_URL" 'POST /v1/environments HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n' || rc=1
+	check_nginx_error "414 for a 20 KiB URI" 414 invalid_request_error false \
+		"$TERRARIUM_URL/v1/environments?x=$(head -c 20480 /dev/zero | tr '\0' a)" || rc=1
+	check_nginx_error "400 for a 20 KiB header" 400 invalid_request_error false \
+		"$TERRARIUM_URL/v1/environments" -H "x-big: $(head -c 20480 /dev/zero | tr '\0' a)" || rc=1
 	# rate limit per key (1 request/minute, bursts of 2): 3 pass, then 429 with retry-after;
 	# another key is unaffected.
 	local codes
@@ -265,6 +311,44 @@ check_nginx_errors() {
 	check_nginx_error "another key is not limited by the first key's rate" 404 not_found_error \
 		false "$URL_LIMITED/v1/nothing-here" -H "x-api-key: $KEY2" \
 		-H "anthropic-beta: managed-agents-2026-04-01" || rc=1
+	# one bucket per key whatever header carries it: x-api-key three times, then the same key
+	# as "Authorization: bearer" is over the limit
+	for _ in 1 2 3; do
+		curl -s -o /dev/null "$URL_LIMITED/healthz" -H "x-api-key: $KEY_ACCT2"
+	done
+	check_nginx_error "the same key as a Bearer credential shares its bucket" 429 rate_limit_error \
+		true "$URL_LIMITED/healthz" -H "Authorization: bearer $KEY_ACCT2" || rc=1
+	# heavy budget (1/minute, bursts of 1): two pages of 1000, then the third is refused while
+	# pages of 100 of the same key still pass
+	local heavy=()
+	for _ in 1 2 3; do
+		heavy+=("$(curl -s -o /dev/null -w '%{http_code}' "$URL_HEAVY/v1/environments?limit=1000" \
+			-H "x-api-key: $KEY2" -H "anthropic-beta: managed-agents-2026-04-01")")
+	done
+	if [ "${heavy[*]}" = "200 200 429" ]; then echo "ok   heavy budget: ${heavy[*]}"; else
+		echo "FAIL heavy budget: limit=1000 three times answered ${heavy[*]} (want 200 200 429)"
+		rc=1
+	fi
+	check_nginx_error "an encoded limit spends the heavy budget too" 429 rate_limit_error true \
+		"$URL_HEAVY/v1/environments?limit=%31000" -H "x-api-key: $KEY2" \
+		-H "anthropic-beta: managed-agents-2026-04-01" || rc=1
+	local light
+	light=$(curl -s -o /dev/null -w '%{http_code}' "$URL_HEAVY/v1/environments?limit=100" \
+		-H "x-api-key: $KEY2" -H "anthropic-beta: managed-agents-2026-04-01")
+	if [ "$light" = 200 ]; then echo "ok   light pages pass while the heavy budget is spent"; else
+		echo "FAIL a page of 100 answered $light while the heavy budget was spent (want 200)"
+		rc=1
+	fi
+	check_nginx_error "a limit over 100 that nginx cannot read is refused by the API" 400 \
+		invalid_request_error false "$URL_HEAVY/v1/environments?%6Cimit=1000" \
+		-H "x-api-key: $KEY2" -H "anthropic-beta: managed-agents-2026-04-01" || rc=1
+	# a refused request writes no error-log line (a flood of them filled the disk)
+	if grep -q "limiting requests" "$RUN/nginx-error.log"; then
+		echo "FAIL 429s are written to the error log"
+		rc=1
+	else
+		echo "ok   429s write no error-log line"
+	fi
 	return "$rc"
 }
 
