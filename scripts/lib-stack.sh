@@ -13,6 +13,7 @@
 #   db/  mysql.sock  mariadb.pid  mariadb.log  db-password       MariaDB (db_init, db_start)
 #   NAME.ini  NAME.sock  NAME.pid  NAME.log                       one API supervisor per NAME
 #   nginx.conf  nginx-*.conf  nginx.pid  nginx-*.log  nginx-tmp/  nginx (nginx_start)
+#   logrotate.conf                                                  every log (nginx_start)
 #
 # Environment:
 #   BUILD_DIR       where terrarium-api is: absolute, or relative to the repository (default build)
@@ -693,6 +694,7 @@ nginx_start() {
 	_stack_subst "$STACK_ROOT/nginx/terrarium.conf.in" RUN="$run" USER="$user_line" \
 		WORKER_PROCESSES="${NGINX_WORKERS:-1}" >"$run/nginx.conf.new" || return 1
 	cp "$STACK_ROOT/nginx/fastcgi.conf" "$run/nginx-fastcgi.conf.new" || return 1
+	_stack_subst "$STACK_ROOT/nginx/logrotate.conf.in" RUN="$run" >"$run/logrotate.conf" || return 1
 
 	if pid=$(stack_running "$run/nginx.pid" nginx) &&
 		cmp -s "$run/nginx.conf.new" "$run/nginx.conf" &&

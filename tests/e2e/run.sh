@@ -342,6 +342,23 @@ check_nginx_errors() {
 	check_nginx_error "a limit over 100 that nginx cannot read is refused by the API" 400 \
 		invalid_request_error false "$URL_HEAVY/v1/environments?%6Cimit=1000" \
 		-H "x-api-key: $KEY2" -H "anthropic-beta: managed-agents-2026-04-01" || rc=1
+	# the logs rotate with the configuration in the runtime directory, and nginx reopens them
+	if logrotate -f -s "$RUN/logrotate.state" "$RUN/logrotate.conf" 2>"$RUN/logrotate.err" &&
+		[ -s "$RUN/nginx-access.log.1" ]; then
+		local n=0
+		while [ $n -lt 30 ] && [ ! -s "$RUN/nginx-access.log" ]; do
+			curl -s -o /dev/null "$TERRARIUM_URL/healthz"
+			sleep 0.1
+			n=$((n + 1))
+		done
+		if [ -s "$RUN/nginx-access.log" ]; then echo "ok   logrotate rotated the logs, nginx reopened them"; else
+			echo "FAIL nginx did not reopen its access log after logrotate"
+			rc=1
+		fi
+	else
+		echo "FAIL logrotate: $(cat "$RUN/logrotate.err")"
+		rc=1
+	fi
 	# a refused request writes no error-log line (a flood of them filled the disk)
 	if grep -q "limiting requests" "$RUN/nginx-error.log"; then
 		echo "FAIL 429s are written to the error log"
