@@ -21,6 +21,7 @@
 #include "../common/crypto.h"
 #include "../common/log.h"
 #include "../common/privs.h"
+#include "../handlers/auth_guard.h"
 #include "router.h"
 
 extern char **environ;
@@ -346,6 +347,10 @@ int serve_supervisor(const struct config *cfg)
 
 	if (!pids || FCGX_Init())
 		return 1;
+	/* before the fork: every worker shares the unknown-key cache and per-address budgets */
+	if (auth_guard_init())
+		log_warn("supervisor: no shared memory for the unknown-key guard: %s",
+			 strerror(errno));
 	listen_fd = bind_socket(cfg);
 	if (listen_fd < 0)
 		return 1;

@@ -6,6 +6,7 @@
 
 #include "../common/log.h"
 #include "../db/keys.h"
+#include "auth_guard.h"
 #include "handlers.h"
 
 #define AUTH_BEARER "bearer" /* RFC 7235: the scheme is case-insensitive */
@@ -57,13 +58,15 @@ static void auth_cache_put(struct worker *w, const unsigned char *hash, const st
 
 /* The key lookup was a second database round trip on every request: with two round trips even
  * a bare FastCGI program reaches only ~0.7 of a one-query responder here (bench/). Keys found
- * are kept for AUTH_CACHE_TTL_MS (handlers.h), a bounded delay for revocation; unknown keys
- * always go to the database, so a new key works at once. */
+ * are kept for AUTH_CACHE_TTL_MS (handlers.h), a bounded delay for revocation. Unknown keys are
+ * kept out of the database by auth_guard.h (a negative cache a new key is never in, and a
+ * per-address budget of unknown-key lookups). */
 int auth_request(struct worker *w, struct request *req, struct response *resp)
 {
 	const char *key = req_env(req, "HTTP_X_API_KEY");
 	const char *authz = req_env(req, "HTTP_AUTHORIZATION");
 	const char *ws_header = req_env(req, "HTTP_ANTHROPIC_WORKSPACE_ID");
+	const char *addr = req_env(req, "REMOTE_ADDR");
 	unsigned char hash[SHA256_LEN];
 	const struct auth_cache_entry *hit;
 	enum db_status st;
@@ -88,6 +91,14 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 		if (hit) {
 			req->auth = hit->auth;
 			found = 1;
+		} else if (auth_guard_known_bad(hash, now)) {
+			found = 0;
+		} else if (!auth_guard_may_lookup(hash, addr, now)) {
+			resp_error(
+				resp, req, 429, NULL,
+				"too many requests with unknown API keys from this address; retry"
+				" after 1 second");
+			return -1;
 		} else {
 			struct key_identity id = {
 				req->auth.key_id,	       req->auth.workspace_id,
@@ -99,8 +110,11 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 				handle_db_error(w, req, resp, st);
 				return -1;
 			}
-			if (found)
+			if (found) {
 				auth_cache_put(w, hash, &req->auth, now);
+				auth_guard_valid(hash, now);
+			} else
+				auth_guard_unknown(hash, addr, now);
 		}
 	}
 	if (!found) {

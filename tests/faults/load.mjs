@@ -7,6 +7,8 @@
 //     POST /v1/environments named TAG-<n> with Idempotency-Key TAG-<n>, each retried with the
 //     same key as the SDK retries (connection error, 408, 409, 429, 5xx) until it answers
 //     otherwise or RETRY_SECONDS pass; OUT lists {name, status, id, attempts, replayed}
+//   node load.mjs randkey URL - SECONDS CONCURRENCY OUT.json PATH
+//     GET PATH, each request with a new random key; OUT lists {status}
 //   node load.mjs get URL KEY SECONDS CONCURRENCY OUT.json PATH
 //     GET PATH; OUT lists {at (epoch ms when it ended), status, ms, retry, retryAfter, type}
 import fs from 'node:fs';
@@ -72,6 +74,9 @@ async function loop() {
         name, status: r.status, id: r.json && r.json.id, attempts,
         replayed: !!(r.headers && r.headers['idempotent-replayed']),
       });
+    } else if (mode === 'randkey') {
+      const r = await request('GET', arg, undefined, { 'x-api-key': `trm_${Math.random().toString(36).slice(2)}${n++}` });
+      results.push({ status: r.status });
     } else if (mode === 'create') {
       const name = `${arg}-${n++}`;
       const r = await request('POST', '/v1/environments', { name });

@@ -131,6 +131,48 @@ if [ -n "${TERRARIUM_CONFIG:-}" ]; then
 		_ "$URL" "$key_b" "$long"
 fi
 
+# random keys from one client address do not flood the database (handlers/auth_guard.h): past
+# a burst of 20 and 10/s, unknown keys are answered 429 without a query; a key that works keeps
+# working from that address, and a key made now works at once from another address
+stmts() { mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" -N -e \
+	"SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'" | awk '{print $2}'; }
+FLOOD_SECONDS=3
+before=$(stmts)
+node "$ROOT/tests/faults/load.mjs" randkey "$URL" - "$FLOOD_SECONDS" 8 "$RUN/flood.json" /v1/environments &
+flood=$!
+good=()
+while kill -0 "$flood" 2>/dev/null; do
+	good+=("$(call "$KEY" GET /v1/environments?limit=1)")
+	sleep 0.1
+done
+wait "$flood"
+after=$(stmts)
+n401=$(jq '[.[] | select(.status == 401)] | length' "$RUN/flood.json")
+n429=$(jq '[.[] | select(.status == 429)] | length' "$RUN/flood.json")
+total=$(jq length "$RUN/flood.json")
+echo "  random-key flood: $total requests, $n401 looked up (401), $n429 refused (429);" \
+	"$((after - before)) statements executed; a valid key meanwhile: $(printf '%s\n' "${good[@]}" | sort | uniq -c | tr -s ' \n' ' ')"
+check "random keys: past the budget they are refused with 429 ($n429)" test "$n429" -gt 0
+check "random keys: at most burst + rate x time reach the database ($n401)" \
+	test "$n401" -le $((20 + 10 * (FLOOD_SECONDS + 2)))
+check "random keys: a refused key costs no statement ($((after - before)) for $n401 lookups)" \
+	test $((after - before)) -le $((n401 + ${#good[@]} + 10))
+check "random keys: a valid key from the same address keeps working" \
+	bash -c '! grep -qv "^200$" <<<"$1"' _ "$(printf '%s\n' "${good[@]}")"
+if [ -n "${TERRARIUM_CONFIG:-}" ]; then
+	fresh=$("$ROOT/${BUILD_DIR:-build}/terrarium-api" -c "$TERRARIUM_CONFIG" key create ws-main acct-a)
+	st=$(curl -sS -o /dev/null -w '%{http_code}' --interface 127.0.0.2 "$URL/v1/environments?limit=1" \
+		-H "x-api-key: $fresh" -H "anthropic-beta: managed-agents-2026-04-01")
+	check "a key made during the negative cache's life works at once ($st)" test "$st" = 200
+fi
+bad="trm_not-a-key-$RANDOM"
+before=$(stmts)
+for _ in $(seq 30); do call "$bad" GET /v1/environments >/dev/null; done
+after=$(stmts)
+check "an unknown key asked 30 times is looked up once (negative cache: $((after - before)) statements)" \
+	test $((after - before)) -le 3
+sleep 1 # the address's bucket refills for the parts after this one
+
 # keys are stored as SHA-256 and never logged
 mariadb-dump --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" --skip-extended-insert \
 	terrarium >"$RUN/sec.dump" 2>/dev/null
