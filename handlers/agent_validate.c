@@ -847,6 +847,21 @@ static json_t *def_defaults(void)
 			 "metadata");
 }
 
+/* The whole definition (system, tools, descriptions, everything a session captures) within
+ * AGENT_DEFINITION_MAX bytes of compact JSON. 0, or -1 with ERR set. */
+static int check_total(const json_t *def, struct verr *err)
+{
+	size_t n = json_dumpb(def, NULL, 0, JSON_COMPACT);
+
+	if (n <= AGENT_DEFINITION_MAX)
+		return 0;
+	verr_set(err, AV_BAD_REQUEST, NULL,
+		 "the agent is %zu bytes as JSON; at most %d (name, description, system, model,"
+		 " tools, skills, mcp_servers, metadata and the rest together)",
+		 n, AGENT_DEFINITION_MAX);
+	return -1;
+}
+
 json_t *agent_validate_create(json_t *body, struct verr *err)
 {
 	json_t *def;
@@ -870,7 +885,7 @@ json_t *agent_validate_create(json_t *body, struct verr *err)
 		oom(err);
 		return NULL;
 	}
-	if (apply(body, def, 1, err)) {
+	if (apply(body, def, 1, err) || check_total(def, err)) {
 		json_decref(def);
 		return NULL;
 	}
@@ -913,7 +928,7 @@ json_t *agent_validate_update(json_t *body, json_t *cur, int *changed, struct ve
 		oom(err);
 		return NULL;
 	}
-	if (apply(body, next, 0, err)) {
+	if (apply(body, next, 0, err) || check_total(next, err)) {
 		json_decref(next);
 		return NULL;
 	}

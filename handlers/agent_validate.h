@@ -36,6 +36,9 @@
 #define AGENT_SKILL_ID_MAX 256         /* characters */
 #define AGENT_ROLE_ARN_MAX 2048        /* SDK: "Maximum 2048 characters" */
 #define AGENT_ROSTER_MAX 20            /* multiagent coordinator agents: "1–20 entries" */
+#define AGENT_DEFINITION_MAX                                                                       \
+	65536			       /* bytes of the whole definition as compact JSON: it is     \
+					* copied into every session (docs/limits.md) */
 #define AGENT_EFFORT_DEFAULT "high"    /* the per-model default effort, resolved at save time */
 #define AGENT_SPEED_DEFAULT "standard"
 

@@ -295,16 +295,18 @@ static int page_parse(struct worker *w, struct request *req, struct response *re
 	return 0;
 }
 
-/* Respond with {"data": objects of ROWS (at most LIMIT), "next_page": cursor|null}; the cursor
- * points after the last row shown when ROWS holds one more than LIMIT. */
+/* Respond with {"data": objects of ROWS (at most LIMIT, and within list_page_rows's byte
+ * budget), "next_page": cursor|null}; the cursor points after the last row shown when ROWS
+ * holds more. */
 static void respond_page(struct worker *w, struct request *req, struct response *resp,
 			 const struct db_rows *rows, long long limit, const char *kind,
 			 const char *filter, unsigned id_col)
 {
 	char next[CURSOR_MAX];
 	json_t *data = json_array(), *body;
+	unsigned shown = list_page_rows(rows, limit);
 
-	for (unsigned r = 0; r < rows->nrows && r < (unsigned long long)limit; r++) {
+	for (unsigned r = 0; r < shown; r++) {
 		json_t *obj = agent_object(rows, r);
 
 		if (!obj) {
@@ -315,8 +317,8 @@ static void respond_page(struct worker *w, struct request *req, struct response 
 		json_array_append_new(data, obj);
 	}
 	body = json_pack("{s:o, s:n}", "data", data, "next_page");
-	if (body && rows->nrows > (unsigned long long)limit) {
-		unsigned last = (unsigned)limit - 1;
+	if (body && rows->nrows > shown) {
+		unsigned last = shown - 1;
 
 		if (!cursor_make(w->cursor_key, sizeof(w->cursor_key), kind, filter,
 				 db_cell(rows, last, AGENT_C_CREATED_DB), db_cell(rows, last, id_col),

@@ -244,3 +244,21 @@ int query_limit(struct request *req, struct response *resp, long long max, long 
 	}
 	return 0;
 }
+
+unsigned list_page_rows(const struct db_rows *rows, long long limit)
+{
+	unsigned long long bytes = 0;
+	unsigned n = 0;
+
+	while (n < rows->nrows && n < (unsigned long long)limit) {
+		unsigned long long row = 0;
+
+		for (unsigned c = 0; c < rows->ncols; c++)
+			row += rows->len[n * rows->ncols + c];
+		if (n && bytes + row > LIST_PAGE_BYTES_MAX)
+			break;
+		bytes += row;
+		n++;
+	}
+	return n;
+}

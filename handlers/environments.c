@@ -527,6 +527,7 @@ void env_list(struct worker *w, struct request *req, struct response *resp)
 	long long limit;
 	int include_archived;
 	enum db_status st;
+	unsigned shown;
 
 	if (list_params(req, resp, &limit, &include_archived, &page))
 		return;
@@ -554,17 +555,18 @@ void env_list(struct worker *w, struct request *req, struct response *resp)
 		return;
 	}
 	/* {"data":[...],"next_page":...}: the order json_pack gave these keys */
+	shown = list_page_rows(&rows, limit);
 	ENV_PUT_LIT(&b, "{\"data\":[");
-	for (unsigned r = 0; r < rows.nrows && r < (unsigned long long)limit; r++) {
+	for (unsigned r = 0; r < shown; r++) {
 		if (r)
 			ENV_PUT_LIT(&b, ",");
 		env_put_object(&b, &rows, r);
 	}
 	ENV_PUT_LIT(&b, "],\"next_page\":");
-	if (rows.nrows > (unsigned long long)limit &&
+	if (rows.nrows > shown &&
 	    !cursor_make(w->cursor_key, sizeof(w->cursor_key), ENV_CURSOR_KIND, filter,
-			 db_cell(&rows, (unsigned)limit - 1, ENV_C_CREATED_DB),
-			 db_cell(&rows, (unsigned)limit - 1, ENV_C_ID), next))
+			 db_cell(&rows, shown - 1, ENV_C_CREATED_DB),
+			 db_cell(&rows, shown - 1, ENV_C_ID), next))
 		env_put_str(&b, next, strlen(next));
 	else
 		ENV_PUT_LIT(&b, "null");

@@ -53,6 +53,14 @@ int query_count(struct request *req, struct response *resp, const char *name, lo
 
 /* Pages of at most this many rows are light; larger ones spend nginx's heavy budget. */
 #define LIST_LIGHT_LIMIT 100
+/* A list page ends early, with next_page set, rather than carry more than this many stored
+ * bytes (docs/limits.md): a page of large sessions is bounded like a page of small ones. */
+#define LIST_PAGE_BYTES_MAX (1024 * 1024)
+
+/* How many of the first LIMIT rows of ROWS make the page: rows are taken while their stored
+ * bytes (the cells' lengths) stay within LIST_PAGE_BYTES_MAX, at least one. When fewer than
+ * ROWS holds are taken, the page's next_page points after the last one taken. */
+unsigned list_page_rows(const struct db_rows *rows, long long limit);
 
 /* The `limit` of a list (1..MAX, DEF when absent) by query_count's rule. Behind nginx (the
  * TERRARIUM_HEAVY parameter is set), a limit over LIST_LIGHT_LIMIT that nginx did not count as

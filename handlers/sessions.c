@@ -600,6 +600,7 @@ void session_list(struct worker *w, struct request *req, struct response *resp)
 	int include_archived = 0, asc = 0;
 	enum db_status st;
 	json_t *data, *body;
+	unsigned shown;
 
 	if (query_limit(req, resp, SES_LIST_MAX_LIMIT, SES_LIST_DEFAULT_LIMIT, &limit))
 		return;
@@ -647,8 +648,9 @@ void session_list(struct worker *w, struct request *req, struct response *resp)
 		handle_db_error(w, req, resp, st);
 		return;
 	}
+	shown = list_page_rows(&rows, limit);
 	data = json_array();
-	for (unsigned r = 0; r < rows.nrows && r < (unsigned long long)limit; r++) {
+	for (unsigned r = 0; r < shown; r++) {
 		json_t *obj = session_object(&rows, r);
 		if (obj)
 			json_array_append_new(data, obj);
@@ -657,8 +659,8 @@ void session_list(struct worker *w, struct request *req, struct response *resp)
 				  db_cell(&rows, r, SES_C_ID));
 	}
 	body = json_pack("{s:o, s:n, s:n}", "data", data, "next_page", "prev_page");
-	if (rows.nrows > (unsigned long long)limit) {
-		unsigned last = (unsigned)limit - 1;
+	if (rows.nrows > shown) {
+		unsigned last = shown - 1;
 		if (!cursor_make(w->cursor_key, sizeof(w->cursor_key), SES_CURSOR_KIND, filter,
 				 db_cell(&rows, last, SES_C_CREATED_DB), db_cell(&rows, last, SES_C_ID),
 				 next))

@@ -131,6 +131,47 @@ if [ -n "${TERRARIUM_CONFIG:-}" ]; then
 		_ "$URL" "$key_b" "$long"
 fi
 
+# size budgets (docs/limits.md): an agent is at most 64 KiB, and a list page ends early with
+# next_page rather than carry more than 1 MiB (20 agents and 20 sessions of ~60 KB each)
+if [ -n "${TERRARIUM_CONFIG:-}" ]; then
+	bkey=$("$ROOT/${BUILD_DIR:-build}/terrarium-api" -c "$TERRARIUM_CONFIG" key create "ws-budget-$$-$RANDOM")
+	sys60k=$(head -c 60000 /dev/zero | tr '\0' s)
+	sys70k=$(head -c 70000 /dev/zero | tr '\0' s)
+	st=$(call "$bkey" POST /v1/agents "{\"name\":\"big\",\"model\":\"claude-sonnet-4-5\",\"system\":\"$sys70k\"}")
+	check "an agent over 64 KiB is refused ($st)" \
+		bash -c '[ "$1" = 400 ] && grep -q "at most 65536" "$2"' _ "$st" "$RUN/sec.body"
+	benv=$(curl -sS "$URL/v1/environments" -H "x-api-key: $bkey" -H "anthropic-beta: managed-agents-2026-04-01" \
+		-H "content-type: application/json" -d '{"name":"budget","config":{"type":"self_hosted"}}' | jq -r .id)
+	for i in $(seq 20); do
+		a=$(curl -sS "$URL/v1/agents" -H "x-api-key: $bkey" -H "anthropic-beta: managed-agents-2026-04-01" \
+			-H "content-type: application/json" \
+			-d "{\"name\":\"big-$i\",\"model\":\"claude-sonnet-4-5\",\"system\":\"$sys60k\"}" | jq -r .id)
+		curl -sS -o /dev/null "$URL/v1/sessions" -H "x-api-key: $bkey" -H "anthropic-beta: managed-agents-2026-04-01" \
+			-H "content-type: application/json" -d "{\"agent\":\"$a\",\"environment_id\":\"$benv\"}"
+	done
+	for what in agents sessions; do
+		page=
+		pages=0
+		seen=0
+		biggest=0
+		while :; do
+			curl -sS -o "$RUN/sec.page" "$URL/v1/$what?limit=20${page:+&page=$page}" -H "x-api-key: $bkey" \
+				-H "anthropic-beta: managed-agents-2026-04-01"
+			n=$(jq '.data | length' "$RUN/sec.page")
+			bytes=$(stat -c %s "$RUN/sec.page")
+			[ "$bytes" -gt "$biggest" ] && biggest=$bytes
+			seen=$((seen + n))
+			pages=$((pages + 1))
+			page=$(jq -r '.next_page // empty' "$RUN/sec.page")
+			[ -n "$page" ] && [ "$pages" -lt 10 ] || break
+		done
+		check "$what: pages of limit=20 end early under 1 MiB ($pages pages, largest $biggest bytes)" \
+			test "$pages" -ge 2 -a "$biggest" -le $((1024 * 1024 + 100 * 1024))
+		check "$what: every one of the 20 is on some page ($seen)" test "$seen" = 20
+	done
+	rm -f "$RUN/sec.page"
+fi
+
 # random keys from one client address do not flood the database (handlers/auth_guard.h): past
 # a burst of 20 and 10/s, unknown keys are answered 429 without a query; a key that works keeps
 # working from that address, and a key made now works at once from another address

@@ -280,6 +280,38 @@ static void test_model(void **state)
 	free(long_id);
 }
 
+/* The whole definition within AGENT_DEFINITION_MAX bytes: a system prompt that fits alone
+ * (AGENT_SYSTEM_MAX) but makes the agent larger is refused, on create and on update. */
+static void test_total_size(void **state)
+{
+	size_t n = AGENT_DEFINITION_MAX + 100;
+	char *big = rep("s", n), *text = malloc(n + 64);
+	struct verr err = {0};
+	json_t *body, *cur, *def;
+	int changed;
+
+	(void)state;
+	assert_non_null(text);
+	snprintf(text, n + 64, "{" MIN_BODY ",\"system\":\"%s\"}", big);
+	body = parse(__LINE__, text);
+	assert_null(agent_validate_create(body, &err));
+	assert_non_null(strstr(err.msg, "at most 65536"));
+	json_decref(body);
+	body = parse(__LINE__, "{" MIN_BODY "}");
+	cur = agent_validate_create(body, &err);
+	assert_non_null(cur);
+	json_decref(body);
+	snprintf(text, n + 64, "{\"system\":\"%s\"}", big);
+	body = parse(__LINE__, text);
+	def = agent_validate_update(body, cur, &changed, &err);
+	assert_null(def);
+	assert_non_null(strstr(err.msg, "at most 65536"));
+	json_decref(body);
+	json_decref(cur);
+	free(big);
+	free(text);
+}
+
 static void test_description_and_system(void **state)
 {
 	char *d2048 = rep("d", 2048), *d2049 = rep("d", 2049), text[2200], expect[2200];
@@ -707,6 +739,7 @@ int main(void)
 		cmocka_unit_test(test_update_refused),
 		cmocka_unit_test(test_update_version),
 		cmocka_unit_test(test_rfc3339),
+		cmocka_unit_test(test_total_size),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
