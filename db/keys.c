@@ -60,8 +60,8 @@ enum db_status workspace_lookup(struct db *db, const char *name, char *out, size
 
 struct create_ctx {
 	const char *workspace, *account;
-	char *key;
-	size_t keysz;
+	char *key, *key_id;
+	size_t keysz, key_id_sz;
 };
 
 static enum db_status create_tx(struct db *db, void *arg)
@@ -70,12 +70,12 @@ static enum db_status create_tx(struct db *db, void *arg)
 	static const char ins_key[] = "INSERT INTO api_keys (id, workspace_id, account_id, key_hash) "
 				      "SELECT ?, id, ?, ? FROM workspaces WHERE name = ?";
 	struct create_ctx *c = arg;
-	char ws_id[48], key_id[48];
+	char ws_id[48];
 	unsigned char hash[SHA256_LEN];
 	enum db_status st;
 
 	if (random_id(ws_id, sizeof(ws_id), "wrkspc_", ID_RANDOM_LEN) ||
-	    random_id(key_id, sizeof(key_id), "apikey_", ID_RANDOM_LEN) ||
+	    random_id(c->key_id, c->key_id_sz, "apikey_", ID_RANDOM_LEN) ||
 	    random_id(c->key, c->keysz, KEY_PREFIX, KEY_RANDOM_LEN))
 		return DB_FATAL;
 	st = db_exec(db, ins_ws, (struct db_val[]){ DB_STR(ws_id), DB_STR(c->workspace) }, 2, NULL,
@@ -84,16 +84,16 @@ static enum db_status create_tx(struct db *db, void *arg)
 		return st;
 	sha256(c->key, strlen(c->key), hash);
 	return db_exec(db, ins_key,
-		       (struct db_val[]){ DB_STR(key_id), DB_STR(c->account),
-					  DB_STRN((const char *)hash, SHA256_LEN),
-					  DB_STR(c->workspace) },
+		       (struct db_val[]){DB_STR(c->key_id), DB_STR(c->account),
+					 DB_STRN((const char *)hash, SHA256_LEN),
+					 DB_STR(c->workspace)},
 		       4, NULL, NULL);
 }
 
 enum db_status keys_create(struct db *db, const char *workspace, const char *account, char *key,
-			   size_t keysz)
+			   size_t keysz, char *key_id, size_t key_id_sz)
 {
-	struct create_ctx c = { workspace, account, key, keysz };
+	struct create_ctx c = {workspace, account, key, key_id, keysz, key_id_sz};
 	return db_tx(db, create_tx, &c);
 }
 
@@ -108,6 +108,17 @@ enum db_status keys_revoke(struct db *db, const char *key, int *found)
 	sha256(key, strlen(key), hash);
 	st = db_exec(db, sql, (struct db_val[]){ DB_STRN((const char *)hash, SHA256_LEN) }, 1, NULL,
 		     &n);
+	*found = n > 0;
+	return st;
+}
+
+enum db_status keys_revoke_id(struct db *db, const char *key_id, int *found)
+{
+	static const char sql[] = "UPDATE api_keys SET revoked_at = UTC_TIMESTAMP(6) "
+				  "WHERE id = ? AND revoked_at IS NULL";
+	unsigned long long n = 0;
+	enum db_status st = db_exec(db, sql, (struct db_val[]){DB_STR(key_id)}, 1, NULL, &n);
+
 	*found = n > 0;
 	return st;
 }

@@ -23,12 +23,16 @@ enum db_status keys_lookup(struct db *db, const unsigned char hash[32], struct k
 			   int *found);
 
 /* Create workspace NAME if missing and a new key for ACCOUNT in it; the key (shown once) goes
- * to KEY (size >= sizeof KEY_PREFIX + KEY_RANDOM_LEN). */
+ * to KEY (size >= sizeof KEY_PREFIX + KEY_RANDOM_LEN), its id (apikey_..., what `key revoke`
+ * takes) to KEY_ID. */
 enum db_status keys_create(struct db *db, const char *workspace, const char *account, char *key,
-			   size_t keysz);
+			   size_t keysz, char *key_id, size_t key_id_sz);
 
 /* Revoke the key KEY (the key itself). *FOUND = 0 when no active key matched. */
 enum db_status keys_revoke(struct db *db, const char *key, int *found);
+
+/* Revoke the key whose id is KEY_ID. *FOUND = 0 when no active key has it. */
+enum db_status keys_revoke_id(struct db *db, const char *key_id, int *found);
 
 /* Workspace id of NAME into OUT. *FOUND = 0 when there is none. */
 enum db_status workspace_lookup(struct db *db, const char *name, char *out, size_t sz, int *found);

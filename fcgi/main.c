@@ -4,7 +4,7 @@
  *   terrarium-api [-c CONFIG] migrate [SQL_DIR]          apply the migrations in SQL_DIR
  *                                                       (default: [database] migrations)
  *   terrarium-api [-c CONFIG] key create WORKSPACE [ACCOUNT]   print a new key (shown once)
- *   terrarium-api [-c CONFIG] key revoke KEY
+ *   terrarium-api [-c CONFIG] key revoke [KEY_ID]   the key on stdin, or its id (apikey_...)
  *   terrarium-api [-c CONFIG] workspace id WORKSPACE
  *
  * Started by a web server (GATEWAY_INTERFACE set, or a listening socket on fd 0) it serves:
@@ -19,6 +19,23 @@
 #include "serve.h"
 
 #define MAIN_DEFAULT_ACCOUNT "default"
+#define MAIN_KEY_ID_PREFIX   "apikey_"
+#define AUTH_KEY_ID_MAX	     64
+
+/* Read the key to revoke from stdin (one line): a secret on the command line is visible to
+ * every local user in ps and /proc. 0, or -1 when nothing usable was read. */
+static int read_key(char *key, size_t sz)
+{
+	size_t n;
+
+	if (!fgets(key, (int)sz, stdin))
+		return -1;
+	n = strcspn(key, "\r\n");
+	if (!n || (key[n] == '\0' && n == sz - 1)) /* empty, or longer than any key */
+		return -1;
+	key[n] = '\0';
+	return 0;
+}
 
 static int usage(void)
 {
@@ -26,7 +43,7 @@ static int usage(void)
 		"usage: terrarium-api [-c CONFIG] serve\n"
 		"       terrarium-api [-c CONFIG] migrate [SQL_DIR]\n"
 		"       terrarium-api [-c CONFIG] key create WORKSPACE [ACCOUNT]\n"
-		"       terrarium-api [-c CONFIG] key revoke KEY\n"
+		"       terrarium-api [-c CONFIG] key revoke [KEY_ID]   (the key itself on stdin)\n"
 		"       terrarium-api [-c CONFIG] workspace id WORKSPACE\n");
 	return 2;
 }
@@ -49,11 +66,28 @@ static int admin(const struct config *cfg, int argc, char **argv)
 				WORKSPACE_NAME_MAX);
 			goto out;
 		}
-		st = keys_create(db, argv[2], account, key, sizeof(key));
-		if (!st)
+		char key_id[AUTH_KEY_ID_MAX];
+		st = keys_create(db, argv[2], account, key, sizeof(key), key_id, sizeof(key_id));
+		if (!st) {
 			printf("%s\n", key);
-	} else if (!strcmp(argv[0], "key") && argc == 3 && !strcmp(argv[1], "revoke")) {
-		st = keys_revoke(db, argv[2], &found);
+			fprintf(stderr, "key id: %s (for key revoke)\n", key_id);
+		}
+	} else if (!strcmp(argv[0], "key") && (argc == 2 || argc == 3) &&
+		   !strcmp(argv[1], "revoke")) {
+		char key[KEY_MAX_LEN + 2];
+		if (argc == 3 && strncmp(argv[2], MAIN_KEY_ID_PREFIX, strlen(MAIN_KEY_ID_PREFIX))) {
+			fprintf(stderr,
+				"key revoke takes a key id (%s...), or the key itself on stdin;"
+				" never the key as an argument\n",
+				MAIN_KEY_ID_PREFIX);
+			ret = 2;
+			goto out;
+		}
+		if (argc == 2 && read_key(key, sizeof(key))) {
+			fprintf(stderr, "key revoke: no key on stdin\n");
+			goto out;
+		}
+		st = argc == 3 ? keys_revoke_id(db, argv[2], &found) : keys_revoke(db, key, &found);
 		if (!st && !found) {
 			fprintf(stderr, "no active key matches\n");
 			goto out;

@@ -128,7 +128,7 @@ KEY=$(cli key create ws-main acct-a) || die "key create ws-main acct-a failed"
 KEY_ACCT2=$(cli key create ws-main acct-b) || die "key create ws-main acct-b failed"
 KEY2=$(cli key create ws-other) || die "key create ws-other failed"
 KEY_REVOKED=$(cli key create ws-main acct-a) || die "key create (to revoke) failed"
-cli key revoke "$KEY_REVOKED" || die "key revoke failed"
+printf '%s\n' "$KEY_REVOKED" | cli key revoke || die "key revoke failed"
 WORKSPACE_ID=$(cli workspace id ws-main) || die "workspace id ws-main failed"
 WORKSPACE2_ID=$(cli workspace id ws-other) || die "workspace id ws-other failed"
 for v in KEY KEY_ACCT2 KEY2 KEY_REVOKED WORKSPACE_ID WORKSPACE2_ID; do

@@ -117,8 +117,8 @@ check "scope account: its account lists the session" bash -c \
 if [ -n "${TERRARIUM_CONFIG:-}" ]; then
 	prefix=$(printf 'p%.0s' $(seq 254))
 	api=("$ROOT/${BUILD_DIR:-build}/terrarium-api" -c "$TERRARIUM_CONFIG")
-	key_a=$("${api[@]}" key create ws-main "${prefix}a")
-	key_b=$("${api[@]}" key create ws-main "${prefix}b")
+	key_a=$("${api[@]}" key create ws-main "${prefix}a" 2>/dev/null)
+	key_b=$("${api[@]}" key create ws-main "${prefix}b" 2>/dev/null)
 	long=$(curl -sS "$URL/v1/environments" -H "x-api-key: $key_a" -H "anthropic-beta: managed-agents-2026-04-01" \
 		-H "content-type: application/json" -d '{"name":"sec-long","config":{"type":"self_hosted"},"scope":"account"}' | jq -r .id)
 	check "long account names: the first account made a scoped environment ($long)" \
@@ -131,10 +131,31 @@ if [ -n "${TERRARIUM_CONFIG:-}" ]; then
 		_ "$URL" "$key_b" "$long"
 fi
 
+# key revoke never takes the secret as an argument (ps shows arguments to every local user):
+# the key on stdin, or its id (printed by key create on stderr)
+if [ -n "${TERRARIUM_CONFIG:-}" ]; then
+	api=("$ROOT/${BUILD_DIR:-build}/terrarium-api" -c "$TERRARIUM_CONFIG")
+	k1=$("${api[@]}" key create ws-main acct-a 2>/dev/null)
+	k2=$("${api[@]}" key create ws-main acct-a 2>"$RUN/sec.keyid")
+	k2id=$(sed -n 's/^key id: \(apikey_[0-9A-Za-z]*\).*/\1/p' "$RUN/sec.keyid")
+	"${api[@]}" key revoke "$k1" 2>/dev/null
+	rc=$?
+	check "key revoke refuses the secret as an argument (exit $rc)" test "$rc" -ne 0
+	check "... and the key stays valid" test "$(call "$k1" GET /v1/environments?limit=1)" = 200
+	printf '%s\n' "$k1" | "${api[@]}" key revoke
+	check "key revoke reads the key from stdin" test $? -eq 0
+	"${api[@]}" key revoke "$k2id"
+	check "key revoke takes a key id ($k2id)" test $? -eq 0
+	sleep 1.1 # workers keep a found key for at most 1 s (AUTH_CACHE_TTL_MS)
+	check "a key revoked through stdin is refused" test "$(call "$k1" GET /v1/environments?limit=1)" = 401
+	check "a key revoked by id is refused" test "$(call "$k2" GET /v1/environments?limit=1)" = 401
+	rm -f "$RUN/sec.keyid"
+fi
+
 # size budgets (docs/limits.md): an agent is at most 64 KiB, and a list page ends early with
 # next_page rather than carry more than 1 MiB (20 agents and 20 sessions of ~60 KB each)
 if [ -n "${TERRARIUM_CONFIG:-}" ]; then
-	bkey=$("$ROOT/${BUILD_DIR:-build}/terrarium-api" -c "$TERRARIUM_CONFIG" key create "ws-budget-$$-$RANDOM")
+	bkey=$("$ROOT/${BUILD_DIR:-build}/terrarium-api" -c "$TERRARIUM_CONFIG" key create "ws-budget-$$-$RANDOM" 2>/dev/null)
 	sys60k=$(head -c 60000 /dev/zero | tr '\0' s)
 	sys70k=$(head -c 70000 /dev/zero | tr '\0' s)
 	st=$(call "$bkey" POST /v1/agents "{\"name\":\"big\",\"model\":\"claude-sonnet-4-5\",\"system\":\"$sys70k\"}")
@@ -201,7 +222,7 @@ check "random keys: a refused key costs no statement ($((after - before)) for $n
 check "random keys: a valid key from the same address keeps working" \
 	bash -c '! grep -qv "^200$" <<<"$1"' _ "$(printf '%s\n' "${good[@]}")"
 if [ -n "${TERRARIUM_CONFIG:-}" ]; then
-	fresh=$("$ROOT/${BUILD_DIR:-build}/terrarium-api" -c "$TERRARIUM_CONFIG" key create ws-main acct-a)
+	fresh=$("$ROOT/${BUILD_DIR:-build}/terrarium-api" -c "$TERRARIUM_CONFIG" key create ws-main acct-a 2>/dev/null)
 	st=$(curl -sS -o /dev/null -w '%{http_code}' --interface 127.0.0.2 "$URL/v1/environments?limit=1" \
 		-H "x-api-key: $fresh" -H "anthropic-beta: managed-agents-2026-04-01")
 	check "a key made during the negative cache's life works at once ($st)" test "$st" = 200
