@@ -11,6 +11,7 @@
 #
 # Files under RUN:
 #   db/  mysql.sock  mariadb.pid  mariadb.log  db-password       MariaDB (db_init, db_start)
+#   db-owner-password  owner.ini                                  the schema owner (migrations)
 #   NAME.ini  NAME.sock  NAME.pid  NAME.log                       one API supervisor per NAME
 #   nginx.conf  nginx-*.conf  nginx.pid  nginx-*.log  nginx-tmp/  nginx (nginx_start)
 #   logrotate.conf                                                  every log (nginx_start)
@@ -38,7 +39,8 @@
 
 STACK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STACK_DB_NAME=terrarium
-STACK_DB_USER=terrarium
+STACK_DB_USER=terrarium         # the application: SELECT, INSERT, UPDATE, DELETE only
+STACK_DB_OWNER=terrarium_owner  # owns the schema: runs the migrations (RUN/owner.ini)
 STACK_DB_CREATED=0        # set to 1 by db_init when it created a new data directory
 STACK_CONFIG_CHANGED=0    # set to 1 by api_config when NAME.ini changed
 STACK_SOCKET_MAX=107      # sun_path holds 108 bytes with the terminating NUL
@@ -411,25 +413,47 @@ db_start() {
 	_stack_db_provision "$run"
 }
 
-_stack_db_provision() {
-	local run=$1 pw
-	if [ ! -s "$run/db-password" ]; then
-		(umask 077 && od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$run/db-password.tmp") &&
-			mv -f "$run/db-password.tmp" "$run/db-password" || return 1
+# A password file RUN/NAME (hex, mode 0600), made on first use; prints the password.
+_stack_db_password() {
+	local f=$1/$2 pw
+	if [ ! -s "$f" ]; then
+		(umask 077 && od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$f.tmp") &&
+			mv -f "$f.tmp" "$f" || return 1
 	fi
-	chmod 0600 "$run/db-password"
-	pw=$(cat "$run/db-password")
+	chmod 0600 "$f"
+	pw=$(cat "$f")
 	case "$pw" in '' | *[!0-9a-f]*)
-		_stack_err "$run/db-password must hold hex digits only: remove it to make a new one"
+		_stack_err "$f must hold hex digits only: remove it to make a new one"
 		return 1
 		;;
 	esac
-	db_sql "$run" <<SQL || { _stack_err "could not create database/user"; return 1; }
+	echo "$pw"
+}
+
+# Two accounts: the owner (every privilege on the schema; migrations only, through
+# RUN/owner.ini) and the application (rows only: what the API and the reconciler need, so a
+# compromised worker cannot drop or alter tables). An application account of an older stack
+# that had ALL PRIVILEGES is brought down to these.
+_stack_db_provision() {
+	local run=$1 pw opw
+	pw=$(_stack_db_password "$run" db-password) || return 1
+	opw=$(_stack_db_password "$run" db-owner-password) || return 1
+	db_sql "$run" <<SQL || { _stack_err "could not create database/users"; return 1; }
 CREATE DATABASE IF NOT EXISTS \`$STACK_DB_NAME\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
 CREATE USER IF NOT EXISTS '$STACK_DB_USER'@'localhost' IDENTIFIED BY '$pw';
 ALTER USER '$STACK_DB_USER'@'localhost' IDENTIFIED BY '$pw';
-GRANT ALL PRIVILEGES ON \`$STACK_DB_NAME\`.* TO '$STACK_DB_USER'@'localhost';
+REVOKE ALL PRIVILEGES, GRANT OPTION FROM '$STACK_DB_USER'@'localhost';
+GRANT SELECT, INSERT, UPDATE, DELETE ON \`$STACK_DB_NAME\`.* TO '$STACK_DB_USER'@'localhost';
+CREATE USER IF NOT EXISTS '$STACK_DB_OWNER'@'localhost' IDENTIFIED BY '$opw';
+ALTER USER '$STACK_DB_OWNER'@'localhost' IDENTIFIED BY '$opw';
+GRANT ALL PRIVILEGES ON \`$STACK_DB_NAME\`.* TO '$STACK_DB_OWNER'@'localhost';
 SQL
+	(
+		umask 077
+		printf '%s\n' "; written by scripts/lib-stack.sh (db_start): the schema owner, for migrate only" \
+			"[database]" "socket = $run/mysql.sock" "user = $STACK_DB_OWNER" \
+			"password = $opw" "name = $STACK_DB_NAME" >"$run/owner.ini.tmp"
+	) && mv -f "$run/owner.ini.tmp" "$run/owner.ini"
 }
 
 # db_stop RUN: SIGTERM (clean shutdown), wait up to 60 s, then SIGKILL.
@@ -512,16 +536,19 @@ EOF
 	fi
 }
 
-# api_cli RUN NAME ARGS...: run `terrarium-api -c RUN/NAME.ini ARGS...` in the foreground.
+# api_cli RUN NAME ARGS...: run `terrarium-api -c RUN/NAME.ini ARGS...` in the foreground;
+# `migrate` runs as the schema owner instead (RUN/owner.ini, written by db_start).
 api_cli() {
-	local run=$1 name=$2 api
+	local run=$1 name=$2 api ini
 	shift 2
 	api=$(_stack_api_bin)
 	if [ ! -x "$api" ]; then
 		_stack_err "$api not built (run make)"
 		return 1
 	fi
-	"$api" -c "$run/$name.ini" "$@"
+	ini="$run/$name.ini"
+	[ "${1:-}" = migrate ] && ini="$run/owner.ini"
+	"$api" -c "$ini" "$@"
 }
 
 # api_start RUN NAME: start `terrarium-api -c RUN/NAME.ini serve` unless it already runs; wait

@@ -235,6 +235,23 @@ check "an unknown key asked 30 times is looked up once (negative cache: $((after
 	test $((after - before)) -le 3
 sleep 1 # the address's bucket refills for the parts after this one
 
+# the application's database account has rows only; the schema belongs to a separate owner
+if [ -s "$RUN/db-password" ]; then
+	app_sql() { mariadb --no-defaults --socket="$RUN/mysql.sock" --user=terrarium \
+		--password="$(cat "$RUN/db-password")" -N terrarium -e "$1" 2>&1; }
+	grants=$(mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" -N \
+		-e "SHOW GRANTS FOR 'terrarium'@'localhost'" | grep -v 'GRANT USAGE ON \*\.\*')
+	check "the application account has SELECT, INSERT, UPDATE, DELETE on its schema only ($grants)" \
+		test "$grants" = 'GRANT SELECT, INSERT, UPDATE, DELETE ON `terrarium`.* TO `terrarium`@`localhost`'
+	check "the application account cannot create tables" \
+		bash -c 'grep -q "denied" <<<"$1"' _ "$(app_sql 'CREATE TABLE sec_probe (a INT)')"
+	check "the application account cannot drop tables" \
+		bash -c 'grep -q "denied" <<<"$1"' _ "$(app_sql 'DROP TABLE api_keys')"
+	check "the application account reads rows" test "$(app_sql 'SELECT COUNT(*) > 0 FROM api_keys')" = 1
+	check "the migrations ran as the owner (owner.ini, mode 600)" \
+		test "$(stat -c %a "$RUN/owner.ini" 2>/dev/null)" = 600
+fi
+
 # keys are stored as SHA-256 and never logged
 mariadb-dump --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" --skip-extended-insert \
 	terrarium >"$RUN/sec.dump" 2>/dev/null
