@@ -35,7 +35,7 @@ packages=(
 	libfcgi-dev libfcgi-bin libjansson-dev libmariadb-dev libcurl4-openssl-dev libcmocka-dev libinih-dev
 	libseccomp-dev
 	mariadb-server mariadb-client
-	bubblewrap slirp4netns spawn-fcgi wrk curl jq logrotate
+	bubblewrap slirp4netns spawn-fcgi wrk curl jq logrotate acl
 	apache2 libapache2-mod-fcgid lighttpd
 	galera-4 rsync iproute2 iptables # scripts/cluster.sh: Galera nodes, rsync SST, namespaces
 )

@@ -11,6 +11,7 @@
 #
 # Files under RUN:
 #   db/  mysql.sock  mariadb.pid  mariadb.log  db-password       MariaDB (db_init, db_start)
+#   mysql/  what mariadbd writes itself: its socket (RUN/mysql.sock links to it) and pid file
 #   db-owner-password  owner.ini                                  the schema owner (migrations)
 #   NAME.ini  NAME.sock  NAME.pid  NAME.log                       one API supervisor per NAME
 #   nginx.conf  nginx-*.conf  nginx.pid  nginx-*.log  nginx-tmp/  nginx (nginx_start)
@@ -27,8 +28,8 @@
 #                   fastcgi_keep_conn on (default 0: one connection per request; keep it below
 #                   the API's workers, see nginx/upstream.conf.in)
 #   DB_EXTRA_ARGS   extra mariadbd options, split on spaces
-#   DB_OS_USER      when root, the user mariadbd runs as (default root; the caller owns the
-#                   data directory then)
+#   DB_OS_USER      when root, the user mariadbd runs as (default mysql; _stack_db_dirs hands it
+#                   RUN/db and RUN/mysql/ and lets it traverse RUN)
 #   DB_ADDR         HOST:PORT: api_config writes a TCP [database] host/port instead of RUN's
 #                   socket (scripts/cluster.sh: an API host talks to its own Galera node)
 #   API_LISTEN      HOST:PORT: api_config makes the supervisor listen there (FastCGI over TCP)
@@ -41,6 +42,7 @@ STACK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STACK_DB_NAME=terrarium
 STACK_DB_USER=terrarium         # the application: SELECT, INSERT, UPDATE, DELETE only
 STACK_DB_OWNER=terrarium_owner  # owns the schema: runs the migrations (RUN/owner.ini)
+STACK_DB_OS_USER=${DB_OS_USER:-mysql} # the account mariadbd runs as when started as root
 STACK_DB_CREATED=0        # set to 1 by db_init when it created a new data directory
 STACK_CONFIG_CHANGED=0    # set to 1 by api_config when NAME.ini changed
 STACK_SOCKET_MAX=107      # sun_path holds 108 bytes with the terminating NUL
@@ -313,6 +315,33 @@ db_sql() {
 	mariadb --no-defaults --socket="$run/mysql.sock" --user="$(id -un)" --batch "$@"
 }
 
+# Started as root, MariaDB runs as STACK_DB_OS_USER (mysql), never root: it owns RUN/db and
+# RUN/mysql/ (its socket and pid file; 0711 so the API's workers reach the socket) and may only
+# traverse RUN (an ACL entry: RUN stays closed to other users). A data directory of an older
+# stack that ran as root is handed over.
+_stack_db_dirs() {
+	local run=$1 user=$STACK_DB_OS_USER
+	mkdir -p "$run/mysql" || return 1
+	if [ "$(id -u)" -eq 0 ]; then
+		if ! id "$user" >/dev/null 2>&1; then
+			_stack_err "no '$user' account for MariaDB (the mariadb-server package makes it)"
+			return 1
+		fi
+		if ! command -v setfacl >/dev/null 2>&1; then
+			_stack_err "setfacl not found (scripts/install-deps.sh installs acl)"
+			return 1
+		fi
+		setfacl -m "u:$user:x" "$run" || return 1
+		chown "$user:" "$run/mysql" || return 1
+		if [ -d "$run/db" ] && [ "$(stat -c %U "$run/db")" != "$user" ]; then
+			_stack_say "handing $run/db over to $user"
+			chown -R "$user:" "$run/db" || return 1
+		fi
+	fi
+	chmod 0711 "$run/mysql" || return 1
+	ln -sfn mysql/mysql.sock "$run/mysql.sock"
+}
+
 # db_init RUN: create the data directory RUN/db unless it exists. The administrator accounts
 # use unix_socket authentication (root@localhost, plus one named after the OS user when that is
 # not root): no password exists that another local user could use. Sets STACK_DB_CREATED=1 when
@@ -336,10 +365,11 @@ db_init() {
 	me=$(id -un)
 	tmp="$run/db.init.$$"
 	rm -rf "$tmp"
+	_stack_db_dirs "$run" || return 1
 	local args=(--no-defaults --datadir="$tmp" --skip-test-db
 		--auth-root-authentication-method=socket --auth-root-socket-user="$me")
 	if [ "$(id -u)" -eq 0 ]; then
-		args+=(--user="$me")
+		args+=(--user="$STACK_DB_OS_USER")
 	fi
 	_stack_say "initialising MariaDB data directory $run/db"
 	if ! "$installer" "${args[@]}" >"$run/mariadb-install.log" 2>&1; then
@@ -366,20 +396,21 @@ db_start() {
 			_stack_err "no data directory in $run/db: run db_init first"
 			return 1
 		fi
-		_stack_check_socket_len "$run/mysql.sock" || return 1
+		_stack_db_dirs "$run" || return 1
+		_stack_check_socket_len "$run/mysql/mysql.sock" || return 1
 		server=$(_stack_bin mariadbd) || server=$(_stack_bin mysqld) || {
 			_stack_err "mariadbd not found (scripts/install-deps.sh installs mariadb-server)"
 			return 1
 		}
 		local args=(--no-defaults
-			--datadir="$run/db" --socket="$run/mysql.sock" --skip-networking
-			--pid-file="$run/mariadb.pid" --log-error="$run/mariadb.log"
+			--datadir="$run/db" --socket="$run/mysql/mysql.sock" --skip-networking
+			--pid-file="$run/mysql/mariadb.pid"
 			--character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci
 			--default-time-zone=+00:00 --skip-name-resolve
 			--innodb-buffer-pool-size=128M --max-connections=256)
 		if [ "$(id -u)" -eq 0 ]; then
 			# the first --user wins: DB_EXTRA_ARGS cannot change it
-			args+=(--user="${DB_OS_USER:-$(id -un)}")
+			args+=(--user="$STACK_DB_OS_USER")
 		fi
 		# shellcheck disable=SC2206
 		args+=(${DB_EXTRA_ARGS:-})

@@ -35,6 +35,10 @@ if [ "$(id -u)" -eq 0 ]; then
 	users=$(ps -o user= --ppid "$(cat "$RUN/$NAME.pid")" | sort -u | tr '\n' ' ')
 	check "workers of a root supervisor are unprivileged ($users)" \
 		bash -c '[ -n "$1" ] && ! grep -qw root <<<"$1"' _ "$users"
+	dbuser=$(ps -o user= -p "$(cat "$RUN/mariadb.pid")")
+	check "MariaDB of a root stack runs as mysql ($dbuser)" test "$dbuser" = mysql
+	check "the runtime directory stays closed to other users ($(stat -c %a "$RUN"))" \
+		test "$(stat -c %a "$RUN")" = 710
 else
 	echo "ok - privileges # SKIP not started as root"
 fi
