@@ -1,5 +1,6 @@
 -- Request generator for scripts/bench.sh (wrk -s bench/wrk.lua). Read from the environment:
---   BENCH_MODE  get | list | create | update
+--   BENCH_MODE  get | list | create | update, or for scripts/flood.sh: list1000 (pages of 1000)
+--               | randkey (GET /v1/environments, each request with a new random key)
 --   BENCH_KEY   the API key sent in x-api-key (the references ignore it)
 --   BENCH_IDS   file of environment ids, one a line (get, update): each request picks one at
 --               random, so the database answers from all over the table, not one hot row
@@ -59,5 +60,11 @@ function request()
 			'{"description":"updated by wrk thread %d request %d"}', tid, counter)
 		return wrk.format("POST", "/v1/environments/" .. random_id(), nil, body)
 	end
-	error("BENCH_MODE must be get, list, create or update")
+	elseif mode == "list1000" then
+		return wrk.format("GET", "/v1/environments?limit=1000")
+	elseif mode == "randkey" then
+		return wrk.format("GET", "/v1/environments",
+			{ ["x-api-key"] = string.format("trm_%d_%d_%d", tid, counter, math.random(1e9)) })
+	end
+	error("BENCH_MODE must be get, list, create, update, list1000 or randkey")
 end

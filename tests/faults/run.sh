@@ -43,18 +43,25 @@ else
 	echo "ok - privileges # SKIP not started as root"
 fi
 
+# load.mjs MODE for KILL_SECONDS while a random worker is killed (-9) every PAUSE seconds;
+# sets kills
+load_under_kills() { # MODE PAUSE OUT TAG
+	local load end victim
+	node "$ROOT/tests/faults/load.mjs" "$1" "$URL" "$KEY" "$KILL_SECONDS" 8 "$3" "$4" &
+	load=$!
+	kills=0
+	end=$((SECONDS + KILL_SECONDS - 1))
+	while [ $SECONDS -lt $end ]; do
+		sleep "$2"
+		victim=$(pgrep -P "$(cat "$RUN/$NAME.pid")" | shuf -n 1)
+		[ -n "$victim" ] && kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
+	done
+	wait "$load"
+}
+
 # ---- kill -9 of workers while creating environments ----
 tag="fault-kill-$$-$RANDOM"
-node "$ROOT/tests/faults/load.mjs" create "$URL" "$KEY" "$KILL_SECONDS" 8 "$RUN/kill.json" "$tag" &
-load=$!
-kills=0
-end=$((SECONDS + KILL_SECONDS - 1))
-while [ $SECONDS -lt $end ]; do
-	sleep 0.3
-	victim=$(pgrep -P "$(cat "$RUN/$NAME.pid")" | shuf -n 1)
-	[ -n "$victim" ] && kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
-done
-wait "$load"
+load_under_kills create 0.3 "$RUN/kill.json" "$tag"
 sql "SELECT name, id FROM environments WHERE name LIKE '$tag-%'" | sort >"$RUN/kill.rows"
 jq -r '.[] | select(.status == 200) | "\(.name)\t\(.id)"' "$RUN/kill.json" | sort >"$RUN/kill.seen"
 total=$(jq length "$RUN/kill.json")
@@ -77,16 +84,7 @@ check "kill -9: the supervisor restored the pool ($(workers)/$want_workers)" tes
 # free at once) or the object and its response (the retry replays it). Never two objects for a
 # key, and no key stuck "in progress".
 tag="fault-idem-$$-$RANDOM"
-node "$ROOT/tests/faults/load.mjs" keyed "$URL" "$KEY" "$KILL_SECONDS" 8 "$RUN/idem.json" "$tag" &
-load=$!
-kills=0
-end=$((SECONDS + KILL_SECONDS - 1))
-while [ $SECONDS -lt $end ]; do
-	sleep 0.2
-	victim=$(pgrep -P "$(cat "$RUN/$NAME.pid")" | shuf -n 1)
-	[ -n "$victim" ] && kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
-done
-wait "$load"
+load_under_kills keyed 0.2 "$RUN/idem.json" "$tag"
 keys=$(jq length "$RUN/idem.json")
 retried=$(jq '[.[] | select(.attempts > 1)] | length' "$RUN/idem.json")
 replays=$(jq '[.[] | select(.replayed)] | length' "$RUN/idem.json")
