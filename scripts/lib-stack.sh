@@ -177,13 +177,10 @@ _stack_group_alive() {
 
 # PIDs of the processes in process group PGID whose command line contains WHAT.
 _stack_group_members() {
-	local pgid=$1 what=$2 d fields cmd
-	for d in /proc/[0-9]*; do
-		fields=$(_stack_stat "${d#/proc/}") || continue
-		read -r _ _ pg _ <<<"$fields"
-		[ "$pg" = "$pgid" ] || continue
-		cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
-		case "$cmd" in *"$what"*) echo "${d#/proc/}" ;; esac
+	local pgid=$1 what=$2 pid cmd
+	for pid in $(pgrep -g "$pgid" 2>/dev/null); do
+		cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+		case "$cmd" in *"$what"*) echo "$pid" ;; esac
 	done
 }
 
