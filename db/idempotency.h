@@ -1,4 +1,4 @@
-/* The idempotency_keys table (API.md: Idempotency-Key on POST creates). A key is claimed, its
+/* The idempotency_keys table (docs/api.md: Idempotency-Key on POST creates). A key is claimed, its
  * request's object created and the response stored in ONE transaction (handlers/idempotency.c
  * runs the create inside it): a crash at any instant leaves either no object and no key row
  * (the transaction rolls back when the worker's connection closes), or the object and the
