@@ -75,12 +75,14 @@ for i in $(seq 100); do
 	curl -sS "$URL/v1/environments" -H "x-api-key: $KEY_V" -H 'anthropic-beta: managed-agents-2026-04-01' \
 		-H 'content-type: application/json' -d "{\"name\":\"victim-$i\"}" | jq -r .id >>"$RUN/ids.txt"
 done
-while :; do
-	have=$(curl -sS "$URL/v1/environments?limit=1000" -H "x-api-key: $KEY_A" \
-		-H 'anthropic-beta: managed-agents-2026-04-01' | jq '.data | length')
-	[ "${have:-0}" -ge "$NENVS" ] && break
+WS_A=$(api_cli "$RUN" api workspace id flood-attacker) || die "workspace id failed"
+for _ in $(seq 30); do
+	have=$(db_sql "$RUN" -N "$STACK_DB_NAME" -e \
+		"SELECT COUNT(*) FROM environments WHERE workspace_id = '$WS_A'") || die "count failed"
+	[ "$have" -ge "$NENVS" ] && break
 	wrk_run create "$KEY_A" 4 2 "$RUN/seed.txt"
 done
+[ "$have" -ge "$NENVS" ] || die "seeding made only $have environments"
 # the heavy budget the seeding loop spent refills before the first measurement
 sleep 3
 
