@@ -59,7 +59,6 @@ function request()
 		local body = string.format(
 			'{"description":"updated by wrk thread %d request %d"}', tid, counter)
 		return wrk.format("POST", "/v1/environments/" .. random_id(), nil, body)
-	end
 	elseif mode == "list1000" then
 		return wrk.format("GET", "/v1/environments?limit=1000")
 	elseif mode == "randkey" then
