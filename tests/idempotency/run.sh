@@ -33,6 +33,36 @@ others=$(awk '$1 != 200 && $1 != 409' "$RUN/idem-par.out" | wc -l)
 check "every 200 names that one environment (the others waited and replayed it), no error" \
 	test "$ids" = 1 -a "$others" = 0
 
+# A worker killed in the middle of a keyed create, made certain: the environments table is
+# locked so the create waits, every worker of the API is killed (-9), the lock goes, and the key
+# is retried as the SDK retries (409 and 5xx) for up to 15 s. The claim and the create share a
+# transaction, so the kill left no object and a free key: the retry creates exactly one. (When
+# the claim was committed on its own, the key stayed "in progress" for 120 s.)
+NAME=${TERRARIUM_BACKEND:-local}
+tag="idem-kill-$$-$RANDOM"
+mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" terrarium \
+	-e "LOCK TABLES environments READ; SELECT SLEEP(4); UNLOCK TABLES;" >/dev/null &
+locker=$!
+sleep 0.5
+post "$tag" "{\"name\":\"$tag\"}" >"$RUN/idem-kill.first" &
+first=$!
+sleep 1.5
+killed=0
+for w in $(pgrep -P "$(cat "$RUN/$NAME.pid")"); do kill -9 "$w" && killed=$((killed + 1)); done
+wait "$first"
+wait "$locker"
+end=$((SECONDS + 15))
+while :; do
+	again=$(post "$tag" "{\"name\":\"$tag\"}")
+	case "${again%% *}" in 409 | 5*) [ $SECONDS -lt $end ] && sleep 0.5 && continue ;; esac
+	break
+done
+rows=$(sql "SELECT COUNT(*) FROM environments WHERE name = '$tag'")
+check "killed mid-create ($killed workers; first answer $(cut -d' ' -f1 "$RUN/idem-kill.first")): the retry gets 200 ($again)" \
+	test "${again%% *}" = 200
+check "killed mid-create: one environment for the key ($rows)" test "$rows" = 1
+rm -f "$RUN/idem-kill.first"
+
 tag="idem-exp-$$-$RANDOM"
 first=$(post "$tag" "{\"name\":\"$tag\"}")
 sql "UPDATE idempotency_keys SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE idem_key = '$tag'"
