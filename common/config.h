@@ -8,7 +8,9 @@
  * [api]      socket, socket_group, socket_mode (octal), workers (0 = 2 x cores),
  *            max_requests (recycle a worker after this many requests), user (the account
  *            workers run as when the supervisor is started as root; default
- *            CONFIG_DEFAULT_API_USER)
+ *            CONFIG_DEFAULT_API_USER), poll_socket (a second FastCGI socket with its own
+ *            workers for the work queue's long polls; empty: none, polls share the pool),
+ *            poll_workers (workers on poll_socket; default CONFIG_DEFAULT_POLL_WORKERS)
  * [sandbox]  backend (local, bwrap, docker, opensandbox, e2b, cube, daytona), root (the
  *            directory holding one workspace per sandbox, for local and bwrap), path (PATH
  *            for package-manager commands; default: the reconciler's own), pass_env (the
@@ -39,6 +41,9 @@
 /* The reconciler's account when started as root: the API's, which already reaches the run
  * directory (its sockets) and nothing secret in it (the config and key files are root's). */
 #define CONFIG_DEFAULT_RECONCILER_USER CONFIG_DEFAULT_API_USER
+/* a blocked long poll holds its worker (and a database connection) for up to 999 ms but no
+ * CPU: polls get their own, larger pool (docs/work-queue.md) */
+#define CONFIG_DEFAULT_POLL_WORKERS 16
 #define CONFIG_DEFAULT_SANDBOX_ROOT "var/sandboxes"
 #define CONFIG_DEFAULT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define CONFIG_DEFAULT_PASS_ENV                                                              \
@@ -79,6 +84,8 @@ struct config {
 	unsigned api_socket_mode;
 	int api_workers;
 	long api_max_requests;
+	char api_poll_socket[CONFIG_STR_MAX];
+	int api_poll_workers;
 
 	char backend[CONFIG_STR_MAX];
 	char sandbox_root[CONFIG_STR_MAX];

@@ -119,3 +119,87 @@ enum db_status secret_get(struct db *db, const char *name, unsigned char *out, s
 	db_rows_free(&rows);
 	return st;
 }
+
+struct envkey_ctx {
+	const char *env_id;
+	char *key;
+	size_t keysz;
+	enum envkey_status *outcome;
+};
+
+static enum db_status envkey_create_tx(struct db *db, void *arg)
+{
+	static const char get[] = "SELECT type FROM environments WHERE id = ? FOR UPDATE";
+	static const char ins[] = "INSERT INTO environment_keys (id, environment_id, key_hash)"
+				  " VALUES (?, ?, ?)";
+	struct envkey_ctx *c = arg;
+	unsigned char hash[SHA256_LEN];
+	char key_id[48];
+	struct db_rows rows;
+	enum db_status st = db_exec(db, get, (struct db_val[]){ DB_STR(c->env_id) }, 1, &rows,
+				    NULL);
+
+	if (st)
+		return st;
+	*c->outcome = !rows.nrows ? ENVKEY_NO_ENVIRONMENT
+		      : strcmp(db_cell(&rows, 0, 0), "self_hosted") ? ENVKEY_NOT_SELF_HOSTED
+								      : ENVKEY_OK;
+	db_rows_free(&rows);
+	if (*c->outcome != ENVKEY_OK)
+		return DB_OK;
+	if (random_id(key_id, sizeof(key_id), "envkey_", ID_RANDOM_LEN) ||
+	    random_id(c->key, c->keysz, ENVKEY_PREFIX, KEY_RANDOM_LEN))
+		return DB_FATAL;
+	sha256(c->key, strlen(c->key), hash);
+	return db_exec(db, ins,
+		       (struct db_val[]){ DB_STR(key_id), DB_STR(c->env_id),
+					  DB_STRN((const char *)hash, SHA256_LEN) },
+		       3, NULL, NULL);
+}
+
+enum db_status envkeys_create(struct db *db, const char *env_id, char *key, size_t keysz,
+			      enum envkey_status *outcome)
+{
+	struct envkey_ctx c = { env_id, key, keysz, outcome };
+	return db_tx(db, envkey_create_tx, &c);
+}
+
+enum db_status envkeys_revoke(struct db *db, const char *key, int *found)
+{
+	static const char sql[] = "UPDATE environment_keys SET revoked_at = UTC_TIMESTAMP(6) "
+				  "WHERE key_hash = ? AND revoked_at IS NULL";
+	unsigned char hash[SHA256_LEN];
+	unsigned long long n = 0;
+	enum db_status st;
+
+	sha256(key, strlen(key), hash);
+	st = db_exec(db, sql, (struct db_val[]){ DB_STRN((const char *)hash, SHA256_LEN) }, 1, NULL,
+		     &n);
+	*found = n > 0;
+	return st;
+}
+
+enum db_status envkeys_lookup(struct db *db, const unsigned char hash[32], char *env_id,
+			      char *workspace_id, size_t sz, char *account, size_t account_sz,
+			      int *found)
+{
+	static const char sql[] =
+		"SELECT k.environment_id, e.workspace_id, e.account_id FROM environment_keys k"
+		" JOIN environments e ON e.id = k.environment_id"
+		" WHERE k.key_hash = ? AND k.revoked_at IS NULL";
+	struct db_rows rows;
+	enum db_status st = db_exec(db, sql, (struct db_val[]){ DB_STRN((const char *)hash, 32) },
+				    1, &rows, NULL);
+
+	*found = 0;
+	if (st)
+		return st;
+	if (rows.nrows) {
+		copy_cell(env_id, sz, db_cell(&rows, 0, 0));
+		copy_cell(workspace_id, sz, db_cell(&rows, 0, 1));
+		copy_cell(account, account_sz, db_cell(&rows, 0, 2));
+		*found = 1;
+	}
+	db_rows_free(&rows);
+	return DB_OK;
+}

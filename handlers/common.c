@@ -1,9 +1,12 @@
 /* Cross-cutting pieces every route uses: database error mapping, authentication, health. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "../common/log.h"
 #include "../db/keys.h"
+#include "cursor.h"
 #include "handlers.h"
 
 #define AUTH_BEARER "Bearer "
@@ -53,6 +56,20 @@ static void auth_cache_put(struct worker *w, const unsigned char *hash, const st
 	victim->expires_ms = now + AUTH_CACHE_TTL_MS;
 }
 
+/* The optional anthropic-workspace-id header must name the authenticated key's workspace.
+ * 0, or -1 with RESP a 403. */
+static int auth_workspace_header(struct request *req, struct response *resp)
+{
+	const char *ws_header = req_env(req, "HTTP_ANTHROPIC_WORKSPACE_ID");
+
+	if (ws_header && *ws_header && strcmp(ws_header, req->auth.workspace_id)) {
+		resp_error(resp, req, 403, NULL,
+			   "the 'anthropic-workspace-id' header does not match the API key's workspace");
+		return -1;
+	}
+	return 0;
+}
+
 /* The key lookup was a second database round trip on every request: with two round trips even
  * a bare FastCGI program reaches only ~0.7 of a one-query responder here (bench/). Keys found
  * are kept for AUTH_CACHE_TTL_MS (handlers.h), a bounded delay for revocation; unknown keys
@@ -61,7 +78,6 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 {
 	const char *key = req_env(req, "HTTP_X_API_KEY");
 	const char *authz = req_env(req, "HTTP_AUTHORIZATION");
-	const char *ws_header = req_env(req, "HTTP_ANTHROPIC_WORKSPACE_ID");
 	unsigned char hash[SHA256_LEN];
 	const struct auth_cache_entry *hit;
 	enum db_status st;
@@ -75,6 +91,8 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 			   "missing API key: send 'x-api-key' or 'Authorization: Bearer'");
 		return -1;
 	}
+	if (work_key_scoped(key)) /* environment keys and sessions tokens: handlers/work.c */
+		return work_auth(w, req, resp, key) ? -1 : auth_workspace_header(req, resp);
 	if (strlen(key) <= KEY_MAX_LEN) {
 		sha256(key, strlen(key), hash);
 		now = auth_now_ms();
@@ -97,12 +115,7 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 		resp_error(resp, req, 401, NULL, "invalid API key");
 		return -1;
 	}
-	if (ws_header && *ws_header && strcmp(ws_header, req->auth.workspace_id)) {
-		resp_error(resp, req, 403, NULL,
-			   "the 'anthropic-workspace-id' header does not match the API key's workspace");
-		return -1;
-	}
-	return 0;
+	return auth_workspace_header(req, resp);
 }
 
 void health_live(struct worker *w, struct request *req, struct response *resp)
@@ -178,4 +191,74 @@ void respond_resource(struct request *req, struct response *resp, const struct d
 		return;
 	}
 	resp_json(resp, 200, obj);
+}
+
+int query_int(struct request *req, struct response *resp, const char *name, long long min,
+	      long long max, long long def, long long *out)
+{
+	const char *s = req_query(req, name);
+	char *end;
+
+	*out = def;
+	if (!s)
+		return 0;
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	if (((*s < '0' || *s > '9') && *s != '-') || *end || errno || *out < min || *out > max) {
+		resp_error(resp, req, 400, NULL, "'%s' must be an integer from %lld to %lld", name,
+			   min, max);
+		return -1;
+	}
+	return 0;
+}
+
+int page_parse(struct worker *w, struct request *req, struct response *resp, const char *kind,
+	       const char *filter, const char *page, const char *filters_text, char *created,
+	       char *id)
+{
+	enum cursor_status cs = cursor_parse(w->cursor_key, sizeof(w->cursor_key), kind, filter,
+					     page, created, id);
+
+	if (cs == CURSOR_OTHER_FILTER) {
+		resp_error(resp, req, 400, NULL, "'page' cursor belongs to a list with other filters%s%s%s",
+			   filters_text ? " (" : "", filters_text ? filters_text : "",
+			   filters_text ? ")" : "");
+		return -1;
+	}
+	if (cs) {
+		resp_error(resp, req, 400, NULL, "'page' is not a valid cursor");
+		return -1;
+	}
+	return 0;
+}
+
+void respond_page(struct worker *w, struct request *req, struct response *resp,
+		  const struct db_rows *rows, long long limit, row_render render, const char *kind,
+		  const char *filter, unsigned created_col, unsigned id_col)
+{
+	char next[CURSOR_MAX];
+	json_t *data = json_array(), *body;
+
+	for (unsigned r = 0; r < rows->nrows && r < (unsigned long long)limit; r++) {
+		json_t *obj = render(rows, r);
+
+		if (!obj) {
+			log_error("%s %s: stored JSON does not parse", kind, db_cell(rows, r, id_col));
+			continue;
+		}
+		json_array_append_new(data, obj);
+	}
+	body = json_pack("{s:o, s:n}", "data", data, "next_page");
+	if (body && rows->nrows > (unsigned long long)limit) {
+		unsigned last = (unsigned)limit - 1;
+
+		if (!cursor_make(w->cursor_key, sizeof(w->cursor_key), kind, filter,
+				 db_cell(rows, last, created_col), db_cell(rows, last, id_col), next))
+			json_object_set_new(body, "next_page", json_string(next));
+	}
+	if (!body) {
+		resp_error(resp, req, 500, NULL, "internal error");
+		return;
+	}
+	resp_json(resp, 200, body);
 }
