@@ -540,7 +540,7 @@ void work_ack(struct worker *w, struct request *req, struct response *resp)
 	static const char *const fields[] = { NULL };
 	struct work_tx c = { .req = req, .op = WORK_ACK };
 
-	if (body_fields(req, resp, fields) || work_item_route(w, req, resp))
+	if (work_item_route(w, req, resp) || body_fields(req, resp, fields))
 		return;
 	work_transition(w, req, resp, &c);
 }
@@ -550,7 +550,7 @@ void work_heartbeat(struct worker *w, struct request *req, struct response *resp
 	static const char *const fields[] = { NULL };
 	struct work_tx c = { .req = req, .op = WORK_HEARTBEAT };
 
-	if (body_fields(req, resp, fields) ||
+	if (work_item_route(w, req, resp) || body_fields(req, resp, fields) ||
 	    query_int(req, resp, "desired_ttl_seconds", 0, WORK_TTL_PARAM_MAX, WORK_TTL_DEFAULT_S,
 		      &c.ttl))
 		return;
@@ -564,8 +564,6 @@ void work_heartbeat(struct worker *w, struct request *req, struct response *resp
 			   WORK_EXPECTED_MAX);
 		return;
 	}
-	if (work_item_route(w, req, resp))
-		return;
 	work_transition(w, req, resp, &c);
 }
 
@@ -575,15 +573,13 @@ void work_stop(struct worker *w, struct request *req, struct response *resp)
 	struct work_tx c = { .req = req, .op = WORK_STOP };
 	json_t *force = req->json ? json_object_get(req->json, "force") : NULL;
 
-	if (body_fields(req, resp, fields))
+	if (work_item_route(w, req, resp) || body_fields(req, resp, fields))
 		return;
 	if (force && !json_is_boolean(force)) {
 		resp_error(resp, req, 400, NULL, "'force' must be a boolean");
 		return;
 	}
 	c.force = json_is_true(force);
-	if (work_item_route(w, req, resp))
-		return;
 	work_transition(w, req, resp, &c);
 }
 
@@ -659,7 +655,8 @@ void work_update(struct worker *w, struct request *req, struct response *resp)
 	struct update_tx c = { .req = req };
 	enum db_status st;
 
-	if (body_fields(req, resp, fields))
+	/* the environment and item first: another workspace's ids answer 404 whatever the body */
+	if (work_item_route(w, req, resp) || body_fields(req, resp, fields))
 		return;
 	c.patch = json_object_get(req->json, "metadata");
 	if (!c.patch) {
@@ -670,8 +667,6 @@ void work_update(struct worker *w, struct request *req, struct response *resp)
 		resp_error(resp, req, 400, "invalid_metadata", "'metadata' must be an object");
 		return;
 	}
-	if (work_item_route(w, req, resp))
-		return;
 	st = db_tx(w->db, update_tx_run, &c);
 	if (st)
 		handle_db_error(w, req, resp, st);
