@@ -1,8 +1,9 @@
 -- Request generator for scripts/bench.sh (wrk -s bench/wrk.lua). Read from the environment:
---   BENCH_MODE  get | list | create | update
+--   BENCH_MODE  get | list | create | update | poll
 --   BENCH_KEY   the API key sent in x-api-key (the references ignore it)
 --   BENCH_IDS   file of environment ids, one a line (get, update): each request picks one at
 --               random, so the database answers from all over the table, not one hot row
+--   BENCH_ENV   poll: the self_hosted environment polled (BENCH_KEY: its environment key)
 -- Every wrk thread has its own Lua state: ids are loaded and the generator seeded per thread.
 
 local mode = os.getenv("BENCH_MODE") or "get"
@@ -58,6 +59,9 @@ function request()
 		local body = string.format(
 			'{"description":"updated by wrk thread %d request %d"}', tid, counter)
 		return wrk.format("POST", "/v1/environments/" .. random_id(), nil, body)
+	elseif mode == "poll" then
+		return wrk.format("GET", "/v1/environments/" .. (os.getenv("BENCH_ENV") or "") ..
+			"/work/poll?block_ms=999")
 	end
-	error("BENCH_MODE must be get, list, create or update")
+	error("BENCH_MODE must be get, list, create, update or poll")
 end

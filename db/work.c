@@ -280,12 +280,15 @@ enum db_status workdb_seen(struct db *db, const char *env_id, const char *worker
 	static const char upsert[] =
 		"INSERT INTO work_pollers (environment_id, worker_id, last_seen_at)"
 		" VALUES (?, ?, UTC_TIMESTAMP(6))"
-		" ON DUPLICATE KEY UPDATE last_seen_at = VALUES(last_seen_at)";
+		" ON DUPLICATE KEY UPDATE last_seen_at = IF(last_seen_at < VALUES(last_seen_at)"
+		"  - INTERVAL ? SECOND, VALUES(last_seen_at), last_seen_at)";
 	static const char prune[] = "DELETE FROM work_pollers WHERE environment_id = ? AND"
 				    " last_seen_at < UTC_TIMESTAMP(6) - INTERVAL ? SECOND";
+	/* a row changes at most every WORK_POLLERS_REFRESH_S: an unchanged row is not written */
 	enum db_status st = db_exec(db, upsert,
-				    (struct db_val[]){ DB_STR(env_id), DB_STR(worker_id) }, 2,
-				    NULL, NULL);
+				    (struct db_val[]){ DB_STR(env_id), DB_STR(worker_id),
+						       DB_INT(WORK_POLLERS_REFRESH_S) },
+				    3, NULL, NULL);
 
 	if (st)
 		return st;
