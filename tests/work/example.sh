@@ -30,6 +30,10 @@ mkdir -p "$dir" && ln -sfn "$ROOT/tests/sdk/node_modules" "$dir/node_modules"
 awk '/^```js$/ && !done { on = 1; next } /^```$/ && on { on = 0; done = 1 } on' \
 	"$ROOT/docs/work-queue.md" >"$dir/worker.mjs"
 check "the example script was extracted" grep -q "work.poller" "$dir/worker.mjs"
+# the README shows the same script (after its one comment line)
+awk '/^## Self-hosted environments/ { sec = 1 } sec && /^```js$/ && !done { on = 1; getline; next }
+	/^```$/ && on { on = 0; done = 1 } on' "$ROOT/README.md" >"$dir/readme.mjs"
+check "the README's example is the one tested" cmp -s "$dir/worker.mjs" "$dir/readme.mjs"
 out=$(cd "$dir" && URL=$URL KEY=$KEY ENV=$ENV ENV_KEY=$ENV_KEY timeout 60 node worker.mjs 2>&1)
 rc=$?
 printf '%s\n' "$out" | sed 's/^/    /'
