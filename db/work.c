@@ -162,7 +162,7 @@ struct claim_ctx {
 static enum db_status claim_tx(struct db *db, void *arg)
 {
 	static const char pick[] =
-		"SELECT id FROM work_items WHERE environment_id = ? AND state = 'queued'"
+		"SELECT id, deliveries FROM work_items WHERE environment_id = ? AND state = 'queued'"
 		" AND (delivered_at IS NULL"
 		"      OR delivered_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)"
 		" ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED";
@@ -178,6 +178,7 @@ static enum db_status claim_tx(struct db *db, void *arg)
 	struct db_rows picked;
 	char id[64];
 	enum db_status st;
+	int redelivery;
 
 	db_rows_free(c->rows);
 	memset(c->rows, 0, sizeof(*c->rows));
@@ -191,11 +192,12 @@ static enum db_status claim_tx(struct db *db, void *arg)
 		return DB_OK;
 	}
 	snprintf(id, sizeof(id), "%s", db_cell(&picked, 0, 0));
+	redelivery = strcmp(db_cell(&picked, 0, 1), "0");
 	db_rows_free(&picked);
 	st = db_exec(db, deliver,
 		     (struct db_val[]){ c->worker_id ? DB_STR(c->worker_id) : DB_NULL, DB_STR(id) },
 		     2, NULL, NULL);
-	if (!st)
+	if (!st && redelivery) /* a first delivery has no earlier token */
 		st = db_exec(db, revoke, (struct db_val[]){ DB_STR(id) }, 1, NULL, NULL);
 	if (!st)
 		st = db_exec(db, token,
@@ -228,7 +230,7 @@ static int id_plain(const char *s)
  * MAX_MS. The state is read when the statement starts, so an item committed before it is seen;
  * one committed after it finds the statement in the processlist (workdb_wake). */
 enum db_status workdb_wait(struct db *db, const char *env_id, long long reclaim_ms,
-			   long long max_ms)
+			   long long max_ms, int *woken)
 {
 	char sql[WORK_WAIT_SQL_MAX];
 	double max_s = (double)max_ms / 1000.0;
@@ -244,7 +246,7 @@ enum db_status workdb_wait(struct db *db, const char *env_id, long long reclaim_
 		 " AND state IN ('queued', 'starting', 'active', 'stopping')) / 1000000, %.3f)))),"
 		 " '" WORK_WAIT_TAG "%s'",
 		 WORK_WAIT_MIN_S, max_s, reclaim_ms * 1000, env_id, max_s, env_id);
-	return db_query_interruptible(db, sql);
+	return db_query_interruptible(db, sql, woken);
 }
 
 enum db_status workdb_wake(struct db *db, const char *env_id)

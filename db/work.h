@@ -81,9 +81,9 @@ enum db_status workdb_claim(struct db *db, const char *env_id, long long reclaim
 
 /* Block in the database until ENV_ID may have a deliverable item: returns after at most
  * MAX_MS, at once when one is deliverable now, at the next reclaim or lease expiry, or when
- * workdb_wake interrupts it. Costs one statement and no CPU while it waits. */
+ * workdb_wake interrupts it (then *WOKEN = 1). Costs one statement and no CPU while it waits. */
 enum db_status workdb_wait(struct db *db, const char *env_id, long long reclaim_ms,
-			   long long max_ms);
+			   long long max_ms, int *woken);
 
 /* Wake the polls blocked in workdb_wait for ENV_ID, on any API host using this database (after
  * the commit that queued an item). */

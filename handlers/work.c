@@ -331,6 +331,7 @@ void work_poll(struct worker *w, struct request *req, struct response *resp)
 		goto db_fail;
 	for (;;) {
 		long long left;
+		int woken;
 
 		if (random_id(token, sizeof(token), WORK_TOKEN_PREFIX, WORK_TOKEN_RANDOM_LEN)) {
 			resp_error(resp, req, 500, NULL, "internal error");
@@ -348,8 +349,9 @@ void work_poll(struct worker *w, struct request *req, struct response *resp)
 			resp_empty(resp, 204);
 			return;
 		}
-		st = workdb_wait(w->db, req->params[0], reclaim_ms, left);
-		if (!st)
+		st = workdb_wait(w->db, req->params[0], reclaim_ms, left, &woken);
+		/* not woken by a queueing: a lease may have run out meanwhile */
+		if (!st && !woken)
 			st = workdb_expire(w->db, req->params[0]);
 		if (st)
 			goto db_fail;

@@ -122,6 +122,37 @@ done
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ratio=$(median "${ratios[@]}")
 
+# What 16 blocked pollers cost by themselves: CPU time of the API's workers (both pools) and of
+# MariaDB over DURATION seconds with nothing else running (a measure a noisy machine does not
+# blur the way it blurs req/s).
+cpu_ticks() { # PIDS...: utime + stime summed, in clock ticks
+	local p t=0 f
+	for p in "$@"; do
+		f=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+		f=${f##*) }
+		read -ra a <<<"$f"
+		t=$((t + a[11] + a[12]))
+	done
+	echo "$t"
+}
+sup=$(stack_running "$RUN/api.pid" terrarium-api)
+read -ra kids <<<"$(cat "/proc/$sup/task/$sup/children" 2>/dev/null)"
+dbpid=$(stack_running "$RUN/mariadb.pid" mariadbd)
+BENCH_MODE=poll BENCH_KEY=$ENV_KEY BENCH_ENV=$SH timeout $((DURATION + 20)) \
+	wrk -t1 -c$BENCH_WORK_POLLERS -d"$((DURATION + 3))s" --timeout 5s -s "$ROOT/bench/wrk.lua" \
+	"$URL" >"$OUT/work/pollers-alone.txt" 2>&1 &
+POLL_PID=$!
+sleep 1.5
+a0=$(cpu_ticks "${kids[@]}") d0=$(cpu_ticks "$dbpid") t0=$(date +%s.%N)
+sleep "$DURATION"
+a1=$(cpu_ticks "${kids[@]}") d1=$(cpu_ticks "$dbpid") t1=$(date +%s.%N)
+wait "$POLL_PID"
+POLL_PID=
+hz=$(getconf CLK_TCK)
+poll_cost=$(awk -v a=$((a1 - a0)) -v d=$((d1 - d0)) -v hz="$hz" -v t0="$t0" -v t1="$t1" \
+	'BEGIN { s = t1 - t0; printf "API workers %.1f ms, MariaDB %.1f ms of CPU per second (%.1f%% of one core)", a * 1000 / hz / s, d * 1000 / hz / s, (a + d) * 100 / hz / s }')
+say "16 blocked pollers alone: $poll_cost"
+
 say "wake-up latency: 8 blocked pollers, 200 sessions"
 wake=$(cd "$ROOT/tests/sdk" && URL=$URL KEY=$KEY ENV_KEY=$ENV_KEY ENV_ID=$SH AGENT_ID=$AGENT \
 	timeout 120 node "$ROOT/bench/work-wake.mjs") || die "bench/work-wake.mjs failed"
@@ -135,6 +166,7 @@ missed=$(jq -r .missed <<<"$wake")
 	printf 'GET /v1/environments/{id} c=%s, %d runs of %ds: alone %s req/s, with %d pollers (block_ms=999, empty queue) %s req/s (medians)\n' \
 		"$CONC" "$RUNS" "$DURATION" "$(median "${base_all[@]}")" $BENCH_WORK_POLLERS "$(median "${with_all[@]}")"
 	printf '  per-run ratios: %s\n' "${ratios[*]}"
+	printf '16 blocked pollers alone: %s\n' "$poll_cost"
 	printf 'wake-up: %s\n' "$wake"
 	echo "targets:"
 	if awk -v r="$ratio" -v t=$BENCH_WORK_TARGET_RATIO 'BEGIN { exit !(r >= t) }'; then
