@@ -89,10 +89,9 @@ enum db_status keys_create(struct db *db, const char *workspace, const char *acc
 	return db_tx(db, create_tx, &c);
 }
 
-enum db_status keys_revoke(struct db *db, const char *key, int *found)
+/* Run SQL (an UPDATE setting revoked_at WHERE key_hash = ?) for KEY's hash. */
+static enum db_status revoke_hash(struct db *db, const char *sql, const char *key, int *found)
 {
-	static const char sql[] = "UPDATE api_keys SET revoked_at = UTC_TIMESTAMP(6) "
-				  "WHERE key_hash = ? AND revoked_at IS NULL";
 	unsigned char hash[SHA256_LEN];
 	unsigned long long n = 0;
 	enum db_status st;
@@ -102,6 +101,14 @@ enum db_status keys_revoke(struct db *db, const char *key, int *found)
 		     &n);
 	*found = n > 0;
 	return st;
+}
+
+enum db_status keys_revoke(struct db *db, const char *key, int *found)
+{
+	static const char sql[] = "UPDATE api_keys SET revoked_at = UTC_TIMESTAMP(6) "
+				  "WHERE key_hash = ? AND revoked_at IS NULL";
+
+	return revoke_hash(db, sql, key, found);
 }
 
 enum db_status secret_get(struct db *db, const char *name, unsigned char *out, size_t len)
@@ -168,15 +175,27 @@ enum db_status envkeys_revoke(struct db *db, const char *key, int *found)
 {
 	static const char sql[] = "UPDATE environment_keys SET revoked_at = UTC_TIMESTAMP(6) "
 				  "WHERE key_hash = ? AND revoked_at IS NULL";
-	unsigned char hash[SHA256_LEN];
-	unsigned long long n = 0;
-	enum db_status st;
 
-	sha256(key, strlen(key), hash);
-	st = db_exec(db, sql, (struct db_val[]){ DB_STRN((const char *)hash, SHA256_LEN) }, 1, NULL,
-		     &n);
-	*found = n > 0;
-	return st;
+	return revoke_hash(db, sql, key, found);
+}
+
+enum db_status keys_lookup_hash(struct db *db, const char *sql, const unsigned char hash[32],
+				char *const *out, const size_t *sz, unsigned n, int *found)
+{
+	struct db_rows rows;
+	enum db_status st = db_exec(db, sql, (struct db_val[]){ DB_STRN((const char *)hash, 32) },
+				    1, &rows, NULL);
+
+	*found = 0;
+	if (st)
+		return st;
+	if (rows.nrows && rows.ncols >= n) {
+		for (unsigned i = 0; i < n; i++)
+			copy_cell(out[i], sz[i], db_cell(&rows, 0, i));
+		*found = 1;
+	}
+	db_rows_free(&rows);
+	return DB_OK;
 }
 
 enum db_status envkeys_lookup(struct db *db, const unsigned char hash[32], char *env_id,
@@ -187,19 +206,7 @@ enum db_status envkeys_lookup(struct db *db, const unsigned char hash[32], char 
 		"SELECT k.environment_id, e.workspace_id, e.account_id FROM environment_keys k"
 		" JOIN environments e ON e.id = k.environment_id"
 		" WHERE k.key_hash = ? AND k.revoked_at IS NULL";
-	struct db_rows rows;
-	enum db_status st = db_exec(db, sql, (struct db_val[]){ DB_STRN((const char *)hash, 32) },
-				    1, &rows, NULL);
 
-	*found = 0;
-	if (st)
-		return st;
-	if (rows.nrows) {
-		copy_cell(env_id, sz, db_cell(&rows, 0, 0));
-		copy_cell(workspace_id, sz, db_cell(&rows, 0, 1));
-		copy_cell(account, account_sz, db_cell(&rows, 0, 2));
-		*found = 1;
-	}
-	db_rows_free(&rows);
-	return DB_OK;
+	return keys_lookup_hash(db, sql, hash, (char *const[]){ env_id, workspace_id, account },
+				(const size_t[]){ sz, sz, account_sz }, 3, found);
 }

@@ -44,6 +44,11 @@ enum db_status envkeys_lookup(struct db *db, const unsigned char hash[32], char 
 			      char *workspace_id, size_t sz, char *account, size_t account_sz,
 			      int *found);
 
+/* Run SQL (one `?`: a key's SHA-256) with HASH; when it returns a row, copy its first N
+ * cells into OUT[i] (size SZ[i]) and set *FOUND. For the credentials stored by hash. */
+enum db_status keys_lookup_hash(struct db *db, const char *sql, const unsigned char hash[32],
+				char *const *out, const size_t *sz, unsigned n, int *found);
+
 /* Workspace id of NAME into OUT. *FOUND = 0 when there is none. */
 enum db_status workspace_lookup(struct db *db, const char *name, char *out, size_t sz, int *found);
 

@@ -1,5 +1,7 @@
 #include "work.h"
 
+#include "keys.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -350,23 +352,10 @@ enum db_status worktoken_lookup(struct db *db, const unsigned char hash[32], cha
 		" FROM work_tokens t JOIN work_items w ON w.id = t.work_id"
 		" JOIN environments e ON e.id = w.environment_id"
 		" WHERE t.token_hash = ? AND t.revoked_at IS NULL AND w.state <> 'stopped'";
-	struct db_rows rows;
-	enum db_status st = db_exec(db, sql, (struct db_val[]){ DB_STRN((const char *)hash, 32) },
-				    1, &rows, NULL);
 
-	*found = 0;
-	if (st)
-		return st;
-	if (rows.nrows) {
-		snprintf(work_id, sz, "%s", db_cell(&rows, 0, 0));
-		snprintf(env_id, sz, "%s", db_cell(&rows, 0, 1));
-		snprintf(session_id, sz, "%s", db_cell(&rows, 0, 2));
-		snprintf(ws, sz, "%s", db_cell(&rows, 0, 3));
-		snprintf(account, account_sz, "%s", db_cell(&rows, 0, 4));
-		*found = 1;
-	}
-	db_rows_free(&rows);
-	return DB_OK;
+	return keys_lookup_hash(db, sql, hash,
+				(char *const[]){ work_id, env_id, session_id, ws, account },
+				(const size_t[]){ sz, sz, sz, sz, account_sz }, 5, found);
 }
 
 enum db_status workdb_queues(struct db *db, struct db_rows *rows)
