@@ -115,6 +115,8 @@ static void utf8_repair(char *s)
 
 /* The envelope for STATUS with message FMT/AP and DETAILS (stolen; NULL: none). */
 static void resp_verror(struct response *resp, const struct request *req, int status,
+			json_t *details, const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+static void resp_verror(struct response *resp, const struct request *req, int status,
 			json_t *details, const char *fmt, va_list ap)
 {
 	char msg[1024];
