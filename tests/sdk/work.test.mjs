@@ -184,17 +184,22 @@ describe('WorkPoller with an environment key', () => {
     assert.equal(s.workers_polling, 2);
   });
 
-  test('an item queued while a poll is blocked reaches it before block_ms ends', async () => {
+  test('an item queued while a poll is blocked reaches it before block_ms ends', async (t) => {
     const envId = await selfHosted();
     const wk = asKey(envKey(envId)).beta.environments.work;
     const t0 = Date.now();
     const polled = wk.poll(envId, { block_ms: 999 });
     await sleep(150);
     const s = await session(envId);
+    const created = Date.now() - t0;
     const w = await polled;
     const elapsed = Date.now() - t0;
     assert.equal(w?.data.id, s);
-    assert.ok(elapsed < 800, `woken by the queueing, not at the end of block_ms (${elapsed} ms)`);
+    // without a wake-up the poll would answer after its 999 ms; when the create itself was that
+    // slow (an overloaded machine) the timing proves nothing
+    if (created < 600)
+      assert.ok(elapsed < 900, `woken by the queueing, not at the end of block_ms (${elapsed} ms; created at ${created} ms)`);
+    else t.diagnostic(`create took until ${created} ms: timing not checked`);
     assert.equal(await wk.poll(envId, { block_ms: 50 }), null, 'an empty queue answers 204 (null)');
   });
 });
