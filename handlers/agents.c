@@ -354,13 +354,16 @@ void agent_versions(struct worker *w, struct request *req, struct response *resp
 	}
 	st = agentdb_versions(w->db, req->auth.workspace_id, req->params[0], before, limit + 1,
 			      &rows);
-	if (!st && !rows.nrows) /* every agent has a version: no rows means no such agent */
+	if (!st && !rows.nrows) { /* every agent has a version: no rows means no such agent */
+		db_rows_free(&rows); /* an empty result set still holds its arena */
 		st = agentdb_get(w->db, req->auth.workspace_id, req->params[0], 0, 0, &rows);
+	}
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return;
 	}
 	if (!rows.nrows) {
+		db_rows_free(&rows);
 		resp_error(resp, req, 404, NULL, "agent '%s' not found", req->params[0]);
 		return;
 	}
