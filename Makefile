@@ -9,11 +9,12 @@ LDLIBS_DB := $(shell mariadb_config --libs 2>/dev/null || pkg-config --libs libm
 
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
 	common/egress.c common/redact.c common/privs.c
-DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c
+DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
+	db/work.c
 HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth_guard.c handlers/env_validate.c \
 	handlers/cursor.c \
 	handlers/sessions.c handlers/idempotency.c \
-	handlers/environments.c handlers/agent_validate.c handlers/agents.c
+	handlers/environments.c handlers/agent_validate.c handlers/agents.c handlers/work.c
 FCGI_SRC := fcgi/request.c fcgi/response.c fcgi/router.c fcgi/serve.c
 API_SRC := fcgi/main.c $(FCGI_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
 RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/backends/process.c \

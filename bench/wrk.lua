@@ -1,9 +1,10 @@
 -- Request generator for scripts/bench.sh (wrk -s bench/wrk.lua). Read from the environment:
---   BENCH_MODE  get | list | create | update, or for scripts/flood.sh: list1000 (pages of 1000)
---               | randkey (GET /v1/environments, each request with a new random key)
+--   BENCH_MODE  get | list | create | update | poll, or for scripts/flood.sh: list1000 (pages
+--               of 1000) | randkey (GET /v1/environments, each request with a new random key)
 --   BENCH_KEY   the API key sent in x-api-key (the references ignore it)
 --   BENCH_IDS   file of environment ids, one a line (get, update): each request picks one at
 --               random, so the database answers from all over the table, not one hot row
+--   BENCH_ENV   poll: the self_hosted environment polled (BENCH_KEY: its environment key)
 -- Every wrk thread has its own Lua state: ids are loaded and the generator seeded per thread.
 
 local mode = os.getenv("BENCH_MODE") or "get"
@@ -64,6 +65,9 @@ function request()
 	elseif mode == "randkey" then
 		return wrk.format("GET", "/v1/environments",
 			{ ["x-api-key"] = string.format("trm_%d_%d_%d", tid, counter, math.random(1e9)) })
+	elseif mode == "poll" then
+		return wrk.format("GET", "/v1/environments/" .. (os.getenv("BENCH_ENV") or "") ..
+			"/work/poll?block_ms=999")
 	end
-	error("BENCH_MODE must be get, list, create, update, list1000 or randkey")
+	error("BENCH_MODE must be get, list, create, update, poll, list1000 or randkey")
 end

@@ -110,6 +110,11 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 	} else if (KEY("api", "workers")) {
 		rc = parse_long(value, 10, 0, CONFIG_MAX_WORKERS, &v);
 		cfg->api_workers = (int)v;
+	} else if (KEY("api", "poll_socket")) {
+		rc = set_str(cfg->api_poll_socket, value);
+	} else if (KEY("api", "poll_workers")) {
+		rc = parse_long(value, 10, 1, CONFIG_MAX_WORKERS, &v);
+		cfg->api_poll_workers = (int)v;
 	} else if (KEY("api", "max_requests")) {
 		rc = parse_long(value, 10, 0, 1000000000L, &v);
 		cfg->api_max_requests = v;
@@ -190,6 +195,7 @@ int config_load(struct config *cfg, const char *path)
 	strcpy(cfg->api_user, CONFIG_DEFAULT_API_USER);
 	cfg->api_max_requests = CONFIG_DEFAULT_MAX_REQUESTS;
 	cfg->api_max_rss_mb = CONFIG_DEFAULT_MAX_RSS_MB;
+	cfg->api_poll_workers = CONFIG_DEFAULT_POLL_WORKERS;
 	strcpy(cfg->backend, "local");
 	strcpy(cfg->sandbox_root, CONFIG_DEFAULT_SANDBOX_ROOT);
 	strcpy(cfg->sandbox_pass_env, CONFIG_DEFAULT_PASS_ENV);

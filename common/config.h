@@ -10,7 +10,9 @@
  *            max_requests (recycle a worker after this many requests), max_rss_mb (recycle a
  *            worker whose peak RSS passed this; default CONFIG_DEFAULT_MAX_RSS_MB), user (the account
  *            workers run as when the supervisor is started as root; default
- *            CONFIG_DEFAULT_API_USER)
+ *            CONFIG_DEFAULT_API_USER), poll_socket (a second FastCGI socket with its own
+ *            workers for the work queue's long polls; empty: none, polls share the pool),
+ *            poll_workers (workers on poll_socket; default CONFIG_DEFAULT_POLL_WORKERS)
  * [sandbox]  backend (local, bwrap, docker, opensandbox, e2b, cube, daytona), root (the
  *            directory holding one workspace per sandbox, for local and bwrap), path (PATH
  *            for package-manager commands; default: the reconciler's own), pass_env (the
@@ -43,6 +45,9 @@
 /* The reconciler's account when started as root: the API's, which already reaches the run
  * directory (its sockets) and nothing secret in it (the config and key files are root's). */
 #define CONFIG_DEFAULT_RECONCILER_USER CONFIG_DEFAULT_API_USER
+/* a blocked long poll holds its worker (and a database connection) for up to 999 ms but no
+ * CPU: polls get their own, larger pool (docs/work-queue.md) */
+#define CONFIG_DEFAULT_POLL_WORKERS 16
 #define CONFIG_DEFAULT_SANDBOX_ROOT "var/sandboxes"
 #define CONFIG_DEFAULT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define CONFIG_DEFAULT_PASS_ENV                                                              \
@@ -84,6 +89,8 @@ struct config {
 	int api_workers;
 	long api_max_requests;
 	long api_max_rss_mb;
+	char api_poll_socket[CONFIG_STR_MAX];
+	int api_poll_workers;
 
 	char backend[CONFIG_STR_MAX];
 	char sandbox_root[CONFIG_STR_MAX];

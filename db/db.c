@@ -181,6 +181,27 @@ enum db_status db_query(struct db *db, const char *sql)
 	return DB_OK;
 }
 
+enum db_status db_query_interruptible(struct db *db, const char *sql, int *interrupted)
+{
+	enum db_status st = db_connect(db);
+	unsigned err;
+
+	*interrupted = 0;
+	if (st)
+		return st;
+	if (!mysql_query(db->conn, sql)) {
+		MYSQL_RES *res = mysql_store_result(db->conn);
+		if (res)
+			mysql_free_result(res);
+	}
+	err = mysql_errno(db->conn);
+	/* interrupted by KILL QUERY: the connection and its statements stay usable */
+	*interrupted = err == ER_QUERY_INTERRUPTED;
+	if (!err || err == ER_QUERY_INTERRUPTED)
+		return DB_OK;
+	return fail(db, err, mysql_error(db->conn));
+}
+
 static MYSQL_STMT *stmt_get(struct db *db, const char *sql, unsigned *err)
 {
 	MYSQL_STMT *stmt;

@@ -71,6 +71,11 @@ enum db_status db_exec(struct db *db, const char *sql, const struct db_val *para
 /* Execute SQL text without preparing (DDL, migrations). */
 enum db_status db_query(struct db *db, const char *sql);
 
+/* db_query for a statement that another connection may end early with KILL QUERY (a blocked
+ * long poll, db/work.c): being interrupted (ER_QUERY_INTERRUPTED) is DB_OK with
+ * *INTERRUPTED = 1. */
+enum db_status db_query_interruptible(struct db *db, const char *sql, int *interrupted);
+
 static inline const char *db_cell(const struct db_rows *r, unsigned row, unsigned col)
 {
 	return r->cell[row * r->ncols + col];

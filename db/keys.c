@@ -97,10 +97,9 @@ enum db_status keys_create(struct db *db, const char *workspace, const char *acc
 	return db_tx(db, create_tx, &c);
 }
 
-enum db_status keys_revoke(struct db *db, const char *key, int *found)
+/* Run SQL (an UPDATE setting revoked_at WHERE key_hash = ?) for KEY's hash. */
+static enum db_status revoke_hash(struct db *db, const char *sql, const char *key, int *found)
 {
-	static const char sql[] = "UPDATE api_keys SET revoked_at = UTC_TIMESTAMP(6) "
-				  "WHERE key_hash = ? AND revoked_at IS NULL";
 	unsigned char hash[SHA256_LEN];
 	unsigned long long n = 0;
 	enum db_status st;
@@ -123,6 +122,14 @@ enum db_status keys_revoke_id(struct db *db, const char *key_id, int *found)
 	return st;
 }
 
+enum db_status keys_revoke(struct db *db, const char *key, int *found)
+{
+	static const char sql[] = "UPDATE api_keys SET revoked_at = UTC_TIMESTAMP(6) "
+				  "WHERE key_hash = ? AND revoked_at IS NULL";
+
+	return revoke_hash(db, sql, key, found);
+}
+
 enum db_status secret_get(struct db *db, const char *name, unsigned char *out, size_t len)
 {
 	static const char sql[] = "SELECT secret FROM server_secrets WHERE name = ?";
@@ -137,4 +144,88 @@ enum db_status secret_get(struct db *db, const char *name, unsigned char *out, s
 		memcpy(out, db_cell(&rows, 0, 0), len);
 	db_rows_free(&rows);
 	return st;
+}
+
+struct envkey_ctx {
+	const char *env_id;
+	char *key;
+	size_t keysz;
+	enum envkey_status *outcome;
+};
+
+static enum db_status envkey_create_tx(struct db *db, void *arg)
+{
+	static const char get[] = "SELECT type FROM environments WHERE id = ? FOR UPDATE";
+	static const char ins[] = "INSERT INTO environment_keys (id, environment_id, key_hash)"
+				  " VALUES (?, ?, ?)";
+	struct envkey_ctx *c = arg;
+	unsigned char hash[SHA256_LEN];
+	char key_id[48];
+	struct db_rows rows;
+	enum db_status st = db_exec(db, get, (struct db_val[]){ DB_STR(c->env_id) }, 1, &rows,
+				    NULL);
+
+	if (st)
+		return st;
+	*c->outcome = !rows.nrows ? ENVKEY_NO_ENVIRONMENT
+		      : strcmp(db_cell(&rows, 0, 0), "self_hosted") ? ENVKEY_NOT_SELF_HOSTED
+								      : ENVKEY_OK;
+	db_rows_free(&rows);
+	if (*c->outcome != ENVKEY_OK)
+		return DB_OK;
+	if (random_id(key_id, sizeof(key_id), "envkey_", ID_RANDOM_LEN) ||
+	    random_id(c->key, c->keysz, ENVKEY_PREFIX, KEY_RANDOM_LEN))
+		return DB_FATAL;
+	sha256(c->key, strlen(c->key), hash);
+	return db_exec(db, ins,
+		       (struct db_val[]){ DB_STR(key_id), DB_STR(c->env_id),
+					  DB_STRN((const char *)hash, SHA256_LEN) },
+		       3, NULL, NULL);
+}
+
+enum db_status envkeys_create(struct db *db, const char *env_id, char *key, size_t keysz,
+			      enum envkey_status *outcome)
+{
+	struct envkey_ctx c = { env_id, key, keysz, outcome };
+	return db_tx(db, envkey_create_tx, &c);
+}
+
+enum db_status envkeys_revoke(struct db *db, const char *key, int *found)
+{
+	static const char sql[] = "UPDATE environment_keys SET revoked_at = UTC_TIMESTAMP(6) "
+				  "WHERE key_hash = ? AND revoked_at IS NULL";
+
+	return revoke_hash(db, sql, key, found);
+}
+
+enum db_status keys_lookup_hash(struct db *db, const char *sql, const unsigned char hash[32],
+				char *const *out, const size_t *sz, unsigned n, int *found)
+{
+	struct db_rows rows;
+	enum db_status st = db_exec(db, sql, (struct db_val[]){ DB_STRN((const char *)hash, 32) },
+				    1, &rows, NULL);
+
+	*found = 0;
+	if (st)
+		return st;
+	if (rows.nrows && rows.ncols >= n) {
+		for (unsigned i = 0; i < n; i++)
+			copy_cell(out[i], sz[i], db_cell(&rows, 0, i));
+		*found = 1;
+	}
+	db_rows_free(&rows);
+	return DB_OK;
+}
+
+enum db_status envkeys_lookup(struct db *db, const unsigned char hash[32], char *env_id,
+			      char *workspace_id, size_t sz, char *account, size_t account_sz,
+			      int *found)
+{
+	static const char sql[] =
+		"SELECT k.environment_id, e.workspace_id, e.account_id FROM environment_keys k"
+		" JOIN environments e ON e.id = k.environment_id"
+		" WHERE k.key_hash = ? AND k.revoked_at IS NULL";
+
+	return keys_lookup_hash(db, sql, hash, (char *const[]){ env_id, workspace_id, account },
+				(const size_t[]){ sz, sz, account_sz }, 3, found);
 }

@@ -33,6 +33,31 @@ enum db_status keys_revoke(struct db *db, const char *key, int *found);
 
 /* Revoke the key whose id is KEY_ID. *FOUND = 0 when no active key has it. */
 enum db_status keys_revoke_id(struct db *db, const char *key_id, int *found);
+/* Environment keys (docs/work-queue.md): open only one self_hosted environment's work routes.
+ * Stored as SHA-256 in environment_keys; `key revoke` revokes them too. */
+#define ENVKEY_PREFIX "trmenv_"
+
+enum envkey_status { ENVKEY_OK, ENVKEY_NO_ENVIRONMENT, ENVKEY_NOT_SELF_HOSTED };
+
+/* A new key for environment ENV_ID, shown once, into KEY (size >= sizeof ENVKEY_PREFIX +
+ * KEY_RANDOM_LEN). *OUTCOME says when there was no such environment or it is not
+ * self_hosted (then nothing is written). */
+enum db_status envkeys_create(struct db *db, const char *env_id, char *key, size_t keysz,
+			      enum envkey_status *outcome);
+
+/* Revoke the environment key KEY. *FOUND = 0 when no active environment key matched. */
+enum db_status envkeys_revoke(struct db *db, const char *key, int *found);
+
+/* The active environment key whose hash is HASH: *FOUND, its environment, that environment's
+ * workspace (buffers of size SZ) and account (ACCOUNT_SZ). */
+enum db_status envkeys_lookup(struct db *db, const unsigned char hash[32], char *env_id,
+			      char *workspace_id, size_t sz, char *account, size_t account_sz,
+			      int *found);
+
+/* Run SQL (one `?`: a key's SHA-256) with HASH; when it returns a row, copy its first N
+ * cells into OUT[i] (size SZ[i]) and set *FOUND. For the credentials stored by hash. */
+enum db_status keys_lookup_hash(struct db *db, const char *sql, const unsigned char hash[32],
+				char *const *out, const size_t *sz, unsigned n, int *found);
 
 /* Workspace id of NAME into OUT. *FOUND = 0 when there is none. */
 enum db_status workspace_lookup(struct db *db, const char *name, char *out, size_t sz, int *found);

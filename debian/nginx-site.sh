@@ -10,6 +10,7 @@ rate=$(sed -n 's/^STACK_DEFAULT_RATE=\([0-9]*\).*/\1/p' "$stack")
 burst=$(sed -n 's/^STACK_DEFAULT_BURST=\([0-9]*\).*/\1/p' "$stack")
 [ -n "$rate" ] && [ -n "$burst" ] || { echo "nginx-site.sh: no rate defaults in $stack" >&2; exit 1; }
 sock=/run/terrarium/api.sock
+poll_sock=/run/terrarium/api-poll.sock # [api] poll_socket of debian/conf/terrarium.ini
 
 cat <<HEAD
 # terrarium: nginx in front of the API supervisor (terrarium-api.service) on $sock.
@@ -27,6 +28,7 @@ limits=$(grep -E '^[[:space:]]*(client_max_body_size|client_body_buffer_size|cli
 sed -e "s|include \"@RUN@/nginx-fastcgi.conf\";|include /usr/share/terrarium/nginx/fastcgi.conf;|" \
 	-e "s|@PORT@|8080|g; s|@NAME@|api|g; s|@SOCKET@|$sock|g; s|@RATE@|${rate}r/s|g" \
 	-e "s|@BURST@|$burst|g; s|@PASS@|\"unix:$sock\"|g; s|@KEEP_CONN@|off|g" \
+	-e "s|@POLL_PASS@|\"unix:$poll_sock\"|g" \
 	"$dir/server.conf.in" | awk -v limits="$limits" '
 	{ print }
 	!done && /^server \{/ { print limits; print "\ttypes { }"; done = 1 }'

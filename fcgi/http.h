@@ -21,10 +21,18 @@ struct query_param {
 	char *value; /* decoded, owned */
 };
 
+/* What a credential opens (docs/work-queue.md): a workspace API key, an environment key (one
+ * environment's work routes), or a sessions token (one work item and its session). */
+enum auth_scope { AUTH_SCOPE_WORKSPACE = 0, AUTH_SCOPE_ENVIRONMENT, AUTH_SCOPE_WORK };
+
 struct auth {
 	char key_id[AUTH_ID_MAX];
 	char workspace_id[AUTH_ID_MAX];
 	char account_id[AUTH_ACCOUNT_MAX];
+	enum auth_scope scope;
+	char environment_id[AUTH_ID_MAX]; /* AUTH_SCOPE_ENVIRONMENT and AUTH_SCOPE_WORK */
+	char work_id[AUTH_ID_MAX];        /* AUTH_SCOPE_WORK */
+	char session_id[AUTH_ID_MAX];     /* AUTH_SCOPE_WORK */
 };
 
 struct request {
@@ -92,6 +100,12 @@ void resp_json(struct response *resp, int status, json_t *value);
  * x-should-retry per status (and retry-after for 429/503). */
 void resp_error(struct response *resp, const struct request *req, int status, const char *code,
 		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* resp_error with DETAILS (an object; stolen) as error.details, e.g. an error_code and the
+ * state it refers to. */
+void resp_error_details(struct response *resp, const struct request *req, int status,
+			json_t *details, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* STATUS (e.g. 204) without a body. */
+void resp_empty(struct response *resp, int status);
 /* Replace the x-should-retry header resp_error chose (RETRY: 1 true, 0 false). */
 void resp_set_retry(struct response *resp, int retry);
 /* error.type for STATUS per API.md §2. */

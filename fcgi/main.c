@@ -4,7 +4,10 @@
  *   terrarium-api [-c CONFIG] migrate [SQL_DIR]          apply the migrations in SQL_DIR
  *                                                       (default: [database] migrations)
  *   terrarium-api [-c CONFIG] key create WORKSPACE [ACCOUNT]   print a new key (shown once)
- *   terrarium-api [-c CONFIG] key revoke [KEY_ID]   the key on stdin, or its id (apikey_...)
+ *   terrarium-api [-c CONFIG] key revoke [KEY_ID]   the key on stdin (a workspace or an
+ *                                                   environment key), or its id (apikey_...)
+ *   terrarium-api [-c CONFIG] key create-environment ENV_ID   an environment key (shown once)
+ *   terrarium-api [-c CONFIG] work status                each self_hosted environment's queue
  *   terrarium-api [-c CONFIG] workspace id WORKSPACE
  *
  * Started by a web server (GATEWAY_INTERFACE set, or a listening socket on fd 0) it serves:
@@ -16,6 +19,7 @@
 #include "../common/config.h"
 #include "../common/log.h"
 #include "../db/keys.h"
+#include "../db/work.h"
 #include "serve.h"
 
 #define MAIN_DEFAULT_ACCOUNT "default"
@@ -44,8 +48,29 @@ static int usage(void)
 		"       terrarium-api [-c CONFIG] migrate [SQL_DIR]\n"
 		"       terrarium-api [-c CONFIG] key create WORKSPACE [ACCOUNT]\n"
 		"       terrarium-api [-c CONFIG] key revoke [KEY_ID]   (the key itself on stdin)\n"
+		"       terrarium-api [-c CONFIG] key create-environment ENV_ID\n"
+		"       terrarium-api [-c CONFIG] work status\n"
 		"       terrarium-api [-c CONFIG] workspace id WORKSPACE\n");
 	return 2;
+}
+
+/* `work status`: one line per self_hosted environment's queue. */
+static enum db_status work_status(struct db *db)
+{
+	struct db_rows rows;
+	enum db_status st = workdb_queues(db, &rows);
+
+	if (st)
+		return st;
+	printf("%-28s %-20s %6s %8s %-28s %7s %8s\n", "environment", "workspace", "depth",
+	       "pending", "oldest_queued_at", "running", "workers");
+	for (unsigned r = 0; r < rows.nrows; r++)
+		printf("%-28s %-20s %6s %8s %-28s %7s %8s\n", db_cell(&rows, r, 0),
+		       db_cell(&rows, r, 1), db_cell(&rows, r, 2), db_cell(&rows, r, 3),
+		       db_cell(&rows, r, 4) ? db_cell(&rows, r, 4) : "-", db_cell(&rows, r, 5),
+		       db_cell(&rows, r, 6));
+	db_rows_free(&rows);
+	return DB_OK;
 }
 
 static int admin(const struct config *cfg, int argc, char **argv)
@@ -72,6 +97,21 @@ static int admin(const struct config *cfg, int argc, char **argv)
 			printf("%s\n", key);
 			fprintf(stderr, "key id: %s (for key revoke)\n", key_id);
 		}
+	} else if (!strcmp(argv[0], "key") && argc == 3 && !strcmp(argv[1], "create-environment")) {
+		char key[sizeof(ENVKEY_PREFIX) + KEY_RANDOM_LEN];
+		enum envkey_status outcome = ENVKEY_OK;
+
+		st = envkeys_create(db, argv[2], key, sizeof(key), &outcome);
+		if (!st && outcome != ENVKEY_OK) {
+			fprintf(stderr, outcome == ENVKEY_NO_ENVIRONMENT
+						? "no environment %.64s\n"
+						: "environment %.64s is not self_hosted: only self_hosted "
+						  "environments have a work queue\n",
+				argv[2]);
+			goto out;
+		}
+		if (!st)
+			printf("%s\n", key);
 	} else if (!strcmp(argv[0], "key") && (argc == 2 || argc == 3) &&
 		   !strcmp(argv[1], "revoke")) {
 		char key[KEY_MAX_LEN + 2];
@@ -88,10 +128,14 @@ static int admin(const struct config *cfg, int argc, char **argv)
 			goto out;
 		}
 		st = argc == 3 ? keys_revoke_id(db, argv[2], &found) : keys_revoke(db, key, &found);
+		if (!st && !found && argc == 2) /* not a workspace key: an environment key? */
+			st = envkeys_revoke(db, key, &found);
 		if (!st && !found) {
 			fprintf(stderr, "no active key matches\n");
 			goto out;
 		}
+	} else if (!strcmp(argv[0], "work") && argc == 2 && !strcmp(argv[1], "status")) {
+		st = work_status(db);
 	} else if (!strcmp(argv[0], "workspace") && argc == 3 && !strcmp(argv[1], "id")) {
 		char id[64];
 		st = workspace_lookup(db, argv[2], id, sizeof(id), &found);

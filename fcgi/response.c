@@ -113,22 +113,22 @@ static void utf8_repair(char *s)
 	}
 }
 
-void resp_error(struct response *resp, const struct request *req, int status, const char *code,
-		const char *fmt, ...)
+/* The envelope for STATUS with message FMT/AP and DETAILS (stolen; NULL: none). */
+static void resp_verror(struct response *resp, const struct request *req, int status,
+			json_t *details, const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+static void resp_verror(struct response *resp, const struct request *req, int status,
+			json_t *details, const char *fmt, va_list ap)
 {
 	char msg[1024];
 	json_t *err, *body;
-	va_list ap;
 	int retry;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	utf8_repair(msg);
 
 	err = json_pack("{s:s, s:s}", "type", resp_error_type(status), "message", msg);
-	if (code && *code)
-		json_object_set_new(err, "details", json_pack("{s:s}", "error_code", code));
+	if (details)
+		json_object_set_new(err, "details", details);
 	body = json_pack("{s:s, s:o, s:s}", "type", "error", "error", err, "request_id",
 			 req ? req->request_id : "");
 
@@ -139,6 +139,35 @@ void resp_error(struct response *resp, const struct request *req, int status, co
 	if (status == 429 || status == 503)
 		resp_header(resp, "retry-after", "%d", RESP_RETRY_AFTER_SECONDS);
 	resp_json(resp, status, body);
+}
+
+void resp_error(struct response *resp, const struct request *req, int status, const char *code,
+		const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	resp_verror(resp, req, status,
+		    code && *code ? json_pack("{s:s}", "error_code", code) : NULL, fmt, ap);
+	va_end(ap);
+}
+
+void resp_error_details(struct response *resp, const struct request *req, int status,
+			json_t *details, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	resp_verror(resp, req, status, details, fmt, ap);
+	va_end(ap);
+}
+
+void resp_empty(struct response *resp, int status)
+{
+	free(resp->body);
+	resp->status = status;
+	resp->body = strdup("");
+	resp->body_len = 0;
 }
 
 void resp_set_retry(struct response *resp, int retry)

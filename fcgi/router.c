@@ -16,6 +16,22 @@ static const struct route routes[] = {
 	{ "DELETE", "/v1/environments/{id}", env_delete, ROUTE_AUTH | ROUTE_BETA },
 	{ "POST", "/v1/environments/{id}/archive", env_archive,
 	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT },
+	/* the work queue (API.md §6): poll and stats before the {work_id} routes they also match */
+	{ "GET", "/v1/environments/{id}/work/poll", work_poll,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_ENV_KEY },
+	{ "GET", "/v1/environments/{id}/work/stats", work_stats,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_ENV_KEY },
+	{ "GET", "/v1/environments/{id}/work", work_list, ROUTE_AUTH | ROUTE_BETA | ROUTE_ENV_KEY },
+	{ "GET", "/v1/environments/{id}/work/{work_id}", work_retrieve,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_ENV_KEY | ROUTE_WORK_TOKEN },
+	{ "POST", "/v1/environments/{id}/work/{work_id}", work_update,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_ENV_KEY },
+	{ "POST", "/v1/environments/{id}/work/{work_id}/ack", work_ack,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT | ROUTE_ENV_KEY | ROUTE_WORK_TOKEN },
+	{ "POST", "/v1/environments/{id}/work/{work_id}/heartbeat", work_heartbeat,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT | ROUTE_ENV_KEY | ROUTE_WORK_TOKEN },
+	{ "POST", "/v1/environments/{id}/work/{work_id}/stop", work_stop,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT | ROUTE_ENV_KEY | ROUTE_WORK_TOKEN },
 	{ "POST", "/v1/agents", agent_create, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT },
 	{ "GET", "/v1/agents", agent_list, ROUTE_AUTH | ROUTE_BETA },
 	{ "GET", "/v1/agents/{id}", agent_retrieve, ROUTE_AUTH | ROUTE_BETA },
@@ -26,7 +42,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/sessions", session_create,
 	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT },
 	{ "GET", "/v1/sessions", session_list, ROUTE_AUTH | ROUTE_BETA },
-	{ "GET", "/v1/sessions/{id}", session_retrieve, ROUTE_AUTH | ROUTE_BETA },
+	{ "GET", "/v1/sessions/{id}", session_retrieve, ROUTE_AUTH | ROUTE_BETA | ROUTE_WORK_TOKEN },
 	{ "POST", "/v1/sessions/{id}", session_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
 	{ "DELETE", "/v1/sessions/{id}", session_delete, ROUTE_AUTH | ROUTE_BETA },
 	{ "POST", "/v1/sessions/{id}/archive", session_archive,
@@ -199,7 +215,10 @@ void route_dispatch(struct worker *w, struct request *req, struct response *resp
 	/* the captures of the last pattern tried may be stale: take the found route's */
 	route_match(found->pattern, req->path, req);
 
-	if ((found->flags & ROUTE_AUTH) && auth_request(w, req, resp))
+	if ((found->flags & ROUTE_AUTH) &&
+	    (auth_request(w, req, resp) ||
+	     work_scope_check(req, resp, !!(found->flags & ROUTE_ENV_KEY),
+			      !!(found->flags & ROUTE_WORK_TOKEN))))
 		return;
 	if (found->flags & ROUTE_BETA) {
 		const char *version = req_env(req, "HTTP_ANTHROPIC_VERSION");

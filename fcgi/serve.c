@@ -65,12 +65,14 @@ static const char *reason(int status)
 {
 	switch (status) {
 	case 200: return "OK";
+	case 204: return "No Content";
 	case 400: return "Bad Request";
 	case 401: return "Unauthorized";
 	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 409: return "Conflict";
+	case 412: return "Precondition Failed";
 	case 413: return "Payload Too Large";
 	case 422: return "Unprocessable Entity";
 	case 429: return "Too Many Requests";
@@ -83,10 +85,14 @@ static const char *reason(int status)
 static int format_head(const struct request *req, const struct response *resp, char *buf,
 		       size_t size)
 {
-	int n = snprintf(buf, size,
-			 "Status: %d %s\r\ncontent-type: application/json\r\n"
-			 "request-id: %s\r\ncontent-length: %zu\r\n",
-			 resp->status, reason(resp->status), req->request_id, resp->body_len);
+	int n = resp->status == 204 /* no content: no content headers either (RFC 9110) */
+			? snprintf(buf, size, "Status: 204 %s\r\nrequest-id: %s\r\n",
+				   reason(204), req->request_id)
+			: snprintf(buf, size,
+				   "Status: %d %s\r\ncontent-type: application/json\r\n"
+				   "request-id: %s\r\ncontent-length: %zu\r\n",
+				   resp->status, reason(resp->status), req->request_id,
+				   resp->body_len);
 	for (int i = 0; i < resp->nheaders && n > 0 && (size_t)n < size; i++)
 		n += snprintf(buf + n, size - (size_t)n, "%s\r\n", resp->headers[i]);
 	if (n > 0 && (size_t)n + 3 < size)
@@ -300,60 +306,100 @@ static int worker_count(const struct config *cfg)
 	return cores * 2 > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (int)cores * 2;
 }
 
-/* [api] socket is a unix socket path, or HOST:PORT for FastCGI over TCP (libfcgi's own
+/* A socket address is a unix socket path, or HOST:PORT for FastCGI over TCP (libfcgi's own
  * syntax; scripts/cluster.sh puts API hosts behind one nginx that way). */
 static int is_tcp_address(const char *addr)
 {
 	return addr[0] != '/' && strchr(addr, ':') != NULL;
 }
 
-static int bind_socket(const struct config *cfg)
+/* Bind the FastCGI socket PATH (a unix path with the configured group and mode, or HOST:PORT).
+ * The fd, or -1. */
+static int bind_socket(const struct config *cfg, const char *path)
 {
-	int fd, tcp = is_tcp_address(cfg->api_socket);
+	int fd, tcp = is_tcp_address(path);
 
 	if (!tcp)
-		unlink(cfg->api_socket);
-	fd = FCGX_OpenSocket(cfg->api_socket, SERVE_BACKLOG);
+		unlink(path);
+	fd = FCGX_OpenSocket(path, SERVE_BACKLOG);
 	if (fd < 0) {
-		log_error("cannot bind %s: %s", cfg->api_socket, strerror(errno));
+		log_error("cannot bind %s: %s", path, strerror(errno));
 		return -1;
 	}
 	if (tcp)
 		return fd;
 	if (cfg->api_socket_group[0]) {
 		struct group *g = getgrnam(cfg->api_socket_group);
-		if (!g || chown(cfg->api_socket, (uid_t)-1, g->gr_gid)) {
-			log_error("cannot give %s to group %s", cfg->api_socket,
-				  cfg->api_socket_group);
+		if (!g || chown(path, (uid_t)-1, g->gr_gid)) {
+			log_error("cannot give %s to group %s", path, cfg->api_socket_group);
 			close(fd);
 			return -1;
 		}
 	}
-	if (chmod(cfg->api_socket, cfg->api_socket_mode)) {
-		log_error("chmod %s: %s", cfg->api_socket, strerror(errno));
+	if (chmod(path, cfg->api_socket_mode)) {
+		log_error("chmod %s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
 	return fd;
 }
 
+/* A set of workers on one socket: the API's, and the long polls' ([api] poll_socket). */
+struct pool {
+	const char *socket;
+	int fd, n;
+	pid_t *pids;
+};
+
+/* 1 when PID was one of P's workers (its slot is then free). */
+static int pool_reap(struct pool *p, pid_t pid)
+{
+	for (int i = 0; i < p->n; i++)
+		if (p->pids[i] == pid) {
+			p->pids[i] = 0;
+			return 1;
+		}
+	return 0;
+}
+
+static int pool_left(const struct pool *p)
+{
+	int left = 0;
+
+	for (int i = 0; i < p->n; i++)
+		left += p->pids[i] > 0;
+	return left;
+}
+
+static void pool_signal(const struct pool *p, int sig)
+{
+	for (int i = 0; i < p->n; i++)
+		if (p->pids[i] > 0)
+			kill(p->pids[i], sig);
+}
+
 int serve_supervisor(const struct config *cfg)
 {
-	int n = worker_count(cfg), listen_fd, alive = 0, burst = 0;
-	pid_t *pids = calloc((size_t)n, sizeof(*pids));
+	struct pool pools[SERVE_POOLS] = { { cfg->api_socket, -1, worker_count(cfg), NULL },
+					   { cfg->api_poll_socket, -1, cfg->api_poll_workers,
+					     NULL } };
+	int npools = cfg->api_poll_socket[0] ? 2 : 1, burst = 0, ret = 1;
 	struct sigaction sa;
 	sigset_t mask, old;
 	time_t window = time(NULL);
 
-	if (!pids || FCGX_Init())
+	if (FCGX_Init())
 		return 1;
 	/* before the fork: every worker shares the unknown-key cache and per-address budgets */
 	if (auth_guard_init())
 		log_warn("supervisor: no shared memory for the unknown-key guard: %s",
 			 strerror(errno));
-	listen_fd = bind_socket(cfg);
-	if (listen_fd < 0)
-		return 1;
+	for (int k = 0; k < npools; k++) {
+		pools[k].pids = calloc((size_t)pools[k].n, sizeof(pid_t));
+		pools[k].fd = pools[k].pids ? bind_socket(cfg, pools[k].socket) : -1;
+		if (pools[k].fd < 0)
+			goto out;
+	}
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
@@ -370,11 +416,15 @@ int serve_supervisor(const struct config *cfg)
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, &old);
 
-	for (int i = 0; i < n; i++) {
-		pids[i] = spawn(cfg, listen_fd, cfg->api_max_requests);
-		alive += pids[i] > 0;
+	for (int k = 0; k < npools; k++) {
+		int alive = 0;
+		for (int i = 0; i < pools[k].n; i++) {
+			pools[k].pids[i] = spawn(cfg, pools[k].fd, cfg->api_max_requests);
+			alive += pools[k].pids[i] > 0;
+		}
+		log_info("supervisor: %d workers on %s (backend %s)", alive, pools[k].socket,
+			 cfg->backend);
 	}
-	log_info("supervisor: %d workers on %s (backend %s)", alive, cfg->api_socket, cfg->backend);
 
 	while (!stop_requested) {
 		pid_t pid;
@@ -383,13 +433,18 @@ int serve_supervisor(const struct config *cfg)
 		sigsuspend(&old); /* wait for SIGCHLD or SIGTERM with both unblocked */
 		child_exited = 0;
 		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-			for (int i = 0; i < n; i++) {
-				if (pids[i] != pid)
+			for (int k = 0; k < npools; k++) {
+				struct pool *p = &pools[k];
+				int i;
+
+				for (i = 0; i < p->n && p->pids[i] != pid; i++)
+					;
+				if (i == p->n)
 					continue;
 				if (WIFSIGNALED(status))
 					log_warn("worker %d killed by signal %d; restarting", (int)pid,
 						 WTERMSIG(status));
-				pids[i] = 0;
+				p->pids[i] = 0;
 				if (stop_requested)
 					break;
 				if (time(NULL) - window >= SERVE_RESPAWN_WINDOW_S) {
@@ -400,37 +455,39 @@ int serve_supervisor(const struct config *cfg)
 					log_error("workers die too fast; slowing down");
 					sleep(1);
 				}
-				pids[i] = spawn(cfg, listen_fd, cfg->api_max_requests);
+				p->pids[i] = spawn(cfg, p->fd, cfg->api_max_requests);
 			}
 		}
 	}
 
 	log_info("supervisor: stopping");
-	for (int i = 0; i < n; i++)
-		if (pids[i] > 0)
-			kill(pids[i], SIGTERM);
+	for (int k = 0; k < npools; k++)
+		pool_signal(&pools[k], SIGTERM);
 	for (time_t deadline = time(NULL) + SERVE_STOP_GRACE_S;;) {
 		int left = 0;
 		pid_t pid;
 		while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
-			for (int i = 0; i < n; i++)
-				if (pids[i] == pid)
-					pids[i] = 0;
-		for (int i = 0; i < n; i++)
-			left += pids[i] > 0;
+			for (int k = 0; k < npools && !pool_reap(&pools[k], pid); k++)
+				;
+		for (int k = 0; k < npools; k++)
+			left += pool_left(&pools[k]);
 		if (!left)
 			break;
-		if (time(NULL) >= deadline) {
-			for (int i = 0; i < n; i++)
-				if (pids[i] > 0)
-					kill(pids[i], SIGKILL);
-		}
+		if (time(NULL) >= deadline)
+			for (int k = 0; k < npools; k++)
+				pool_signal(&pools[k], SIGKILL);
 		usleep(20000);
 	}
-	close(listen_fd);
-	if (!is_tcp_address(cfg->api_socket))
-		unlink(cfg->api_socket);
-	free(pids);
+	ret = 0;
 	log_info("supervisor: stopped");
-	return 0;
+out:
+	for (int k = 0; k < npools; k++) {
+		if (pools[k].fd >= 0) {
+			close(pools[k].fd);
+			if (!is_tcp_address(pools[k].socket))
+				unlink(pools[k].socket);
+		}
+		free(pools[k].pids);
+	}
+	return ret;
 }

@@ -10,9 +10,11 @@
 #define SERVE_RESPAWN_BURST 20    /* ...slow respawning down */
 #define SERVE_WRITE_CHUNK 65536
 #define SERVE_WORKER_PATH      "/usr/bin:/bin" /* the only environment variable a worker has */
+#define SERVE_POOLS 2             /* [api] socket and [api] poll_socket */
 
-/* Supervisor: bind cfg->api_socket, prefork workers, restart and recycle them, stop gracefully
- * on SIGTERM/SIGINT. Returns the process exit status. */
+/* Supervisor: bind cfg->api_socket (and cfg->api_poll_socket when set, with its own
+ * api_poll_workers), prefork workers on each, restart and recycle them, stop gracefully on
+ * SIGTERM/SIGINT. Returns the process exit status. */
 int serve_supervisor(const struct config *cfg);
 
 /* One worker loop on the listening socket already on fd 0 (spawn-fcgi, mod_fcgid). */

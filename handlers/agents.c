@@ -24,6 +24,7 @@
 #define AGENT_VERSION_TEXT_MAX 24
 #define AGENT_Q_GTE "created_at[gte]"
 #define AGENT_Q_LTE "created_at[lte]"
+#define AGENT_FILTERS_TEXT "include_archived, created_at[gte], created_at[lte] or agent"
 
 /* The API object for row R of an agent SELECT. New reference, caller decrefs; NULL when the
  * stored definition does not parse. */
@@ -62,16 +63,6 @@ static void respond_row(struct request *req, struct response *resp, const struct
 static int check_id(struct request *req, struct response *resp)
 {
 	return resource_check_id(req, resp, AGENT_ID_PREFIX, "agent");
-}
-
-static int load_cursor_key(struct worker *w)
-{
-	if (w->cursor_key_loaded)
-		return 0;
-	if (secret_get(w->db, "cursor", w->cursor_key, sizeof(w->cursor_key)))
-		return -1;
-	w->cursor_key_loaded = 1;
-	return 0;
 }
 
 /* --- create ----------------------------------------------------------------------------- */
@@ -274,64 +265,6 @@ void agent_archive(struct worker *w, struct request *req, struct response *resp)
 
 /* --- list ------------------------------------------------------------------------------- */
 
-/* Check PAGE against KIND and FILTER into CREATED / ID. 0, or -1 with RESP filled. */
-static int page_parse(struct worker *w, struct request *req, struct response *resp,
-		      const char *kind, const char *filter, const char *page, char *created,
-		      char *id)
-{
-	enum cursor_status cs = cursor_parse(w->cursor_key, sizeof(w->cursor_key), kind, filter,
-					     page, created, id);
-
-	if (cs == CURSOR_OTHER_FILTER) {
-		resp_error(resp, req, 400, NULL,
-			   "'page' cursor belongs to a list with other filters (include_archived, "
-			   "created_at[gte], created_at[lte] or agent)");
-		return -1;
-	}
-	if (cs) {
-		resp_error(resp, req, 400, NULL, "'page' is not a valid cursor");
-		return -1;
-	}
-	return 0;
-}
-
-/* Respond with {"data": objects of ROWS (at most LIMIT, and within list_page_rows's byte
- * budget), "next_page": cursor|null}; the cursor points after the last row shown when ROWS
- * holds more. */
-static void respond_page(struct worker *w, struct request *req, struct response *resp,
-			 const struct db_rows *rows, long long limit, const char *kind,
-			 const char *filter, unsigned id_col)
-{
-	char next[CURSOR_MAX];
-	json_t *data = json_array(), *body;
-	unsigned shown = list_page_rows(rows, limit);
-
-	for (unsigned r = 0; r < shown; r++) {
-		json_t *obj = agent_object(rows, r);
-
-		if (!obj) {
-			log_error("agent %s: stored definition does not parse",
-				  db_cell(rows, r, AGENT_C_ID));
-			continue;
-		}
-		json_array_append_new(data, obj);
-	}
-	body = json_pack("{s:o, s:n}", "data", data, "next_page");
-	if (body && rows->nrows > shown) {
-		unsigned last = shown - 1;
-
-		if (!cursor_make(w->cursor_key, sizeof(w->cursor_key), kind, filter,
-				 db_cell(rows, last, AGENT_C_CREATED_DB), db_cell(rows, last, id_col),
-				 next))
-			json_object_set_new(body, "next_page", json_string(next));
-	}
-	if (!body) {
-		resp_error(resp, req, 500, NULL, "internal error");
-		return;
-	}
-	resp_json(resp, 200, body);
-}
-
 /* Query parameter NAME (an RFC 3339 timestamp) as a DATETIME literal in OUT ("" when absent).
  * 0, or -1 with RESP filled. */
 static int query_time(struct request *req, struct response *resp, const char *name, char *out)
@@ -371,13 +304,12 @@ void agent_list(struct worker *w, struct request *req, struct response *resp)
 	}
 	if (page && !*page)
 		page = NULL;
-	if (load_cursor_key(w)) {
-		handle_db_error(w, req, resp, DB_GONE);
+	if (worker_cursor_key(w, req, resp))
 		return;
-	}
 	/* the cursor is bound to every filter: a page of another list is refused */
 	snprintf(filter, sizeof(filter), "a%d;g%s;l%s", include_archived, gte, lte);
-	if (page && page_parse(w, req, resp, AGENT_CURSOR_KIND, filter, page, created, id))
+	if (page && page_parse(w, req, resp, AGENT_CURSOR_KIND, filter, page, AGENT_FILTERS_TEXT, created,
+				 id))
 		return;
 	/* one row more than asked tells whether another page exists */
 	st = agentdb_list(w->db, req->auth.workspace_id, include_archived, *gte ? gte : NULL,
@@ -387,7 +319,8 @@ void agent_list(struct worker *w, struct request *req, struct response *resp)
 		handle_db_error(w, req, resp, st);
 		return;
 	}
-	respond_page(w, req, resp, &rows, limit, AGENT_CURSOR_KIND, filter, AGENT_C_ID);
+	respond_page(w, req, resp, &rows, limit, agent_object, AGENT_CURSOR_KIND, filter,
+		     AGENT_C_CREATED_DB, AGENT_C_ID);
 	db_rows_free(&rows);
 }
 
@@ -405,13 +338,11 @@ void agent_versions(struct worker *w, struct request *req, struct response *resp
 		return;
 	if (page && !*page)
 		page = NULL;
-	if (load_cursor_key(w)) {
-		handle_db_error(w, req, resp, DB_GONE);
+	if (worker_cursor_key(w, req, resp))
 		return;
-	}
 	if (page) {
 		if (page_parse(w, req, resp, AGENT_VERSIONS_CURSOR_KIND, req->params[0], page,
-			       created, id))
+			       NULL, created, id))
 			return;
 		before = strtoll(id, &end, 10);
 		if (*end || before < 1) {
@@ -422,7 +353,7 @@ void agent_versions(struct worker *w, struct request *req, struct response *resp
 	st = agentdb_versions(w->db, req->auth.workspace_id, req->params[0], before, limit + 1,
 			      &rows);
 	if (!st && !rows.nrows) { /* every agent has a version: no rows means no such agent */
-		db_rows_free(&rows);
+		db_rows_free(&rows); /* an empty result set still holds its arena */
 		st = agentdb_get(w->db, req->auth.workspace_id, req->params[0], 0, 0, &rows);
 	}
 	if (st) {
@@ -430,13 +361,14 @@ void agent_versions(struct worker *w, struct request *req, struct response *resp
 		return;
 	}
 	if (!rows.nrows) {
+		db_rows_free(&rows);
 		resp_error(resp, req, 404, NULL, "agent '%s' not found", req->params[0]);
 		db_rows_free(&rows);
 		return;
 	}
 	if (!before || atoll(db_cell(&rows, 0, AGENT_C_VERSION)) < before)
-		respond_page(w, req, resp, &rows, limit, AGENT_VERSIONS_CURSOR_KIND, req->params[0],
-			     AGENT_C_VERSION);
+		respond_page(w, req, resp, &rows, limit, agent_object, AGENT_VERSIONS_CURSOR_KIND,
+			     req->params[0], AGENT_C_CREATED_DB, AGENT_C_VERSION);
 	else /* the existence probe's row is not a page */
 		resp_json(resp, 200, json_pack("{s:[], s:n}", "data", "next_page"));
 	db_rows_free(&rows);

@@ -1,4 +1,5 @@
 /* Cross-cutting pieces every route uses: database error mapping, authentication, health. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -7,6 +8,7 @@
 #include "../common/log.h"
 #include "../db/keys.h"
 #include "auth_guard.h"
+#include "cursor.h"
 #include "handlers.h"
 
 #define AUTH_BEARER "bearer" /* RFC 7235: the scheme is case-insensitive */
@@ -56,6 +58,20 @@ static void auth_cache_put(struct worker *w, const unsigned char *hash, const st
 	victim->expires_ms = now + AUTH_CACHE_TTL_MS;
 }
 
+/* The optional anthropic-workspace-id header must name the authenticated key's workspace.
+ * 0, or -1 with RESP a 403. */
+static int auth_workspace_header(struct request *req, struct response *resp)
+{
+	const char *ws_header = req_env(req, "HTTP_ANTHROPIC_WORKSPACE_ID");
+
+	if (ws_header && *ws_header && strcmp(ws_header, req->auth.workspace_id)) {
+		resp_error(resp, req, 403, NULL,
+			   "the 'anthropic-workspace-id' header does not match the API key's workspace");
+		return -1;
+	}
+	return 0;
+}
+
 /* The key lookup was a second database round trip on every request: with two round trips even
  * a bare FastCGI program reaches only ~0.7 of a one-query responder here (bench/). Keys found
  * are kept for AUTH_CACHE_TTL_MS (handlers.h), a bounded delay for revocation. Unknown keys are
@@ -65,7 +81,6 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 {
 	const char *key = req_env(req, "HTTP_X_API_KEY");
 	const char *authz = req_env(req, "HTTP_AUTHORIZATION");
-	const char *ws_header = req_env(req, "HTTP_ANTHROPIC_WORKSPACE_ID");
 	const char *addr = req_env(req, "REMOTE_ADDR");
 	unsigned char hash[SHA256_LEN];
 	const struct auth_cache_entry *hit;
@@ -85,9 +100,13 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 		return -1;
 	}
 	if (strlen(key) <= KEY_MAX_LEN) {
+		/* environment keys and sessions tokens (handlers/work.c) are never cached, so that
+		 * revocation is immediate; the unknown-key guard covers every kind */
+		int scoped = work_key_scoped(key);
+
 		sha256(key, strlen(key), hash);
 		now = auth_now_ms();
-		hit = auth_cache_get(w, hash, now);
+		hit = scoped ? NULL : auth_cache_get(w, hash, now);
 		if (hit) {
 			req->auth = hit->auth;
 			found = 1;
@@ -99,6 +118,13 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 				"too many requests with unknown API keys from this address; retry"
 				" after 1 second");
 			return -1;
+		} else if (scoped) {
+			if (work_auth(w, req, resp, key, hash, &found))
+				return -1;
+			if (found)
+				auth_guard_valid(hash, now);
+			else
+				auth_guard_unknown(hash, addr, now);
 		} else {
 			struct key_identity id = {
 				req->auth.key_id,	       req->auth.workspace_id,
@@ -121,12 +147,7 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 		resp_error(resp, req, 401, NULL, "invalid API key");
 		return -1;
 	}
-	if (ws_header && *ws_header && strcmp(ws_header, req->auth.workspace_id)) {
-		resp_error(resp, req, 403, NULL,
-			   "the 'anthropic-workspace-id' header does not match the API key's workspace");
-		return -1;
-	}
-	return 0;
+	return auth_workspace_header(req, resp);
 }
 
 void health_live(struct worker *w, struct request *req, struct response *resp)
@@ -261,4 +282,56 @@ unsigned list_page_rows(const struct db_rows *rows, long long limit)
 		n++;
 	}
 	return n;
+}
+
+int page_parse(struct worker *w, struct request *req, struct response *resp, const char *kind,
+	       const char *filter, const char *page, const char *filters_text, char *created,
+	       char *id)
+{
+	enum cursor_status cs = cursor_parse(w->cursor_key, sizeof(w->cursor_key), kind, filter,
+					     page, created, id);
+
+	if (cs == CURSOR_OTHER_FILTER) {
+		resp_error(resp, req, 400, NULL, "'page' cursor belongs to a list with other filters%s%s%s",
+			   filters_text ? " (" : "", filters_text ? filters_text : "",
+			   filters_text ? ")" : "");
+		return -1;
+	}
+	if (cs) {
+		resp_error(resp, req, 400, NULL, "'page' is not a valid cursor");
+		return -1;
+	}
+	return 0;
+}
+
+void respond_page(struct worker *w, struct request *req, struct response *resp,
+		  const struct db_rows *rows, long long limit, row_render render, const char *kind,
+		  const char *filter, unsigned created_col, unsigned id_col)
+{
+	char next[CURSOR_MAX];
+	json_t *data = json_array(), *body;
+	unsigned shown = list_page_rows(rows, limit);
+
+	for (unsigned r = 0; r < shown; r++) {
+		json_t *obj = render(rows, r);
+
+		if (!obj) {
+			log_error("%s %s: stored JSON does not parse", kind, db_cell(rows, r, id_col));
+			continue;
+		}
+		json_array_append_new(data, obj);
+	}
+	body = json_pack("{s:o, s:n}", "data", data, "next_page");
+	if (body && shown && rows->nrows > shown) {
+		unsigned last = shown - 1;
+
+		if (!cursor_make(w->cursor_key, sizeof(w->cursor_key), kind, filter,
+				 db_cell(rows, last, created_col), db_cell(rows, last, id_col), next))
+			json_object_set_new(body, "next_page", json_string(next));
+	}
+	if (!body) {
+		resp_error(resp, req, 500, NULL, "internal error");
+		return;
+	}
+	resp_json(resp, 200, body);
 }

@@ -89,6 +89,22 @@ int resource_id_valid(const char *s, const char *prefix);
 int resource_check_id(struct request *req, struct response *resp, const char *prefix,
 		      const char *kind);
 
+/* Check the list cursor PAGE against KIND and FILTER (worker_cursor_key first) into CREATED and
+ * ID (CURSOR_FIELD_MAX each). 0, or -1 with RESP a 400 (FILTERS_TEXT, when given, names the
+ * filters a cursor is bound to). */
+int page_parse(struct worker *w, struct request *req, struct response *resp, const char *kind,
+	       const char *filter, const char *page, const char *filters_text, char *created,
+	       char *id);
+
+/* Respond 200 {"data": RENDER of the first LIMIT rows within list_page_rows's byte budget,
+ * "next_page": cursor|null}; the cursor (KIND, FILTER) points after the last row shown when
+ * ROWS holds more than were shown (its
+ * position: columns CREATED_COL, a DATETIME text, and ID_COL). Rows that do not render are
+ * logged and left out. */
+void respond_page(struct worker *w, struct request *req, struct response *resp,
+		  const struct db_rows *rows, long long limit, row_render render, const char *kind,
+		  const char *filter, unsigned created_col, unsigned id_col);
+
 void health_live(struct worker *w, struct request *req, struct response *resp);
 void health_ready(struct worker *w, struct request *req, struct response *resp);
 
@@ -105,6 +121,32 @@ void session_update(struct worker *w, struct request *req, struct response *resp
 void session_list(struct worker *w, struct request *req, struct response *resp);
 void session_archive(struct worker *w, struct request *req, struct response *resp);
 void session_delete(struct worker *w, struct request *req, struct response *resp);
+
+/* The self-hosted work queue (handlers/work.c, docs/work-queue.md). */
+void work_poll(struct worker *w, struct request *req, struct response *resp);
+void work_ack(struct worker *w, struct request *req, struct response *resp);
+void work_heartbeat(struct worker *w, struct request *req, struct response *resp);
+void work_stop(struct worker *w, struct request *req, struct response *resp);
+void work_retrieve(struct worker *w, struct request *req, struct response *resp);
+void work_update(struct worker *w, struct request *req, struct response *resp);
+void work_list(struct worker *w, struct request *req, struct response *resp);
+void work_stats(struct worker *w, struct request *req, struct response *resp);
+
+/* 1 when KEY has the shape of an environment key or a sessions token (not a workspace key). */
+int work_key_scoped(const char *key);
+
+/* Look up the environment key or sessions token KEY (its SHA-256: HASH) into req->auth
+ * (scope, environment, item, session, workspace) and *FOUND. 0, or -1 with RESP filled (503)
+ * when the database failed. Never cached: revocation takes effect at once. */
+int work_auth(struct worker *w, struct request *req, struct response *resp, const char *key,
+	      const unsigned char hash[32], int *found);
+
+/* What a scoped credential may reach (API.md §6, Keys): environment keys only routes with
+ * ENV_KEY_ROUTE and their own environment (params[0]); sessions tokens only routes with
+ * TOKEN_ROUTE and their own item (params[1]) or session (params[0] of a session route).
+ * Workspace keys pass. 0, or -1 with RESP a 404. */
+int work_scope_check(struct request *req, struct response *resp, int env_key_route,
+		     int token_route);
 
 void agent_create(struct worker *w, struct request *req, struct response *resp);
 void agent_retrieve(struct worker *w, struct request *req, struct response *resp);

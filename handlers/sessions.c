@@ -12,6 +12,7 @@
 #include "../db/agents.h"
 #include "../db/environments.h"
 #include "../db/sessions.h"
+#include "../db/work.h"
 #include "agent_validate.h"
 #include "cursor.h"
 #include "env_validate.h"
@@ -122,6 +123,7 @@ struct create_ctx {
 	const char *title;        /* NULL: null */
 	char id[SES_ID_MAX];
 	char now_db[CLOCK_DB_LEN];
+	int work_queued;          /* a self_hosted environment's work item was queued */
 	struct db_rows rows;      /* the created session */
 	struct verr err;
 };
@@ -194,6 +196,7 @@ static enum db_status create_tx(struct db *db, void *arg)
 
 	db_rows_free(&c->rows);
 	memset(&c->err, 0, sizeof(c->err));
+	c->work_queued = 0;
 	if (!resource_id_valid(c->agent_id, "agent_")) {
 		verr_set(&c->err, 404, NULL, "agent '%.64s' not found", c->agent_id);
 		return DB_OK;
@@ -281,6 +284,18 @@ static enum db_status create_tx(struct db *db, void *arg)
 					 NULL, c->now_db);
 		if (st)
 			goto out;
+	} else {
+		/* self_hosted: the customer's workers learn of the session from its work item */
+		char work_id[SES_ID_MAX];
+
+		if (random_id(work_id, sizeof(work_id), WORK_ID_PREFIX, ID_RANDOM_LEN)) {
+			st = DB_FATAL;
+			goto out;
+		}
+		st = workdb_enqueue(db, work_id, a->workspace_id, c->env_id, c->id, c->now_db);
+		if (st)
+			goto out;
+		c->work_queued = 1;
 	}
 	st = sesdb_get(db, c->id, a->workspace_id, a->account_id, 0, &c->rows);
 out:
@@ -311,6 +326,10 @@ void session_create(struct worker *w, struct request *req, struct response *resp
 	else {
 		req->params[0] = c.id;
 		respond_row(req, resp, &c.rows);
+		/* after the commit: polls blocked on this environment take the item now */
+		if (c.work_queued && (st = workdb_wake(w->db, c.env_id)))
+			log_warn("waking polls of %s: database %s: %s", c.env_id,
+				 db_status_name(st), db_error(w->db));
 	}
 out:
 	json_decref(c.metadata);
@@ -516,6 +535,8 @@ void session_archive(struct worker *w, struct request *req, struct response *res
 	clock_now(now_db, NULL);
 	st = sesdb_archive(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id,
 			   now_db, &n);
+	if (!st && n) /* an archived session's work item is asked to stop */
+		st = workdb_stop_session(w->db, req->params[0], req->auth.workspace_id, now_db);
 	if (!st)
 		st = sesdb_get(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id,
 			       0, &rows);
@@ -548,6 +569,10 @@ static enum db_status delete_tx(struct db *db, void *arg)
 	if (st || !rows.nrows)
 		goto out;
 	c->found = 1;
+	clock_now(now_db, NULL);
+	st = workdb_stop_session(db, req->params[0], req->auth.workspace_id, now_db);
+	if (st)
+		goto out;
 	state = db_cell(&rows, 0, SES_C_INTENT_STATE);
 	mark = db_cell(&rows, 0, SES_C_SANDBOX_MARK);
 	lease = db_cell(&rows, 0, SES_C_LEASE_UNTIL);
@@ -560,7 +585,6 @@ static enum db_status delete_tx(struct db *db, void *arg)
 	} else {
 		/* a sandbox exists or may be half made: leave a teardown for the reconciler, due
 		 * once a provisioning in flight has lost its lease */
-		clock_now(now_db, NULL);
 		st = sesdb_retire(db, req->params[0], req->auth.workspace_id,
 				  db_cell(&rows, 0, SES_C_SANDBOX_ID), now_db,
 				  !strcmp(state, "claimed") ? lease : NULL);

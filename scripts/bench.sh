@@ -15,7 +15,7 @@
 #
 # The table goes to stdout and OUT/table.txt, the raw wrk outputs to OUT/raw/, where OUT is
 # BENCH_OUT (default var/bench/<UTC time>). Then scripts/bench-reconciler.sh runs (BENCH_RECONCILER=0
-# skips it). Every load run is bounded (wrk -d plus a timeout). Not part of `make test`.
+# skips it), then scripts/bench-work.sh (the work queue's long polls; BENCH_WORK=0 skips it). Every load run is bounded (wrk -d plus a timeout). Not part of `make test`.
 #
 # Environment: BENCH_DURATION (seconds per run, default 3), BENCH_RUNS (default 5),
 # BENCH_ENVS (default 10000), BENCH_WORKERS (API workers, default 0 = 2 x cores),
@@ -384,4 +384,8 @@ say "table: $OUT/table.txt; raw wrk outputs: $OUT/raw/"
 if [ "${BENCH_RECONCILER:-1}" = 1 ]; then
 	echo
 	BENCH_OUT="$OUT" "$ROOT/scripts/bench-reconciler.sh" || exit 1
+fi
+if [ "${BENCH_WORK:-1}" = 1 ]; then
+	echo
+	BENCH_OUT="$OUT" "$ROOT/scripts/bench-work.sh" || exit 1
 fi

@@ -523,6 +523,7 @@ api_config() {
 		return 1
 	fi
 	_stack_check_socket_len "$run/$name.sock" || return 1
+	_stack_check_socket_len "$run/$name-poll.sock" || return 1
 	ini="$run/$name.ini"
 	tmp="$ini.tmp"
 	local db_line="socket = $run/mysql.sock" api_sock=${API_LISTEN:-$run/$name.sock}
@@ -546,6 +547,8 @@ socket_group = $(stack_nginx_group)
 socket_mode = 0660
 workers = ${WORKERS:-0}
 max_requests = ${MAX_REQUESTS:-10000}
+poll_socket = $run/$name-poll.sock
+poll_workers = ${POLL_WORKERS:-16}
 
 [sandbox]
 backend = $backend
@@ -642,7 +645,7 @@ api_stop() {
 	_stack_check_run "$1" || return 1
 	_stack_check_name "$2" || return 1
 	_stack_stop "$1/$2.pid" terrarium-api TERM 35 "api $2"
-	rm -f "$1/$2.sock"
+	rm -f "$1/$2.sock" "$1/$2-poll.sock"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -744,7 +747,8 @@ nginx_start() {
 		_stack_subst "$STACK_ROOT/nginx/server.conf.in" RUN="$run" PORT="$port" NAME="$name" \
 			SOCKET="$run/$name.sock" RATE="$rate" BURST="$burst" PASS="$pass" \
 			HEAVY_RATE="$heavy_rate" HEAVY_BURST="$heavy_burst" \
-			KEEP_CONN="$keep_conn" >>"$run/nginx-servers.conf.new" || return 1
+			KEEP_CONN="$keep_conn" POLL_PASS="\"unix:$run/$name-poll.sock\"" \
+			>>"$run/nginx-servers.conf.new" || return 1
 	done
 	_stack_subst "$STACK_ROOT/nginx/terrarium.conf.in" RUN="$run" USER="$user_line" \
 		WORKER_PROCESSES="${NGINX_WORKERS:-1}" >"$run/nginx.conf.new" || return 1
@@ -850,7 +854,7 @@ stack_stop_all() {
 		name=$(basename "$f" .pid)
 		case "$name" in nginx | mariadb | apache | lighttpd) continue ;; esac
 		_stack_stop "$f" terrarium TERM 35 "$name" || rc=1
-		rm -f "$run/$name.sock"
+		rm -f "$run/$name.sock" "$run/$name-poll.sock"
 	done
 	db_stop "$run" || rc=1
 	return $rc

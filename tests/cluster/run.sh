@@ -118,7 +118,7 @@ check "... and both nodes name the same id" \
 export KEY TERRARIUM_KEY TERRARIUM_KEY2 TERRARIUM_KEY_ACCT2 TERRARIUM_KEY_REVOKED
 KEY=$(cli 1 key create ws-main acct-a) && KEY_ACCT2=$(cli 2 key create ws-main acct-b) &&
 	KEY2=$(cli 2 key create ws-other) && KEY_REVOKED=$(cli 1 key create ws-main acct-a) &&
-	cli 2 key revoke "$KEY_REVOKED" && WORKSPACE_ID=$(cli 1 workspace id ws-main) &&
+	printf '%s\n' "$KEY_REVOKED" | cli 2 key revoke && WORKSPACE_ID=$(cli 1 workspace id ws-main) &&
 	WORKSPACE2_ID=$(cli 2 workspace id ws-other) || check "test keys" false
 export KEY_ACCT2 KEY2 KEY_REVOKED WORKSPACE_ID WORKSPACE2_ID
 TERRARIUM_KEY=$KEY TERRARIUM_KEY2=$KEY2 TERRARIUM_KEY_ACCT2=$KEY_ACCT2 TERRARIUM_KEY_REVOKED=$KEY_REVOKED

@@ -378,6 +378,10 @@ part "HTTP cases (e2e-runner tests/cases)" "$BUILD/e2e-runner" "$ROOT/tests/case
 if [ -f "$ROOT/tests/sdk/run.sh" ]; then
 	part "official SDK (tests/sdk/run.sh)" bash "$ROOT/tests/sdk/run.sh"
 fi
+part "self-hosted work queue through the SDK's WorkPoller (tests/work/run.sh)" \
+	bash "$ROOT/tests/work/run.sh"
+part "the work queue example of docs/work-queue.md (tests/work/example.sh)" \
+	bash "$ROOT/tests/work/example.sh"
 part "isolation and secrets (tests/security/run.sh)" bash "$ROOT/tests/security/run.sh"
 part "idempotency keys (tests/idempotency/run.sh)" bash "$ROOT/tests/idempotency/run.sh"
 part "create-session races delete/archive-environment (tests/race/race.mjs)" \

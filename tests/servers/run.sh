@@ -74,7 +74,7 @@ api_cli "$RUN" api migrate "$ROOT/sql" || die "migrate failed"
 cli() { api_cli "$RUN" api "$@"; }
 KEY=$(cli key create ws-main acct-a) && KEY_ACCT2=$(cli key create ws-main acct-b) &&
 	KEY2=$(cli key create ws-other) && KEY_REVOKED=$(cli key create ws-main acct-a) &&
-	cli key revoke "$KEY_REVOKED" && WORKSPACE_ID=$(cli workspace id ws-main) &&
+	printf '%s\n' "$KEY_REVOKED" | cli key revoke && WORKSPACE_ID=$(cli workspace id ws-main) &&
 	WORKSPACE2_ID=$(cli workspace id ws-other) || die "keys and workspaces"
 export KEY KEY_ACCT2 KEY2 KEY_REVOKED WORKSPACE_ID WORKSPACE2_ID
 export TERRARIUM_KEY=$KEY TERRARIUM_KEY2=$KEY2 TERRARIUM_KEY_ACCT2=$KEY_ACCT2

@@ -61,3 +61,21 @@ STUB(session_update)
 STUB(session_list)
 STUB(session_archive)
 STUB(session_delete)
+STUB(work_poll)
+STUB(work_ack)
+STUB(work_heartbeat)
+STUB(work_stop)
+STUB(work_retrieve)
+STUB(work_update)
+STUB(work_list)
+STUB(work_stats)
+
+int work_scope_check(struct request *req, struct response *resp, int env_key_route,
+		     int token_route)
+{
+	(void)req;
+	(void)resp;
+	(void)env_key_route;
+	(void)token_route;
+	return 0;
+}

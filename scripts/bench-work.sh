@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# The work queue's long polls (issue 12; `make bench` runs it after scripts/bench.sh):
+#  1. GET /v1/environments/{id} (wrk, c=BENCH_WORK_CONC, default 32) without pollers and with
+#     16 pollers (wrk -c16, BENCH_MODE=poll) polling an empty self_hosted queue at block_ms=999,
+#     interleaved BENCH_RUNS times (default 5) for BENCH_DURATION seconds (default 5): the
+#     median over the runs of "with pollers" req/s over "without" req/s of the same run.
+#     Target: >= 0.8 (the polls run on their own workers, [api] poll_socket; they hold no CPU).
+#  2. Wake-up latency (bench/work-wake.mjs): 8 pollers blocked at block_ms=999, 200 sessions
+#     created one at a time; from each create's answer to a poll answering with its item.
+#     Target: p99 <= 50 ms.
+# Starts its own stack (MariaDB, the API with its poll pool, nginx) in a temporary directory.
+# Output: stdout and BENCH_OUT/work.txt (BENCH_OUT default var/bench/<UTC time>), raw wrk
+# outputs in BENCH_OUT/work/. Exits 1 when a target is missed or a run fails.
+# Environment: BENCH_RUNS, BENCH_DURATION, BENCH_WORK_CONC, BENCH_WORKERS, BUILD_DIR, KEEP_RUN=1.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 1
+# shellcheck source=scripts/lib-stack.sh
+. "$ROOT/scripts/lib-stack.sh"
+
+RUNS=${BENCH_RUNS:-5}
+DURATION=${BENCH_DURATION:-5}
+CONC=${BENCH_WORK_CONC:-32}
+BUILD=$(stack_build_dir)
+OUT=${BENCH_OUT:-$ROOT/var/bench/$(date -u +%Y%m%dT%H%M%SZ)}
+BENCH_WORK_POLLERS=16          # the issue's 16 pollers
+BENCH_WORK_POLL_WORKERS=24     # [api] poll_workers: more than the pollers
+BENCH_WORK_TARGET_RATIO=0.8
+BENCH_WORK_TARGET_P99_MS=50
+
+die() {
+	printf 'bench-work: %s\n' "$*" >&2
+	exit 1
+}
+say() {
+	printf 'bench-work: %s\n' "$*" >&2
+}
+
+[ -x "$BUILD/terrarium-api" ] || die "$BUILD/terrarium-api is not built (run make)"
+command -v wrk >/dev/null || die "wrk not found (apt-get install wrk)"
+command -v node >/dev/null || die "node not found"
+RUN=$(mktemp -d /tmp/terrarium-bench-work.XXXXXX) || die "mktemp failed"
+stack_prepare "$RUN" || die "cannot prepare $RUN"
+mkdir -p "$OUT/work" || die "cannot create $OUT"
+cleanup() {
+	local rc=$?
+	[ -n "${POLL_PID:-}" ] && kill "$POLL_PID" 2>/dev/null
+	stack_stop_all "$RUN" || rc=1
+	if [ "${KEEP_RUN:-0}" = 1 ]; then say "runtime directory kept: $RUN"; else rm -rf "$RUN"; fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+db_init "$RUN" || die "db_init failed"
+db_start "$RUN" || die "db_start failed"
+WORKERS=${BENCH_WORKERS:-0} MAX_REQUESTS=1000000 POLL_WORKERS=$BENCH_WORK_POLL_WORKERS \
+	api_config "$RUN" api local || die "api_config failed"
+api_cli "$RUN" api migrate "$ROOT/sql" >/dev/null || die "migrate failed"
+KEY=$(api_cli "$RUN" api key create bench-work bench) || die "key create failed"
+api_start "$RUN" api || die "api_start failed"
+export NGINX_RATE=1000000 NGINX_BURST=1000000
+P=$(stack_free_port) || die "no free port"
+nginx_start "$RUN" "$P:api" || die "nginx did not start"
+URL="http://127.0.0.1:$P"
+
+post() { # PATH BODY -> body; fails unless 200
+	local out
+	out=$(curl -sS --max-time 10 -w '\n%{http_code}' -X POST "$URL$1" -H "x-api-key: $KEY" \
+		-H 'anthropic-beta: managed-agents-2026-04-01' -H 'content-type: application/json' \
+		--data-binary "$2") || return 1
+	[ "${out##*$'\n'}" = 200 ] || { say "POST $1 -> ${out##*$'\n'}: ${out%$'\n'*}"; return 1; }
+	printf '%s\n' "${out%$'\n'*}"
+}
+CLOUD=$(post /v1/environments '{"name":"bench-get"}' | jq -r .id) || die "create failed"
+SH=$(post /v1/environments '{"name":"bench-queue","config":{"type":"self_hosted"}}' | jq -r .id) ||
+	die "create failed"
+AGENT=$(post /v1/agents '{"name":"bench","model":"claude-sonnet-4-5"}' | jq -r .id) || die "agent failed"
+ENV_KEY=$(api_cli "$RUN" api key create-environment "$SH") || die "key create-environment failed"
+echo "$CLOUD" >"$RUN/ids.txt"
+
+get_wrk() { # OUTFILE
+	BENCH_MODE=get BENCH_KEY=$KEY BENCH_IDS="$RUN/ids.txt" timeout $((DURATION + 15)) \
+		wrk -t2 -c"$CONC" -d"${DURATION}s" --timeout 5s --latency -s "$ROOT/bench/wrk.lua" "$URL" \
+		>"$1" 2>&1
+}
+rps() { awk '/^Requests\/sec:/ { print $2 }' "$1"; }
+errs() { awk '/Non-2xx or 3xx responses:/ { e += $NF } /Socket errors:/ { gsub(",", ""); e += $4 + $6 + $8 + $10 } END { print e + 0 }' "$1"; }
+
+say "warming up"
+get_wrk "$OUT/work/warmup.txt"
+ratios=() base_all=() with_all=() poll_reqs=() bad=0
+with_pollers() { # OUTFILE: GET while 16 pollers are blocked
+	BENCH_MODE=poll BENCH_KEY=$ENV_KEY BENCH_ENV=$SH timeout $((DURATION + 20)) \
+		wrk -t1 -c$BENCH_WORK_POLLERS -d"$((DURATION + 3))s" --timeout 5s -s "$ROOT/bench/wrk.lua" \
+		"$URL" >"$OUT/work/pollers-run$r.txt" 2>&1 &
+	POLL_PID=$!
+	sleep 1.5 # every poller is blocked in its first poll
+	get_wrk "$1" || bad=1
+	wait "$POLL_PID"
+	POLL_PID=
+}
+for ((r = 1; r <= RUNS; r++)); do
+	# the order alternates, so a machine that slows down or speeds up favours neither
+	if [ $((r % 2)) = 1 ]; then
+		get_wrk "$OUT/work/get-alone-run$r.txt" || bad=1
+		with_pollers "$OUT/work/get-with-pollers-run$r.txt"
+	else
+		with_pollers "$OUT/work/get-with-pollers-run$r.txt"
+		get_wrk "$OUT/work/get-alone-run$r.txt" || bad=1
+	fi
+	b=$(rps "$OUT/work/get-alone-run$r.txt") p=$(rps "$OUT/work/get-with-pollers-run$r.txt")
+	base_all+=("$b") with_all+=("$p") poll_reqs+=("$(awk '/requests in/ { print $1 }' "$OUT/work/pollers-run$r.txt")")
+	ratios+=("$(awk -v a="$p" -v b="$b" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
+	for f in get-alone get-with-pollers pollers; do
+		[ "$(errs "$OUT/work/$f-run$r.txt")" = 0 ] || { say "errors in $f run $r"; bad=1; }
+	done
+	say "run $r: GET alone ${b} req/s, with 16 pollers ${p} req/s (${ratios[-1]}), pollers answered ${poll_reqs[-1]}"
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ratio=$(median "${ratios[@]}")
+
+# What 16 blocked pollers cost by themselves: CPU time of the API's workers (both pools) and of
+# MariaDB over DURATION seconds with nothing else running (a measure a noisy machine does not
+# blur the way it blurs req/s).
+cpu_ticks() { # PIDS...: utime + stime summed, in clock ticks
+	local p t=0 f
+	for p in "$@"; do
+		f=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+		f=${f##*) }
+		read -ra a <<<"$f"
+		t=$((t + a[11] + a[12]))
+	done
+	echo "$t"
+}
+sup=$(stack_running "$RUN/api.pid" terrarium-api)
+read -ra kids <<<"$(cat "/proc/$sup/task/$sup/children" 2>/dev/null)"
+dbpid=$(stack_running "$RUN/mariadb.pid" mariadbd)
+BENCH_MODE=poll BENCH_KEY=$ENV_KEY BENCH_ENV=$SH timeout $((DURATION + 20)) \
+	wrk -t1 -c$BENCH_WORK_POLLERS -d"$((DURATION + 3))s" --timeout 5s -s "$ROOT/bench/wrk.lua" \
+	"$URL" >"$OUT/work/pollers-alone.txt" 2>&1 &
+POLL_PID=$!
+sleep 1.5
+a0=$(cpu_ticks "${kids[@]}") d0=$(cpu_ticks "$dbpid") t0=$(date +%s.%N)
+sleep "$DURATION"
+a1=$(cpu_ticks "${kids[@]}") d1=$(cpu_ticks "$dbpid") t1=$(date +%s.%N)
+wait "$POLL_PID"
+POLL_PID=
+hz=$(getconf CLK_TCK)
+poll_cost=$(awk -v a=$((a1 - a0)) -v d=$((d1 - d0)) -v hz="$hz" -v t0="$t0" -v t1="$t1" \
+	'BEGIN { s = t1 - t0; printf "API workers %.1f ms, MariaDB %.1f ms of CPU per second (%.1f%% of one core)", a * 1000 / hz / s, d * 1000 / hz / s, (a + d) * 100 / hz / s }')
+say "16 blocked pollers alone: $poll_cost"
+
+say "wake-up latency: 8 blocked pollers, 200 sessions"
+wake=$(cd "$ROOT/tests/sdk" && URL=$URL KEY=$KEY ENV_KEY=$ENV_KEY ENV_ID=$SH AGENT_ID=$AGENT \
+	timeout 120 node "$ROOT/bench/work-wake.mjs") || die "bench/work-wake.mjs failed"
+p99=$(jq -r .p99_ms <<<"$wake")
+missed=$(jq -r .missed <<<"$wake")
+
+{
+	printf 'work queue: %s, %s cores, [api] workers = %s (0: 2 x cores), %s poll workers\n' \
+		"$(date -u +%Y-%m-%dT%H:%MZ)" "$(nproc)" "$(sed -n 's/^workers = //p' "$RUN/api.ini")" \
+		"$BENCH_WORK_POLL_WORKERS"
+	printf 'GET /v1/environments/{id} c=%s, %d runs of %ds: alone %s req/s, with %d pollers (block_ms=999, empty queue) %s req/s (medians)\n' \
+		"$CONC" "$RUNS" "$DURATION" "$(median "${base_all[@]}")" $BENCH_WORK_POLLERS "$(median "${with_all[@]}")"
+	printf '  per-run ratios: %s\n' "${ratios[*]}"
+	printf '16 blocked pollers alone: %s\n' "$poll_cost"
+	printf 'wake-up: %s\n' "$wake"
+	echo "targets:"
+	if awk -v r="$ratio" -v t=$BENCH_WORK_TARGET_RATIO 'BEGIN { exit !(r >= t) }'; then
+		echo "  met    GET with 16 blocked pollers: $ratio x without (>= $BENCH_WORK_TARGET_RATIO)"
+	else
+		echo "  MISSED GET with 16 blocked pollers: $ratio x without (>= $BENCH_WORK_TARGET_RATIO)"
+		bad=1
+	fi
+	if [ "$missed" = 0 ] && awk -v p="$p99" -v t=$BENCH_WORK_TARGET_P99_MS 'BEGIN { exit !(p <= t) }'; then
+		echo "  met    wake-up p99 $p99 ms (<= $BENCH_WORK_TARGET_P99_MS ms), every item delivered"
+	else
+		echo "  MISSED wake-up p99 $p99 ms (<= $BENCH_WORK_TARGET_P99_MS ms), $missed items not delivered"
+		bad=1
+	fi
+} | tee "$OUT/work.txt"
+grep -q MISSED "$OUT/work.txt" && exit 1
+[ $bad = 0 ]
