@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 
@@ -118,6 +119,12 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		rc = set_str(cfg->sandbox_root, value);
 	} else if (KEY("sandbox", "pass_env")) {
 		rc = set_str(cfg->sandbox_pass_env, value);
+	} else if (KEY("sandbox", "pass_env_extra")) {
+		rc = set_str(cfg->sandbox_pass_env_extra, value);
+	} else if (KEY("sandbox", "ca_bundle")) {
+		rc = value[0] && value[0] != '/' ? -1 : set_str(cfg->sandbox_ca_bundle, value);
+	} else if (KEY("reconciler", "user")) {
+		rc = value[0] ? set_str(cfg->reconciler_user, value) : -1;
 	} else if (KEY("sandbox", "path")) {
 		rc = set_str(cfg->sandbox_path, value);
 	} else if (KEY("reconciler", "lease_seconds")) {
@@ -182,6 +189,9 @@ int config_load(struct config *cfg, const char *path)
 	strcpy(cfg->backend, "local");
 	strcpy(cfg->sandbox_root, CONFIG_DEFAULT_SANDBOX_ROOT);
 	strcpy(cfg->sandbox_pass_env, CONFIG_DEFAULT_PASS_ENV);
+	if (!access(CONFIG_DEFAULT_CA_BUNDLE, R_OK))
+		strcpy(cfg->sandbox_ca_bundle, CONFIG_DEFAULT_CA_BUNDLE);
+	strcpy(cfg->reconciler_user, CONFIG_DEFAULT_RECONCILER_USER);
 	cfg->lease_s = CONFIG_DEFAULT_LEASE_S;
 	cfg->max_attempts = CONFIG_DEFAULT_MAX_ATTEMPTS;
 	cfg->backoff_base_s = CONFIG_DEFAULT_BACKOFF_BASE_S;

@@ -11,8 +11,14 @@
  *            CONFIG_DEFAULT_API_USER)
  * [sandbox]  backend (local, bwrap, docker, opensandbox, e2b, cube, daytona), root (the
  *            directory holding one workspace per sandbox, for local and bwrap), path (PATH
- *            for package-manager commands; default: the reconciler's own)
- * [reconciler] lease_seconds, max_attempts, backoff_base_seconds, backoff_cap_seconds,
+ *            for package-manager commands; default: the reconciler's own), pass_env (the
+ *            variables install and --exec commands inherit; default CONFIG_DEFAULT_PASS_ENV),
+ *            pass_env_extra (more variables, added to pass_env), ca_bundle (a PEM file of CA
+ *            certificates: mounted read-only into bwrap sandboxes and named by SSL_CERT_FILE,
+ *            NODE_EXTRA_CA_CERTS, PIP_CERT, REQUESTS_CA_BUNDLE, CARGO_HTTP_CAINFO,
+ *            GIT_SSL_CAINFO; default CONFIG_DEFAULT_CA_BUNDLE when it exists, "" for none)
+ * [reconciler] user (the account the reconciler works as when started as root; default
+ *            CONFIG_DEFAULT_RECONCILER_USER), lease_seconds, max_attempts, backoff_base_seconds, backoff_cap_seconds,
  *            command_timeout_seconds (per install command), output_max_bytes (captured
  *            per command), last_error_max_bytes
  * [opensandbox] [docker] [e2b] [cube] [daytona]  the HTTP backends' settings: url (base URL;
@@ -30,7 +36,11 @@
 #define CONFIG_DEFAULT_MAX_REQUESTS 10000
 #define CONFIG_DEFAULT_API_USER "www-data"
 #define CONFIG_MAX_WORKERS 256
+/* The reconciler's account when started as root: the API's, which already reaches the run
+ * directory (its sockets) and nothing secret in it (the config and key files are root's). */
+#define CONFIG_DEFAULT_RECONCILER_USER CONFIG_DEFAULT_API_USER
 #define CONFIG_DEFAULT_SANDBOX_ROOT "var/sandboxes"
+#define CONFIG_DEFAULT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define CONFIG_DEFAULT_PASS_ENV                                                              \
 	"http_proxy,https_proxy,no_proxy,HTTP_PROXY,HTTPS_PROXY,NO_PROXY,NODE_EXTRA_CA_CERTS," \
 	"SSL_CERT_FILE,SSL_CERT_DIR,REQUESTS_CA_BUNDLE,PIP_CERT,CURL_CA_BUNDLE"
@@ -74,6 +84,9 @@ struct config {
 	char sandbox_root[CONFIG_STR_MAX];
 	char sandbox_path[CONFIG_STR_MAX * 4];
 	char sandbox_pass_env[CONFIG_STR_MAX];
+	char sandbox_pass_env_extra[CONFIG_STR_MAX];
+	char sandbox_ca_bundle[CONFIG_STR_MAX];
+	char reconciler_user[CONFIG_STR_MAX];
 	int log_level;
 
 	long lease_s;

@@ -1,3 +1,4 @@
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,6 @@
 #include "recon.h"
 
 #define RECON_ARGV_MAX 300           /* manager argv: a few options + up to 256 packages */
-#define RECON_ENV_MAX 40
-#define RECON_ENV_ENTRY_MAX 4200
 #define RECON_JITTER 0.2
 #define RECON_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -76,16 +75,38 @@ int recon_install_argv(const char *manager, json_t *packages, const char *workdi
 	return n;
 }
 
-/* The environment of install commands: nothing inherited but PATH (or [sandbox] path) and the
- * variables [sandbox] pass_env names (proxies, CA bundles). */
-static void build_env(const struct config *cfg, const char *workdir,
-		      char env[RECON_ENV_MAX][RECON_ENV_ENTRY_MAX], char **envp)
-{
-	const char *path = cfg->sandbox_path[0] ? cfg->sandbox_path : getenv("PATH");
-	const char *names = cfg->sandbox_pass_env;
-	int n = 0;
+/* Variables named by the CA bundle setting: every tool the managers run reads one of them. */
+static const char *const ca_vars[] = { "SSL_CERT_FILE",	    "NODE_EXTRA_CA_CERTS", "PIP_CERT",
+				       "REQUESTS_CA_BUNDLE", "CARGO_HTTP_CAINFO",   "GIT_SSL_CAINFO" };
 
-	while (*names && n < RECON_ENV_MAX - 12) {
+/* Add NAME=VALUE unless NAME is set already (the first setting wins) or it does not fit. */
+static void env_set(struct recon_env *e, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void env_set(struct recon_env *e, const char *name, const char *fmt, ...)
+{
+	size_t len = strlen(name);
+	va_list ap;
+	int k;
+
+	if (e->n >= RECON_ENV_MAX)
+		return;
+	for (int i = 0; i < e->n; i++)
+		if (!strncmp(e->envp[i], name, len) && e->envp[i][len] == '=')
+			return;
+	k = snprintf(e->entry[e->n], RECON_ENV_ENTRY_MAX, "%s=", name);
+	va_start(ap, fmt);
+	k += vsnprintf(e->entry[e->n] + k, RECON_ENV_ENTRY_MAX - (size_t)k, fmt, ap);
+	va_end(ap);
+	if (k >= RECON_ENV_ENTRY_MAX)
+		return;
+	e->envp[e->n] = e->entry[e->n];
+	e->envp[++e->n] = NULL;
+}
+
+/* The variables of a comma- or space-separated NAMES list that the reconciler has. */
+static void env_pass(struct recon_env *e, const char *names)
+{
+	while (*names) {
 		size_t len = strcspn(names, ", ");
 		char name[CONFIG_STR_MAX];
 		const char *value;
@@ -94,32 +115,45 @@ static void build_env(const struct config *cfg, const char *workdir,
 			memcpy(name, names, len);
 			name[len] = '\0';
 			value = getenv(name);
-			if (value && len + strlen(value) + 2 <= RECON_ENV_ENTRY_MAX) {
-				memcpy(env[n], name, len);
-				env[n][len] = '=';
-				strcpy(env[n] + len + 1, value);
-				n++;
-			}
+			if (value)
+				env_set(e, name, "%s", value);
 		}
 		names += len;
 		names += strspn(names, ", ");
 	}
+}
 
-	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "PATH=%s/bin:%s/.cargo/bin:%s", workdir, workdir,
-		 path ? path : RECON_DEFAULT_PATH);
-	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "HOME=%s", workdir);
-	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "LANG=C.UTF-8");
-	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "DEBIAN_FRONTEND=noninteractive");
-	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "GOBIN=%s/bin", workdir);
-	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "GOPATH=%s/go", workdir);
+void recon_env(const struct config *cfg, const char *workdir, struct recon_env *e)
+{
+	const char *path = cfg->sandbox_path[0] ? cfg->sandbox_path : getenv("PATH");
+
+	e->n = 0;
+	e->envp[0] = NULL;
+	/* where each manager installs (recon_install_argv), so installed packages load and their
+	 * commands run without further setup */
+	env_set(e, "PATH", "%s/node_modules/.bin:%s/bin:%s/.pip/bin:%s/.cargo/bin:%s/.gem/bin:%s",
+		workdir, workdir, workdir, workdir, workdir, path ? path : RECON_DEFAULT_PATH);
+	env_set(e, "NODE_PATH", "%s/node_modules", workdir);
+	env_set(e, "PYTHONPATH", "%s/.pip", workdir);
+	env_set(e, "GEM_HOME", "%s/.gem", workdir);
+	env_set(e, "GEM_PATH", "%s/.gem", workdir);
+	env_set(e, "HOME", "%s", workdir);
+	env_set(e, "LANG", "C.UTF-8");
+	env_set(e, "DEBIAN_FRONTEND", "noninteractive");
+	env_set(e, "GOBIN", "%s/bin", workdir);
+	env_set(e, "GOPATH", "%s/go", workdir);
 	/* Go's module cache is read-only by default, which would stop the teardown */
-	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "GOFLAGS=-modcacherw");
-	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "PIP_DISABLE_PIP_VERSION_CHECK=1");
-	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "npm_config_update_notifier=false");
-	snprintf(env[n++], RECON_ENV_ENTRY_MAX, "CI=true");
-	for (int i = 0; i < n; i++)
-		envp[i] = env[i];
-	envp[n] = NULL;
+	env_set(e, "GOFLAGS", "-modcacherw");
+	env_set(e, "PIP_DISABLE_PIP_VERSION_CHECK", "1");
+	env_set(e, "npm_config_update_notifier", "false");
+	env_set(e, "CI", "true");
+	/* the configured CA bundle before anything passed through: it is the one the sandbox can
+	 * read (bwrap mounts it) */
+	if (cfg->sandbox_ca_bundle[0])
+		for (size_t i = 0; i < sizeof(ca_vars) / sizeof(ca_vars[0]); i++)
+			env_set(e, ca_vars[i], "%s", cfg->sandbox_ca_bundle);
+	env_pass(e, cfg->sandbox_pass_env);
+	env_pass(e, cfg->sandbox_pass_env_extra);
 }
 
 static void stat_step(struct recon *r, const char *step, double seconds)
@@ -266,8 +300,9 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	json_t *packages = json_object_get(spec, "packages");
 	json_t *networking = json_object_get(spec, "networking");
 	json_t *mcp = NULL, *final = NULL;
-	char workdir[CONFIG_STR_MAX * 2], env[RECON_ENV_MAX][RECON_ENV_ENTRY_MAX];
-	char *envp[RECON_ENV_MAX + 1], *mcp_text = NULL, *final_text = NULL;
+	char workdir[CONFIG_STR_MAX * 2];
+	char *mcp_text = NULL, *final_text = NULL;
+	struct recon_env *env = NULL;
 	const char *net_type = json_string_value(json_object_get(networking, "type"));
 	int limited = net_type && !strcmp(net_type, "limited"), lost = 0;
 	enum recon_outcome out = RECON_DB_ERROR;
@@ -322,7 +357,13 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	/* 3. install, manager by manager; each completed one is recorded, so a retry resumes at
 	 * the manager that failed */
 	r->sbx.ops->workdir(&r->sbx, j->sandbox_id, workdir, sizeof(workdir));
-	build_env(r->cfg, workdir, env, envp);
+	env = malloc(sizeof(*env));
+	if (!env) {
+		snprintf(j->error, sizeof(j->error), "out of memory");
+		out = fail(j);
+		goto out;
+	}
+	recon_env(r->cfg, workdir, env);
 	for (int m = 0; m < RECON_NMANAGERS; m++) {
 		json_t *list = json_object_get(packages, managers[m]);
 		const char *argv[RECON_ARGV_MAX];
@@ -339,7 +380,7 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 			goto out;
 		}
 		t0 = mono();
-		rc = r->sbx.ops->run(&r->sbx, j->sandbox_id, !limited, (char *const *)argv, envp,
+		rc = r->sbx.ops->run(&r->sbx, j->sandbox_id, !limited, (char *const *)argv, env->envp,
 				     r->cfg->command_timeout_s, &res);
 		stat_step(r, managers[m], mono() - t0);
 		if (rc || res.exit_code != 0 || res.timed_out) {
@@ -382,6 +423,7 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 		log_info("intent %lld: session %s ready (sandbox %s)", j->in->id, j->in->session_id,
 			 j->sandbox_id);
 out:
+	free(env);
 	json_decref(mcp);
 	json_decref(final);
 	free(mcp_text);

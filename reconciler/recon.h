@@ -15,6 +15,22 @@
 #define RECON_MANAGERS { "apt", "cargo", "gem", "go", "npm", "pip" }
 #define RECON_NMANAGERS 6
 
+#define RECON_ENV_MAX 48
+#define RECON_ENV_ENTRY_MAX 4200
+
+/* The environment of a sandbox's commands (installs and --exec). */
+struct recon_env {
+	char entry[RECON_ENV_MAX][RECON_ENV_ENTRY_MAX];
+	char *envp[RECON_ENV_MAX + 1];
+	int n;
+};
+
+/* Fill E for commands in the sandbox workspace WORKDIR (as the sandbox sees it): PATH with the
+ * package managers' bin directories first, NODE_PATH, PYTHONPATH and GEM_PATH into the
+ * workspace, the CA bundle variables ([sandbox] ca_bundle), then the variables named by
+ * [sandbox] pass_env and pass_env_extra that the reconciler has; nothing else is inherited. */
+void recon_env(const struct config *cfg, const char *workdir, struct recon_env *e);
+
 struct step_stat {
 	const char *step;
 	double seconds;
