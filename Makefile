@@ -15,7 +15,8 @@ HANDLER_SRC := handlers/verr.c handlers/common.c handlers/env_validate.c handler
 	handlers/environments.c handlers/agent_validate.c handlers/agents.c
 FCGI_SRC := fcgi/request.c fcgi/response.c fcgi/router.c fcgi/serve.c
 API_SRC := fcgi/main.c $(FCGI_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
-RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/backends/process.c \
+RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/cache.c reconciler/drift.c \
+	db/sandboxes.c reconciler/backends/process.c \
 	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
 	reconciler/backends/open.c db/db.c db/intents.c db/idempotency.c $(COMMON_SRC)
 # HTTP sandbox drivers (libcurl; only reconciler/backends/ includes curl/curl.h)
@@ -64,6 +65,12 @@ $(BUILD)/test_reconciler: $(call obj,tests/unit/test_reconciler.c \
 	$(filter-out reconciler/main.c,$(RECON_SRC)))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih -lcurl $(LDLIBS_DB)
 
+# package cache keys and the session environment (reconciler/cache.c, provision.c)
+$(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
+	$(filter-out reconciler/main.c,$(RECON_SRC)))
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih -lcurl $(LDLIBS_DB)
+UNIT_TESTS += $(BUILD)/test_cache
+
 # Backend conformance suite (tests/backends/run.sh): the drivers' objects, no database.
 CONFORMANCE_BIN := $(BUILD)/test_conformance
 $(CONFORMANCE_BIN): $(call obj,tests/backends/conformance.c \
@@ -98,12 +105,14 @@ unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 
 # unit tests, short fuzz runs (tests/fuzz/), the end-to-end suite, the HTTP suite through Apache
-# and lighttpd (test-servers), then the unit and end-to-end tests again under ASan + UBSan
+# and lighttpd (test-servers), provisioning on a real Docker Engine (tests/docker/, once), then
+# the unit and end-to-end tests again under ASan + UBSan
 # (test-asan)
 test: all unit
 	$(MAKE) fuzz-short
 	tests/e2e/run.sh
 	tests/servers/run.sh
+	tests/docker/run.sh
 	$(MAKE) test-asan
 
 # ASan + UBSan build of everything, into build-asan/ (`make test-asan` runs the suite against it).
@@ -207,6 +216,14 @@ test-deb: deb
 	tests/deb/run.sh "$$(ls -t terrarium_*.deb | head -n 1)"
 
 .PHONY: test-servers deb test-deb
+# Provisioning: create -> ready with and without the package cache, docker and bwrap; docker
+# sandboxes per second; --loop claim latency (scripts/bench-provision.sh; not part of test).
+bench-provision: all
+	scripts/bench-provision.sh
+
+# The docker backend's default sandbox image (sandbox-image/build.sh; cached outside the clone).
+sandbox-image:
+	sandbox-image/build.sh
 
 up:
 	scripts/up.sh
@@ -218,6 +235,6 @@ clean:
 	rm -rf build build-asan
 	rm -f terrarium_*.deb
 
-.PHONY: all unit test asan bench up down clean
+.PHONY: all unit test asan bench up down clean sandbox-image bench-provision
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

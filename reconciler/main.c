@@ -27,7 +27,9 @@
 
 #define RECON_DEFAULT_LIMIT 100
 #define RECON_CLAIM_BATCH 8
-#define RECON_LOOP_IDLE_S 2
+#define RECON_LOOP_IDLE_MS 250      /* --loop: pause when nothing is due (claim latency) */
+#define RECON_DRIFT_CHECK_MAX 20     /* bound sandboxes checked for drift per run */
+#define RECON_LOOP_HOUSEKEEP_S 30    /* --loop: drift checks and cache pruning this often */
 #define RECON_STATUS_FAILURES 10
 #define RECON_STATUS_ERROR_CHARS 200
 #define RECON_EXEC_TIMEOUT_S 300
@@ -168,8 +170,24 @@ static int write_metrics(struct recon *r, const char *path)
 /* Claim and process until nothing is due, LIMIT intents were taken, or the deadline. A --once
  * run judges "due" by its start time, so an intent that fails during the run waits for a later
  * run even when its backoff is zero. */
+static void idle(void)
+{
+	struct timespec ts = { RECON_LOOP_IDLE_MS / 1000, (RECON_LOOP_IDLE_MS % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Each run, and every RECON_LOOP_HOUSEKEEP_S in --loop: bound sandboxes that vanished are
+ * provisioned again (drift.c); stale package cache entries go (cache.c). */
+static void housekeep(struct recon *r)
+{
+	recon_drift_check(r, RECON_DRIFT_CHECK_MAX);
+	recon_cache_prune(r);
+}
+
 static int run(struct recon *r, const struct options *o)
 {
+	time_t housekept = time(NULL);
+	int idle_before = 0;
 	time_t deadline = o->max_seconds ? time(NULL) + o->max_seconds : 0;
 	char start[CLOCK_DB_LEN];
 	long taken = 0;
@@ -184,6 +202,7 @@ static int run(struct recon *r, const struct options *o)
 		else if (removed)
 			log_info("expired %llu idempotency keys", removed);
 	}
+	housekeep(r);
 	while (!stop_requested && (!deadline || time(NULL) < deadline)) {
 		struct intent batch[RECON_CLAIM_BATCH];
 		char now[CLOCK_DB_LEN], lease[CLOCK_DB_LEN];
@@ -193,25 +212,38 @@ static int run(struct recon *r, const struct options *o)
 
 		if (!o->loop && want <= 0)
 			break;
+		if (o->loop && time(NULL) - housekept >= RECON_LOOP_HOUSEKEEP_S) {
+			housekeep(r);
+			housekept = time(NULL);
+		}
 		if (want > RECON_CLAIM_BATCH)
 			want = RECON_CLAIM_BATCH;
 		if (o->loop)
 			clock_now(now, NULL);
 		else
 			strcpy(now, start);
+		if (o->loop && idle_before) {
+			/* idle: one cheap statement per poll until something is due */
+			int any = 0;
+			if (intents_any_due(r->db, now, &any) == DB_OK && !any) {
+				idle();
+				continue;
+			}
+		}
 		clock_in(r->cfg->lease_s, lease, NULL);
 		st = intents_claim(r->db, r->owner, now, lease, (int)want, batch, &n);
 		if (st) {
 			log_error("claim: database %s: %s", db_status_name(st), db_error(r->db));
 			if (!o->loop)
 				return 3;
-			sleep(RECON_LOOP_IDLE_S);
+			idle();
 			continue;
 		}
+		idle_before = !n;
 		if (!n) {
 			if (!o->loop)
 				break;
-			sleep(RECON_LOOP_IDLE_S);
+			idle();
 			continue;
 		}
 		taken += n;
@@ -284,26 +316,47 @@ static int dry_run(struct recon *r, long limit)
 	return 0;
 }
 
-/* Run a command in a session's bound sandbox, with the network its policy allows. */
+/* Run a command in a session's bound sandbox, with the network its policy allows and the
+ * session's environment (its packages on PATH and the language paths). A sandbox found gone
+ * has its session provisioned again (drift.c). */
 static int exec_in(struct recon *r, const char *session, char **argv)
 {
 	struct db_rows rows;
 	struct proc_result res;
-	char path[] = "PATH=/usr/local/bin:/usr/bin:/bin", lang[] = "LANG=C.UTF-8";
-	char *envp[] = { path, lang, NULL };
+	char workdir[CONFIG_STR_MAX * 2], err[SBX_ERR_MAX];
+	struct recon_env *env = malloc(sizeof(*env));
 	int rc;
 
-	if (intents_binding(r->db, session, &rows))
+	if (!env || intents_binding(r->db, session, &rows)) {
+		free(env);
 		return 3;
+	}
 	if (!rows.nrows) {
 		fprintf(stderr, "session %s has no sandbox (not provisioned yet?)\n", session);
 		db_rows_free(&rows);
+		free(env);
 		return 2;
 	}
-	rc = r->sbx.ops->run(&r->sbx, db_cell(&rows, 0, 1), db_cell(&rows, 0, 2) == NULL, argv, envp,
-			     RECON_EXEC_TIMEOUT_S, &res);
+	r->sbx.ops->workdir(&r->sbx, db_cell(&rows, 0, 1), workdir, sizeof(workdir));
+	recon_env(r->cfg, workdir, env);
+	rc = r->sbx.ops->run(&r->sbx, db_cell(&rows, 0, 1), db_cell(&rows, 0, 2) == NULL, argv,
+			     env->envp, RECON_EXEC_TIMEOUT_S, &res);
+	free(env);
+	if (rc && r->sbx.ops->exists &&
+	    r->sbx.ops->exists(&r->sbx, db_cell(&rows, 0, 1), err, sizeof(err)) == 0) {
+		fprintf(stderr,
+			"session %s: its sandbox %s no longer exists; the session is provisioned "
+			"again by the next reconciler run\n",
+			session, db_cell(&rows, 0, 1));
+		recon_drift_found(r, session, db_cell(&rows, 0, 1));
+		db_rows_free(&rows);
+		proc_result_release(&res);
+		return 2;
+	}
 	db_rows_free(&rows);
-	if (res.output)
+	if (rc && res.output)
+		fprintf(stderr, "%.*s\n", (int)res.len, res.output);
+	else if (res.output)
 		fwrite(res.output, 1, res.len, stdout);
 	rc = rc ? 127 : res.exit_code;
 	proc_result_release(&res);

@@ -10,6 +10,9 @@
 # exists) so that no system MariaDB, nginx, Apache or lighttpd is started; services that were
 # already running are left alone.
 #
+# docker.io and debootstrap: the docker backend's Engine and its default sandbox image
+# (sandbox-image/build.sh); dockerd is started by scripts/lib-stack.sh, not as a service.
+#
 # Node.js and npm (for the SDK compatibility tests) are skipped when `node` and `npm` already
 # exist, whatever installed them.
 #
@@ -36,6 +39,7 @@ packages=(
 	mariadb-server mariadb-client
 	bubblewrap spawn-fcgi wrk curl jq
 	apache2 libapache2-mod-fcgid lighttpd
+	docker.io debootstrap
 )
 nginx_flavours=(nginx-light nginx nginx-core nginx-full nginx-extras)
 policy=/usr/sbin/policy-rc.d
