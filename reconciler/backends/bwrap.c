@@ -68,9 +68,13 @@ static int bwrap_run(struct sbx *s, const char *id, int share_net, char *const a
 
 const struct sandbox_backend sbx_bwrap = {
 	.name = "bwrap",
-	.create = sbx_dir_create,
+	.create = sbx_dir_create_from,
 	.workdir = bwrap_workdir,
 	.run = bwrap_run,
 	.set_egress = NULL,
 	.destroy = sbx_dir_destroy,
+	.exists = sbx_dir_exists,
+	.cache_lookup = sbx_dir_cache_lookup,
+	.cache_store = sbx_dir_cache_store,
+	.cache_remove = sbx_dir_cache_remove,
 };

@@ -17,6 +17,8 @@
 #              session ready exactly once, one container labelled with it
 #   race       two reconcilers provisioning two sessions of one new environment at once: one
 #              whole cache entry, both sessions ready
+#   bwrap      the cache of directory backends: a second bwrap session starts from a copy of
+#              the entry, shares no file with the first, cannot see the cache; removal
 #   cleanup    deleted sessions lose their containers; entries of deleted environments and
 #              entries unused for cache_max_age_days are removed
 #
@@ -98,10 +100,12 @@ max_attempts = 10
 command_timeout_seconds = 300
 EOF
 api_config "$RUN" api docker || exit 1
+api_config "$RUN" bwrap bwrap || exit 1 # the directory backends' cache (bwrap section below)
 api_cli "$RUN" api migrate "$ROOT/sql" >/dev/null || exit 1
 KEY=$(api_cli "$RUN" api key create ws-docker) || exit 1
-PORT=$(stack_free_port) || exit 1
-api_start "$RUN" api && nginx_start "$RUN" "$PORT:api" || exit 1
+PORT=$(stack_free_port) && PORT_B=$(stack_free_port "$PORT") || exit 1
+api_start "$RUN" api && api_start "$RUN" bwrap && nginx_start "$RUN" "$PORT:api" "$PORT_B:bwrap" ||
+	exit 1
 URL=http://127.0.0.1:$PORT
 INI=$RUN/api.ini
 check "make up's config names the Engine and the image" \
@@ -325,7 +329,39 @@ check "race: one image holds the entry, whole (a third session starts from it)" 
 SX3=$(new_session "$ENVX")
 recon "$T/race3.log" --once
 check "race: third session ready from the cache" \
-	bash -c '[ "$(status "$1")" = ready ] && grep -q "sandbox from package cache" "$2"' _ "$SX3" "$T/race3.log"
+	bash -c '[ "$1" = ready ] && grep -q "sandbox from package cache" "$2"' _ "$(status "$SX3")" "$T/race3.log"
+
+# ---- bwrap: the directory backends' cache ----
+echo "# bwrap cache"
+URL_DOCKER=$URL
+URL=http://127.0.0.1:$PORT_B
+AGENT_DOCKER=$AGENT
+AGENT=$(api POST /v1/agents '{"name":"bwrap-cache","model":"claude-sonnet-4-5"}' | jq -r .id)
+ENVB=$(new_env '{"name":"bwrap-cache","config":{"type":"cloud","networking":{"type":"unrestricted"},"packages":{"npm":["is-number@7.0.0"]}}}')
+SB1=$(new_session "$ENVB")
+"$RECON" -c "$RUN/bwrap.ini" --once >"$T/bwrap1.log" 2>&1
+check "bwrap: first session ready, entry stored" \
+	bash -c '[ "$1" = ready ] && grep -q "stored package cache entry" "$2"' _ "$(status "$SB1")" "$T/bwrap1.log"
+SB2=$(new_session "$ENVB")
+"$RECON" -c "$RUN/bwrap.ini" --once >"$T/bwrap2.log" 2>&1
+check "bwrap: second session ready from the entry, no install" \
+	bash -c '[ "$1" = ready ] && grep -q "sandbox from package cache" "$2" && ! grep -q "packages installed" "$2"' _ "$(status "$SB2")" "$T/bwrap2.log"
+out=$("$RECON" -c "$RUN/bwrap.ini" --exec "$SB2" -- node -e "console.log(require('is-number')(2))" 2>&1)
+check "bwrap: the package works in the second session ($out)" test "$out" = true
+"$RECON" -c "$RUN/bwrap.ini" --exec "$SB2" -- sh -c 'echo mine > node_modules/is-number/marker' >/dev/null 2>&1
+out=$("$RECON" -c "$RUN/bwrap.ini" --exec "$SB1" -- sh -c 'cat node_modules/is-number/marker 2>/dev/null || echo absent' 2>&1)
+check "bwrap: sessions do not share files ($out)" test "$out" = absent
+out=$("$RECON" -c "$RUN/bwrap.ini" --exec "$SB2" -- sh -c 'ls -a "$0" 2>&1 | grep -c "^.cache$"' "$RUN/sandboxes" 2>&1)
+check "bwrap: the cache is hidden from sandboxes ($out)" test "$out" = 0
+api DELETE "/v1/sessions/$SB1" >/dev/null
+api DELETE "/v1/sessions/$SB2" >/dev/null
+"$RECON" -c "$RUN/bwrap.ini" --once >"$T/bwrap3.log" 2>&1
+api DELETE "/v1/environments/$ENVB" >/dev/null
+"$RECON" -c "$RUN/bwrap.ini" --once >>"$T/bwrap3.log" 2>&1
+check "bwrap: the deleted environment's entry is removed" \
+	bash -c 'grep -q "removed entry" "$1" && [ -z "$(ls "$2/.cache" 2>/dev/null)" ]' _ "$T/bwrap3.log" "$RUN/sandboxes"
+URL=$URL_DOCKER
+AGENT=$AGENT_DOCKER
 
 # ---- cleanup: teardown, deleted environments, age ----
 echo "# cleanup"

@@ -22,7 +22,9 @@ static void setup_recon(struct fixture *f, const char *backend, const char *imag
 	f->cfg.cache_max_age_days = 14;
 	f->r.cfg = &f->cfg;
 	f->r.sbx.cfg = &f->cfg;
-	f->r.sbx.ops = !strcmp(backend, "docker") ? &sbx_docker : &sbx_bwrap;
+	f->r.sbx.ops = !strcmp(backend, "docker") ? &sbx_docker
+		       : !strcmp(backend, "bwrap")  ? &sbx_bwrap
+						    : &sbx_local;
 	f->r.sbx.remote = !strcmp(backend, "docker") ? &f->remote : NULL;
 }
 
@@ -77,6 +79,8 @@ static void test_cache_enabled(void **state)
 	f.cfg.cache_max_age_days = 0;
 	assert_false(recon_cache_enabled(&f.r)); /* 0 disables it */
 	setup_recon(&f, "bwrap", "");
+	assert_true(recon_cache_enabled(&f.r));
+	setup_recon(&f, "local", "");
 	assert_false(recon_cache_enabled(&f.r)); /* no cache operations */
 }
 
