@@ -30,6 +30,8 @@ if [ "${1:-}" = --print-tag ]; then
 	echo "$TAG"
 	exit 0
 fi
+# stdout carries the tag alone: everything else (docker's own output too) goes to stderr
+exec 3>&1 1>&2
 
 if [ -n "${DOCKER_SOCKET:-}" ]; then
 	SOCKET=$DOCKER_SOCKET
@@ -49,14 +51,14 @@ if ! docker_ version >/dev/null 2>&1; then
 fi
 if docker_ image inspect "$TAG" >/dev/null 2>&1; then
 	say "$TAG present"
-	echo "$TAG"
+	echo "$TAG" >&3
 	exit 0
 fi
 tarball=$CACHE_DIR/terrarium-sandbox-$hash.tar
 if [ -s "$tarball" ]; then
 	say "loading $TAG from $tarball"
 	if docker_ load -q -i "$tarball" >&2 && docker_ image inspect "$TAG" >/dev/null 2>&1; then
-		echo "$TAG"
+		echo "$TAG" >&3
 		exit 0
 	fi
 	say "$tarball did not hold $TAG: building"
@@ -119,4 +121,4 @@ if mkdir -p "$CACHE_DIR" 2>/dev/null; then
 		rm -f "$tarball.tmp.$$"
 fi
 say "built $TAG"
-echo "$TAG"
+echo "$TAG" >&3

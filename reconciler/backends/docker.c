@@ -270,11 +270,13 @@ static json_t *container_spec(struct sbx *s, const char *name)
 			 "Binds", binds);
 	if (!host)
 		return NULL;
-	return json_pack("{s:s, s:[s,s,s], s:s, s:s, s:o, s:b, s:b, s:{s:s, s:s}, s:o}",
+	/* no User: the Engine gives an exec as root the capabilities above only when the
+	 * container's user is root; commands choose theirs (exec_create). pid 1 (docker-init and
+	 * `tail`) runs as that capability-poor root and does nothing. */
+	return json_pack("{s:s, s:[s,s,s], s:s, s:o, s:b, s:b, s:{s:s, s:s}, s:o}",
 			 "Image", s->create_from ? s->create_from : s->remote->image,
 			 "Entrypoint", "tail", "-f", "/dev/null",
 			 "WorkingDir", DOCKER_WORKDIR,
-			 "User", DOCKER_SANDBOX_USER,
 			 "Env", container_env(s),
 			 "Tty", 0,
 			 "OpenStdin", 0,

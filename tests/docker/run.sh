@@ -215,7 +215,7 @@ check "drift: one container per session" test "$(containers_of "$S1")$(container
 echo "# missing"
 dk rm -f "nocargo-$$" >/dev/null 2>&1
 dk run --name "nocargo-$$" --label terrarium.managed=true --network none --user 0:0 --entrypoint /bin/rm \
-	"$IMAGE" -f /usr/bin/cargo >/dev/null 2>&1 && dk commit -q "nocargo-$$" "$NOCARGO_IMAGE" >/dev/null
+	"$IMAGE" -f /usr/bin/cargo >/dev/null 2>&1 && dk commit "nocargo-$$" "$NOCARGO_IMAGE" >/dev/null
 dk rm -f "nocargo-$$" >/dev/null 2>&1
 sed "s|^image = .*|image = $NOCARGO_IMAGE|" "$INI" >"$T/nocargo.ini"
 ENVM=$(new_env '{"name":"docker-nocargo","config":{"type":"cloud","networking":{"type":"unrestricted"},"packages":{"cargo":["ripgrep"]}}}')
