@@ -193,6 +193,8 @@ static int run(struct recon *r, const struct options *o)
 	long taken = 0;
 	int failed = 0;
 
+	/* first, so that a session found drifted is due in this very run */
+	housekeep(r);
 	clock_now(start, NULL);
 	/* housekeeping the API leaves to the reconciler: idempotency keys past their 24 hours */
 	{
@@ -202,7 +204,6 @@ static int run(struct recon *r, const struct options *o)
 		else if (removed)
 			log_info("expired %llu idempotency keys", removed);
 	}
-	housekeep(r);
 	while (!stop_requested && (!deadline || time(NULL) < deadline)) {
 		struct intent batch[RECON_CLAIM_BATCH];
 		char now[CLOCK_DB_LEN], lease[CLOCK_DB_LEN];

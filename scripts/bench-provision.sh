@@ -44,14 +44,16 @@ SOCK=$STACK_DOCKER_SOCKET
 IMAGE=$(DOCKER_SOCKET=$SOCK "$ROOT/sandbox-image/build.sh") || die "no sandbox image"
 
 RUN=$(mktemp -d /tmp/terrarium-bench-prov.XXXXXX) || exit 1
-SESSIONS=()
+SESSIONS_FILE=$RUN/sessions # every session made (session() runs in a subshell)
 cleanup() {
 	local sid
 	recon_stop "$RUN" 2>/dev/null
-	for sid in "${SESSIONS[@]}"; do
+	while read -r sid; do
 		docker -H "unix://$SOCK" ps -aq --filter "label=terrarium.session=$sid" |
 			xargs -r docker -H "unix://$SOCK" rm -f >/dev/null 2>&1
-	done
+	done < <(cat "$SESSIONS_FILE" 2>/dev/null)
+	db_sql "$RUN" terrarium -N -e "SELECT cache_key FROM sandbox_cache WHERE backend = 'docker'" \
+		2>/dev/null | sed 's/^/terrarium-cache:/' | xargs -r docker -H "unix://$SOCK" rmi >/dev/null 2>&1
 	stack_stop_all "$RUN" 2>/dev/null
 	docker_engine_release 2>/dev/null
 	[ "${KEEP_RUN:-0}" = 1 ] && echo "kept $RUN" || rm -rf "$RUN"
@@ -83,7 +85,7 @@ AGENT_B=$(api "$PB" POST /v1/agents '{"name":"bench","model":"claude-sonnet-4-5"
 session() { # session PORT AGENT ENV -> id
 	local sid
 	sid=$(api "$1" POST /v1/sessions "{\"agent\":\"$2\",\"environment_id\":\"$3\"}" | jq -r .id)
-	SESSIONS+=("$sid")
+	echo "$sid" >>"$SESSIONS_FILE"
 	echo "$sid"
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
