@@ -9,13 +9,15 @@
 #   2. sandboxes created and destroyed per second, docker, no packages, BENCH_SANDBOXES sessions
 #      with 4 reconcilers (--once) at once, then their teardown the same way.
 #   3. with the reconciler in --loop (what RECONCILER=1 make up runs): session create -> intent
-#      claimed (the session leaves "pending"), p50 and p99 over BENCH_LATENCY samples taken at
-#      random moments; and what the idle loop costs MariaDB (statements per second, from the
-#      server's Questions counter over BENCH_IDLE_S seconds with nothing due).
+#      claimed (the session leaves "pending"), p50 and p99 over BENCH_LATENCY samples, each
+#      created at a random moment once the loop is idle again (the previous session ready: a
+#      loop provisions one intent at a time, so under a queue the wait is the queue's); and what
+#      the idle loop costs MariaDB (statements per second, from the server's Questions counter
+#      over BENCH_IDLE_S seconds with nothing due).
 #
 # The table goes to stdout and OUT/table.txt (OUT: BENCH_OUT, default var/bench/provision-<time>).
-# Environment: BENCH_REPEAT (3), BENCH_SANDBOXES (40), BENCH_LATENCY (100), BENCH_IDLE_S (10),
-# BUILD_DIR, KEEP_RUN=1. Every wait is bounded.
+# Environment: BENCH_PARTS (default "1 2 3"), BENCH_REPEAT (3), BENCH_SANDBOXES (40),
+# BENCH_LATENCY (100), BENCH_IDLE_S (10), BUILD_DIR, KEEP_RUN=1. Every wait is bounded.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,6 +26,7 @@ cd "$ROOT" || exit 1
 . "$ROOT/scripts/lib-stack.sh"
 BUILD=$(stack_build_dir)
 RECON="$BUILD/terrarium-reconciler"
+PARTS=" ${BENCH_PARTS:-1 2 3} "
 REPEAT=${BENCH_REPEAT:-3}
 NSBX=${BENCH_SANDBOXES:-40}
 NLAT=${BENCH_LATENCY:-100}
@@ -107,89 +110,109 @@ ready_time() { # ready_time PORT AGENT ENV NAME
 	calc "$(now) - $t0"
 }
 
-echo "# 1. create -> ready: first install vs cache hit" >&2
-: >"$OUT/first-docker" >"$OUT/hit-docker" >"$OUT/first-bwrap" >"$OUT/hit-bwrap"
-for i in $(seq 1 "$REPEAT"); do
-	e=$(api "$PD" POST /v1/environments "{\"name\":\"bench-d-$i\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"apt\":[\"jq\"],\"npm\":[\"is-number@7.0.0\"]}}}" | jq -r .id)
-	ready_time "$PD" "$AGENT_D" "$e" docker >>"$OUT/first-docker"
-	ready_time "$PD" "$AGENT_D" "$e" docker >>"$OUT/hit-docker"
-	e=$(api "$PB" POST /v1/environments "{\"name\":\"bench-b-$i\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"npm\":[\"is-number@7.0.0\"]}}}" | jq -r .id)
-	ready_time "$PB" "$AGENT_B" "$e" bwrap >>"$OUT/first-bwrap"
-	ready_time "$PB" "$AGENT_B" "$e" bwrap >>"$OUT/hit-bwrap"
-done
-fd=$(median <"$OUT/first-docker") hd=$(median <"$OUT/hit-docker")
-fb=$(median <"$OUT/first-bwrap") hb=$(median <"$OUT/hit-bwrap")
-
-echo "# 2. sandboxes created and destroyed per second, 4 reconcilers, docker, no packages" >&2
-e=$(api "$PD" POST /v1/environments '{"name":"bench-empty","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' | jq -r .id)
-mass=()
-for i in $(seq 1 "$NSBX"); do
-	sid=$(session "$PD" "$AGENT_D" "$e")
-	mass+=("$sid")
-done
-four() {
-	local pids=() k
-	for k in 1 2 3 4; do
-		timeout "$BENCH_WAIT_S" "$RECON" -c "$RUN/docker.ini" --once >>"$OUT/recon-mass.log" 2>&1 &
-		pids+=($!)
+part() { [[ $PARTS == *" $1 "* ]]; }
+if part 1; then
+	echo "# 1. create -> ready: first install vs cache hit" >&2
+	: >"$OUT/first-docker" >"$OUT/hit-docker" >"$OUT/first-bwrap" >"$OUT/hit-bwrap"
+	for i in $(seq 1 "$REPEAT"); do
+		e=$(api "$PD" POST /v1/environments "{\"name\":\"bench-d-$i\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"apt\":[\"jq\"],\"npm\":[\"is-number@7.0.0\"]}}}" | jq -r .id)
+		ready_time "$PD" "$AGENT_D" "$e" docker >>"$OUT/first-docker"
+		ready_time "$PD" "$AGENT_D" "$e" docker >>"$OUT/hit-docker"
+		e=$(api "$PB" POST /v1/environments "{\"name\":\"bench-b-$i\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"npm\":[\"is-number@7.0.0\"]}}}" | jq -r .id)
+		ready_time "$PB" "$AGENT_B" "$e" bwrap >>"$OUT/first-bwrap"
+		ready_time "$PB" "$AGENT_B" "$e" bwrap >>"$OUT/hit-bwrap"
 	done
-	wait "${pids[@]}"
-}
-t0=$(now)
-four
-tc=$(calc "$(now) - $t0")
-nready=0
-for sid in "${mass[@]}"; do [ "$(status "$PD" "$sid")" = ready ] && nready=$((nready + 1)); done
-for sid in "${mass[@]}"; do api "$PD" DELETE "/v1/sessions/$sid" >/dev/null; done
-t0=$(now)
-four
-td=$(calc "$(now) - $t0")
-left=0
-for sid in "${mass[@]}"; do
-	left=$((left + $(docker -H "unix://$SOCK" ps -aq --filter "label=terrarium.session=$sid" | wc -l)))
-done
+	fd=$(median <"$OUT/first-docker") hd=$(median <"$OUT/hit-docker")
+	fb=$(median <"$OUT/first-bwrap") hb=$(median <"$OUT/hit-bwrap")
+fi
 
-echo "# 3. --loop: create -> claimed, and the idle loop's cost" >&2
-recon_start "$RUN" docker >/dev/null 2>&1 || die "reconciler --loop did not start"
-sleep 2
-: >"$OUT/claim"
-for i in $(seq 1 "$NLAT"); do
-	sleep "0.$((RANDOM % 30))"
+if part 2; then
+	echo "# 2. sandboxes created and destroyed per second, 4 reconcilers, docker, no packages" >&2
+	e=$(api "$PD" POST /v1/environments '{"name":"bench-empty","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' | jq -r .id)
+	mass=()
+	for i in $(seq 1 "$NSBX"); do
+		sid=$(session "$PD" "$AGENT_D" "$e")
+		mass+=("$sid")
+	done
+	four() {
+		local pids=() k
+		for k in 1 2 3 4; do
+			timeout "$BENCH_WAIT_S" "$RECON" -c "$RUN/docker.ini" --once >>"$OUT/recon-mass.log" 2>&1 &
+			pids+=($!)
+		done
+		wait "${pids[@]}"
+	}
 	t0=$(now)
-	sid=$(session "$PD" "$AGENT_D" "$e")
-	n=$((BENCH_WAIT_S * 100))
-	while [ "$(status "$PD" "$sid")" = pending ]; do
-		n=$((n - 1))
-		[ $n -gt 0 ] || die "session $sid never claimed"
-		sleep "$BENCH_POLL_S"
+	four
+	tc=$(calc "$(now) - $t0")
+	nready=0
+	for sid in "${mass[@]}"; do [ "$(status "$PD" "$sid")" = ready ] && nready=$((nready + 1)); done
+	for sid in "${mass[@]}"; do api "$PD" DELETE "/v1/sessions/$sid" >/dev/null; done
+	t0=$(now)
+	four
+	td=$(calc "$(now) - $t0")
+	left=0
+	for sid in "${mass[@]}"; do
+		left=$((left + $(docker -H "unix://$SOCK" ps -aq --filter "label=terrarium.session=$sid" | wc -l)))
 	done
-	calc "$(now) - $t0" >>"$OUT/claim"
-done
-p50=$(pct 50 <"$OUT/claim") p99=$(pct 99 <"$OUT/claim")
-# the API's own statement per status poll is not in this window: nothing runs but the loop
-sleep 3
-q() { db_sql "$RUN" -N -e "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{print $2}'; }
-q1=$(q)
-sleep "$IDLE_S"
-q2=$(q)
-qps=$(calc "($q2 - $q1 - 1) / $IDLE_S")
-recon_stop "$RUN" >/dev/null 2>&1
+fi
+
+if part 3; then
+	echo "# 3. --loop: create -> claimed, and the idle loop's cost" >&2
+	e=$(api "$PD" POST /v1/environments '{"name":"bench-loop","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' | jq -r .id)
+	recon_start "$RUN" docker >/dev/null 2>&1 || die "reconciler --loop did not start"
+	sleep 2
+	: >"$OUT/claim"
+	for i in $(seq 1 "$NLAT"); do
+		sleep "0.$((RANDOM % 30))"
+		t0=$(now)
+		sid=$(session "$PD" "$AGENT_D" "$e")
+		n=$((BENCH_WAIT_S * 100))
+		while [ "$(status "$PD" "$sid")" = pending ]; do
+			n=$((n - 1))
+			[ $n -gt 0 ] || die "session $sid never claimed"
+			sleep "$BENCH_POLL_S"
+		done
+		calc "$(now) - $t0" >>"$OUT/claim"
+		n=$((BENCH_WAIT_S * 10))
+		until [ "$(status "$PD" "$sid")" = ready ]; do
+			n=$((n - 1))
+			[ $n -gt 0 ] || die "session $sid never ready"
+			sleep 0.1
+		done
+	done
+	p50=$(pct 50 <"$OUT/claim") p99=$(pct 99 <"$OUT/claim")
+	# the API's own statement per status poll is not in this window: nothing runs but the loop
+	sleep 3
+	q() { db_sql "$RUN" -N -e "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{print $2}'; }
+	q1=$(q)
+	sleep "$IDLE_S"
+	q2=$(q)
+	qps=$(calc "($q2 - $q1 - 1) / $IDLE_S")
+	recon_stop "$RUN" >/dev/null 2>&1
+fi
 
 r() { printf '%.3f' "$1"; }
 {
 	echo "provisioning benchmark, $(date -u +%FT%TZ), $(nproc) cores, docker image $IMAGE"
-	echo
-	echo "| measure | docker | bwrap |"
-	echo "|---|---|---|"
-	echo "| create -> ready, first install (s, median of $REPEAT) | $(r "$fd") | $(r "$fb") |"
-	echo "| create -> ready, second session of the environment (s) | $(r "$hd") (cache hit) | $(r "$hb") (no cache) |"
-	echo "| second / first | $(r "$(calc "$hd / $fd")") | $(r "$(calc "$hb / $fb")") |"
-	echo
-	echo "4 reconcilers, docker, no packages: $NSBX sandboxes created in $(r "$tc") s" \
-		"($(r "$(calc "$NSBX / $tc")")/s, $nready ready), destroyed in $(r "$td") s" \
-		"($(r "$(calc "$NSBX / $td")")/s, $left left); created+destroyed:" \
-		"$(r "$(calc "2 * $NSBX / ($tc + $td)")") sandboxes/s"
-	echo
-	echo "--loop, session create -> claimed over $NLAT samples: p50 $(r "$p50") s, p99 $(r "$p99") s;" \
-		"idle loop: $(r "$qps") statements/s to MariaDB"
+	if part 1; then
+		echo
+		echo "| measure | docker | bwrap |"
+		echo "|---|---|---|"
+		echo "| create -> ready, first install (s, median of $REPEAT) | $(r "$fd") | $(r "$fb") |"
+		echo "| create -> ready, second session of the environment (cache hit, s) | $(r "$hd") | $(r "$hb") |"
+		echo "| cache hit / first install | $(r "$(calc "$hd / $fd")") | $(r "$(calc "$hb / $fb")") |"
+	fi
+	if part 2; then
+		echo
+		echo "4 reconcilers, docker, no packages: $NSBX sandboxes created in $(r "$tc") s" \
+			"($(r "$(calc "$NSBX / $tc")")/s, $nready ready), destroyed in $(r "$td") s" \
+			"($(r "$(calc "$NSBX / $td")")/s, $left left); created+destroyed:" \
+			"$(r "$(calc "2 * $NSBX / ($tc + $td)")") sandboxes/s"
+	fi
+	if part 3; then
+		echo
+		echo "--loop, session create -> claimed over $NLAT samples: p50 $(r "$p50") s, p99 $(r "$p99") s;" \
+			"idle loop: $(r "$qps") statements/s to MariaDB"
+	fi
 } | tee "$OUT/table.txt"
