@@ -249,6 +249,8 @@ static int run(struct recon *r, const struct options *o)
 		}
 		taken += n;
 		r->stats.claimed += n;
+		for (int i = 0; i < n; i++)
+			log_debug("claimed intent %lld (session %s)", batch[i].id, batch[i].session_id);
 		for (int i = 0; i < n; i++) {
 			enum recon_outcome out = recon_process(r, &batch[i]);
 			failed |= out == RECON_FAILED || out == RECON_DB_ERROR;
