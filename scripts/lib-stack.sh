@@ -234,8 +234,10 @@ _stack_spawn() {
 	rm -f "$pidfile"
 	# the daemon keeps no descriptor of ours but 0-2 (a lock held open by it would never free)
 	# shellcheck disable=SC2016
-	setsid bash -c 'for f in /proc/$$/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"
-		done 2>/dev/null; echo $$ >"$0.tmp" && mv -f "$0.tmp" "$0" && exec "$@"' "$pidfile" "$@" \
+	# (no redirection around the exec: `exec` would make a temporary one permanent)
+	setsid bash -c 'for f in /proc/$$/fd/*; do n=${f##*/}
+		if [ "$n" -gt 2 ] && [ -e "$f" ]; then eval "exec $n>&-"; fi
+		done; echo $$ >"$0.tmp" && mv -f "$0.tmp" "$0" && exec "$@"' "$pidfile" "$@" \
 		</dev/null >>"$log" 2>&1 &
 	while [ $n -gt 0 ] && [ ! -s "$pidfile" ]; do
 		sleep 0.1
