@@ -387,16 +387,18 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	const char *net_type = json_string_value(json_object_get(networking, "type"));
 	const char *env_id = json_string_value(json_object_get(spec, "environment_id"));
 	int limited = net_type && !strcmp(net_type, "limited"), lost = 0;
-	int cache_on = 0, cache_hit = 0, rc;
+	int cache_on = 0, cache_hit = 0, wanted = 0, rc;
 	char key[RECON_CACHE_KEY_LEN + 1] = "", cache_ref[CONFIG_STR_MAX];
 	enum recon_outcome out = RECON_DB_ERROR;
 	char now[CLOCK_DB_LEN];
 	double t0;
 
 	/* 0. the package cache: a sandbox provisioned earlier with the same packages for this
-	 * environment (cache.c); only a sandbox not created yet can start from it */
-	if (json_object_size(packages) && recon_cache_enabled(r) &&
-	    !recon_cache_key(r, env_id, packages, key)) {
+	 * environment (cache.c); only a sandbox not created yet can start from it, and only one
+	 * with packages to install is worth an entry */
+	for (int m = 0; m < RECON_NMANAGERS; m++)
+		wanted += json_array_size(json_object_get(packages, managers[m])) > 0;
+	if (wanted && recon_cache_enabled(r) && !recon_cache_key(r, env_id, packages, key)) {
 		cache_on = 1;
 		if (!done(j, "sandbox")) {
 			int found = r->sbx.ops->cache_lookup(&r->sbx, key, cache_ref,
