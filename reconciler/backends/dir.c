@@ -60,20 +60,27 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	return unlink(path) && errno != ENOENT ? -1 : 0;
 }
 
+/* Remove the tree at PATH; nothing when it is already gone. */
+static int remove_tree(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) && errno == ENOENT)
+		return 0;
+	/* FTW_PHYS: never follow a symlink out of the sandbox; FTW_MOUNT: stay on its fs */
+	nftw(path, make_writable, SBX_DIR_FDS, FTW_PHYS | FTW_MOUNT);
+	return nftw(path, remove_entry, SBX_DIR_FDS, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
 int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
 {
 	char path[PATH_MAX];
-	struct stat st;
 
 	if (sbx_dir_path(s, id, path, sizeof(path))) {
 		snprintf(err, errsz, "invalid sandbox id");
 		return -1;
 	}
-	if (lstat(path, &st) && errno == ENOENT)
-		return 0; /* already gone */
-	/* FTW_PHYS: never follow a symlink out of the sandbox; FTW_MOUNT: stay on its fs */
-	nftw(path, make_writable, SBX_DIR_FDS, FTW_PHYS | FTW_MOUNT);
-	if (nftw(path, remove_entry, SBX_DIR_FDS, FTW_DEPTH | FTW_PHYS | FTW_MOUNT)) {
+	if (remove_tree(path)) {
 		snprintf(err, errsz, "removing %s: %s", path, strerror(errno));
 		return -1;
 	}
@@ -105,16 +112,6 @@ static int sibling(const char *path, const char *tag, char *out, size_t outsz)
 	static unsigned long seq;
 	int n = snprintf(out, outsz, "%s.%s.%ld.%lu", path, tag, (long)getpid(), ++seq);
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
-}
-
-/* Remove the tree at PATH (nothing when absent). */
-static int remove_tree(const char *path)
-{
-	struct stat st;
-	if (lstat(path, &st) && errno == ENOENT)
-		return 0;
-	nftw(path, make_writable, SBX_DIR_FDS, FTW_PHYS | FTW_MOUNT);
-	return nftw(path, remove_entry, SBX_DIR_FDS, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
 /* cp -a --reflink=auto SRC/. DST (DST is created). */
