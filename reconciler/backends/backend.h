@@ -105,10 +105,10 @@ int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz);
 /* s->root + "/" + ID into OUT; -1 when ID is not a plain name. */
 int sbx_dir_path(struct sbx *s, const char *id, char *out, size_t outsz);
 /* Package cache of directory backends (dir.c): sbx_dir_create honouring s->create_from (a copy
- * of the entry), and the exists/cache operations of struct sandbox_backend. */
+ * of the entry), and the cache operations of struct sandbox_backend. (No exists: a directory
+ * missing under this reconciler's root may be another configuration's sandbox.) */
 int sbx_dir_create_from(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
 			size_t errsz);
-int sbx_dir_exists(struct sbx *s, const char *id, char *err, size_t errsz);
 int sbx_dir_cache_lookup(struct sbx *s, const char *key, char *ref, size_t refsz, char *err,
 			 size_t errsz);
 int sbx_dir_cache_store(struct sbx *s, const char *id, const char *key, char *err,

@@ -173,23 +173,6 @@ int sbx_dir_create_from(struct sbx *s, const char *name, char *id, size_t idsz, 
 	return 0;
 }
 
-int sbx_dir_exists(struct sbx *s, const char *id, char *err, size_t errsz)
-{
-	char path[PATH_MAX];
-	struct stat st;
-
-	if (sbx_dir_path(s, id, path, sizeof(path))) {
-		snprintf(err, errsz, "invalid sandbox id");
-		return -1;
-	}
-	if (!stat(path, &st))
-		return S_ISDIR(st.st_mode);
-	if (errno == ENOENT)
-		return 0;
-	snprintf(err, errsz, "stat %s: %s", path, strerror(errno));
-	return -1;
-}
-
 int sbx_dir_cache_lookup(struct sbx *s, const char *key, char *ref, size_t refsz, char *err,
 			 size_t errsz)
 {
