@@ -17,7 +17,8 @@ HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth_guard.c handlers/
 	handlers/environments.c handlers/agent_validate.c handlers/agents.c handlers/work.c
 FCGI_SRC := fcgi/request.c fcgi/response.c fcgi/router.c fcgi/serve.c
 API_SRC := fcgi/main.c $(FCGI_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
-RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/backends/process.c \
+RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/cache.c reconciler/drift.c \
+	db/sandboxes.c reconciler/backends/process.c \
 	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
 	reconciler/backends/open.c db/db.c db/intents.c db/idempotency.c $(COMMON_SRC)
 # HTTP sandbox drivers (libcurl; only reconciler/backends/ includes curl/curl.h)
@@ -30,6 +31,8 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 API_BIN := $(BUILD)/terrarium-api
 RECON_BIN := $(BUILD)/terrarium-reconciler
+# what a program linking the reconciler's objects links with
+RECON_LIBS := -ljansson -linih -lcurl -lseccomp $(LDLIBS_DB)
 RUNNER_BIN := $(BUILD)/e2e-runner
 
 UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress \
@@ -41,7 +44,7 @@ $(API_BIN): $(call obj,$(API_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB)
 
 $(RECON_BIN): $(call obj,$(RECON_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih -lcurl -lseccomp $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
 
 $(RUNNER_BIN): $(call obj,tests/e2e/runner.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
@@ -64,13 +67,19 @@ $(BUILD)/test_agent_validate: $(call obj,tests/unit/test_agent_validate.c \
 # the reconciler's objects but main.c: provision.c links against db/ (no database is contacted)
 $(BUILD)/test_reconciler: $(call obj,tests/unit/test_reconciler.c \
 	$(filter-out reconciler/main.c,$(RECON_SRC)))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih -lcurl -lseccomp $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(RECON_LIBS)
+
+# package cache keys and the session environment (reconciler/cache.c, provision.c)
+$(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
+	$(filter-out reconciler/main.c,$(RECON_SRC)))
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(RECON_LIBS)
+UNIT_TESTS += $(BUILD)/test_cache
 
 # Backend conformance suite (tests/backends/run.sh): the drivers' objects, no database.
 CONFORMANCE_BIN := $(BUILD)/test_conformance
 $(CONFORMANCE_BIN): $(call obj,tests/backends/conformance.c \
 	$(filter reconciler/backends/%,$(RECON_SRC)) $(COMMON_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih -lcurl -lseccomp $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
 all: $(CONFORMANCE_BIN)
 
 # HTTP driver helpers: shell quoting (against /bin/sh), output tail, HTTP client errors
@@ -89,7 +98,7 @@ UNIT_TESTS += $(BUILD)/test_quote
 REMOTE_EXTRA_BIN := $(BUILD)/test_remote_extra
 $(REMOTE_EXTRA_BIN): $(call obj,tests/backends/remote_extra.c \
 	$(filter reconciler/backends/%,$(RECON_SRC)) $(COMMON_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -linih -lcurl -lseccomp $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
 all: $(REMOTE_EXTRA_BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -100,12 +109,14 @@ unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 
 # unit tests, short fuzz runs (tests/fuzz/), the end-to-end suite, the HTTP suite through Apache
-# and lighttpd (test-servers), then the unit and end-to-end tests again under ASan + UBSan
+# and lighttpd (test-servers), provisioning on a real Docker Engine (tests/docker/, once), then
+# the unit and end-to-end tests again under ASan + UBSan
 # (test-asan)
 test: all unit
 	$(MAKE) fuzz-short
 	tests/e2e/run.sh
 	tests/servers/run.sh
+	tests/docker/run.sh
 	$(MAKE) test-asan
 
 # ASan + UBSan build of everything, into build-asan/ (`make test-asan` runs the suite against it).
@@ -209,6 +220,14 @@ test-deb: deb
 	tests/deb/run.sh "$$(ls -t terrarium_*.deb | head -n 1)"
 
 .PHONY: test-servers deb test-deb
+# Provisioning: create -> ready with and without the package cache, docker and bwrap; docker
+# sandboxes per second; --loop claim latency (scripts/bench-provision.sh; not part of test).
+bench-provision: all
+	scripts/bench-provision.sh
+
+# The docker backend's default sandbox image (sandbox-image/build.sh; cached outside the clone).
+sandbox-image:
+	sandbox-image/build.sh
 
 up:
 	scripts/up.sh
@@ -232,6 +251,7 @@ clean:
 	rm -rf build build-asan
 	rm -f terrarium_*.deb
 
-.PHONY: all unit test asan bench up down clean cluster-up cluster-down test-cluster
+.PHONY: all unit test asan bench up down clean cluster-up cluster-down test-cluster sandbox-image \
+	bench-provision
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -135,6 +135,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		rc = value[0] ? set_str(cfg->reconciler_user, value) : -1;
 	} else if (KEY("sandbox", "path")) {
 		rc = set_str(cfg->sandbox_path, value);
+	} else if (KEY("sandbox", "cache_max_age_days")) {
+		rc = parse_long(value, 10, 0, CONFIG_MAX_CACHE_AGE_DAYS, &cfg->cache_max_age_days);
 	} else if (KEY("reconciler", "lease_seconds")) {
 		rc = parse_long(value, 10, 1, 86400, &cfg->lease_s);
 	} else if (KEY("reconciler", "max_attempts")) {
@@ -202,6 +204,7 @@ int config_load(struct config *cfg, const char *path)
 	if (!access(CONFIG_DEFAULT_CA_BUNDLE, R_OK))
 		strcpy(cfg->sandbox_ca_bundle, CONFIG_DEFAULT_CA_BUNDLE);
 	strcpy(cfg->reconciler_user, CONFIG_DEFAULT_RECONCILER_USER);
+	cfg->cache_max_age_days = CONFIG_DEFAULT_CACHE_MAX_AGE_DAYS;
 	cfg->lease_s = CONFIG_DEFAULT_LEASE_S;
 	cfg->max_attempts = CONFIG_DEFAULT_MAX_ATTEMPTS;
 	cfg->backoff_base_s = CONFIG_DEFAULT_BACKOFF_BASE_S;

@@ -20,7 +20,9 @@
  *            pass_env_extra (more variables, added to pass_env), ca_bundle (a PEM file of CA
  *            certificates: mounted read-only into bwrap sandboxes and named by SSL_CERT_FILE,
  *            NODE_EXTRA_CA_CERTS, PIP_CERT, REQUESTS_CA_BUNDLE, CARGO_HTTP_CAINFO,
- *            GIT_SSL_CAINFO; default CONFIG_DEFAULT_CA_BUNDLE when it exists, "" for none)
+ *            GIT_SSL_CAINFO, and bind-mounted into docker containers; default
+ *            CONFIG_DEFAULT_CA_BUNDLE when it exists, "" for none), cache_max_age_days
+ *            (package cache entries unused this long are removed; 0 disables the cache)
  * [reconciler] user (the account the reconciler works as when started as root; default
  *            CONFIG_DEFAULT_RECONCILER_USER), lease_seconds, max_attempts, backoff_base_seconds, backoff_cap_seconds,
  *            command_timeout_seconds (per install command), output_max_bytes (captured
@@ -53,6 +55,8 @@
 #define CONFIG_DEFAULT_PASS_ENV                                                              \
 	"http_proxy,https_proxy,no_proxy,HTTP_PROXY,HTTPS_PROXY,NO_PROXY,NODE_EXTRA_CA_CERTS," \
 	"SSL_CERT_FILE,SSL_CERT_DIR,REQUESTS_CA_BUNDLE,PIP_CERT,CURL_CA_BUNDLE"
+#define CONFIG_DEFAULT_CACHE_MAX_AGE_DAYS 14
+#define CONFIG_MAX_CACHE_AGE_DAYS 3650
 #define CONFIG_DEFAULT_LEASE_S 600
 #define CONFIG_DEFAULT_MAX_ATTEMPTS 5
 #define CONFIG_DEFAULT_BACKOFF_BASE_S 10
@@ -99,6 +103,7 @@ struct config {
 	char sandbox_pass_env_extra[CONFIG_STR_MAX];
 	char sandbox_ca_bundle[CONFIG_STR_MAX];
 	char reconciler_user[CONFIG_STR_MAX];
+	long cache_max_age_days; /* 0 = no package cache */
 	int log_level;
 
 	long lease_s;

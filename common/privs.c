@@ -21,6 +21,12 @@ int privs_lookup(const char *user, unsigned *uid, unsigned *gid)
 
 int privs_drop(const char *user, const char *who, const char *setting)
 {
+	return privs_drop_keep(user, who, setting, -1);
+}
+
+int privs_drop_keep(const char *user, const char *who, const char *setting, long keep_gid)
+{
+	gid_t keep = (gid_t)keep_gid;
 	unsigned uid, gid;
 
 	if (geteuid() != 0)
@@ -30,7 +36,7 @@ int privs_drop(const char *user, const char *who, const char *setting)
 			  user);
 		return -1;
 	}
-	if (setgroups(0, NULL) || setgid((gid_t)gid) || setuid((uid_t)uid) || !setuid(0)) {
+	if (setgroups(keep_gid >= 0 ? 1 : 0, keep_gid >= 0 ? &keep : NULL) || setgid((gid_t)gid) || setuid((uid_t)uid) || !setuid(0)) {
 		log_error("%s: cannot switch to user '%s': %s", who, user, strerror(errno));
 		return -1;
 	}

@@ -481,3 +481,22 @@ enum db_status intents_binding(struct db *db, const char *session_id, struct db_
 		" WHERE b.session_id = ?";
 	return db_exec(db, sql, (struct db_val[]){ DB_STR(session_id) }, 1, rows, NULL);
 }
+
+enum db_status intents_any_due(struct db *db, const char *now, int *any)
+{
+	/* one statement, no transaction: three index probes that stop at the first row */
+	static const char sql[] =
+		"SELECT EXISTS(SELECT 1 FROM provisioning_intents WHERE state = 'pending'"
+		" AND next_attempt_at <= ?) OR EXISTS(SELECT 1 FROM provisioning_intents"
+		" WHERE state = 'failed' AND next_attempt_at <= ?) OR EXISTS(SELECT 1"
+		" FROM provisioning_intents WHERE state = 'claimed' AND lease_expires_at < ?)";
+	struct db_rows rows;
+	enum db_status st = db_exec(db, sql,
+				    (struct db_val[]){ DB_STR(now), DB_STR(now), DB_STR(now) }, 3,
+				    &rows, NULL);
+
+	*any = !st && rows.nrows && db_cell(&rows, 0, 0) && strcmp(db_cell(&rows, 0, 0), "0");
+	if (!st)
+		db_rows_free(&rows);
+	return st;
+}

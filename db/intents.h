@@ -35,6 +35,10 @@ struct intent_fence {
 enum db_status intents_claim(struct db *db, const char *owner, const char *now,
 			     const char *lease_until, int max, struct intent *out, int *n);
 
+/* Is any intent due (what a claim would take)? One cheap statement: --loop asks it while idle
+ * instead of opening a claim transaction. */
+enum db_status intents_any_due(struct db *db, const char *now, int *any);
+
 /* Due intents without claiming (for --dry-run), same order as the claim. */
 enum db_status intents_due(struct db *db, const char *now, int max, struct db_rows *rows);
 

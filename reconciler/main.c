@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,7 +33,9 @@
 
 #define RECON_DEFAULT_LIMIT 100
 #define RECON_CLAIM_BATCH 8
-#define RECON_LOOP_IDLE_S 2
+#define RECON_LOOP_IDLE_MS 250      /* --loop: pause when nothing is due (claim latency) */
+#define RECON_DRIFT_CHECK_MAX 20     /* bound sandboxes checked for drift per run */
+#define RECON_LOOP_HOUSEKEEP_S 30    /* --loop: drift checks and cache pruning this often */
 #define RECON_STATUS_FAILURES 10
 #define RECON_STATUS_ERROR_CHARS 200
 #define RECON_EXEC_TIMEOUT_S 300
@@ -331,14 +334,32 @@ static void sweep(struct recon *r)
 /* Claim and process until nothing is due, LIMIT intents were taken, or the deadline. A --once
  * run judges "due" by its start time, so an intent that fails during the run waits for a later
  * run even when its backoff is zero. */
+static void idle(void)
+{
+	struct timespec ts = { RECON_LOOP_IDLE_MS / 1000, (RECON_LOOP_IDLE_MS % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Each run, and every RECON_LOOP_HOUSEKEEP_S in --loop: bound sandboxes that vanished are
+ * provisioned again (drift.c); stale package cache entries go (cache.c). */
+static void housekeep(struct recon *r)
+{
+	recon_drift_check(r, RECON_DRIFT_CHECK_MAX);
+	recon_cache_prune(r);
+}
+
 static int run(struct recon *r, const struct options *o)
 {
+	time_t housekept = time(NULL);
+	int idle_before = 0;
 	time_t deadline = o->max_seconds ? time(NULL) + o->max_seconds : 0;
 	char start[CLOCK_DB_LEN];
 	long taken = 0;
 	int failed = 0;
 	time_t last_sweep;
 
+	/* first, so that a session found drifted is due in this very run */
+	housekeep(r);
 	clock_now(start, NULL);
 	sweep(r);
 	last_sweep = time(NULL);
@@ -359,6 +380,10 @@ static int run(struct recon *r, const struct options *o)
 
 		if (!o->loop && want <= 0)
 			break;
+		if (o->loop && time(NULL) - housekept >= RECON_LOOP_HOUSEKEEP_S) {
+			housekeep(r);
+			housekept = time(NULL);
+		}
 		if (want > RECON_CLAIM_BATCH)
 			want = RECON_CLAIM_BATCH;
 		if (o->loop)
@@ -369,23 +394,34 @@ static int run(struct recon *r, const struct options *o)
 			sweep(r);
 			last_sweep = time(NULL);
 		}
+		if (o->loop && idle_before) {
+			/* idle: one cheap statement per poll until something is due */
+			int any = 0;
+			if (intents_any_due(r->db, now, &any) == DB_OK && !any) {
+				idle();
+				continue;
+			}
+		}
 		clock_in(r->cfg->lease_s, lease, NULL);
 		st = intents_claim(r->db, r->owner, now, lease, (int)want, batch, &n);
 		if (st) {
 			log_error("claim: database %s: %s", db_status_name(st), db_error(r->db));
 			if (!o->loop)
 				return 3;
-			sleep(RECON_LOOP_IDLE_S);
+			idle();
 			continue;
 		}
+		idle_before = !n;
 		if (!n) {
 			if (!o->loop)
 				break;
-			sleep(RECON_LOOP_IDLE_S);
+			idle();
 			continue;
 		}
 		taken += n;
 		r->stats.claimed += n;
+		for (int i = 0; i < n; i++)
+			log_debug("claimed intent %lld (session %s)", batch[i].id, batch[i].session_id);
 		for (int i = 0; i < n; i++) {
 			enum recon_outcome out = recon_process(r, &batch[i]);
 			failed |= out == RECON_FAILED || out == RECON_DB_ERROR;
@@ -455,18 +491,18 @@ static int dry_run(struct recon *r, long limit)
 }
 
 /* Run a command in a session's bound sandbox, with the network its policy allows and the
- * environment its installs had (recon_env). A deleted session has no sandbox to run in. */
+ * environment its installs had (recon_env: its packages on PATH and the language paths). A
+ * deleted session has no sandbox to run in. A sandbox found gone has its session provisioned
+ * again (drift.c). */
 static int exec_in(struct recon *r, const char *session, char **argv)
 {
 	struct db_rows rows;
 	struct proc_result res;
+	char workdir[CONFIG_STR_MAX * 2], err[SBX_ERR_MAX];
 	struct recon_env *env = malloc(sizeof(*env));
-	char workdir[CONFIG_STR_MAX * 2];
 	int rc;
 
-	if (!env)
-		return 3;
-	if (intents_binding(r->db, session, &rows)) {
+	if (!env || intents_binding(r->db, session, &rows)) {
 		free(env);
 		return 3;
 	}
@@ -481,9 +517,22 @@ static int exec_in(struct recon *r, const char *session, char **argv)
 	recon_env(r->cfg, workdir, env);
 	rc = r->sbx.ops->run(&r->sbx, db_cell(&rows, 0, 1), db_cell(&rows, 0, 2) == NULL, argv,
 			     env->envp, RECON_EXEC_TIMEOUT_S, &res);
-	db_rows_free(&rows);
 	free(env);
-	if (res.output)
+	if (rc && r->sbx.ops->exists &&
+	    r->sbx.ops->exists(&r->sbx, db_cell(&rows, 0, 1), err, sizeof(err)) == 0) {
+		fprintf(stderr,
+			"session %s: its sandbox %s no longer exists; the session is provisioned "
+			"again by the next reconciler run\n",
+			session, db_cell(&rows, 0, 1));
+		recon_drift_found(r, session, db_cell(&rows, 0, 1));
+		db_rows_free(&rows);
+		proc_result_release(&res);
+		return 2;
+	}
+	db_rows_free(&rows);
+	if (rc && res.output)
+		fprintf(stderr, "%.*s\n", (int)res.len, res.output);
+	else if (res.output)
 		fwrite(res.output, 1, res.len, stdout);
 	rc = rc ? 127 : res.exit_code;
 	proc_result_release(&res);
@@ -495,6 +544,7 @@ static int exec_in(struct recon *r, const char *session, char **argv)
 static int leave_root(struct recon *r)
 {
 	unsigned uid, gid;
+	long keep = -1;
 
 	if (geteuid() != 0)
 		return 0;
@@ -506,7 +556,20 @@ static int leave_root(struct recon *r)
 	if (r->sbx.root[0] && sbx_dir_own(&r->sbx, uid, gid))
 		log_warn("sandbox root %s: giving it to '%s': %s", r->sbx.root,
 			 r->cfg->reconciler_user, strerror(errno));
-	return privs_drop(r->cfg->reconciler_user, "reconciler", "[reconciler] user");
+	if (r->sbx.control_socket[0]) {
+		/* the Engine's socket (root:docker 0660): its group, never root's, comes along */
+		struct stat st;
+
+		if (stat(r->sbx.control_socket, &st))
+			log_warn("backend socket %s: %s", r->sbx.control_socket, strerror(errno));
+		else if (st.st_gid == 0)
+			log_warn("backend socket %s belongs to group root: the [reconciler] user "
+				 "cannot reach it; give it a group of its own (dockerd --group)",
+				 r->sbx.control_socket);
+		else
+			keep = (long)st.st_gid;
+	}
+	return privs_drop_keep(r->cfg->reconciler_user, "reconciler", "[reconciler] user", keep);
 }
 
 int main(int argc, char **argv)

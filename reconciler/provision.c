@@ -206,6 +206,7 @@ struct job {
 	json_t *steps;          /* steps done so far */
 	char sandbox_id[SBX_ID_MAX];
 	char error[SBX_ERR_MAX * 8];
+	int terminal; /* the failure cannot pass by retrying (a manager missing from the image) */
 };
 
 static int done(struct job *j, const char *step)
@@ -294,7 +295,7 @@ static enum recon_outcome fail(struct job *j)
 	char now[CLOCK_DB_LEN], next[CLOCK_DB_LEN];
 	char *redacted = malloc((size_t)r->cfg->last_error_max + 1);
 	unsigned jitter = 0;
-	int terminal = j->in->attempts >= r->cfg->max_attempts, lost = 0;
+	int terminal = j->terminal || j->in->attempts >= r->cfg->max_attempts, lost = 0;
 	long delay;
 	enum db_status st;
 
@@ -310,7 +311,9 @@ static enum recon_outcome fail(struct job *j)
 	clock_in(delay, next, NULL);
 	st = intents_fail(r->db, &j->fence, j->in->session_id, terminal, redacted, next, now, &lost);
 	log_warn("intent %lld (session %s) attempt %lld failed%s: %s", j->in->id, j->in->session_id,
-		 j->in->attempts, terminal ? " (terminated: max attempts)" : "", redacted);
+		 j->in->attempts,
+		 j->terminal ? " (terminated)" : terminal ? " (terminated: max attempts)" : "",
+		 redacted);
 	free(redacted);
 	if (st)
 		return RECON_DB_ERROR;
@@ -361,6 +364,94 @@ static void discard(struct job *j)
 			 j->in->id, j->sandbox_id);
 }
 
+/* Run ARGV in the job's sandbox (as its root when AS_ROOT), renewing the lease while it runs
+ * (a lost lease kills the command and sets j->lost). 0, or -1: j->lost, or the error is
+ * WHAT's. */
+static int run_step(struct job *j, const char *what, int as_root, int share_net,
+		    const char **argv, char **envp)
+{
+	long every = j->r->cfg->lease_s / RECON_RENEWALS_PER_LEASE;
+	struct proc_watch watch = { lease_tick, j, (every < 1 ? 1 : every) * 1000L };
+	struct recon *r = j->r;
+	struct proc_result res;
+	int rc;
+
+	r->sbx.run_as_root = as_root;
+	r->sbx.watch = &watch;
+	rc = r->sbx.ops->run(&r->sbx, j->sandbox_id, share_net, (char *const *)argv, envp,
+			     r->cfg->command_timeout_s, &res);
+	r->sbx.watch = NULL;
+	r->sbx.run_as_root = 0;
+	if (j->lost) {
+		proc_result_release(&res);
+		return -1;
+	}
+	if (rc || res.exit_code != 0 || res.timed_out) {
+		command_error(j, what, &res);
+		proc_result_release(&res);
+		return -1;
+	}
+	proc_result_release(&res);
+	return 0;
+}
+
+/* Before installing: every manager with packages still to install must exist in the sandbox.
+ * A missing one is a terminal failure ("sandbox image has no cargo"): retrying cannot help. */
+#define RECON_CHECK_SCRIPT "for m do command -v \"$m\" >/dev/null 2>&1 || echo \"$m\"; done"
+static int check_managers(struct job *j, json_t *packages, char **envp)
+{
+	static const char *const managers[] = RECON_MANAGERS;
+	const char *argv[4 + RECON_NMANAGERS + 1] = { "sh", "-c", RECON_CHECK_SCRIPT, "sh" };
+	const char *names[RECON_NMANAGERS];
+	struct recon *r = j->r;
+	struct proc_result res;
+	json_t *none = json_array();
+	int n = 4, k = 0, rc;
+
+	for (int m = 0; m < RECON_NMANAGERS; m++) {
+		const char *probe[RECON_ARGV_MAX];
+		char prefix[64];
+		if (!json_array_size(json_object_get(packages, managers[m])) || done(j, managers[m]))
+			continue;
+		/* the program the install runs: its argv[0] (static strings) */
+		if (recon_install_argv(managers[m], none, "/", probe, RECON_ARGV_MAX, prefix,
+				       sizeof(prefix)) < 1)
+			continue;
+		names[k++] = managers[m];
+		argv[n++] = probe[0];
+	}
+	json_decref(none);
+	argv[n] = NULL;
+	if (!k)
+		return 0;
+	rc = r->sbx.ops->run(&r->sbx, j->sandbox_id, 0, (char *const *)argv, envp,
+			     r->cfg->command_timeout_s, &res);
+	if (rc || res.exit_code != 0) {
+		command_error(j, "checking the package managers", &res);
+		proc_result_release(&res);
+		return -1;
+	}
+	for (int i = 0; i < k; i++) {
+		const char *prog = argv[4 + i];
+		const char *hit = res.output ? strstr(res.output, prog) : NULL;
+		size_t len = strlen(prog);
+		/* a whole line of the output */
+		while (hit && ((hit != res.output && hit[-1] != '\n') ||
+			       (hit[len] != '\n' && hit[len] != '\0')))
+			hit = strstr(hit + 1, prog);
+		if (hit) {
+			snprintf(j->error, sizeof(j->error),
+				 "sandbox image has no %s (%s not found); use an image that provides it",
+				 names[i], prog);
+			j->terminal = 1;
+			proc_result_release(&res);
+			return -1;
+		}
+	}
+	proc_result_release(&res);
+	return 0;
+}
+
 static enum recon_outcome teardown(struct job *j)
 {
 	struct recon *r = j->r;
@@ -389,31 +480,75 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	char *mcp_text = NULL, *final_text = NULL;
 	struct recon_env *env = NULL;
 	const char *net_type = json_string_value(json_object_get(networking, "type"));
+	const char *env_id = json_string_value(json_object_get(spec, "environment_id"));
 	int limited = net_type && !strcmp(net_type, "limited"), lost = 0;
-	long every = j->r->cfg->lease_s / RECON_RENEWALS_PER_LEASE;
-	struct proc_watch watch = { lease_tick, j, (every < 1 ? 1 : every) * 1000L };
+	int cache_on = 0, cache_hit = 0, wanted = 0, rc;
+	char key[RECON_CACHE_KEY_LEN + 1] = "", cache_ref[CONFIG_STR_MAX];
 	enum recon_outcome out = RECON_DB_ERROR;
 	char now[CLOCK_DB_LEN];
 	double t0;
 
+	/* 0. the package cache: a sandbox provisioned earlier with the same packages for this
+	 * environment (cache.c); only a sandbox not created yet can start from it, and only one
+	 * with packages to install is worth an entry */
+	for (int m = 0; m < RECON_NMANAGERS; m++)
+		wanted += json_array_size(json_object_get(packages, managers[m])) > 0;
+	if (wanted && recon_cache_enabled(r) && !recon_cache_key(r, env_id, packages, key)) {
+		cache_on = 1;
+		if (!done(j, "sandbox")) {
+			int found = r->sbx.ops->cache_lookup(&r->sbx, key, cache_ref,
+							     sizeof(cache_ref), j->error,
+							     sizeof(j->error));
+			if (found < 0)
+				log_warn("intent %lld: package cache lookup: %s", j->in->id, j->error);
+			cache_hit = found == 1;
+		}
+	}
+
 	/* 1. create or attach, under the deterministic name; a new sandbox starts with the
 	 * network its policy allows (docker: none unless unrestricted; opensandbox: deny-all
-	 * until set_egress) */
-	r->sbx.create_share_net = !limited;
-	t0 = mono();
-	if (r->sbx.ops->create(&r->sbx, j->in->session_id, j->sandbox_id, sizeof(j->sandbox_id),
-			       j->error, sizeof(j->error)))
+	 * until set_egress) and the session's environment */
+	env = malloc(sizeof(*env));
+	if (!env) {
+		snprintf(j->error, sizeof(j->error), "out of memory");
 		return fail(j);
-	stat_step(r, "sandbox", mono() - t0);
-	if ((out = record(j, "sandbox")) != RECON_DONE) {
+	}
+	r->sbx.ops->workdir(&r->sbx, j->in->session_id, workdir, sizeof(workdir));
+	recon_env(r->cfg, workdir, env);
+	r->sbx.create_share_net = !limited;
+	r->sbx.create_from = cache_hit ? cache_ref : NULL;
+	r->sbx.create_env = env->envp;
+	t0 = mono();
+	rc = r->sbx.ops->create(&r->sbx, j->in->session_id, j->sandbox_id, sizeof(j->sandbox_id),
+				j->error, sizeof(j->error));
+	r->sbx.create_from = NULL;
+	r->sbx.create_env = NULL;
+	if (rc) {
+		out = fail(j);
+		goto out;
+	}
+	stat_step(r, cache_hit ? "sandbox_cached" : "sandbox", mono() - t0);
+	if (cache_hit) {
+		/* the entry holds every manager's packages: nothing is installed again */
+		for (int m = 0; m < RECON_NMANAGERS; m++)
+			if (json_array_size(json_object_get(packages, managers[m])) &&
+			    !done(j, managers[m]))
+				json_array_append_new(j->steps, json_string(managers[m]));
+		json_array_append_new(j->steps, json_string("cache"));
+		recon_cache_used(r, key, env_id);
+		log_info("intent %lld: sandbox from package cache entry %.12s", j->in->id, key);
+	}
+	if (!done(j, "sandbox") && (out = record(j, "sandbox")) != RECON_DONE) {
 		if (out == RECON_LOST)
 			discard(j);
-		return out;
+		goto out;
 	}
 
 	/* the final policy: MCP hosts come from the session as it is now */
-	if (intents_session_mcp(r->db, j->in->session_id, &mcp_text))
-		return RECON_DB_ERROR;
+	if (intents_session_mcp(r->db, j->in->session_id, &mcp_text)) {
+		out = RECON_DB_ERROR;
+		goto out;
+	}
 	mcp = mcp_text ? json_loads(mcp_text, 0, NULL) : NULL;
 	final = egress_policy(networking, mcp, NULL, 0);
 	if (!final) {
@@ -445,53 +580,69 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	}
 
 	/* 3. install, manager by manager; each completed one is recorded, so a retry resumes at
-	 * the manager that failed */
+	 * the manager that failed. First, every manager needed must be in the sandbox. */
 	r->sbx.ops->workdir(&r->sbx, j->sandbox_id, workdir, sizeof(workdir));
-	env = malloc(sizeof(*env));
-	if (!env) {
-		snprintf(j->error, sizeof(j->error), "out of memory");
+	recon_env(r->cfg, workdir, env);
+	if (check_managers(j, packages, env->envp)) {
 		out = fail(j);
 		goto out;
 	}
-	recon_env(r->cfg, workdir, env);
 	for (int m = 0; m < RECON_NMANAGERS; m++) {
 		json_t *list = json_object_get(packages, managers[m]);
 		const char *argv[RECON_ARGV_MAX];
 		char prefix[CONFIG_STR_MAX * 2];
-		struct proc_result res;
-		int rc;
+		int as_root = !strcmp(managers[m], "apt");
 
 		if (!json_array_size(list) || done(j, managers[m]))
 			continue;
+		if (as_root) {
+			/* images ship without package lists: fetch them once per provisioning */
+			static const char *const update[] = { "apt-get", "update", NULL };
+			t0 = mono();
+			rc = run_step(j, "apt update", 1, !limited, (const char **)update,
+				      env->envp);
+			stat_step(r, "apt_update", mono() - t0);
+			if (rc) {
+				out = j->lost ? RECON_LOST : fail(j);
+				goto out;
+			}
+		}
 		if (recon_install_argv(managers[m], list, workdir, argv, RECON_ARGV_MAX, prefix,
 				       sizeof(prefix)) < 0) {
 			snprintf(j->error, sizeof(j->error), "%s: too many packages", managers[m]);
 			out = fail(j);
 			goto out;
 		}
-		t0 = mono();
-		r->sbx.watch = &watch;
-		rc = r->sbx.ops->run(&r->sbx, j->sandbox_id, !limited, (char *const *)argv, env->envp,
-				     r->cfg->command_timeout_s, &res);
-		r->sbx.watch = NULL;
-		stat_step(r, managers[m], mono() - t0);
-		if (j->lost) {
-			proc_result_release(&res);
-			out = RECON_LOST;
-			goto out;
-		}
-		if (rc || res.exit_code != 0 || res.timed_out) {
+		{
 			char what[64];
 			snprintf(what, sizeof(what), "%s install", managers[m]);
-			command_error(j, what, &res);
-			proc_result_release(&res);
-			out = fail(j);
+			t0 = mono();
+			rc = run_step(j, what, as_root, !limited, argv, env->envp);
+			stat_step(r, managers[m], mono() - t0);
+		}
+		if (rc) {
+			out = j->lost ? RECON_LOST : fail(j);
 			goto out;
 		}
-		proc_result_release(&res);
 		log_info("intent %lld: %s packages installed", j->in->id, managers[m]);
 		if ((out = record(j, managers[m])) != RECON_DONE)
 			goto out;
+	}
+
+	/* the package cache entry: the first session of a key to install records its sandbox
+	 * (a failure to store costs later sessions time, not this one its sandbox); one that
+	 * started from the entry has "cache" among its steps */
+	if (cache_on && !done(j, "cache")) {
+		char err[SBX_ERR_MAX];
+		t0 = mono();
+		if (r->sbx.ops->cache_store(&r->sbx, j->sandbox_id, key, err, sizeof(err))) {
+			log_warn("intent %lld: storing package cache entry %.12s: %s", j->in->id, key,
+				 err);
+		} else {
+			recon_cache_used(r, key, env_id);
+			log_info("intent %lld: stored package cache entry %.12s", j->in->id, key);
+		}
+		stat_step(r, "cache_store", mono() - t0);
 	}
 
 	/* 4. restore the final egress policy */

@@ -69,6 +69,30 @@ enum recon_outcome recon_process(struct recon *r, struct intent *in);
 int recon_install_argv(const char *manager, json_t *packages, const char *workdir,
 		       const char **argv, int max, char *prefix, size_t prefixsz);
 
+/* The package cache (cache.c). A key is 64 hex digits. */
+#define RECON_CACHE_KEY_LEN 64
+
+/* Does this deployment cache provisioned sandboxes (cache_max_age_days > 0 and the backend
+ * has cache operations)? */
+int recon_cache_enabled(const struct recon *r);
+
+/* The cache key of ENVIRONMENT_ID's captured PACKAGES on this backend and base. 0 or -1. */
+int recon_cache_key(const struct recon *r, const char *environment_id, json_t *packages,
+		    char key[RECON_CACHE_KEY_LEN + 1]);
+
+/* Record a use (or the creation) of entry KEY; a database error is logged, not fatal. */
+void recon_cache_used(struct recon *r, const char *key, const char *environment_id);
+
+/* Remove entries unused for cache_max_age_days and those of deleted environments (a bounded
+ * batch per call). */
+void recon_cache_prune(struct recon *r);
+
+/* Drift: a bound sandbox that no longer exists. recon_drift_check looks at up to MAX bindings
+ * (checked longest ago first) and has each missing one provisioned again; returns how many
+ * were. recon_drift_found does that for one session whose sandbox SANDBOX_ID was found gone. */
+int recon_drift_check(struct recon *r, int max);
+int recon_drift_found(struct recon *r, const char *session_id, const char *sandbox_id);
+
 /* Next attempt delay in seconds after ATTEMPTS failed attempts: min(cap, base * 2^(n-1)),
  * +/- 20% jitter drawn from JITTER (0..1). */
 long recon_backoff(const struct config *cfg, long long attempts, double jitter);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make down`: stop what scripts/up.sh started under RUNDIR (default ./var), by the PIDs in its
-# pid files: nginx, the API supervisor(s), MariaDB. Data, key and logs stay in RUNDIR.
+# pid files: nginx, the API supervisor(s), the reconciler, MariaDB, and a dockerd `make up`
+# started (its containers stop with it). Data, key and logs stay in RUNDIR.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -10,6 +10,9 @@
 # exists) so that no system MariaDB, nginx, Apache or lighttpd is started; services that were
 # already running are left alone.
 #
+# docker.io and debootstrap: the docker backend's Engine and its default sandbox image
+# (sandbox-image/build.sh); dockerd is started by scripts/lib-stack.sh, not as a service.
+#
 # Node.js and npm (for the SDK compatibility tests) are skipped when `node` and `npm` already
 # exist, whatever installed them.
 #
@@ -38,6 +41,7 @@ packages=(
 	bubblewrap slirp4netns spawn-fcgi wrk curl jq logrotate acl
 	apache2 libapache2-mod-fcgid lighttpd
 	galera-4 rsync iproute2 iptables # scripts/cluster.sh: Galera nodes, rsync SST, namespaces
+	docker.io debootstrap
 )
 nginx_flavours=(nginx-light nginx nginx-core nginx-full nginx-extras)
 policy=/usr/sbin/policy-rc.d

@@ -253,6 +253,32 @@ _stack_stop() {
 	rm -f "$pidfile"
 }
 
+# _stack_wait_ready RUN NAME SECONDS STOPFN CMD...: wait until CMD succeeds while RUN/NAME.pid's
+# process lives. When it exits first, its pid file goes; after SECONDS, STOPFN RUN stops it.
+# Either way the end of RUN/NAME.log is shown and 1 returned.
+_stack_wait_ready() {
+	local run=$1 name=$2 secs=$3 stopfn=$4 pid n
+	shift 4
+	read -r pid <"$run/$name.pid" || return 1
+	n=$((secs * 10))
+	until "$@" >/dev/null 2>&1; do
+		if ! _stack_alive "$pid"; then
+			_stack_err "$name exited during startup"
+			_stack_tail "$run/$name.log"
+			rm -f "$run/$name.pid"
+			return 1
+		fi
+		n=$((n - 1))
+		if [ $n -le 0 ]; then
+			_stack_err "$name (pid $pid) not ready after ${secs}s"
+			_stack_tail "$run/$name.log"
+			"$stopfn" "$run"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
 # _stack_spawn PIDFILE LOG CMD...: run CMD in the background in a new session (a terminal's ^C
 # or the caller's exit does not reach it) with stdin from /dev/null and stdout+stderr appended
 # to LOG; its PID goes to PIDFILE before it starts.
@@ -260,8 +286,12 @@ _stack_spawn() {
 	local pidfile=$1 log=$2 n=50
 	shift 2
 	rm -f "$pidfile"
+	# the daemon keeps no descriptor of ours but 0-2 (a lock held open by it would never free)
 	# shellcheck disable=SC2016
-	setsid bash -c 'echo $$ >"$0.tmp" && mv -f "$0.tmp" "$0" && exec "$@"' "$pidfile" "$@" \
+	# (no redirection around the exec: `exec` would make a temporary one permanent)
+	setsid bash -c 'for f in /proc/$$/fd/*; do n=${f##*/}
+		if [ "$n" -gt 2 ] && [ -e "$f" ]; then eval "exec $n>&-"; fi
+		done; echo $$ >"$0.tmp" && mv -f "$0.tmp" "$0" && exec "$@"' "$pidfile" "$@" \
 		</dev/null >>"$log" 2>&1 &
 	while [ $n -gt 0 ] && [ ! -s "$pidfile" ]; do
 		sleep 0.1
@@ -418,24 +448,8 @@ db_start() {
 			return 1
 		}
 		read -r pid <"$run/mariadb.pid"
-		n=600
-		until mariadb-admin --no-defaults --socket="$run/mysql.sock" --user="$(id -un)" \
-			--connect-timeout=2 ping >/dev/null 2>&1; do
-			if ! _stack_alive "$pid"; then
-				_stack_err "mariadbd exited during startup"
-				_stack_tail "$run/mariadb.log"
-				rm -f "$run/mariadb.pid"
-				return 1
-			fi
-			n=$((n - 1))
-			if [ $n -le 0 ]; then
-				_stack_err "mariadbd (pid $pid) not ready after 60s"
-				_stack_tail "$run/mariadb.log"
-				db_stop "$run"
-				return 1
-			fi
-			sleep 0.1
-		done
+		_stack_wait_ready "$run" mariadb 60 db_stop mariadb-admin --no-defaults \
+			--socket="$run/mysql.sock" --user="$(id -un)" --connect-timeout=2 ping || return 1
 		_stack_say "mariadb ready (pid $pid)"
 	fi
 	_stack_db_provision "$run"
@@ -509,6 +523,10 @@ _stack_api_bin() {
 # api_config RUN NAME BACKEND: write RUN/NAME.ini (mode 0600) for an API supervisor listening
 # on RUN/NAME.sock, group = the nginx workers' group, mode 0660, with the database password from
 # RUN/db-password (db_start first). Sets STACK_CONFIG_CHANGED=1 when the file changed.
+# With STACK_DOCKER_SOCKET set (docker_engine), a [docker] section names that socket and
+# STACK_DOCKER_IMAGE. The operator's own settings live in RUN/operator.ini, appended verbatim
+# after the generated ones: a key set there wins (the reader keeps a key's last value), and
+# no run of `make up` touches that file.
 api_config() {
 	local run=$1 name=$2 backend=$3 ini tmp
 	STACK_CONFIG_CHANGED=0
@@ -534,7 +552,8 @@ port = ${DB_ADDR##*:}"
 	(
 		umask 077
 		cat >"$tmp" <<EOF
-; written by scripts/lib-stack.sh (api_config); rewritten by every \`make up\`
+; written by scripts/lib-stack.sh (api_config); rewritten by every \`make up\`:
+; put your own settings in $run/operator.ini (appended below, where they win)
 [database]
 $db_line
 user = $STACK_DB_USER
@@ -557,6 +576,15 @@ root = $run/sandboxes
 [log]
 level = ${LOG_LEVEL:-info}
 EOF
+		if [ -n "$STACK_DOCKER_SOCKET" ]; then
+			printf '\n[docker]\nsocket = %s\nimage = %s\n' "$STACK_DOCKER_SOCKET" \
+				"${STACK_DOCKER_IMAGE:?docker image not set}" >>"$tmp"
+		fi
+		if [ -f "$run/operator.ini" ]; then
+			printf '\n; ---- %s (the operator'"'"'s settings; they win) ----\n' \
+				"$run/operator.ini" >>"$tmp"
+			cat "$run/operator.ini" >>"$tmp"
+		fi
 	) || return 1
 	if [ -f "$ini" ] && cmp -s "$tmp" "$ini"; then
 		rm -f "$tmp"
@@ -843,6 +871,126 @@ recon_stop() {
 	_stack_stop "$1/reconciler.pid" terrarium-reconciler TERM 35 reconciler
 }
 
+# ---------------------------------------------------------------------------------------------
+# Docker Engine (BACKEND=docker)
+#
+# docker_engine RUN sets STACK_DOCKER_SOCKET to an Engine that answers, in this order: the
+# socket DOCKER_SOCKET names; the system's /var/run/docker.sock; the Engine another terrarium
+# script started (its socket is in STACK_DOCKER_POINTER); else it starts dockerd itself: data
+# root DOCKER_DATA_ROOT (default RUN/docker), exec root RUN/docker-exec, socket RUN/docker.sock,
+# pid file RUN/dockerd.pid, log RUN/dockerd.log, and records the socket in the pointer file.
+# Sets STACK_DOCKER_STARTED=1 in that case. docker_stop RUN stops a dockerd started under RUN.
+# One dockerd we start at a time: they would share the docker0 bridge and iptables chains.
+STACK_DOCKER_POINTER=/run/terrarium/docker-engine
+STACK_DOCKER_SOCKET=
+STACK_DOCKER_IMAGE=
+STACK_DOCKER_STARTED=0
+STACK_DOCKER_START_S=60
+
+# docker_answers SOCKET: does a Docker Engine answer /_ping on SOCKET?
+docker_answers() {
+	[ -S "$1" ] || return 1
+	[ "$(curl -s --max-time 5 --unix-socket "$1" http://localhost/_ping 2>/dev/null)" = OK ]
+}
+
+docker_engine() {
+	local run=$1 sock bin pid n data
+	STACK_DOCKER_STARTED=0
+	_stack_check_run "$run" || return 1
+	if [ -n "${DOCKER_SOCKET:-}" ]; then
+		if docker_answers "$DOCKER_SOCKET"; then
+			STACK_DOCKER_SOCKET=$DOCKER_SOCKET
+			return 0
+		fi
+		_stack_err "DOCKER_SOCKET=$DOCKER_SOCKET: no Docker Engine answers there"
+		return 1
+	fi
+	for sock in /var/run/docker.sock "$(cat "$STACK_DOCKER_POINTER" 2>/dev/null)"; do
+		if [ -n "$sock" ] && docker_answers "$sock"; then
+			_stack_say "using the Docker Engine on $sock"
+			STACK_DOCKER_SOCKET=$sock
+			return 0
+		fi
+	done
+	bin=$(_stack_bin dockerd) || {
+		_stack_err "dockerd not found (scripts/install-deps.sh installs docker.io)"
+		return 1
+	}
+	if [ "$(id -u)" -ne 0 ]; then
+		_stack_err "no Docker Engine answers and dockerd needs root: start one, or name its" \
+			"socket in DOCKER_SOCKET"
+		return 1
+	fi
+	sock=$run/docker.sock
+	_stack_check_socket_len "$sock" || return 1
+	data=${DOCKER_DATA_ROOT:-$run/docker}
+	mkdir -p "$data" "$run/docker-exec" "$(dirname "$STACK_DOCKER_POINTER")" || return 1
+	if pid=$(stack_running "$run/dockerd.pid" dockerd); then
+		_stack_say "dockerd already running (pid $pid), not answering yet"
+	else
+		_stack_say "starting dockerd (data root $data, socket $sock)"
+		_stack_spawn "$run/dockerd.pid" "$run/dockerd.log" "$bin" --data-root "$data" \
+			--exec-root "$run/docker-exec" --pidfile "$run/docker-exec/dockerd.pid" \
+			-H "unix://$sock" --group "$(getent group docker >/dev/null && echo docker || id -gn)" || {
+			_stack_err "dockerd did not start"
+			_stack_tail "$run/dockerd.log"
+			return 1
+		}
+		read -r pid <"$run/dockerd.pid"
+	fi
+	_stack_wait_ready "$run" dockerd "$STACK_DOCKER_START_S" docker_stop docker_answers "$sock" ||
+		return 1
+	printf '%s\n' "$sock" >"$STACK_DOCKER_POINTER.tmp" && mv -f "$STACK_DOCKER_POINTER.tmp" \
+		"$STACK_DOCKER_POINTER"
+	_stack_say "dockerd ready (pid $pid)"
+	STACK_DOCKER_SOCKET=$sock
+	# shellcheck disable=SC2034 # read by callers
+	STACK_DOCKER_STARTED=1
+}
+
+# docker_engine_shared: the Engine of tests and benchmarks, shared by concurrent runs: as
+# docker_engine with RUN STACK_DOCKER_SHARED_RUN and data root DOCKER_DATA_ROOT (default
+# /var/lib/terrarium-docker, kept across runs and clones so the sandbox image is built once).
+# The caller holds a shared lock while it uses the Engine; docker_engine_release drops it and,
+# when no other run holds one, stops a dockerd started there.
+STACK_DOCKER_SHARED_RUN=/run/terrarium/docker
+STACK_DOCKER_USERS_FD=
+docker_engine_shared() {
+	local start_fd rc
+	mkdir -p "$STACK_DOCKER_SHARED_RUN" || return 1
+	exec {STACK_DOCKER_USERS_FD}>>"$STACK_DOCKER_SHARED_RUN.users.lock" || return 1
+	flock -s "$STACK_DOCKER_USERS_FD" || return 1
+	exec {start_fd}>>"$STACK_DOCKER_SHARED_RUN.start.lock" || return 1
+	flock -x "$start_fd" # one starter at a time
+	DOCKER_DATA_ROOT=${DOCKER_DATA_ROOT:-/var/lib/terrarium-docker} \
+		docker_engine "$STACK_DOCKER_SHARED_RUN"
+	rc=$?
+	exec {start_fd}>&-
+	return $rc
+}
+
+docker_engine_release() {
+	local fd=$STACK_DOCKER_USERS_FD
+	[ -n "$fd" ] || return 0
+	STACK_DOCKER_USERS_FD=
+	flock -u "$fd"
+	if flock -x -n "$fd" && [ -e "$STACK_DOCKER_SHARED_RUN/dockerd.pid" ]; then
+		docker_stop "$STACK_DOCKER_SHARED_RUN"
+	fi
+	exec {fd}>&-
+}
+
+# docker_stop RUN: stop the dockerd started under RUN (SIGTERM: it stops its containers), by PID.
+docker_stop() {
+	_stack_check_run "$1" || return 1
+	[ -e "$1/dockerd.pid" ] || return 0
+	_stack_stop "$1/dockerd.pid" dockerd TERM 60 dockerd || return 1
+	if [ "$(cat "$STACK_DOCKER_POINTER" 2>/dev/null)" = "$1/docker.sock" ]; then
+		rm -f "$STACK_DOCKER_POINTER"
+	fi
+	rm -f "$1/docker.sock"
+}
+
 stack_stop_all() {
 	local run=$1 f name rc=0
 	_stack_check_run "$run" || return 1
@@ -852,11 +1000,12 @@ stack_stop_all() {
 	for f in "$run"/*.pid; do
 		[ -e "$f" ] || continue
 		name=$(basename "$f" .pid)
-		case "$name" in nginx | mariadb | apache | lighttpd) continue ;; esac
+		case "$name" in nginx | mariadb | apache | lighttpd | dockerd) continue ;; esac
 		_stack_stop "$f" terrarium TERM 35 "$name" || rc=1
 		rm -f "$run/$name.sock" "$run/$name-poll.sock"
 	done
 	db_stop "$run" || rc=1
+	docker_stop "$run" || rc=1
 	return $rc
 }
 

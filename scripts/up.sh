@@ -12,6 +12,11 @@
 # then starts the API binary itself (mod_fcgid, mod_fastcgi; docs/hosting.md) instead of the
 # supervisor; switching servers stops the other one.
 #
+# BACKEND=docker also finds or starts a Docker Engine and builds the default sandbox image
+# (docs/docker.md): DOCKER_SOCKET names an Engine to use, DOCKER_DATA_ROOT the data root of a
+# dockerd started here (default RUNDIR/docker), SANDBOX_IMAGE an image of your own.
+# Settings of your own go in RUNDIR/operator.ini (kept; they override the generated ones).
+#
 # Environment: RUNDIR PORT BACKEND WORKSPACE WORKERS LOG_LEVEL BUILD_DIR SERVER,
 # RECONCILER=1 to also run the reconciler in --loop mode in the background, and
 # SKIP_INSTALL_DEPS=1 to skip scripts/install-deps.sh.
@@ -47,6 +52,16 @@ db_init "$RUN"
 db_created=$STACK_DB_CREATED
 db_start "$RUN"
 
+if [ "$BACKEND" = docker ]; then
+	# a running Docker Engine, else our own dockerd under RUN (docker_engine); then the
+	# default sandbox image unless the operator names one (SANDBOX_IMAGE)
+	docker_engine "$RUN"
+	if [ -n "${SANDBOX_IMAGE:-}" ]; then
+		STACK_DOCKER_IMAGE=$SANDBOX_IMAGE
+	else
+		STACK_DOCKER_IMAGE=$(DOCKER_SOCKET=$STACK_DOCKER_SOCKET "$ROOT/sandbox-image/build.sh")
+	fi
+fi
 api_config "$RUN" api "$BACKEND"
 config_changed=$STACK_CONFIG_CHANGED
 api_cli "$RUN" api migrate "$ROOT/sql"
@@ -126,5 +141,6 @@ terrarium is up (backend: $BACKEND, server: $SERVER)
 
   reconciler  $( [ "${RECONCILER:-0}" = 1 ] && echo "running (--loop), log $RUN/reconciler.log" || echo "build/terrarium-reconciler -c $RUN/api.ini --once   (or RECONCILER=1 make up)")
 
+  settings  $RUN/api.ini (generated; your own settings go in $RUN/operator.ini)
   make down    stops it
 EOF

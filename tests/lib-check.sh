@@ -1,17 +1,22 @@
 # shellcheck shell=bash
-# lib-check.sh: the pass/fail counting of the shell test scripts (sourced).
-#   check NAME CMD...   runs CMD; prints "ok - NAME" or "not ok - NAME" and counts it in
-#                       $passed / $failed, which the script reports as "N passed, N failed"
+# lib-check.sh: the pass/fail counting of the test scripts. Source it, call ok/not_ok/check,
+# end with `check_summary` (prints "N passed, N failed"; returns 1 when any failed).
 passed=0
 failed=0
-check() {
+ok() {
+	passed=$((passed + 1))
+	echo "ok - $*"
+}
+not_ok() {
+	failed=$((failed + 1))
+	echo "not ok - $*"
+}
+check() { # check NAME COMMAND...
 	local name=$1
 	shift
-	if "$@"; then
-		passed=$((passed + 1))
-		echo "ok - $name"
-	else
-		failed=$((failed + 1))
-		echo "not ok - $name"
-	fi
+	if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+check_summary() {
+	echo "$passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
 }

@@ -34,7 +34,19 @@ struct sbx {
 	/* Set by the caller before each run: asked about every second while a command runs
 	 * (local, bwrap); a non-zero answer kills the command at once. NULL: no watch. */
 	const struct proc_watch *watch;
+	/* Set by the caller before each create: the image or tree a NEW sandbox starts from
+	 * instead of the configured base (a package cache entry's ref, from cache_lookup), or
+	 * NULL; and the environment every command in it gets (NULL-terminated, borrowed; docker
+	 * makes it the container's, so `--exec` and a session's own commands see the same). */
+	const char *create_from;
+	char *const *create_env;
+	/* Set by the caller before each run: 1 runs the command as the sandbox's root (apt needs
+	 * it), 0 (the default) as its unprivileged user where the backend has one (docker). */
+	int run_as_root;
 	const struct remote_conf *remote; /* the driver's [section] (HTTP backends), borrowed */
+	/* Set by the driver's open: a unix socket the reconciler must keep reaching after it gave
+	 * up root (docker: the Engine's); its group is kept as a supplementary group. "" none. */
+	char control_socket[CONFIG_STR_MAX];
 	void *priv;                       /* the driver's state (HTTP client...), owned by it */
 };
 
@@ -62,6 +74,19 @@ struct sandbox_backend {
 	int (*set_egress)(struct sbx *s, const char *id, json_t *hosts, char *err, size_t errsz);
 	/* Destroy sandbox ID; one that does not exist counts as destroyed. 0 or -1. */
 	int (*destroy)(struct sbx *s, const char *id, char *err, size_t errsz);
+	/* Optional: does sandbox ID still exist? 1 yes, 0 no (removed behind our back), -1 with
+	 * ERR when it cannot tell. NULL: the backend cannot say (no drift checks). */
+	int (*exists)(struct sbx *s, const char *id, char *err, size_t errsz);
+	/* Optional package cache (reconciler/cache.c). cache_lookup: the ref of entry KEY (64 hex
+	 * digits) into REF, for create_from; 1 present, 0 absent, -1 error. cache_store: make
+	 * sandbox ID's state entry KEY, replacing any entry of that key as one atomic step (two
+	 * reconcilers storing one key leave one whole entry); 0 or -1. cache_remove: remove entry
+	 * KEY; 0 removed or absent, 1 kept because a sandbox still uses it, -1 error. */
+	int (*cache_lookup)(struct sbx *s, const char *key, char *ref, size_t refsz, char *err,
+			    size_t errsz);
+	int (*cache_store)(struct sbx *s, const char *id, const char *key, char *err,
+			   size_t errsz);
+	int (*cache_remove)(struct sbx *s, const char *key, char *err, size_t errsz);
 };
 
 /* Bind the backend named by CFG (the drivers table in open.c). 0, or -1 with ERR set when the
@@ -92,5 +117,15 @@ int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz);
 int sbx_dir_own(struct sbx *s, unsigned uid, unsigned gid);
 /* s->root + "/" + ID into OUT; -1 when ID is not a plain name. */
 int sbx_dir_path(struct sbx *s, const char *id, char *out, size_t outsz);
+/* Package cache of directory backends (dir.c): sbx_dir_create honouring s->create_from (a copy
+ * of the entry), and the cache operations of struct sandbox_backend. (No exists: a directory
+ * missing under this reconciler's root may be another configuration's sandbox.) */
+int sbx_dir_create_from(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
+			size_t errsz);
+int sbx_dir_cache_lookup(struct sbx *s, const char *key, char *ref, size_t refsz, char *err,
+			 size_t errsz);
+int sbx_dir_cache_store(struct sbx *s, const char *id, const char *key, char *err,
+			size_t errsz);
+int sbx_dir_cache_remove(struct sbx *s, const char *key, char *err, size_t errsz);
 
 #endif

@@ -558,9 +558,12 @@ const struct sandbox_backend sbx_bwrap = {
 	.name = "bwrap",
 	.prepare = bwrap_prepare,
 	.close = bwrap_close,
-	.create = sbx_dir_create,
+	.create = sbx_dir_create_from,
 	.workdir = bwrap_workdir,
 	.run = bwrap_run,
 	.set_egress = NULL,
 	.destroy = sbx_dir_destroy,
+	.cache_lookup = sbx_dir_cache_lookup,
+	.cache_store = sbx_dir_cache_store,
+	.cache_remove = sbx_dir_cache_remove,
 };

@@ -4,6 +4,14 @@
  * runs `tail -f /dev/null` so commands can be exec'd into it. No egress allowlist: limited
  * networking is refused at admission.
  *
+ * Confinement (docs/docker.md): never privileged; every capability dropped but the few apt
+ * and dpkg need as the container's root (DOCKER_CAP_ADD), no-new-privileges, pids and memory
+ * limits; commands run as DOCKER_SANDBOX_USER unless the caller sets sbx.run_as_root (apt).
+ * On the default bridge a sandbox reaches the outside but not services bound to the host's
+ * loopback. [sandbox] ca_bundle is bind-mounted read-only at DOCKER_CA_PATH and named by the
+ * usual variables (DOCKER_CA_VARS). Package cache entries are images DOCKER_CACHE_REPO:KEY
+ * committed from a provisioned container.
+ *
  * Protocol source: moby/moby api/swagger.yaml (operations ContainerCreate, ContainerInspect,
  * ContainerStart, ContainerExec, ExecStart, ExecInspect, ContainerDelete, ImageCreate, and the
  * "Stream format" section of ContainerAttach for the multiplexed exec output). Paths carry no
@@ -29,6 +37,26 @@
 #define DOCKER_PULL_BODY_MAX (1u << 20)
 #define DOCKER_INSPECT_POLLS 20    /* exec inspect while the stream's end races the exit */
 #define DOCKER_INSPECT_POLL_MS 100
+#define DOCKER_SANDBOX_USER "1000:1000" /* the default image's `sandbox` user */
+#define DOCKER_ROOT_USER "0:0"
+#define DOCKER_PIDS_LIMIT 1024
+#define DOCKER_MEMORY_LIMIT (4LL << 30)  /* bytes; swap is not added to it */
+#define DOCKER_CA_PATH "/etc/terrarium/ca-bundle.crt"
+#define DOCKER_CACHE_REPO "terrarium-cache"
+#define DOCKER_LABEL_CACHE "terrarium.cache"
+#define DOCKER_COMMIT_TIMEOUT_S 600
+#define DOCKER_ENV_MAX 64
+
+/* What the container's root keeps: apt downloads as _apt (SETUID/SETGID), dpkg writes into
+ * directories of other owners and sets owners and modes (CHOWN, DAC_OVERRIDE, FOWNER, FSETID).
+ * No NET_RAW, MKNOD, SYS_*, SETFCAP, ... The unprivileged user has none of them. */
+static const char *const docker_cap_add[] = { "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID",
+					      "SETUID", "SETGID", NULL };
+/* The variables that name the CA bundle, for the tools that read one each. */
+static const char *const docker_ca_vars[] = { "SSL_CERT_FILE",	   "NODE_EXTRA_CA_CERTS",
+					      "PIP_CERT",	   "REQUESTS_CA_BUNDLE",
+					      "CARGO_HTTP_CAINFO", "GIT_SSL_CAINFO",
+					      "CURL_CA_BUNDLE",	   NULL };
 
 struct docker {
 	struct http_client http;
@@ -70,6 +98,8 @@ static int docker_open(struct sbx *s, char *err, size_t errsz)
 		free(d);
 		return -1;
 	}
+	if (rc.socket[0])
+		snprintf(s->control_socket, sizeof(s->control_socket), "%s", rc.socket);
 	s->priv = d;
 	return 0;
 }
@@ -111,9 +141,10 @@ static int path_ref(const char *ref, char *out, size_t outsz)
 	return 0;
 }
 
-/* GET /containers/{name}/json (ContainerInspect): its Id when it carries our label for NAME. */
+/* GET /containers/{name}/json (ContainerInspect): its Id when it carries our label for NAME,
+ * and the image it was created from (Config.Image) into IMAGE when IMAGE is not NULL. */
 static int inspect_owned(struct docker *d, const char *cname, const char *name, char *id,
-			 size_t idsz, char *err, size_t errsz)
+			 size_t idsz, char *image, size_t imagesz, char *err, size_t errsz)
 {
 	char path[HTTP_URL_MAX];
 	struct http_request rq;
@@ -144,6 +175,11 @@ static int inspect_owned(struct docker *d, const char *cname, const char *name, 
 		goto out;
 	}
 	strcpy(id, cid);
+	if (image) {
+		const char *from = json_string_value(
+			json_object_get(json_object_get(root, "Config"), "Image"));
+		snprintf(image, imagesz, "%s", from ? from : "");
+	}
 	ret = 0;
 out:
 	json_decref(root);
@@ -180,6 +216,76 @@ out:
 	return ret;
 }
 
+static int is_ca_var(const char *entry)
+{
+	for (int i = 0; docker_ca_vars[i]; i++) {
+		size_t n = strlen(docker_ca_vars[i]);
+		if (!strncmp(entry, docker_ca_vars[i], n) && entry[n] == '=')
+			return 1;
+	}
+	return 0;
+}
+
+/* The environment of the container: the caller's (sbx.create_env), then the CA variables when
+ * a bundle is mounted (they win over the caller's, which name host paths), and pip's consent to
+ * install beside Debian's packages (PEP 668) in this throwaway system. */
+static json_t *container_env(struct sbx *s)
+{
+	const char *ca = s->cfg->sandbox_ca_bundle;
+	json_t *env = json_array();
+	char entry[CONFIG_STR_MAX];
+
+	for (int i = 0; s->create_env && s->create_env[i] && i < DOCKER_ENV_MAX; i++)
+		if (!*ca || !is_ca_var(s->create_env[i]))
+			json_array_append_new(env, json_string(s->create_env[i]));
+	for (int i = 0; *ca && docker_ca_vars[i]; i++) {
+		snprintf(entry, sizeof(entry), "%s=%s", docker_ca_vars[i], DOCKER_CA_PATH);
+		json_array_append_new(env, json_string(entry));
+	}
+	json_array_append_new(env, json_string("PIP_BREAK_SYSTEM_PACKAGES=1"));
+	return env;
+}
+
+/* ContainerCreate's body for sandbox NAME. New reference, or NULL. */
+static json_t *container_spec(struct sbx *s, const char *name)
+{
+	const char *ca = s->cfg->sandbox_ca_bundle;
+	json_t *caps = json_array(), *binds = json_array(), *host;
+	char bind[CONFIG_STR_MAX * 2];
+
+	for (int i = 0; docker_cap_add[i]; i++)
+		json_array_append_new(caps, json_string(docker_cap_add[i]));
+	if (*ca) {
+		snprintf(bind, sizeof(bind), "%s:%s:ro", ca, DOCKER_CA_PATH);
+		json_array_append_new(binds, json_string(bind));
+	}
+	host = json_pack("{s:s, s:b, s:b, s:[s], s:o, s:[s], s:I, s:I, s:I, s:o}",
+			 "NetworkMode", s->create_share_net ? "bridge" : "none",
+			 "Init", 1,
+			 "Privileged", 0,
+			 "CapDrop", "ALL",
+			 "CapAdd", caps,
+			 "SecurityOpt", "no-new-privileges",
+			 "PidsLimit", (json_int_t)DOCKER_PIDS_LIMIT,
+			 "Memory", (json_int_t)DOCKER_MEMORY_LIMIT,
+			 "MemorySwap", (json_int_t)DOCKER_MEMORY_LIMIT,
+			 "Binds", binds);
+	if (!host)
+		return NULL;
+	/* no User: the Engine gives an exec as root the capabilities above only when the
+	 * container's user is root; commands choose theirs (exec_create). pid 1 (docker-init and
+	 * `tail`) runs as that capability-poor root and does nothing. */
+	return json_pack("{s:s, s:[s,s,s], s:s, s:o, s:b, s:b, s:{s:s, s:s}, s:o}",
+			 "Image", s->create_from ? s->create_from : s->remote->image,
+			 "Entrypoint", "tail", "-f", "/dev/null",
+			 "WorkingDir", DOCKER_WORKDIR,
+			 "Env", container_env(s),
+			 "Tty", 0,
+			 "OpenStdin", 0,
+			 "Labels", DOCKER_LABEL_SESSION, name, DOCKER_LABEL_MANAGED, "true",
+			 "HostConfig", host);
+}
+
 /* POST /containers/create?name=NAME (ContainerCreate): 201 {Id}, 409 when the name is taken,
  * 404 when the image is missing. Returns the status, 0 on a transport failure. */
 static long create_container(struct sbx *s, const char *cname, const char *name, char *id,
@@ -193,15 +299,7 @@ static long create_container(struct sbx *s, const char *cname, const char *name,
 	const char *cid;
 	long status = 0;
 
-	body = json_pack("{s:s, s:[s,s,s], s:s, s:b, s:b, s:{s:s, s:s}, s:{s:s, s:b}}",
-			 "Image", s->remote->image,
-			 "Entrypoint", "tail", "-f", "/dev/null",
-			 "WorkingDir", DOCKER_WORKDIR,
-			 "Tty", 0,
-			 "OpenStdin", 0,
-			 "Labels", DOCKER_LABEL_SESSION, name, DOCKER_LABEL_MANAGED, "true",
-			 "HostConfig", "NetworkMode", s->create_share_net ? "bridge" : "none",
-			 "Init", 1);
+	body = container_spec(s, name);
 	if (!body) {
 		snprintf(err, errsz, "docker: request could not be built");
 		return 0;
@@ -230,36 +328,73 @@ out:
 	return status;
 }
 
-/* POST /containers/{id}/start (ContainerStart): 204 started, 304 already running. */
-static int start_container(struct docker *d, const char *id, char *err, size_t errsz)
+/* METHOD PREFIX + REF (escaped as a path segment) + SUFFIX, without a body: the answer's
+ * status when it is one of OK (0-terminated), else 0 with ERR set (the Engine's message, or why
+ * the call failed). */
+static long call_ref(struct docker *d, const char *method, const char *prefix, const char *ref,
+		     const char *suffix, const long *ok, char *err, size_t errsz)
 {
-	char ref[SBX_ID_MAX * 3], path[HTTP_URL_MAX];
+	char eref[CONFIG_STR_MAX * 3], path[HTTP_URL_MAX];
 	struct http_request rq;
 	struct http_response rs;
-	int ret = -1;
+	long status = 0;
 
-	if (path_ref(id, ref, sizeof(ref))) {
-		snprintf(err, errsz, "docker: invalid container id");
-		return -1;
+	if (!*ref || http_escape(ref, eref, sizeof(eref))) {
+		snprintf(err, errsz, "docker: invalid or too long reference");
+		return 0;
 	}
-	snprintf(path, sizeof(path), "/containers/%s/start", ref);
-	rq = req("POST", path, NULL);
+	snprintf(path, sizeof(path), "%s%s%s", prefix, eref, suffix);
+	rq = req(method, path, NULL);
 	if (http_do(&d->http, &rq, &rs, err, errsz))
 		goto out;
-	if (rs.status == 204 || rs.status == 304)
-		ret = 0;
-	else
+	for (int i = 0; ok[i]; i++)
+		if (rs.status == ok[i])
+			status = rs.status;
+	if (!status)
 		http_error(&d->http, &rq, &rs, err, errsz);
 out:
 	http_response_release(&rs);
-	return ret;
+	return status;
+}
+
+/* POST /containers/{id}/start (ContainerStart): 204 started, 304 already running. */
+static int start_container(struct docker *d, const char *id, char *err, size_t errsz)
+{
+	static const long ok[] = { 204, 304, 0 };
+	return call_ref(d, "POST", "/containers/", id, "/start", ok, err, errsz) ? 0 : -1;
+}
+
+static int docker_run(struct sbx *s, const char *id, int share_net, char *const argv[],
+		      char *const envp[], long timeout_s, struct proc_result *res);
+static int delete_container(struct docker *d, const char *ref, char *err, size_t errsz);
+
+/* An image of the operator's may lack the default image's /workspace owned by the sandbox
+ * user (WorkingDir makes it root's): hand it over once, as root. */
+static int own_workspace(struct sbx *s, const char *id, char *err, size_t errsz)
+{
+	char chown_[] = "chown", owner[] = DOCKER_SANDBOX_USER, dir[] = DOCKER_WORKDIR;
+	char *argv[] = { chown_, owner, dir, NULL };
+	struct proc_result res;
+	int rc, saved = s->run_as_root;
+
+	s->run_as_root = 1;
+	rc = docker_run(s, id, 0, argv, NULL, DOCKER_EXEC_SLACK_S, &res);
+	s->run_as_root = saved;
+	if (rc || res.exit_code) {
+		snprintf(err, errsz, "docker: chown %s in the new sandbox: %s", DOCKER_WORKDIR,
+			 res.output && res.len ? res.output : "failed");
+		proc_result_release(&res);
+		return -1;
+	}
+	proc_result_release(&res);
+	return 0;
 }
 
 static int docker_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
 			 size_t errsz)
 {
 	struct docker *d = docker_of(s);
-	char cname[CONFIG_STR_MAX];
+	char cname[CONFIG_STR_MAX], image[CONFIG_STR_MAX] = "";
 	long status;
 
 	if (container_name(name, cname, sizeof(cname))) {
@@ -273,11 +408,25 @@ static int docker_create(struct sbx *s, const char *name, char *id, size_t idsz,
 			return -1;
 		status = create_container(s, cname, name, id, idsz, err, errsz);
 	}
-	if (status == 409 && inspect_owned(d, cname, name, id, idsz, err, errsz))
+	if (status == 409 && inspect_owned(d, cname, name, id, idsz, image, sizeof(image), err,
+					   errsz))
 		return -1;
+	if (status == 409 && s->create_from && strcmp(image, s->create_from)) {
+		/* left by an attempt that recorded nothing, from another image than the cache
+		 * entry this one starts from: replaced, so what the caller skips is there */
+		if (delete_container(d, id, err, errsz) < 0)
+			return -1;
+		status = create_container(s, cname, name, id, idsz, err, errsz);
+		if (status != 201)
+			return -1;
+	}
 	if (status != 201 && status != 409)
 		return -1;
-	return start_container(d, id, err, errsz);
+	if (start_container(d, id, err, errsz))
+		return -1;
+	if (status == 201 && !s->create_from)
+		return own_workspace(s, id, err, errsz);
+	return 0;
 }
 
 /* ---- exec ---- */
@@ -320,10 +469,13 @@ static int demux_data(void *arg, const char *data, size_t n)
 	return 0;
 }
 
-/* POST /containers/{id}/exec (ContainerExec): 201 {Id}. */
-static int exec_create(struct docker *d, const char *id, char *const argv[], char *const envp[],
+/* POST /containers/{id}/exec (ContainerExec): 201 {Id}; 409 when the container is not
+ * running (after an Engine restart): started, then asked once more. */
+static int exec_create(struct sbx *s, const char *id, char *const argv[], char *const envp[],
 		       char *execid, size_t execidsz, char *err, size_t errsz)
 {
+	struct docker *d = docker_of(s);
+	int started = 0;
 	char ref[SBX_ID_MAX * 3], path[HTTP_URL_MAX];
 	struct http_request rq;
 	struct http_response rs;
@@ -334,19 +486,30 @@ static int exec_create(struct docker *d, const char *id, char *const argv[], cha
 	memset(&rs, 0, sizeof(rs));
 	for (int i = 0; argv[i]; i++)
 		json_array_append_new(cmd, json_string(argv[i]));
+	/* the container's CA variables name its mounted bundle; the caller's name host paths */
 	for (int i = 0; envp && envp[i]; i++)
-		json_array_append_new(env, json_string(envp[i]));
-	body = json_pack("{s:b, s:b, s:b, s:b, s:o, s:o, s:s}", "AttachStdin", 0, "AttachStdout", 1,
-			 "AttachStderr", 1, "Tty", 0, "Cmd", cmd, "Env", env, "WorkingDir",
-			 DOCKER_WORKDIR);
+		if (!s->cfg->sandbox_ca_bundle[0] || !is_ca_var(envp[i]))
+			json_array_append_new(env, json_string(envp[i]));
+	body = json_pack("{s:b, s:b, s:b, s:b, s:o, s:o, s:s, s:s}", "AttachStdin", 0,
+			 "AttachStdout", 1, "AttachStderr", 1, "Tty", 0, "Cmd", cmd, "Env", env,
+			 "WorkingDir", DOCKER_WORKDIR, "User",
+			 s->run_as_root ? DOCKER_ROOT_USER : DOCKER_SANDBOX_USER);
 	if (!body || path_ref(id, ref, sizeof(ref))) {
 		snprintf(err, errsz, "docker: exec request could not be built");
 		goto out;
 	}
 	snprintf(path, sizeof(path), "/containers/%s/exec", ref);
+again:
 	rq = req("POST", path, body);
 	if (http_do(&d->http, &rq, &rs, err, errsz))
 		goto out;
+	if (rs.status == 409 && !started) {
+		http_response_release(&rs);
+		started = 1;
+		if (start_container(d, id, err, errsz))
+			goto out;
+		goto again;
+	}
 	if (rs.status != 201) {
 		http_error(&d->http, &rq, &rs, err, errsz);
 		goto out;
@@ -430,7 +593,7 @@ static int docker_run(struct sbx *s, const char *id, int share_net, char *const 
 		proc_result_fail(res, "docker: empty command");
 		goto out;
 	}
-	if (exec_create(d, id, argv, envp, execid, sizeof(execid), err, sizeof(err))) {
+	if (exec_create(s, id, argv, envp, execid, sizeof(execid), err, sizeof(err))) {
 		proc_result_fail(res, err);
 		goto out;
 	}
@@ -483,28 +646,9 @@ out:
  * 0 deleted, 1 not found, -1 error. */
 static int delete_container(struct docker *d, const char *ref, char *err, size_t errsz)
 {
-	char eref[SBX_ID_MAX * 3], path[HTTP_URL_MAX];
-	struct http_request rq;
-	struct http_response rs;
-	int ret = -1;
-
-	if (path_ref(ref, eref, sizeof(eref))) {
-		snprintf(err, errsz, "docker: invalid container id");
-		return -1;
-	}
-	snprintf(path, sizeof(path), "/containers/%s?force=true&v=true", eref);
-	rq = req("DELETE", path, NULL);
-	if (http_do(&d->http, &rq, &rs, err, errsz))
-		goto out;
-	if (rs.status == 204 || rs.status == 200)
-		ret = 0;
-	else if (rs.status == 404)
-		ret = 1;
-	else
-		http_error(&d->http, &rq, &rs, err, errsz);
-out:
-	http_response_release(&rs);
-	return ret;
+	static const long ok[] = { 204, 200, 404, 0 };
+	long st = call_ref(d, "DELETE", "/containers/", ref, "?force=true&v=true", ok, err, errsz);
+	return !st ? -1 : st == 404;
 }
 
 static int full_id(const char *id)
@@ -517,11 +661,9 @@ static int full_id(const char *id)
  * through "terrarium-NAME", whose label must name it, and the container is removed by its Id. */
 static int docker_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
 {
+	static const long found[] = { 200, 404, 0 };
 	struct docker *d = docker_of(s);
-	char cname[CONFIG_STR_MAX], cid[SBX_ID_MAX], path[HTTP_URL_MAX];
-	struct http_request rq;
-	struct http_response rs;
-	int rc;
+	char cname[CONFIG_STR_MAX], cid[SBX_ID_MAX];
 
 	if (full_id(id))
 		return delete_container(d, id, err, errsz) < 0 ? -1 : 0;
@@ -529,19 +671,187 @@ static int docker_destroy(struct sbx *s, const char *id, char *err, size_t errsz
 		snprintf(err, errsz, "docker: invalid sandbox id");
 		return -1;
 	}
-	snprintf(path, sizeof(path), "/containers/%s/json", cname);
-	rq = req("GET", path, NULL);
-	if (http_do(&d->http, &rq, &rs, err, errsz)) {
-		http_response_release(&rs);
+	switch (call_ref(d, "GET", "/containers/", cname, "/json", found, err, errsz)) {
+	case 0:
 		return -1;
-	}
-	rc = (int)rs.status;
-	http_response_release(&rs);
-	if (rc == 404)
+	case 404:
 		return 0; /* never created, or already removed */
-	if (inspect_owned(d, cname, id, cid, sizeof(cid), err, errsz))
+	}
+	if (inspect_owned(d, cname, id, cid, sizeof(cid), NULL, 0, err, errsz))
 		return -1;
 	return delete_container(d, cid, err, errsz) < 0 ? -1 : 0;
+}
+
+/* GET /containers/{id}/json (ContainerInspect): 200 exists (running or not), 404 gone. */
+static int docker_exists(struct sbx *s, const char *id, char *err, size_t errsz)
+{
+	static const long ok[] = { 200, 404, 0 };
+	long st = call_ref(docker_of(s), "GET", "/containers/", id, "/json", ok, err, errsz);
+	return !st ? -1 : st == 200;
+}
+
+/* ---- package cache: images DOCKER_CACHE_REPO:KEY ---- */
+
+static int cache_ref(const char *key, char *ref, size_t refsz)
+{
+	int n;
+	if (strlen(key) != 64 || strspn(key, "0123456789abcdef") != 64)
+		return -1;
+	n = snprintf(ref, refsz, "%s:%s", DOCKER_CACHE_REPO, key);
+	return n < 0 || (size_t)n >= refsz ? -1 : 0;
+}
+
+/* GET /images/{name}/json (ImageInspect): the image's Id into ID (may be NULL). 1 present, 0
+ * absent, -1 error. */
+static int image_id(struct docker *d, const char *name, char *id, size_t idsz, char *err,
+		    size_t errsz)
+{
+	char ref[CONFIG_STR_MAX * 3], path[HTTP_URL_MAX];
+	struct http_request rq;
+	struct http_response rs;
+	json_t *root = NULL;
+	const char *iid;
+	int ret = -1;
+
+	if (http_escape(name, ref, sizeof(ref))) {
+		snprintf(err, errsz, "docker: image name is too long");
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/images/%s/json", ref);
+	rq = req("GET", path, NULL);
+	if (http_do(&d->http, &rq, &rs, err, errsz))
+		goto out;
+	if (rs.status == 404) {
+		ret = 0;
+	} else if (rs.status != 200) {
+		http_error(&d->http, &rq, &rs, err, errsz);
+	} else {
+		root = http_json(&rs);
+		iid = json_string_value(json_object_get(root, "Id"));
+		if (!iid || (id && strlen(iid) >= idsz)) {
+			snprintf(err, errsz, "docker: inspect image %s: answer has no usable Id", name);
+		} else {
+			if (id)
+				strcpy(id, iid);
+			ret = 1;
+		}
+	}
+out:
+	json_decref(root);
+	http_response_release(&rs);
+	return ret;
+}
+
+/* DELETE /images/{name} (ImageDelete), never forced: 0 removed or absent, 1 in use (409), -1. */
+static int image_delete(struct docker *d, const char *name, char *err, size_t errsz)
+{
+	static const long ok[] = { 200, 404, 409, 0 };
+	long st = call_ref(d, "DELETE", "/images/", name, "", ok, err, errsz);
+	return !st ? -1 : st == 409;
+}
+
+static int docker_cache_lookup(struct sbx *s, const char *key, char *ref, size_t refsz,
+			       char *err, size_t errsz)
+{
+	if (cache_ref(key, ref, refsz)) {
+		snprintf(err, errsz, "docker: invalid cache key");
+		return -1;
+	}
+	return image_id(docker_of(s), ref, NULL, 0, err, errsz);
+}
+
+/* GET /images/json?filters={"dangling":["true"],"label":["terrarium.cache=KEY"]}
+ * (ImageList): images of entry KEY that lost their tag to a later commit go (never forced: one
+ * a sandbox still runs from stays until a later store). */
+static void delete_untagged(struct docker *d, const char *key)
+{
+	char filters[HTTP_URL_MAX / 4], efilters[HTTP_URL_MAX / 2], path[HTTP_URL_MAX];
+	char err[SBX_ERR_MAX];
+	struct http_request rq;
+	struct http_response rs;
+	json_t *root = NULL, *img;
+	size_t i;
+
+	snprintf(filters, sizeof(filters), "{\"dangling\":[\"true\"],\"label\":[\"%s=%s\"]}",
+		 DOCKER_LABEL_CACHE, key);
+	if (http_escape(filters, efilters, sizeof(efilters)))
+		return;
+	snprintf(path, sizeof(path), "/images/json?filters=%s", efilters);
+	rq = req("GET", path, NULL);
+	if (http_do(&d->http, &rq, &rs, err, sizeof(err)) || rs.status != 200)
+		goto out;
+	root = http_json(&rs);
+	json_array_foreach(root, i, img) {
+		const char *iid = json_string_value(json_object_get(img, "Id"));
+		if (iid)
+			image_delete(d, iid, err, sizeof(err));
+	}
+out:
+	json_decref(root);
+	http_response_release(&rs);
+}
+
+/* POST /commit?container=ID&repo=R&tag=KEY (ImageCommit): the Engine builds the image, then
+ * moves the tag to it in one step, so two reconcilers committing one key leave the tag on one
+ * whole image; the loser's image, left untagged, is removed here. */
+static int docker_cache_store(struct sbx *s, const char *id, const char *key, char *err,
+			      size_t errsz)
+{
+	struct docker *d = docker_of(s);
+	char ref[CONFIG_STR_MAX], cref[SBX_ID_MAX * 3], path[HTTP_URL_MAX];
+	char mine[SBX_ID_MAX] = "", tagged[SBX_ID_MAX] = "";
+	struct http_request rq;
+	struct http_response rs;
+	json_t *body, *root = NULL;
+	const char *iid;
+	int ret = -1;
+
+	if (cache_ref(key, ref, sizeof(ref)) || path_ref(id, cref, sizeof(cref))) {
+		snprintf(err, errsz, "docker: invalid cache key or container id");
+		return -1;
+	}
+	if (image_id(d, ref, NULL, 0, err, errsz) == 1)
+		return 0; /* stored already (by another reconciler, or an earlier attempt) */
+	body = json_pack("{s:{s:s, s:s}}", "Labels", DOCKER_LABEL_MANAGED, "true",
+			 DOCKER_LABEL_CACHE, key);
+	snprintf(path, sizeof(path), "/commit?container=%s&repo=%s&tag=%s&pause=true", cref,
+		 DOCKER_CACHE_REPO, key);
+	rq = req("POST", path, body);
+	rq.timeout_s = DOCKER_COMMIT_TIMEOUT_S;
+	if (http_do(&d->http, &rq, &rs, err, errsz))
+		goto out;
+	if (rs.status != 201 && rs.status != 200) {
+		http_error(&d->http, &rq, &rs, err, errsz);
+		goto out;
+	}
+	root = http_json(&rs);
+	iid = json_string_value(json_object_get(root, "Id"));
+	if (!iid || strlen(iid) >= sizeof(mine)) {
+		snprintf(err, errsz, "docker: commit: answer has no usable Id");
+		goto out;
+	}
+	strcpy(mine, iid);
+	ret = 0;
+	if (image_id(d, ref, tagged, sizeof(tagged), err, errsz) == 1 && strcmp(tagged, mine))
+		image_delete(d, mine, err, errsz); /* another reconciler's commit won the tag */
+	else
+		delete_untagged(d, key); /* an earlier commit of the key this one took the tag from */
+out:
+	json_decref(body);
+	json_decref(root);
+	http_response_release(&rs);
+	return ret;
+}
+
+static int docker_cache_remove(struct sbx *s, const char *key, char *err, size_t errsz)
+{
+	char ref[CONFIG_STR_MAX];
+
+	if (cache_ref(key, ref, sizeof(ref))) {
+		snprintf(err, errsz, "docker: invalid cache key");
+		return -1;
+	}
+	return image_delete(docker_of(s), ref, err, errsz);
 }
 
 const struct sandbox_backend sbx_docker = {
@@ -553,4 +863,8 @@ const struct sandbox_backend sbx_docker = {
 	.run = docker_run,
 	.set_egress = NULL,
 	.destroy = docker_destroy,
+	.exists = docker_exists,
+	.cache_lookup = docker_cache_lookup,
+	.cache_store = docker_cache_store,
+	.cache_remove = docker_cache_remove,
 };

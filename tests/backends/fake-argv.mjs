@@ -17,6 +17,11 @@
 //   npm install ..., pip install ...
 //                             package-manager commands: "installed <pkg>" per package, exit 0;
 //                             a package whose name starts with "fail" makes it exit 100
+//   apt-get update            exit 0 (the reconciler fetches package lists before apt installs)
+//   sh -c 'for m do command -v "$m" ...' sh PROG...
+//                             the reconciler's check that each needed manager exists
+//                             (provision.c check_managers): prints the PROGs that are not a
+//                             package manager above, one per line
 //   anything else             not found (each fake reports it the way its service does)
 //
 // run() resolves to { code, out (Buffer), notFound, timedOut }.
@@ -42,6 +47,10 @@ export async function run(argv, { env = {}, cwd = '/', timeoutMs = 0, installed 
       const m = /^exit\s+(\d+)$/.exec(script);
       if (m) return done(Number(m[1]) & 255);
       if (script === 'exit') return done(0);
+      if (/^for m do command -v /.test(script)) {
+        for (const prog of args.slice(3)) if (!MANAGERS.has(prog)) say(prog + '\n');
+        return done(0);
+      }
       return run(script.split(/\s+/), { env, cwd, timeoutMs, installed });
     }
     case 'true':
@@ -106,6 +115,7 @@ export async function run(argv, { env = {}, cwd = '/', timeoutMs = 0, installed 
       return done(0);
     }
     default:
+      if (cmd === 'apt-get' && args.length === 1 && args[0] === 'update') return done(0);
       if (MANAGERS.has(cmd) && args[0] === 'install') {
         // the reconciler's options (reconciler/provision.c recon_install_argv); these take a
         // value: pip --target, cargo --root, gem --install-dir, npm --prefix

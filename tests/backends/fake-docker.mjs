@@ -27,7 +27,8 @@ const args = Object.fromEntries(
 );
 const CREATE_KEYS = ['Image', 'Entrypoint', 'Cmd', 'WorkingDir', 'Tty', 'OpenStdin', 'Labels', 'HostConfig', 'Env', 'User',
 	'AttachStdin', 'AttachStdout', 'AttachStderr', 'StdinOnce', 'Hostname'];
-const HOST_KEYS = ['NetworkMode', 'Init', 'AutoRemove', 'Memory', 'NanoCpus', 'PidsLimit', 'CapDrop', 'SecurityOpt', 'ReadonlyRootfs'];
+const HOST_KEYS = ['NetworkMode', 'Init', 'AutoRemove', 'Memory', 'MemorySwap', 'NanoCpus', 'PidsLimit', 'CapDrop', 'CapAdd',
+	'SecurityOpt', 'ReadonlyRootfs', 'Privileged', 'Binds'];
 const EXEC_KEYS = ['AttachStdin', 'AttachStdout', 'AttachStderr', 'Tty', 'Cmd', 'Env', 'WorkingDir', 'User', 'Privileged', 'DetachKeys'];
 
 const log = { calls: [], violations: [], installs: [], created: [] };

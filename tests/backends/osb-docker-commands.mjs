@@ -92,6 +92,19 @@ export function runArgv(argv, ctx) {
 	if (cmd === 'sh' && args[0] === '-c' && args.length === 2 && /^exit [0-9]+$/.test(args[1])) {
 		return { out, exit: Number(args[1].slice(5)) };
 	}
+	// the reconciler's check that each needed manager exists (reconciler/provision.c,
+	// check_managers): every manager's program is present in the fake's image
+	if (cmd === 'sh' && args[0] === '-c' && /^for m do command -v /.test(args[1] || '')) {
+		for (const prog of args.slice(3)) if (!(prog in MANAGERS)) say(prog + '\n');
+		return { out, exit: 0 };
+	}
+	if (cmd === 'apt-get' && args.length === 1 && args[0] === 'update') {
+		return { out, exit: 0 };
+	}
+	// docker's driver hands /workspace to the sandbox user in a container it just created
+	if (cmd === 'chown' && args.length === 2) {
+		return { out, exit: 0 };
+	}
 	if (cmd === 'echo') {
 		say(args.join(' ') + '\n');
 		return { out, exit: 0 };

@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# Provisioning benchmark (issue 11; `make bench-provision`, not part of `make test`): in one run,
+# on a stack of its own (MariaDB, the API with backends docker and bwrap, nginx) and the Docker
+# Engine tests/docker/run.sh uses:
+#
+#   1. session create -> ready, first install vs package cache hit, docker (apt jq + npm
+#      is-number) and bwrap (npm is-number; bwrap has no cache yet: its second session installs
+#      again), each the median of BENCH_REPEAT environments; the ratio hit / first.
+#   2. sandboxes created and destroyed per second, docker, no packages, BENCH_SANDBOXES sessions
+#      with 4 reconcilers (--once) at once, then their teardown the same way.
+#   3. with the reconciler in --loop (what RECONCILER=1 make up runs): session create -> intent
+#      claimed (the session leaves "pending"), p50 and p99 over BENCH_LATENCY samples, each
+#      created at a random moment once the loop is idle again (the previous session ready: a
+#      loop provisions one intent at a time, so under a queue the wait is the queue's); and what
+#      the idle loop costs MariaDB (statements per second, from the server's Questions counter
+#      over BENCH_IDLE_S seconds with nothing due).
+#
+# The table goes to stdout and OUT/table.txt (OUT: BENCH_OUT, default var/bench/provision-<time>).
+# Environment: BENCH_PARTS (default "1 2 3"), BENCH_REPEAT (3), BENCH_SANDBOXES (40),
+# BENCH_LATENCY (100), BENCH_IDLE_S (10), BUILD_DIR, KEEP_RUN=1. Every wait is bounded.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 1
+# shellcheck source=scripts/lib-stack.sh
+. "$ROOT/scripts/lib-stack.sh"
+BUILD=$(stack_build_dir)
+RECON="$BUILD/terrarium-reconciler"
+PARTS=" ${BENCH_PARTS:-1 2 3} "
+REPEAT=${BENCH_REPEAT:-3}
+NSBX=${BENCH_SANDBOXES:-40}
+NLAT=${BENCH_LATENCY:-100}
+IDLE_S=${BENCH_IDLE_S:-10}
+OUT=${BENCH_OUT:-$ROOT/var/bench/provision-$(date -u +%Y%m%dT%H%M%SZ)}
+BENCH_WAIT_S=900          # longest wait for one session to be ready
+BENCH_POLL_S=0.01         # status polling interval of the latency samples
+mkdir -p "$OUT"
+
+die() {
+	echo "bench-provision: $*" >&2
+	exit 1
+}
+[ "$(id -u)" -eq 0 ] || die "needs root (dockerd, bwrap sandboxes as in make test)"
+
+docker_engine_shared || die "no Docker Engine"
+SOCK=$STACK_DOCKER_SOCKET
+IMAGE=$(DOCKER_SOCKET=$SOCK "$ROOT/sandbox-image/build.sh") || die "no sandbox image"
+
+RUN=$(mktemp -d /tmp/terrarium-bench-prov.XXXXXX) || exit 1
+SESSIONS_FILE=$RUN/sessions # every session made (session() runs in a subshell)
+cleanup() {
+	local sid
+	recon_stop "$RUN" 2>/dev/null
+	while read -r sid; do
+		docker -H "unix://$SOCK" ps -aq --filter "label=terrarium.session=$sid" |
+			xargs -r docker -H "unix://$SOCK" rm -f >/dev/null 2>&1
+	done < <(cat "$SESSIONS_FILE" 2>/dev/null)
+	db_sql "$RUN" terrarium -N -e "SELECT cache_key FROM sandbox_cache WHERE backend = 'docker'" \
+		2>/dev/null | sed 's/^/terrarium-cache:/' | xargs -r docker -H "unix://$SOCK" rmi >/dev/null 2>&1
+	stack_stop_all "$RUN" 2>/dev/null
+	docker_engine_release 2>/dev/null
+	[ "${KEEP_RUN:-0}" = 1 ] && echo "kept $RUN" || rm -rf "$RUN"
+}
+trap cleanup EXIT
+
+stack_prepare "$RUN" && db_init "$RUN" && db_start "$RUN" || die "MariaDB did not start"
+STACK_DOCKER_IMAGE=$IMAGE
+printf '[reconciler]\nbackoff_base_seconds = 0\n[log]\nlevel = warn\n' >"$RUN/operator.ini"
+api_config "$RUN" docker docker && api_config "$RUN" bwrap bwrap || die "config"
+api_cli "$RUN" docker migrate "$ROOT/sql" >/dev/null || die "migrate"
+KEY=$(api_cli "$RUN" docker key create ws-bench) || die "key"
+PD=$(stack_free_port) && PB=$(stack_free_port "$PD") || die "ports"
+api_start "$RUN" docker && api_start "$RUN" bwrap && nginx_start "$RUN" "$PD:docker" "$PB:bwrap" ||
+	die "stack"
+
+api() { # api PORT METHOD PATH [BODY]
+	local port=$1 method=$2 path=$3
+	shift 3
+	curl -sS -X "$method" "http://127.0.0.1:$port$path" -H "x-api-key: $KEY" \
+		-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01" \
+		${1:+-H "content-type: application/json" --data "$1"}
+}
+status() { api "$1" GET "/v1/sessions/$2" | jq -r .provisioning.status; }
+now() { date +%s.%N; }
+calc() { awk "BEGIN { print $* }"; }
+AGENT_D=$(api "$PD" POST /v1/agents '{"name":"bench","model":"claude-sonnet-4-5"}' | jq -r .id)
+AGENT_B=$(api "$PB" POST /v1/agents '{"name":"bench","model":"claude-sonnet-4-5"}' | jq -r .id)
+session() { # session PORT AGENT ENV -> id
+	local sid
+	sid=$(api "$1" POST /v1/sessions "{\"agent\":\"$2\",\"environment_id\":\"$3\"}" | jq -r .id)
+	echo "$sid" >>"$SESSIONS_FILE"
+	echo "$sid"
+}
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+pct() { sort -g | awk -v p="$1" '{a[NR]=$1} END {i=int(NR*p/100+0.999); if(i<1)i=1; print a[i]}'; }
+
+# create -> ready for one session of ENV through PORT with config NAME: seconds
+ready_time() { # ready_time PORT AGENT ENV NAME
+	local t0 sid n
+	t0=$(now)
+	sid=$(session "$1" "$2" "$3")
+	"$RECON" -c "$RUN/$4.ini" --once >>"$OUT/recon-$4.log" 2>&1
+	n=$((BENCH_WAIT_S * 10))
+	until [ "$(status "$1" "$sid")" = ready ]; do
+		n=$((n - 1))
+		[ $n -gt 0 ] || die "session $sid not ready (see $OUT/recon-$4.log)"
+		"$RECON" -c "$RUN/$4.ini" --once >>"$OUT/recon-$4.log" 2>&1
+		sleep 0.1
+	done
+	calc "$(now) - $t0"
+}
+
+part() { [[ $PARTS == *" $1 "* ]]; }
+if part 1; then
+	echo "# 1. create -> ready: first install vs cache hit" >&2
+	: >"$OUT/first-docker" >"$OUT/hit-docker" >"$OUT/first-bwrap" >"$OUT/hit-bwrap"
+	for i in $(seq 1 "$REPEAT"); do
+		e=$(api "$PD" POST /v1/environments "{\"name\":\"bench-d-$i\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"apt\":[\"jq\"],\"npm\":[\"is-number@7.0.0\"]}}}" | jq -r .id)
+		ready_time "$PD" "$AGENT_D" "$e" docker >>"$OUT/first-docker"
+		ready_time "$PD" "$AGENT_D" "$e" docker >>"$OUT/hit-docker"
+		e=$(api "$PB" POST /v1/environments "{\"name\":\"bench-b-$i\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"npm\":[\"is-number@7.0.0\"]}}}" | jq -r .id)
+		ready_time "$PB" "$AGENT_B" "$e" bwrap >>"$OUT/first-bwrap"
+		ready_time "$PB" "$AGENT_B" "$e" bwrap >>"$OUT/hit-bwrap"
+	done
+	fd=$(median <"$OUT/first-docker") hd=$(median <"$OUT/hit-docker")
+	fb=$(median <"$OUT/first-bwrap") hb=$(median <"$OUT/hit-bwrap")
+fi
+
+if part 2; then
+	echo "# 2. sandboxes created and destroyed per second, 4 reconcilers, docker, no packages" >&2
+	e=$(api "$PD" POST /v1/environments '{"name":"bench-empty","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' | jq -r .id)
+	mass=()
+	for i in $(seq 1 "$NSBX"); do
+		sid=$(session "$PD" "$AGENT_D" "$e")
+		mass+=("$sid")
+	done
+	four() {
+		local pids=() k
+		for k in 1 2 3 4; do
+			timeout "$BENCH_WAIT_S" "$RECON" -c "$RUN/docker.ini" --once >>"$OUT/recon-mass.log" 2>&1 &
+			pids+=($!)
+		done
+		wait "${pids[@]}"
+	}
+	t0=$(now)
+	four
+	tc=$(calc "$(now) - $t0")
+	nready=0
+	for sid in "${mass[@]}"; do [ "$(status "$PD" "$sid")" = ready ] && nready=$((nready + 1)); done
+	for sid in "${mass[@]}"; do api "$PD" DELETE "/v1/sessions/$sid" >/dev/null; done
+	t0=$(now)
+	four
+	td=$(calc "$(now) - $t0")
+	left=0
+	for sid in "${mass[@]}"; do
+		left=$((left + $(docker -H "unix://$SOCK" ps -aq --filter "label=terrarium.session=$sid" | wc -l)))
+	done
+fi
+
+if part 3; then
+	echo "# 3. --loop: create -> claimed, and the idle loop's cost" >&2
+	e=$(api "$PD" POST /v1/environments '{"name":"bench-loop","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' | jq -r .id)
+	# the loop logs each claim at debug level: claim time from its log, creation time from the
+	# API's created_at (one clock), so the HTTP client's own latency is not counted
+	sed 's/^level = .*/level = debug/' "$RUN/docker.ini" >"$RUN/loop.ini"
+	recon_start "$RUN" loop >/dev/null 2>&1 || die "reconciler --loop did not start"
+	sleep 2
+	: >"$OUT/claim"
+	for i in $(seq 1 "$NLAT"); do
+		sleep "0.$((RANDOM % 30))"
+		resp=$(api "$PD" POST /v1/sessions "{\"agent\":\"$AGENT_D\",\"environment_id\":\"$e\"}")
+		sid=$(jq -r .id <<<"$resp")
+		created=$(jq -r .created_at <<<"$resp")
+		echo "$sid" >>"$SESSIONS_FILE"
+		n=$((BENCH_WAIT_S * 10))
+		until line=$(grep -m1 "claimed intent .* (session $sid)" "$RUN/reconciler.log"); do
+			n=$((n - 1))
+			[ $n -gt 0 ] || die "session $sid never claimed"
+			sleep 0.05
+		done
+		calc "$(date -d "${line%% *}" +%s.%N) - $(date -d "$created" +%s.%N)" >>"$OUT/claim"
+		n=$((BENCH_WAIT_S * 10))
+		until [ "$(status "$PD" "$sid")" = ready ]; do
+			n=$((n - 1))
+			[ $n -gt 0 ] || die "session $sid never ready"
+			sleep 0.1
+		done
+	done
+	p50=$(pct 50 <"$OUT/claim") p99=$(pct 99 <"$OUT/claim")
+	# nothing runs now but the loop (the polls above are over)
+	sleep 3
+	q() { db_sql "$RUN" -N -e "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{print $2}'; }
+	q1=$(q)
+	sleep "$IDLE_S"
+	q2=$(q)
+	qps=$(calc "($q2 - $q1 - 1) / $IDLE_S")
+	recon_stop "$RUN" >/dev/null 2>&1
+fi
+
+r() { printf '%.3f' "$1"; }
+{
+	echo "provisioning benchmark, $(date -u +%FT%TZ), $(nproc) cores, docker image $IMAGE"
+	if part 1; then
+		echo
+		echo "| measure | docker | bwrap |"
+		echo "|---|---|---|"
+		echo "| create -> ready, first install (s, median of $REPEAT) | $(r "$fd") | $(r "$fb") |"
+		echo "| create -> ready, second session of the environment (cache hit, s) | $(r "$hd") | $(r "$hb") |"
+		echo "| cache hit / first install | $(r "$(calc "$hd / $fd")") | $(r "$(calc "$hb / $fb")") |"
+	fi
+	if part 2; then
+		echo
+		echo "4 reconcilers, docker, no packages: $NSBX sandboxes created in $(r "$tc") s" \
+			"($(r "$(calc "$NSBX / $tc")")/s, $nready ready), destroyed in $(r "$td") s" \
+			"($(r "$(calc "$NSBX / $td")")/s, $left left); created+destroyed:" \
+			"$(r "$(calc "2 * $NSBX / ($tc + $td)")") sandboxes/s"
+	fi
+	if part 3; then
+		echo
+		echo "--loop, session create -> claimed over $NLAT samples: p50 $(r "$p50") s, p99 $(r "$p99") s;" \
+			"idle loop: $(r "$qps") statements/s to MariaDB"
+	fi
+} | tee "$OUT/table.txt"
