@@ -1,4 +1,4 @@
-/* Sandbox backend capability table (DESIGN.md, Backends). The API's admission rules and the
+/* Sandbox backend capability table (docs/design.md, Backends). The API's admission rules and the
  * reconciler's driver selection both read it. */
 #ifndef TERRARIUM_BACKEND_H
 #define TERRARIUM_BACKEND_H

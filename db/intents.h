@@ -1,4 +1,4 @@
-/* Provisioning intents as the reconciler sees them (DESIGN.md, Provisioning): claiming due
+/* Provisioning intents as the reconciler sees them (docs/design.md, Provisioning): claiming due
  * intents under a lease, writes fenced on (lease owner, attempt), binding, teardown, status. */
 #ifndef TERRARIUM_DB_INTENTS_H
 #define TERRARIUM_DB_INTENTS_H

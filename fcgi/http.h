@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define REQ_MAX_BODY (1024 * 1024)  /* API.md §1: larger bodies answer 413 */
+#define REQ_MAX_BODY (1024 * 1024)  /* docs/api.md §1: larger bodies answer 413 */
 #define REQ_MAX_PATH 2048
 #define REQ_MAX_PARAMS 4            /* {id} captures in a route pattern */
 #define REQ_MAX_QUERY 32            /* query parameters kept */
@@ -96,7 +96,7 @@ void resp_header(struct response *resp, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Serialise VALUE (steals the reference) as the body with STATUS. */
 void resp_json(struct response *resp, int status, json_t *value);
-/* The API.md §2 error envelope for STATUS; CODE is the error_code or NULL/"" for none. Sets
+/* The docs/api.md §2 error envelope for STATUS; CODE is the error_code or NULL/"" for none. Sets
  * x-should-retry per status (and retry-after for 429/503). */
 void resp_error(struct response *resp, const struct request *req, int status, const char *code,
 		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -108,7 +108,7 @@ void resp_error_details(struct response *resp, const struct request *req, int st
 void resp_empty(struct response *resp, int status);
 /* Replace the x-should-retry header resp_error chose (RETRY: 1 true, 0 false). */
 void resp_set_retry(struct response *resp, int retry);
-/* error.type for STATUS per API.md §2. */
+/* error.type for STATUS per docs/api.md §2. */
 const char *resp_error_type(int status);
 void resp_release(struct response *resp);
 

@@ -1,4 +1,4 @@
-/* Response building and the error envelope of API.md §2. */
+/* Response building and the error envelope of docs/api.md §2. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

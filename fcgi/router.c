@@ -16,7 +16,7 @@ static const struct route routes[] = {
 	{ "DELETE", "/v1/environments/{id}", env_delete, ROUTE_AUTH | ROUTE_BETA },
 	{ "POST", "/v1/environments/{id}/archive", env_archive,
 	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT },
-	/* the work queue (API.md §6): poll and stats before the {work_id} routes they also match */
+	/* the work queue (docs/api.md §6): poll and stats before the {work_id} routes they also match */
 	{ "GET", "/v1/environments/{id}/work/poll", work_poll,
 	  ROUTE_AUTH | ROUTE_BETA | ROUTE_ENV_KEY },
 	{ "GET", "/v1/environments/{id}/work/stats", work_stats,

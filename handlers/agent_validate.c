@@ -1,4 +1,4 @@
-/* Agent body validation (API.md §5, SDK AgentCreateParams / AgentUpdateParams). Bodies are
+/* Agent body validation (docs/api.md §5, SDK AgentCreateParams / AgentUpdateParams). Bodies are
  * Jansson values loaded with JSON_REJECT_DUPLICATES, so every string is valid UTF-8. Create and
  * update share one field table: create starts from the defaults and update from the stored
  * definition, both apply the body to a copy, and the result is handed over only when the whole

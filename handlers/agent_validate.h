@@ -1,5 +1,5 @@
-/* Validation and normalisation of agent create/update bodies (API.md §5, and the SDK's
- * AgentCreateParams / AgentUpdateParams where API.md is silent). Pure functions: no database,
+/* Validation and normalisation of agent create/update bodies (docs/api.md §5, and the SDK's
+ * AgentCreateParams / AgentUpdateParams where docs/api.md is silent). Pure functions: no database,
  * no I/O; every error names the offending field by its full path.
  *
  * An agent version's **definition** is one JSON object holding exactly the user-settable

@@ -1,5 +1,5 @@
 /* /v1/agents: create, retrieve (optionally at a version), update (writes a new version),
- * list, archive, and the versions of one agent (API.md §5; SDK resources/beta/agents). */
+ * list, archive, and the versions of one agent (docs/api.md §5; SDK resources/beta/agents). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Environment body validation (API.md §3). Everything here works on Jansson values already
+/* Environment body validation (docs/api.md §3). Everything here works on Jansson values already
  * loaded with JSON_REJECT_DUPLICATES, so every string is valid UTF-8. Results are built in
  * temporaries and handed over only when the whole body is valid, so a failed request never
  * leaves a half-applied state behind. */

@@ -1,4 +1,4 @@
-/* Validation and normalisation of environment create/update bodies (API.md §3), and the
+/* Validation and normalisation of environment create/update bodies (docs/api.md §3), and the
  * metadata rules shared by environments, sessions and agents. Pure functions: no database,
  * no I/O; every error names the offending field by its full path. */
 #ifndef TERRARIUM_ENV_VALIDATE_H
@@ -32,7 +32,7 @@ struct env_fields {
 
 void env_fields_release(struct env_fields *f);
 
-/* Validate a create body (a JSON object) against API.md §3 and backend admission CAPS
+/* Validate a create body (a JSON object) against docs/api.md §3 and backend admission CAPS
  * (NULL CAPS skips admission). Admission runs only after every 400 check passed.
  * On success fills OUT (caller releases) and returns 0; on failure returns -1 with ERR set
  * (400 invalid_request_error, 400 invalid_metadata, or 422 for admission) and OUT untouched. */
@@ -57,7 +57,7 @@ json_t *meta_validate(json_t *value, const char *field, struct verr *err);
  * Returns a new reference (caller decrefs) or NULL with ERR set. STORED is not modified. */
 json_t *meta_patch(json_t *stored, json_t *patch, const char *field, struct verr *err);
 
-/* 1 when S is an acceptable allowed_hosts entry (API.md §3 grammar), else 0. Also refused:
+/* 1 when S is an acceptable allowed_hosts entry (docs/api.md §3 grammar), else 0. Also refused:
  * IPv4 octets with leading zeros, "*." before an IPv4 literal, an all-numeric last label. */
 int host_pattern_valid(const char *s);
 

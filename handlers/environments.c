@@ -1,4 +1,4 @@
-/* /v1/environments: create, retrieve, update, list, archive, delete (API.md §3). */
+/* /v1/environments: create, retrieve, update, list, archive, delete (docs/api.md §3). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

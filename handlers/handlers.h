@@ -141,7 +141,7 @@ int work_key_scoped(const char *key);
 int work_auth(struct worker *w, struct request *req, struct response *resp, const char *key,
 	      const unsigned char hash[32], int *found);
 
-/* What a scoped credential may reach (API.md §6, Keys): environment keys only routes with
+/* What a scoped credential may reach (docs/api.md §6, Keys): environment keys only routes with
  * ENV_KEY_ROUTE and their own environment (params[0]); sessions tokens only routes with
  * TOKEN_ROUTE and their own item (params[1]) or session (params[0] of a session route).
  * Workspace keys pass. 0, or -1 with RESP a 404. */

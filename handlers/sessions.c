@@ -1,4 +1,4 @@
-/* /v1/sessions: create, retrieve, update, list, archive, delete (API.md §4). Creating a session
+/* /v1/sessions: create, retrieve, update, list, archive, delete (docs/api.md §4). Creating a session
  * captures its environment's configuration and revision and resolves its agent, and for a cloud
  * environment writes the pending provisioning intent, all in one transaction that first writes
  * the environment row (archive and delete of the environment serialise with it, on one MariaDB

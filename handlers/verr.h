@@ -1,4 +1,4 @@
-/* A validation or request error on its way to the error envelope (API.md §2). */
+/* A validation or request error on its way to the error envelope (docs/api.md §2). */
 #ifndef TERRARIUM_VERR_H
 #define TERRARIUM_VERR_H
 

@@ -1,4 +1,4 @@
-/* /v1/environments/{id}/work*: the self-hosted work queue (API.md §6, docs/work-queue.md):
+/* /v1/environments/{id}/work*: the self-hosted work queue (docs/api.md §6, docs/work-queue.md):
  * poll, ack, heartbeat, stop, retrieve, update, list, stats; environment keys and sessions
  * tokens. States: queued -> (delivered by a poll, still queued) -> starting (ack) -> active
  * (first heartbeat) -> stopping (stop requested) -> stopped. Every transition reads the item
@@ -21,7 +21,7 @@
 #define WORK_CURSOR_KIND "work"
 #define WORK_LIST_DEFAULT_LIMIT 100
 #define WORK_LIST_MAX_LIMIT 1000
-#define WORK_BLOCK_MS_MAX 999            /* API.md §6: block_ms 1-999 */
+#define WORK_BLOCK_MS_MAX 999            /* docs/api.md §6: block_ms 1-999 */
 #define WORK_RECLAIM_DEFAULT_MS 5000
 #define WORK_RECLAIM_MAX_MS 86400000LL   /* a day */
 #define WORK_TTL_DEFAULT_S 60
@@ -397,7 +397,7 @@ static void set_now(char *field, const char *now)
 		snprintf(field, WORK_TS_LEN, "%s", now);
 }
 
-/* The heartbeat rules of API.md §6 on ROW. 0 with ROW changed (or left when stopping), or -1
+/* The heartbeat rules of docs/api.md §6 on ROW. 0 with ROW changed (or left when stopping), or -1
  * with c->err and c->details (412). */
 static int heartbeat_apply(struct work_tx *c, struct work_row *row, const char *now)
 {

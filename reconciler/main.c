@@ -1,4 +1,4 @@
-/* terrarium-reconciler: turns provisioning intents into sandboxes (DESIGN.md, Provisioning).
+/* terrarium-reconciler: turns provisioning intents into sandboxes (docs/design.md, Provisioning).
  *
  *   terrarium-reconciler [-c CONFIG] --once [--limit N] [--max-seconds S] [--metrics-file P]
  *   terrarium-reconciler [-c CONFIG] --loop [--max-seconds S] [--metrics-file P]

@@ -1,4 +1,4 @@
-/* The reconciler's run: claimed intents go through the step machine of DESIGN.md
+/* The reconciler's run: claimed intents go through the step machine of docs/design.md
  * (Provisioning), teardown intents destroy their sandbox. */
 #ifndef TERRARIUM_RECON_H
 #define TERRARIUM_RECON_H
@@ -11,7 +11,7 @@
 #define RECON_OWNER_MAX 128
 #define RECON_STEPS_MAX 16
 
-/* Package managers in installation order (DESIGN.md step 4). */
+/* Package managers in installation order (docs/design.md step 4). */
 #define RECON_MANAGERS { "apt", "cargo", "gem", "go", "npm", "pip" }
 #define RECON_NMANAGERS 6
 

@@ -1,4 +1,4 @@
-/* The sandbox backend interface the reconciler drives (DESIGN.md, Backends): create or attach
+/* The sandbox backend interface the reconciler drives (docs/design.md, Backends): create or attach
  * by a deterministic name, run argv with a time limit, set the egress allowlist where
  * supported, destroy (a missing sandbox counts as destroyed). */
 #ifndef TERRARIUM_SANDBOX_BACKEND_H

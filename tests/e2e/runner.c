@@ -1,4 +1,4 @@
-/* e2e-runner: the data-driven HTTP case runner (STYLE.md, Tests).
+/* e2e-runner: the data-driven HTTP case runner (docs/style.md, Tests).
  *
  * Walks a directory of cases, sends each case's request(s) to a running API and checks the
  * expectations written next to them. One process, one libcurl easy handle (connections are

@@ -5,7 +5,7 @@
  * JSON_REJECT_DUPLICATES), then validated as a create under no admission and under each
  * backend's capabilities, and as an update of a few stored states under the same.
  *
- * Checked: results are normalised and within the limits of API.md §3; normalising is a fixed
+ * Checked: results are normalised and within the limits of docs/api.md §3; normalising is a fixed
  * point (a result fed back as a body gives itself); a backend only ever adds a 422 to what no
  * admission gives; a refused update leaves the stored state as it was; an update's `changed`
  * is true exactly when the state differs, and applying the same body twice changes nothing the

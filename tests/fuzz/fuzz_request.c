@@ -7,7 +7,7 @@
  * HTTP_X_API_KEY is present and is not "revoked".
  *
  * Checked for every input: a response is always complete (a JSON object body of body_len
- * bytes, never the 500 of a failed envelope); an error is the API.md §2 envelope with the
+ * bytes, never the 500 of a failed envelope); an error is the docs/api.md §2 envelope with the
  * request's id and x-should-retry; headers hold no line breaks; a handler runs only when the
  * route's checks passed (beta token present, JSON object body where one is required); query
  * parameters are unique; req_header_all agrees with itself at every buffer size. */

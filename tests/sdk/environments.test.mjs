@@ -122,7 +122,7 @@ async function mkenv(params, c = client) {
 const name = (s) => `sdk-${RUN}-${s}`;
 
 // Checks the shape every environment object must have (per BetaEnvironment in the .d.ts and
-// API.md: exactly these keys, `scope` only when set).
+// docs/api.md: exactly these keys, `scope` only when set).
 function assertEnvShape(env) {
   assert.equal(env.type, 'environment');
   assert.match(env.id, ENV_ID);

@@ -1,4 +1,4 @@
-// The self-hosted work queue (API.md §6, docs/work-queue.md) through the UNCHANGED official SDK
+// The self-hosted work queue (docs/api.md §6, docs/work-queue.md) through the UNCHANGED official SDK
 // (@anthropic-ai/sdk 1.14.0): client.beta.environments.work.* and its WorkPoller, with
 // `environmentKey` set to a key from `terrarium-api key create-environment`.
 // Run by tests/work/run.sh (part of tests/e2e/run.sh). Needs TERRARIUM_URL, TERRARIUM_KEY,

@@ -1,4 +1,4 @@
-/* Unit tests for handlers/agent_validate.c: every agent rule (API.md §5 and the SDK's
+/* Unit tests for handlers/agent_validate.c: every agent rule (docs/api.md §5 and the SDK's
  * AgentCreateParams / AgentUpdateParams) has an accepted and a refused case; refused cases
  * check the status, the error_code and that the message names the field. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* Unit tests for handlers/env_validate.c: every API.md §3 rule has an accepted and a refused
+/* Unit tests for handlers/env_validate.c: every docs/api.md §3 rule has an accepted and a refused
  * case; refused cases check the status, the error_code and that the message names the field. */
 #include <setjmp.h>
 #include <stdarg.h>
