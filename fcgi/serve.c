@@ -269,7 +269,8 @@ static void scrub_environment(void)
 	setenv("PATH", SERVE_WORKER_PATH, 1);
 }
 
-static pid_t spawn(const struct config *cfg, int listen_fd, long max)
+/* Fork a worker serving LISTEN_FD; its process name (ps, pgrep) is NAME. */
+static pid_t spawn(const struct config *cfg, int listen_fd, long max, const char *name)
 {
 	pid_t supervisor = getpid();
 	pid_t pid = fork();
@@ -280,6 +281,7 @@ static pid_t spawn(const struct config *cfg, int listen_fd, long max)
 		sa.sa_handler = SIG_DFL;
 		sigaction(SIGCHLD, &sa, NULL);
 		scrub_environment();
+		prctl(PR_SET_NAME, name);
 		/* it keeps only what it opened as root (the listening socket) */
 		if (privs_drop(cfg->api_user, "worker", "[api] user"))
 			_exit(1);
@@ -346,6 +348,7 @@ static int bind_socket(const struct config *cfg, const char *path)
 
 /* A set of workers on one socket: the API's, and the long polls' ([api] poll_socket). */
 struct pool {
+	const char *name; /* the workers' process name */
 	const char *socket;
 	int fd, n;
 	pid_t *pids;
@@ -380,9 +383,10 @@ static void pool_signal(const struct pool *p, int sig)
 
 int serve_supervisor(const struct config *cfg)
 {
-	struct pool pools[SERVE_POOLS] = { { cfg->api_socket, -1, worker_count(cfg), NULL },
-					   { cfg->api_poll_socket, -1, cfg->api_poll_workers,
-					     NULL } };
+	struct pool pools[SERVE_POOLS] = {
+		{ SERVE_WORKER_NAME, cfg->api_socket, -1, worker_count(cfg), NULL },
+		{ SERVE_POLL_WORKER_NAME, cfg->api_poll_socket, -1, cfg->api_poll_workers, NULL }
+	};
 	int npools = cfg->api_poll_socket[0] ? 2 : 1, burst = 0, ret = 1;
 	struct sigaction sa;
 	sigset_t mask, old;
@@ -419,7 +423,8 @@ int serve_supervisor(const struct config *cfg)
 	for (int k = 0; k < npools; k++) {
 		int alive = 0;
 		for (int i = 0; i < pools[k].n; i++) {
-			pools[k].pids[i] = spawn(cfg, pools[k].fd, cfg->api_max_requests);
+			pools[k].pids[i] = spawn(cfg, pools[k].fd, cfg->api_max_requests,
+						 pools[k].name);
 			alive += pools[k].pids[i] > 0;
 		}
 		log_info("supervisor: %d workers on %s (backend %s)", alive, pools[k].socket,
@@ -455,7 +460,7 @@ int serve_supervisor(const struct config *cfg)
 					log_error("workers die too fast; slowing down");
 					sleep(1);
 				}
-				p->pids[i] = spawn(cfg, p->fd, cfg->api_max_requests);
+				p->pids[i] = spawn(cfg, p->fd, cfg->api_max_requests, p->name);
 			}
 		}
 	}

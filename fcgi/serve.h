@@ -11,6 +11,8 @@
 #define SERVE_WRITE_CHUNK 65536
 #define SERVE_WORKER_PATH      "/usr/bin:/bin" /* the only environment variable a worker has */
 #define SERVE_POOLS 2             /* [api] socket and [api] poll_socket */
+#define SERVE_WORKER_NAME      "terrarium-api"  /* process names of the two pools' workers */
+#define SERVE_POLL_WORKER_NAME "terrarium-poll"
 
 /* Supervisor: bind cfg->api_socket (and cfg->api_poll_socket when set, with its own
  * api_poll_workers), prefork workers on each, restart and recycle them, stop gracefully on

@@ -26,7 +26,8 @@
 #   TERRARIUM_RUN TERRARIUM_CONFIG the runtime directory and the local API's configuration
 #
 # Under a sanitizer build (BUILD_DIR=build-asan) any ASan/LSan/UBSan report fails the run.
-# Environment: BUILD_DIR (default build), E2E_BACKENDS (default "local opensandbox docker bwrap"),
+# Environment: BUILD_DIR (default build), E2E_ONLY (a part name's substring: only those parts),
+# E2E_BACKENDS (default "local opensandbox docker bwrap"),
 # KEEP_RUN=1.
 # shellcheck disable=SC2317 # functions run through `part` and the EXIT trap
 set -uo pipefail
@@ -200,6 +201,10 @@ failed=()
 part() {
 	local name=$1 rc
 	shift
+	# E2E_ONLY=PATTERN runs only the parts whose name contains PATTERN (while working on one)
+	if [ -n "${E2E_ONLY:-}" ] && [[ $name != *"$E2E_ONLY"* ]]; then
+		return 0
+	fi
 	section "$name"
 	"$@"
 	rc=$?

@@ -53,7 +53,8 @@ load_under_kills() { # MODE PAUSE OUT TAG
 	end=$((SECONDS + KILL_SECONDS - 1))
 	while [ $SECONDS -lt $end ]; do
 		sleep "$2"
-		victim=$(pgrep -P "$(cat "$RUN/$NAME.pid")" | shuf -n 1)
+		# the API's workers, not the long-poll pool's (terrarium-poll)
+		victim=$(pgrep -P "$(cat "$RUN/$NAME.pid")" -x terrarium-api | shuf -n 1)
 		[ -n "$victim" ] && kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
 	done
 	wait "$load"
@@ -106,7 +107,7 @@ sleep 1
 # ---- a supervisor of our own: scrubbed environment, RSS recycling, death of the supervisor ----
 # (one worker, so the worker that served a request is the one whose PID is checked)
 hwm_mb() { awk '/^VmHWM/ {print int($2 / 1024) + 1}' "/proc/$1/status"; }
-one_worker() { pgrep -P "$(cat "$RUN/$1.pid")" | head -1; }
+one_worker() { pgrep -P "$(cat "$RUN/$1.pid")" -x terrarium-api | head -1; }
 WORKERS=1 api_config "$RUN" rss local >/dev/null 2>&1 && api_start "$RUN" rss >/dev/null 2>&1
 nginx_conf_ok=$?
 rssurl() { REQUEST_METHOD=${2:-GET} REQUEST_URI=$1 HTTP_X_API_KEY="$KEY" CONTENT_TYPE=application/json \
