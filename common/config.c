@@ -127,6 +127,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		rc = value[0] ? set_str(cfg->reconciler_user, value) : -1;
 	} else if (KEY("sandbox", "path")) {
 		rc = set_str(cfg->sandbox_path, value);
+	} else if (KEY("sandbox", "srt_dir")) {
+		rc = set_str(cfg->srt_dir, value);
 	} else if (KEY("reconciler", "lease_seconds")) {
 		rc = parse_long(value, 10, 1, 86400, &cfg->lease_s);
 	} else if (KEY("reconciler", "max_attempts")) {

@@ -10,8 +10,10 @@
  *            max_requests (recycle a worker after this many requests), user (the account
  *            workers run as when the supervisor is started as root; default
  *            CONFIG_DEFAULT_API_USER)
- * [sandbox]  backend (local, bwrap, docker, opensandbox, e2b, cube, daytona), root (the
- *            directory holding one workspace per sandbox, for local and bwrap), path (PATH
+ * [sandbox]  backend (local, bwrap, srt, docker, opensandbox, e2b, cube, daytona), root (the
+ *            directory holding one workspace per sandbox, for local, bwrap and srt), srt_dir
+ *            (the directory npm ci installed sandbox-runtime into; default: sandbox-runtime/ of
+ *            the checkout the reconciler binary was built in), path (PATH
  *            for package-manager commands; default: the reconciler's own), pass_env (the
  *            variables install and --exec commands inherit; default CONFIG_DEFAULT_PASS_ENV),
  *            pass_env_extra (more variables, added to pass_env), ca_bundle (a PEM file of CA
@@ -88,6 +90,7 @@ struct config {
 	char sandbox_pass_env_extra[CONFIG_STR_MAX];
 	char sandbox_ca_bundle[CONFIG_STR_MAX];
 	char reconciler_user[CONFIG_STR_MAX];
+	char srt_dir[CONFIG_STR_MAX];
 	int log_level;
 
 	long lease_s;

@@ -25,6 +25,12 @@ int sbx_dir_path(struct sbx *s, const char *id, char *out, size_t outsz)
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
 
+void sbx_dir_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
+{
+	if (sbx_dir_path(s, id, out, outsz))
+		snprintf(out, outsz, "%s", s->root);
+}
+
 int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
 		   size_t errsz)
 {
@@ -61,24 +67,30 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	return unlink(path) && errno != ENOENT ? -1 : 0;
 }
 
-int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
+int sbx_rmtree(const char *path, char *err, size_t errsz)
 {
-	char path[PATH_MAX];
 	struct stat st;
 
-	if (sbx_dir_path(s, id, path, sizeof(path))) {
-		snprintf(err, errsz, "invalid sandbox id");
-		return -1;
-	}
 	if (lstat(path, &st) && errno == ENOENT)
 		return 0; /* already gone */
-	/* FTW_PHYS: never follow a symlink out of the sandbox; FTW_MOUNT: stay on its fs */
+	/* FTW_PHYS: never follow a symlink out of the tree; FTW_MOUNT: stay on its fs */
 	nftw(path, make_writable, SBX_DIR_FDS, FTW_PHYS | FTW_MOUNT);
 	if (nftw(path, remove_entry, SBX_DIR_FDS, FTW_DEPTH | FTW_PHYS | FTW_MOUNT)) {
 		snprintf(err, errsz, "removing %s: %s", path, strerror(errno));
 		return -1;
 	}
 	return 0;
+}
+
+int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
+{
+	char path[PATH_MAX];
+
+	if (sbx_dir_path(s, id, path, sizeof(path))) {
+		snprintf(err, errsz, "invalid sandbox id");
+		return -1;
+	}
+	return sbx_rmtree(path, err, errsz);
 }
 
 /* nftw has no argument for the callback: the owner being given, set by sbx_dir_own */

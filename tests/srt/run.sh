@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# The srt backend end to end (tests/e2e/run.sh runs it against the stack it started): the API
+# with backend srt through nginx, real MariaDB, the reconciler running every command through
+# sandbox-runtime (docs/srt.md). The only hosts reached are the npm registry (`npm config get
+# registry`) and the Debian mirror (the apt sources); every other destination is refused by
+# srt's proxy before anything is dialled, or is on loopback.
+#
+#   check      --check runs srt's self-test
+#   limited    allowed_hosts = [the npm registry's host] + npm packages -> ready; the package
+#              loads; through --exec the npm registry answers and the Debian mirror is refused
+#   registries allow_package_managers false: both registries answer during the install (a probe
+#              in place of npm), neither afterwards (open, install, restore, then bind)
+#   wildcard   `*.` + the npm host's parent domain: the npm host answers, the parent refused
+#   mcp        an MCP server's host joins the list with allow_mcp_servers, not without; a
+#              session-local replacement of the servers decides which host
+#   unrestricted  the registries answer, the host's loopback (the API's port) does not
+#   escape     inside: uid not 0, no capabilities, the configuration, the API key, other
+#              sandboxes, /etc/shadow, home directories and the MariaDB socket unreadable,
+#              writes only in the workspace and /tmp, mount/umount refused, no host loopback
+#
+# srt must not run as root: started as root, this script runs the reconciler as
+# SRT_TEST_USER (default www-data, the [api] user, which may enter the stack's runtime
+# directory to reach MariaDB's socket).
+# Needs (from tests/e2e/run.sh): TERRARIUM_RUN, TERRARIUM_URL_srt, KEY.
+# Prints "N passed, N failed"; exits non-zero on any failure.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RUN=${TERRARIUM_RUN:?TERRARIUM_RUN is required}
+URL=${TERRARIUM_URL_srt:?TERRARIUM_URL_srt is required}
+: "${KEY:?}"
+BUILD=${BUILD_DIR:-build}
+RECON="$ROOT/$BUILD/terrarium-reconciler"
+T="$RUN/srt-test"
+CURL_MAX_S=20
+
+passed=0
+failed=0
+ok() {
+	passed=$((passed + 1))
+	echo "ok - $*"
+}
+not_ok() {
+	failed=$((failed + 1))
+	echo "not ok - $*"
+}
+check() { # check NAME COMMAND...
+	local name=$1
+	shift
+	if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+
+# ---- the two reachable hosts, from this machine's own configuration ----
+url_host() { sed -E 's|^[a-z]+://([^/:@]*@)?([^/:]+).*|\2|' <<<"$1"; }
+NPM_HOST=$(url_host "$(npm config get registry 2>/dev/null)")
+DEB_HOST=$(
+	{
+		sed -nE 's/^[[:space:]]*deb(-src)?[[:space:]]+(\[[^]]*\][[:space:]]+)?(https?:\/\/[^[:space:]]+).*/\3/p' \
+			/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
+		sed -nE 's/^URIs:[[:space:]]*(https?:\/\/[^[:space:]]+).*/\1/p' \
+			/etc/apt/sources.list.d/*.sources 2>/dev/null
+	} | head -n 1
+)
+DEB_HOST=$(url_host "$DEB_HOST")
+if [ -z "$NPM_HOST" ] || [ -z "$DEB_HOST" ]; then
+	echo "srt: cannot tell the npm registry ('$NPM_HOST') or the Debian mirror ('$DEB_HOST')" >&2
+	exit 1
+fi
+echo "# npm registry $NPM_HOST, Debian mirror $DEB_HOST"
+
+# ---- the reconciler, as an unprivileged user ----
+rm -rf "$T"
+mkdir -p "$T/root"
+AS=()
+if [ "$(id -u)" -eq 0 ]; then
+	user=${SRT_TEST_USER:-www-data}
+	chown -R "$user:" "$T"
+	AS=(runuser -u "$user" --)
+fi
+# in the runtime directory, like the stack's own configuration: srt hides that directory (the
+# API's configuration, MariaDB's socket) from the sandboxes
+INI="$RUN/srt-reconciler.ini"
+{
+	sed -n '/^\[database\]/,/^$/p' "$RUN/srt.ini"
+	printf '[sandbox]\nbackend = srt\nroot = %s\n\n[log]\nlevel = info\n' "$T/root"
+} >"$INI"
+chmod 0600 "$INI"
+[ ${#AS[@]} -eq 0 ] || chown "${AS[2]}:" "$INI"
+recon() { "${AS[@]}" "$RECON" -c "$INI" "$@"; }
+
+api() { # api METHOD PATH [BODY]
+	local method=$1 path=$2
+	shift 2
+	curl -sS -X "$method" "$URL$path" -H "x-api-key: $KEY" \
+		-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01" \
+		${1:+-H "content-type: application/json" --data "$1"}
+}
+AGENT=$(api POST /v1/agents '{"name":"srt-test","model":"claude-sonnet-4-5"}' | jq -r .id)
+new_session() { # new_session NETWORKING [PACKAGES [AGENT]] -> SESSION_ID
+	local env packages=${2:-'{}'}
+	env=$(api POST /v1/environments "{\"name\":\"srt-$RANDOM$RANDOM\",\"config\":{\"type\":\"cloud\",\"networking\":$1,\"packages\":$packages}}" | jq -r .id)
+	api POST /v1/sessions "{\"agent\":\"${3:-$AGENT}\",\"environment_id\":\"$env\"}" | jq -r .id
+}
+status() { api GET "/v1/sessions/$1" | jq -r .provisioning.status; }
+provision() { # provision SESSION: one --once run; the session must end ready
+	recon --once >>"$T/once.log" 2>&1
+	[ "$(status "$1")" = ready ] || {
+		tail -n 20 "$T/once.log" | sed 's/^/    /'
+		api GET "/v1/sessions/$1" | jq -c .provisioning | sed 's/^/    /'
+		return 1
+	}
+}
+
+# HTTPS through the sandbox: "answers" is any HTTP status from the host itself; "refused" is
+# srt's proxy answering the CONNECT with 403 (nothing was dialled).
+https_probe() { # https_probe SESSION HOST -> curl's output: the status, or its error
+	recon --exec "$1" -- curl -sS -o /dev/null -w '%{http_code}' --max-time "$CURL_MAX_S" \
+		"https://$2/" 2>&1
+}
+answers() { [[ $(https_probe "$1" "$2") =~ ^[1-5][0-9][0-9]$ ]]; }
+refused() {
+	local out
+	out=$(https_probe "$1" "$2")
+	grep -q 'CONNECT tunnel failed, response 403' <<<"$out" || {
+		echo "    $out"
+		return 1
+	}
+}
+
+# ---- check ----
+echo "# check"
+recon --check >"$T/check.log" 2>&1
+check "check: --check exits 0 with srt's self-test" \
+	bash -c '[ $1 -eq 0 ] && grep -q "self-test passed" "$2"' _ $? "$T/check.log"
+[ "$passed" -eq 1 ] || sed 's/^/    /' "$T/check.log"
+
+# ---- limited: only the npm registry ----
+echo "# limited"
+SID=$(new_session "{\"type\":\"limited\",\"allowed_hosts\":[\"$NPM_HOST\"]}" '{"npm":["is-number@7.0.0"]}')
+check "limited: npm install through srt, session ready" provision "$SID"
+out=$(recon --exec "$SID" -- node -e "console.log(require('is-number')(7))" 2>&1)
+check "limited: the package loads inside ($out)" test "$out" = true
+check "limited: $NPM_HOST answers" answers "$SID" "$NPM_HOST"
+check "limited: $DEB_HOST is refused" refused "$SID" "$DEB_HOST"
+out=$(recon --exec "$SID" -- curl -sS -o /dev/null -w '%{http_code}' --max-time "$CURL_MAX_S" \
+	"http://$DEB_HOST/" 2>&1)
+check "limited: plain HTTP to $DEB_HOST is refused too ($out)" test "$out" = 403
+out=$(recon --exec "$SID" -- curl -sS --noproxy '*' -o /dev/null --max-time 5 "https://$NPM_HOST/" 2>&1)
+check "limited: nothing goes around the proxy (no network namespace)" test $? -ne 0
+
+# ---- registries: open during installs, closed afterwards ----
+echo "# registries"
+SID_P=$(new_session '{"type":"limited","allowed_hosts":[],"allow_package_managers":false}' \
+	'{"npm":["probe"]}')
+WS="$T/root/$SID_P"
+mkdir -p "$WS/.probe"
+cat >"$WS/.probe/npm" <<SH
+#!/bin/sh
+# in place of npm install: which registries answer while installs run
+for h in $NPM_HOST $DEB_HOST; do
+	curl -sS -o /dev/null -w "\$h %{http_code}\n" --max-time $CURL_MAX_S "https://\$h/" >>"\$PWD/during.log" 2>&1
+done
+SH
+chmod +x "$WS/.probe/npm"
+[ ${#AS[@]} -eq 0 ] || chown -R "${AS[2]}:" "$WS"
+sed -i "s|^root = .*|&\npath = $WS/.probe:/usr/bin:/bin|" "$INI"
+check "registries: session ready" provision "$SID_P"
+sed -i '/^path = /d' "$INI"
+during=$(cat "$WS/during.log" 2>/dev/null)
+check "registries: both answered during the install ($(tr '\n' ' ' <<<"$during"))" \
+	bash -c '[[ $(grep -cE " [1-5][0-9][0-9]$" <<<"$1") -eq 2 ]]' _ "$during"
+check "registries: $NPM_HOST refused after binding" refused "$SID_P" "$NPM_HOST"
+check "registries: $DEB_HOST refused after binding" refused "$SID_P" "$DEB_HOST"
+
+# ---- wildcard: subdomains only ----
+echo "# wildcard"
+PARENT=${NPM_HOST#*.}
+if [[ $PARENT == *.* ]]; then
+	SID_W=$(new_session "{\"type\":\"limited\",\"allowed_hosts\":[\"*.$PARENT\"]}")
+	check "wildcard: session ready" provision "$SID_W"
+	check "wildcard: *.$PARENT lets $NPM_HOST answer" answers "$SID_W" "$NPM_HOST"
+	check "wildcard: *.$PARENT does not cover $PARENT itself" refused "$SID_W" "$PARENT"
+else
+	echo "# skipped: $NPM_HOST has no parent domain of two labels for a wildcard"
+fi
+
+# ---- MCP servers ----
+echo "# mcp"
+AGENT_MCP=$(api POST /v1/agents "{\"name\":\"srt-mcp\",\"model\":\"claude-sonnet-4-5\",\"mcp_servers\":[{\"type\":\"url\",\"name\":\"reg\",\"url\":\"https://$NPM_HOST/mcp\"}]}" | jq -r .id)
+SID_M=$(new_session '{"type":"limited","allowed_hosts":[],"allow_mcp_servers":true}' '{}' "$AGENT_MCP")
+check "mcp: session ready" provision "$SID_M"
+check "mcp: the agent's MCP host $NPM_HOST answers" answers "$SID_M" "$NPM_HOST"
+SID_N=$(new_session '{"type":"limited","allowed_hosts":[],"allow_mcp_servers":false}' '{}' "$AGENT_MCP")
+check "mcp: without allow_mcp_servers, session ready" provision "$SID_N"
+check "mcp: without allow_mcp_servers $NPM_HOST is refused" refused "$SID_N" "$NPM_HOST"
+SID_R=$(new_session '{"type":"limited","allowed_hosts":[],"allow_mcp_servers":true}' '{}' "$AGENT_MCP")
+api POST "/v1/sessions/$SID_R" "{\"agent\":{\"mcp_servers\":[{\"type\":\"url\",\"name\":\"reg\",\"url\":\"https://$DEB_HOST/mcp\"}]}}" >/dev/null
+check "mcp: after a session-local replacement, session ready" provision "$SID_R"
+check "mcp: the replacement's host $DEB_HOST answers" answers "$SID_R" "$DEB_HOST"
+check "mcp: the replaced host $NPM_HOST is refused" refused "$SID_R" "$NPM_HOST"
+
+# ---- unrestricted: the internet, not this host ----
+echo "# unrestricted"
+SID_U=$(new_session '{"type":"unrestricted"}')
+check "unrestricted: session ready" provision "$SID_U"
+check "unrestricted: $NPM_HOST answers" answers "$SID_U" "$NPM_HOST"
+check "unrestricted: $DEB_HOST answers" answers "$SID_U" "$DEB_HOST"
+API_PORT=${URL##*:}
+for target in "127.0.0.1:$API_PORT" "localhost:$API_PORT"; do
+	out=$(recon --exec "$SID_U" -- sh -c 'curl -sS -x "$HTTP_PROXY" --noproxy "" -o /dev/null -w "%{http_code}" --max-time 10 "http://$1/healthz"; echo " via proxy"; curl -sS --noproxy "*" -o /dev/null -w "%{http_code}" --max-time 5 "http://$1/healthz"; echo " direct"' _ "$target" 2>&1)
+	check "unrestricted: the API on $target is out of reach ($(tr '\n' ' ' <<<"$out"))" \
+		bash -c '! grep -qE "^(200|404) " <<<"$1" && grep -q "^403 via proxy" <<<"$1"' _ "$out"
+done
+
+# ---- escape: what a hostile command tries ----
+echo "# escape"
+escape() { # escape NAME SHELL-COMMAND: must fail inside the sandbox of $SID (which must run)
+	local out
+	out=$(recon --exec "$SID" -- sh -c "($2) >/dev/null 2>&1; echo \"inner=\$?\"" 2>&1)
+	check "escape: $1 refused ($(tail -n 1 <<<"$out"))" \
+		bash -c '[[ $1 =~ inner=([0-9]+) ]] && [ "${BASH_REMATCH[1]}" != 0 ]' _ "$out"
+}
+out=$(recon --exec "$SID" -- sh -c 'id -u; sed -n "s/^CapEff:[[:space:]]*//p" /proc/self/status' 2>&1)
+check "escape: uid not 0, no effective capabilities ($(tr '\n' ' ' <<<"$out"))" \
+	bash -c 'read -r u c <<<"$(tr "\n" " " <<<"$1")"; [ "$u" != 0 ] && [ "$c" = 0000000000000000 ]' _ "$out"
+escape "reading the configuration" "cat '$INI'"
+escape "reading the API's configuration" "cat '$RUN/srt.ini'"
+escape "seeing the runtime directory (configuration, sockets)" "ls '$RUN/srt.ini' || ls '$RUN/mysql.sock' || ls '$RUN/db'"
+escape "reading another sandbox" "ls '$T/root/$SID_P' | grep -q ."
+escape "reading /etc/shadow" "cat /etc/shadow"
+escape "listing home directories" "ls -A /root /home | grep -v '^/' | grep -q ."
+escape "connecting to MariaDB's socket" "mariadb --no-defaults --socket='$RUN/mysql.sock' -e 'select 1'"
+escape "writing srt's own directory" "for d in /var/tmp/terrarium-srt.*; do echo x >\"\$d/escaped\" || exit 1; done"
+escape "writing the host root" "echo x >/etc/terrarium-escaped"
+escape "umount /tmp" "umount -l /tmp"
+escape "mount --bind" "mount --bind / '$T/root/$SID'"
+escape "remount / read-write" "mount -o remount,bind,rw /"
+escape "reading a host process's environment" "cat /proc/$$/environ | grep -q ."
+escape "the API on 127.0.0.1:$API_PORT" "curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:$API_PORT/healthz"
+escape "writing the reconciler's files" "echo x >'$T/escaped' && test -e '$INI'"
+check "escape: nothing was written outside" \
+	bash -c '! ls "$1/escaped" /etc/terrarium-escaped /var/tmp/terrarium-srt.*/escaped 2>/dev/null' _ "$T"
+out=$(recon --exec "$SID" -- sh -c 'echo w >in-ws && echo t >/tmp/in-tmp && cat in-ws /tmp/in-tmp' 2>&1)
+check "escape: the workspace and /tmp are writable ($(tr '\n' ' ' <<<"$out"))" test "$(tr -d '\n' <<<"$out")" = wt
+check "escape: the sandbox's /tmp is its own" test ! -e /tmp/in-tmp
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
