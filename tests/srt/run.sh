@@ -13,6 +13,8 @@
 #   wildcard   `*.` + the npm host's parent domain: the npm host answers, the parent refused
 #   mcp        an MCP server's host joins the list with allow_mcp_servers, not without; a
 #              session-local replacement of the servers decides which host
+#   hosts      allowed 127.0.0.1 and localhost do not reach the API's port; a name srt cannot
+#              express (no dot) fails the provisioning with a clear last_error
 #   unrestricted  the registries answer, the host's loopback (the API's port) does not
 #   escape     inside: uid not 0, no capabilities, the configuration, the API key, other
 #              sandboxes, /etc/shadow, home directories and the MariaDB socket unreadable,
@@ -199,13 +201,27 @@ check "mcp: after a session-local replacement, session ready" provision "$SID_R"
 check "mcp: the replacement's host $DEB_HOST answers" answers "$SID_R" "$DEB_HOST"
 check "mcp: the replaced host $NPM_HOST is refused" refused "$SID_R" "$NPM_HOST"
 
+# ---- hosts srt must not be given ----
+echo "# hosts"
+API_PORT=${URL##*:}
+SID_L=$(new_session '{"type":"limited","allowed_hosts":["127.0.0.1","localhost"]}')
+check "hosts: an allowlist naming this machine, session ready" provision "$SID_L"
+out=$(recon --exec "$SID_L" -- sh -c 'for h in 127.0.0.1 localhost; do curl -sS -x "$HTTP_PROXY" --noproxy "" -o /dev/null -w "%{http_code} " --max-time 10 "http://$h:$1/healthz"; done' _ "$API_PORT" 2>"$T/hosts.err")
+check "hosts: allowed 127.0.0.1 and localhost still do not reach the API ($out)" test "$out" = "403 403 "
+check "hosts: the reconciler says it left them out" test "$(grep -c 'is this machine: left out' "$T/hosts.err")" -eq 2
+SID_S=$(new_session '{"type":"limited","allowed_hosts":["intranet"]}')
+recon --once >>"$T/once.log" 2>&1
+err=$(api GET "/v1/sessions/$SID_S" | jq -r '.provisioning.status + ": " + .provisioning.last_error')
+check "hosts: a name srt cannot express fails the provisioning, saying so ($err)" \
+	grep -q "^failed: srt cannot enforce allowed host 'intranet'" <<<"$err"
+api DELETE "/v1/sessions/$SID_S" >/dev/null
+
 # ---- unrestricted: the internet, not this host ----
 echo "# unrestricted"
 SID_U=$(new_session '{"type":"unrestricted"}')
 check "unrestricted: session ready" provision "$SID_U"
 check "unrestricted: $NPM_HOST answers" answers "$SID_U" "$NPM_HOST"
 check "unrestricted: $DEB_HOST answers" answers "$SID_U" "$DEB_HOST"
-API_PORT=${URL##*:}
 for target in "127.0.0.1:$API_PORT" "localhost:$API_PORT"; do
 	out=$(recon --exec "$SID_U" -- sh -c 'curl -sS -x "$HTTP_PROXY" --noproxy "" -o /dev/null -w "%{http_code}" --max-time 10 "http://$1/healthz"; echo " via proxy"; curl -sS --noproxy "*" -o /dev/null -w "%{http_code}" --max-time 5 "http://$1/healthz"; echo " direct"' _ "$target" 2>&1)
 	check "unrestricted: the API on $target is out of reach ($(tr '\n' ' ' <<<"$out"))" \
