@@ -2,16 +2,19 @@
 # lib-check.sh: the pass/fail counting of the shell test scripts (sourced).
 #   check NAME CMD...   runs CMD; prints "ok - NAME" or "not ok - NAME" and counts it in
 #                       $passed / $failed, which the script reports as "N passed, N failed"
+#   ok NAME / not_ok NAME   count a result decided by hand
 passed=0
 failed=0
+ok() {
+	passed=$((passed + 1))
+	echo "ok - $*"
+}
+not_ok() {
+	failed=$((failed + 1))
+	echo "not ok - $*"
+}
 check() {
 	local name=$1
 	shift
-	if "$@"; then
-		passed=$((passed + 1))
-		echo "ok - $name"
-	else
-		failed=$((failed + 1))
-		echo "not ok - $name"
-	fi
+	if "$@"; then ok "$name"; else not_ok "$name"; fi
 }

@@ -38,21 +38,8 @@ else
 fi
 PIDS=()
 
-passed=0
-failed=0
-ok() {
-	passed=$((passed + 1))
-	echo "ok - $*"
-}
-not_ok() {
-	failed=$((failed + 1))
-	echo "not ok - $*"
-}
-check() { # check NAME COMMAND...
-	local name=$1
-	shift
-	if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
+# shellcheck source=tests/lib.sh
+. "$ROOT/tests/lib.sh"
 
 cleanup() {
 	local pid
@@ -173,13 +160,7 @@ URL=$TERRARIUM_URL_opensandbox
 E="$T/e2e"
 mkdir -p "$E"
 
-api() { # api METHOD PATH [BODY]
-	local method=$1 path=$2
-	shift 2
-	curl -sS -X "$method" "$URL$path" -H "x-api-key: $KEY" \
-		-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01" \
-		${1:+-H "content-type: application/json" --data "$1"}
-}
+api() { api_to "$URL" "$@"; } # api METHOD PATH [BODY]
 provisioning() { # SESSION -> {p: provisioning, s: status}
 	api GET "/v1/sessions/$1" | jq -c '{p: .provisioning, s: .status}'
 }

@@ -36,21 +36,8 @@ RECON="$ROOT/$BUILD/terrarium-reconciler"
 T="$RUN/srt-test"
 CURL_MAX_S=20
 
-passed=0
-failed=0
-ok() {
-	passed=$((passed + 1))
-	echo "ok - $*"
-}
-not_ok() {
-	failed=$((failed + 1))
-	echo "not ok - $*"
-}
-check() { # check NAME COMMAND...
-	local name=$1
-	shift
-	if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
+# shellcheck source=tests/lib.sh
+. "$ROOT/tests/lib.sh"
 
 # ---- the two reachable hosts, from this machine's own configuration ----
 url_host() { sed -E 's|^[a-z]+://([^/:@]*@)?([^/:]+).*|\2|' <<<"$1"; }
@@ -90,13 +77,7 @@ chmod 0600 "$INI"
 [ ${#AS[@]} -eq 0 ] || chown "${AS[2]}:" "$INI"
 recon() { "${AS[@]}" "$RECON" -c "$INI" "$@"; }
 
-api() { # api METHOD PATH [BODY]
-	local method=$1 path=$2
-	shift 2
-	curl -sS -X "$method" "$URL$path" -H "x-api-key: $KEY" \
-		-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01" \
-		${1:+-H "content-type: application/json" --data "$1"}
-}
+api() { api_to "$URL" "$@"; } # api METHOD PATH [BODY]
 AGENT=$(api POST /v1/agents '{"name":"srt-test","model":"claude-sonnet-4-5"}' | jq -r .id)
 new_session() { # new_session NETWORKING [PACKAGES [AGENT]] -> SESSION_ID
 	local env packages=${2:-'{}'}
