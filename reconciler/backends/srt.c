@@ -131,21 +131,30 @@ static int srt_prepare(struct sbx *s, char *err, size_t errsz)
 				 srt_tool_names[i]);
 			goto fail;
 		}
-	snprintf(st->tmp, sizeof(st->tmp), "%s", SRT_HOST_TMP);
-	if (!mkdtemp(st->tmp)) {
-		snprintf(err, errsz, "srt: mkdtemp %s: %s", SRT_HOST_TMP, strerror(errno));
-		st->tmp[0] = '\0';
-		goto fail;
-	}
-	snprintf(st->settings_dir, sizeof(st->settings_dir), "%s/settings", st->tmp);
-	if (mkdir(st->settings_dir, 0700)) {
-		snprintf(err, errsz, "srt: mkdir %s: %s", st->settings_dir, strerror(errno));
-		goto fail;
-	}
 	return 0;
 fail:
 	srt_close(s);
 	return -1;
+}
+
+/* srt's TMPDIR and the settings directory, made by the first command: a reconciler started as
+ * root opens its backend before it gives up root, and they must be its working user's. */
+static int srt_tmp(struct srt_state *st, char *err, size_t errsz)
+{
+	if (st->tmp[0])
+		return 0;
+	snprintf(st->tmp, sizeof(st->tmp), "%s", SRT_HOST_TMP);
+	if (!mkdtemp(st->tmp)) {
+		snprintf(err, errsz, "mkdtemp %s: %s", SRT_HOST_TMP, strerror(errno));
+		st->tmp[0] = '\0';
+		return -1;
+	}
+	snprintf(st->settings_dir, sizeof(st->settings_dir), "%s/settings", st->tmp);
+	if (mkdir(st->settings_dir, 0700)) {
+		snprintf(err, errsz, "mkdir %s: %s", st->settings_dir, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 /* Whether address literal HOST names this machine: loopback, unspecified, link-local,
@@ -311,7 +320,7 @@ static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_ne
 {
 	struct srt_state *st = s->priv;
 	char file[sizeof(st->settings_dir) + 8], script[PATH_MAX * 2], tmpdir[sizeof(st->tmp) + 8];
-	char host_path[sizeof(st->host_path) + 8];
+	char host_path[sizeof(st->host_path) + 8], msg[SBX_ERR_MAX];
 	const char *args[SRT_ARGV_MAX], *env[SRT_ENV_MAX + 3], *sandbox_path = NULL;
 	json_t *conf;
 	int n = 0, k = 0, fd, rc;
@@ -319,6 +328,10 @@ static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_ne
 	if (geteuid() == 0) {
 		fail_result(res, "refusing to run sandboxes as root (the command would keep uid 0 and "
 				 "every capability); start the reconciler as an unprivileged user", NULL);
+		return -1;
+	}
+	if (srt_tmp(st, msg, sizeof(msg))) {
+		fail_result(res, "temporary directory", msg);
 		return -1;
 	}
 	snprintf(file, sizeof(file), "%s/XXXXXX", st->settings_dir);
@@ -414,6 +427,10 @@ static int srt_check(struct sbx *s, char *err, size_t errsz)
 	int rc;
 
 	snprintf(path_env, sizeof(path_env), "PATH=%s", st->host_path);
+	if (srt_tmp(st, err, errsz)) {
+		json_decref(none);
+		return -1;
+	}
 	snprintf(dir, sizeof(dir), "%s/check", st->tmp);
 	if (mkdir(dir, 0700)) {
 		snprintf(err, errsz, "srt: mkdir %s: %s", dir, strerror(errno));
