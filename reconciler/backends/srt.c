@@ -7,8 +7,9 @@
  * no network. An unrestricted policy runs through sandbox-runtime/srt-unrestricted.mjs, which
  * admits every host but this one.
  *
- * srt runs on the host as the reconciler's user and the command keeps that uid inside, so this
- * driver refuses to run as root. Everything srt executes on the host (node, bwrap, socat, rg)
+ * srt runs on the host as the reconciler's user and the command keeps that uid inside: a
+ * reconciler started as root opens this driver (srt_prepare) and then gives up root for its
+ * [reconciler] user before any command runs (reconciler/main.c, leave_root). Everything srt executes on the host (node, bwrap, socat, rg)
  * is found at open on the reconciler's own PATH and named by absolute path, never looked up on
  * the sandbox's PATH, whose first entry is a workspace directory the sandbox writes. */
 #define _XOPEN_SOURCE 700
@@ -325,11 +326,6 @@ static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_ne
 	json_t *conf;
 	int n = 0, k = 0, fd, rc;
 
-	if (geteuid() == 0) {
-		fail_result(res, "refusing to run sandboxes as root (the command would keep uid 0 and "
-				 "every capability); start the reconciler as an unprivileged user", NULL);
-		return -1;
-	}
 	if (srt_tmp(st, msg, sizeof(msg))) {
 		fail_result(res, "temporary directory", msg);
 		return -1;

@@ -16,13 +16,14 @@
 #   hosts      allowed 127.0.0.1 and localhost do not reach the API's port; a name srt cannot
 #              express (no dot) fails the provisioning with a clear last_error
 #   unrestricted  the registries answer, the host's loopback (the API's port) does not
+#   root       started as root: commands run as the [reconciler] user, not root
 #   escape     inside: uid not 0, no capabilities, the configuration, the API key, other
 #              sandboxes, /etc/shadow, home directories and the MariaDB socket unreadable,
 #              writes only in the workspace and /tmp, mount/umount refused, no host loopback
 #
-# srt must not run as root: started as root, this script runs the reconciler as
-# SRT_TEST_USER (default www-data, the [api] user, which may enter the stack's runtime
-# directory to reach MariaDB's socket).
+# Started as root (as `make test` is in CI), the reconciler is started as root too and gives up
+# root for its [reconciler] user, SRT_TEST_USER (default www-data), before any srt command runs:
+# the sandboxes run as that user (checked under "root").
 # Needs (from tests/e2e/run.sh): TERRARIUM_RUN, TERRARIUM_URL_srt, KEY.
 # Prints "N passed, N failed"; exits non-zero on any failure.
 set -uo pipefail
@@ -57,25 +58,24 @@ if [ -z "$NPM_HOST" ] || [ -z "$DEB_HOST" ]; then
 fi
 echo "# npm registry $NPM_HOST, Debian mirror $DEB_HOST"
 
-# ---- the reconciler, as an unprivileged user ----
+# ---- the reconciler, as whoever runs this script ----
 rm -rf "$T"
 mkdir -p "$T/root"
-AS=()
+RECON_USER=$(id -un)
 if [ "$(id -u)" -eq 0 ]; then
-	user=${SRT_TEST_USER:-www-data}
-	chown -R "$user:" "$T"
-	AS=(runuser -u "$user" --)
+	RECON_USER=${SRT_TEST_USER:-www-data}
+	chown -R "$RECON_USER:" "$T"
 fi
 # in the runtime directory, like the stack's own configuration: srt hides that directory (the
 # API's configuration, MariaDB's socket) from the sandboxes
 INI="$RUN/srt-reconciler.ini"
 {
 	sed -n '/^\[database\]/,/^$/p' "$RUN/srt.ini"
-	printf '[sandbox]\nbackend = srt\nroot = %s\n\n[log]\nlevel = info\n' "$T/root"
+	printf '[sandbox]\nbackend = srt\nroot = %s\n\n' "$T/root"
+	printf '[reconciler]\nuser = %s\n\n[log]\nlevel = info\n' "$RECON_USER"
 } >"$INI"
 chmod 0600 "$INI"
-[ ${#AS[@]} -eq 0 ] || chown "${AS[2]}:" "$INI"
-recon() { "${AS[@]}" "$RECON" -c "$INI" "$@"; }
+recon() { "$RECON" -c "$INI" "$@"; }
 
 api() { api_to "$URL" "$@"; } # api METHOD PATH [BODY]
 AGENT=$(api POST /v1/agents '{"name":"srt-test","model":"claude-sonnet-4-5"}' | jq -r .id)
@@ -132,6 +132,9 @@ SID=$(new_session "{\"type\":\"limited\",\"allowed_hosts\":[\"$NPM_HOST\"]}" '{"
 check "limited: npm install through srt, session ready" provision "$SID"
 out=$(recon --exec "$SID" -- node -e "console.log(require('is-number')(7))" 2>&1)
 check "limited: the package loads inside ($out)" test "$out" = true
+out=$(recon --exec "$SID" -- sh -c 'id -un; stat -c %U node_modules' 2>&1 | tr '\n' ' ')
+check "root: commands and their files are the [reconciler] user's, $RECON_USER ($out)" \
+	test "$out" = "$RECON_USER $RECON_USER "
 probe "$SID" "$NPM_HOST" "$DEB_HOST"
 check "limited: $NPM_HOST answers" answers "$NPM_HOST"
 check "limited: $DEB_HOST is refused" refused "$DEB_HOST"
@@ -155,7 +158,7 @@ for h in $NPM_HOST $DEB_HOST; do
 done
 SH
 chmod +x "$WS/.probe/npm"
-[ ${#AS[@]} -eq 0 ] || chown -R "${AS[2]}:" "$WS"
+chown -R "$RECON_USER:" "$WS"
 sed -i "s|^root = .*|&\npath = $WS/.probe:/usr/bin:/bin|" "$INI"
 check "registries: session ready" provision "$SID_P"
 sed -i '/^path = /d' "$INI"
