@@ -1,6 +1,7 @@
 # The `srt` backend: Anthropic's sandbox-runtime (bubblewrap + allowlisting proxies) on the
-# host, no fake. srt refuses to run as root, so a root run of the suite runs it as
-# SRT_TEST_USER (default www-data, the stack's unprivileged user).
+# host, no fake. The conformance binary drives the driver without the reconciler, which is what
+# gives up root before srt runs (srt as root would keep uid 0 inside), so a root run of the
+# suite runs it as SRT_TEST_USER (default www-data, the stack's unprivileged user).
 driver_setup() { # DIR: write $CONFIG
 	if [ ! -f "$ROOT/sandbox-runtime/node_modules/@anthropic-ai/sandbox-runtime/dist/cli.js" ]; then
 		SKIP_REASON="sandbox-runtime is not installed (scripts/install-deps.sh)"
