@@ -348,7 +348,7 @@ dirs_left() { # dirs_left ROOT SESSION...
 # N sessions of environment ENV on the bwrap API, PAR requests at a time; their ids, one a line
 PAR=8
 new_sessions() { # new_sessions N ENV
-	export -f api
+	export -f api api_to
 	export KEY URL_BWRAP AGENT_BWRAP
 	seq 1 "$1" | xargs -P "$PAR" -I{} bash -c 'api "$URL_BWRAP" POST /v1/sessions \
 		"{\"agent\":\"$AGENT_BWRAP\",\"environment_id\":\"$0\"}" | jq -r .id' "$2"
