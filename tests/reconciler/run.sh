@@ -355,7 +355,7 @@ new_sessions() { # new_sessions N ENV
 		"{\"agent\":\"$AGENT_BWRAP\",\"environment_id\":\"$0\"}" | jq -r .id' "$2"
 }
 delete_sessions() { # delete_sessions SESSION...
-	export -f api
+	export -f api api_to
 	export KEY URL_BWRAP
 	printf '%s\n' "$@" | xargs -P "$PAR" -I{} bash -c 'api "$URL_BWRAP" DELETE "/v1/sessions/$0" >/dev/null' {}
 }
