@@ -26,6 +26,8 @@ RECON_SRC += reconciler/backends/http.c reconciler/backends/remote.c \
 	reconciler/backends/opensandbox.c reconciler/backends/docker.c
 # E2B (also registered as cube) and Daytona drivers; quote.c: argv -> command line
 RECON_SRC += reconciler/backends/e2b.c reconciler/backends/daytona.c reconciler/backends/quote.c
+# sandbox-runtime (srt: bubblewrap + allowlisting proxies), installed into sandbox-runtime/
+RECON_SRC += reconciler/backends/srt.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 

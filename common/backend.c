@@ -5,6 +5,7 @@
 static const struct backend_caps backends[] = {
 	{ "local", false, false, false },
 	{ "bwrap", true, false, false },
+	{ "srt", true, false, true },
 	{ "docker", true, true, false },
 	{ "opensandbox", true, true, true },
 	{ "e2b", true, true, false },

@@ -137,6 +137,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		rc = set_str(cfg->sandbox_path, value);
 	} else if (KEY("sandbox", "cache_max_age_days")) {
 		rc = parse_long(value, 10, 0, CONFIG_MAX_CACHE_AGE_DAYS, &cfg->cache_max_age_days);
+	} else if (KEY("sandbox", "srt_dir")) {
+		rc = set_str(cfg->srt_dir, value);
 	} else if (KEY("reconciler", "lease_seconds")) {
 		rc = parse_long(value, 10, 1, 86400, &cfg->lease_s);
 	} else if (KEY("reconciler", "max_attempts")) {

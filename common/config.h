@@ -13,8 +13,10 @@
  *            CONFIG_DEFAULT_API_USER), poll_socket (a second FastCGI socket with its own
  *            workers for the work queue's long polls; empty: none, polls share the pool),
  *            poll_workers (workers on poll_socket; default CONFIG_DEFAULT_POLL_WORKERS)
- * [sandbox]  backend (local, bwrap, docker, opensandbox, e2b, cube, daytona), root (the
- *            directory holding one workspace per sandbox, for local and bwrap), path (PATH
+ * [sandbox]  backend (local, bwrap, srt, docker, opensandbox, e2b, cube, daytona), root (the
+ *            directory holding one workspace per sandbox, for local, bwrap and srt), srt_dir
+ *            (the directory npm ci installed sandbox-runtime into; default: sandbox-runtime/ of
+ *            the checkout the reconciler binary was built in), path (PATH
  *            for package-manager commands; default: the reconciler's own), pass_env (the
  *            variables install and --exec commands inherit; default CONFIG_DEFAULT_PASS_ENV),
  *            pass_env_extra (more variables, added to pass_env), ca_bundle (a PEM file of CA
@@ -104,6 +106,7 @@ struct config {
 	char sandbox_ca_bundle[CONFIG_STR_MAX];
 	char reconciler_user[CONFIG_STR_MAX];
 	long cache_max_age_days; /* 0 = no package cache */
+	char srt_dir[CONFIG_STR_MAX];
 	int log_level;
 
 	long lease_s;

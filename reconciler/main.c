@@ -490,6 +490,22 @@ static int dry_run(struct recon *r, long limit)
 	return 0;
 }
 
+/* A backend that wraps every command with its allowlist (srt) learns the bound one, EGRESS
+ * (JSON array text), for sandbox ID. 0 or -1 (reported). */
+static int apply_bound_egress(struct recon *r, const char *id, const char *egress)
+{
+	char err[SBX_ERR_MAX];
+	json_t *hosts = json_loads(egress, 0, NULL);
+	int rc = hosts ? r->sbx.ops->set_egress(&r->sbx, id, hosts, err, sizeof(err)) : -1;
+
+	if (!hosts)
+		snprintf(err, sizeof(err), "the bound egress policy does not parse");
+	if (rc)
+		fprintf(stderr, "egress policy: %s\n", err);
+	json_decref(hosts);
+	return rc;
+}
+
 /* Run a command in a session's bound sandbox, with the network its policy allows and the
  * environment its installs had (recon_env: its packages on PATH and the language paths). A
  * deleted session has no sandbox to run in. A sandbox found gone has its session provisioned
@@ -509,6 +525,12 @@ static int exec_in(struct recon *r, const char *session, char **argv)
 	if (!rows.nrows) {
 		fprintf(stderr, "session %s has no sandbox (not provisioned yet, or deleted)\n",
 			session);
+		db_rows_free(&rows);
+		free(env);
+		return 2;
+	}
+	if (r->sbx.ops->egress_per_command && db_cell(&rows, 0, 2) &&
+	    apply_bound_egress(r, db_cell(&rows, 0, 1), db_cell(&rows, 0, 2))) {
 		db_rows_free(&rows);
 		free(env);
 		return 2;
@@ -572,6 +594,22 @@ static int leave_root(struct recon *r)
 	return privs_drop_keep(r->cfg->reconciler_user, "reconciler", "[reconciler] user", keep);
 }
 
+/* --check of the backend (opened before root was given up): its self-test, when it has one,
+ * runs a command the way sandboxes will. 0 or -1 (logged). */
+static int backend_self_test(struct recon *r)
+{
+	char err[SBX_ERR_MAX];
+
+	if (!r->sbx.ops->check)
+		return 0;
+	if (r->sbx.ops->check(&r->sbx, err, sizeof(err))) {
+		log_error("sandbox backend %s: %s", r->cfg->backend, err);
+		return -1;
+	}
+	log_info("backend %s: self-test passed", r->cfg->backend);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
@@ -609,7 +647,7 @@ int main(int argc, char **argv)
 		ret = 3;
 		goto out;
 	}
-	if (o.once || o.loop || o.exec_session) {
+	if (o.once || o.loop || o.exec_session || o.check) {
 		if (sbx_open(&r.sbx, &cfg, config_path(o.config), err, sizeof(err))) {
 			log_error("sandbox backend: %s", err);
 			ret = 2;
@@ -627,6 +665,9 @@ int main(int argc, char **argv)
 		log_info("configuration %s read; database reachable; backend %s",
 			 config_path(o.config), cfg.backend);
 		ret = 0;
+		/* a backend with a self-test runs a command the way sandboxes will */
+		if (backend_self_test(&r))
+			ret = 2;
 	} else if (o.status) {
 		ret = status(&r);
 	} else if (o.dry_run) {

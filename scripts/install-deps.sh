@@ -13,12 +13,17 @@
 # docker.io and debootstrap: the docker backend's Engine and its default sandbox image
 # (sandbox-image/build.sh); dockerd is started by scripts/lib-stack.sh, not as a service.
 #
-# Node.js and npm (for the SDK compatibility tests) are skipped when `node` and `npm` already
-# exist, whatever installed them.
+# Node.js and npm (for the SDK compatibility tests and the srt backend) are skipped when `node`
+# and `npm` already exist, whatever installed them.
 #
 # apache2, libapache2-mod-fcgid and lighttpd are installed for their binaries as well (make
 # test-servers runs its own instances; docs/hosting.md). --deb also installs what `make deb` and
 # `make test-deb` need: debhelper, dpkg-dev, fakeroot, lintian, debootstrap.
+#
+# The srt backend's runtime, @anthropic-ai/sandbox-runtime at the version pinned by
+# sandbox-runtime/package-lock.json, is installed with `npm ci` into sandbox-runtime/ (no global
+# install) whenever its node_modules is missing or older than the lockfile; it needs bubblewrap,
+# socat and ripgrep from Debian (docs/srt.md).
 set -euo pipefail
 
 deb_packages=(debhelper dpkg-dev fakeroot lintian debootstrap)
@@ -42,6 +47,7 @@ packages=(
 	apache2 libapache2-mod-fcgid lighttpd
 	galera-4 rsync iproute2 iptables # scripts/cluster.sh: Galera nodes, rsync SST, namespaces
 	docker.io debootstrap
+	socat ripgrep
 )
 nginx_flavours=(nginx-light nginx nginx-core nginx-full nginx-extras)
 policy=/usr/sbin/policy-rc.d
@@ -96,8 +102,22 @@ if [ "${sudo[0]:-}" != false ]; then
 	tun_open
 fi
 
+# sandbox-runtime (srt): npm ci into the checkout's sandbox-runtime/, as whoever runs this
+srt_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/sandbox-runtime
+install_srt() {
+	local stamp=$srt_dir/node_modules/.terrarium-lock
+	if [ -f "$stamp" ] && cmp -s "$srt_dir/package-lock.json" "$stamp" &&
+		[ -f "$srt_dir/node_modules/@anthropic-ai/sandbox-runtime/dist/cli.js" ]; then
+		return 0
+	fi
+	say "npm ci in $srt_dir (sandbox-runtime for the srt backend)"
+	(cd "$srt_dir" && npm ci --no-audit --no-fund --loglevel=error) || return 1
+	cp "$srt_dir/package-lock.json" "$stamp"
+}
+
 if [ ${#missing[@]} -eq 0 ] && [ $want_nginx -eq 0 ]; then
 	say "all packages present"
+	install_srt
 	exit 0
 fi
 
@@ -146,4 +166,5 @@ if [ ${#still[@]} -ne 0 ]; then
 	say "still missing after install: ${still[*]}"
 	exit 1
 fi
+install_srt
 say "done"

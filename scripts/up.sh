@@ -109,6 +109,18 @@ if [ "${RECONCILER:-0}" = 1 ]; then
 	recon_start "$RUN" api
 fi
 
+# srt runs every command as the reconciler's user (docs/srt.md): say at once whether that works
+srt_note=""
+if [ "$BACKEND" = srt ]; then
+	recon_bin="$(dirname "$(_stack_api_bin)")/terrarium-reconciler"
+	if out=$("$recon_bin" -c "$RUN/api.ini" --check 2>&1); then
+		srt_note="srt self-test passed (terrarium-reconciler --check)"
+	else
+		srt_note="srt self-test FAILED (terrarium-reconciler --check): $(tail -n 1 <<<"$out")"
+		echo "up: warning: $srt_note" >&2
+	fi
+fi
+
 URL="http://127.0.0.1:$PORT"
 KEY=$(cat "$RUN/api-key")
 if [ "$SERVER" = nginx ]; then
@@ -139,7 +151,8 @@ terrarium is up (backend: $BACKEND, server: $SERVER)
   curl -s $URL/v1/environments -H "x-api-key: \$(cat $RUN/api-key)" \\
        -H "anthropic-beta: managed-agents-2026-04-01"
 
-  reconciler  $( [ "${RECONCILER:-0}" = 1 ] && echo "running (--loop), log $RUN/reconciler.log" || echo "build/terrarium-reconciler -c $RUN/api.ini --once   (or RECONCILER=1 make up)")
+  reconciler  $( [ "${RECONCILER:-0}" = 1 ] && echo "running (--loop), log $RUN/reconciler.log" || echo "build/terrarium-reconciler -c $RUN/api.ini --once   (or RECONCILER=1 make up)")${srt_note:+
+              $srt_note}
 
   settings  $RUN/api.ini (generated; your own settings go in $RUN/operator.ini)
   make down    stops it

@@ -1,6 +1,8 @@
 # shellcheck shell=bash
-# lib-check.sh: the pass/fail counting of the test scripts. Source it, call ok/not_ok/check,
-# end with `check_summary` (prints "N passed, N failed"; returns 1 when any failed).
+# lib-check.sh: the pass/fail counting of the shell test scripts (sourced).
+#   check NAME CMD...   runs CMD; prints "ok - NAME" or "not ok - NAME" and counts it in
+#                       $passed / $failed, which the script reports as "N passed, N failed"
+#   ok NAME / not_ok NAME   count a result decided by hand
 passed=0
 failed=0
 ok() {

@@ -87,6 +87,12 @@ struct sandbox_backend {
 	int (*cache_store)(struct sbx *s, const char *id, const char *key, char *err,
 			   size_t errsz);
 	int (*cache_remove)(struct sbx *s, const char *key, char *err, size_t errsz);
+	/* Optional, for --check: run a command through the backend as sandboxes would. 0, or -1
+	 * with ERR set. */
+	int (*check)(struct sbx *s, char *err, size_t errsz);
+	/* 1 when set_egress tells only this process (srt wraps every command with the list it was
+	 * last given): --exec gives it the bound list before running. */
+	int egress_per_command;
 };
 
 /* Bind the backend named by CFG (the drivers table in open.c). 0, or -1 with ERR set when the
@@ -107,8 +113,9 @@ extern const struct sandbox_backend sbx_docker;
 extern const struct sandbox_backend sbx_e2b;     /* e2b.c */
 extern const struct sandbox_backend sbx_cube;    /* e2b.c: the E2B protocol at [cube] */
 extern const struct sandbox_backend sbx_daytona; /* daytona.c */
+extern const struct sandbox_backend sbx_srt;     /* srt.c: sandbox-runtime (bwrap + proxies) */
 
-/* Shared by local and bwrap: sandbox directories under s->root. */
+/* Shared by local, bwrap and srt: sandbox directories under s->root. */
 int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
 		   size_t errsz);
 int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz);
@@ -127,5 +134,12 @@ int sbx_dir_cache_lookup(struct sbx *s, const char *key, char *ref, size_t refsz
 int sbx_dir_cache_store(struct sbx *s, const char *id, const char *key, char *err,
 			size_t errsz);
 int sbx_dir_cache_remove(struct sbx *s, const char *key, char *err, size_t errsz);
+/* The workspace of sandbox ID as its commands see it (its directory; s->root when ID is not a
+ * plain name). */
+void sbx_dir_workdir(struct sbx *s, const char *id, char *out, size_t outsz);
+/* Remove PATH and everything below it, making read-only directories writable first, never
+ * following a symlink or crossing a mount; a missing PATH counts as removed. 0, or -1 with
+ * ERR set. */
+int sbx_rmtree(const char *path, char *err, size_t errsz);
 
 #endif

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../common/log.h"
 #include "backend.h"
 
 #define SBX_DIR_FDS 32
@@ -23,6 +24,12 @@ int sbx_dir_path(struct sbx *s, const char *id, char *out, size_t outsz)
 		return -1;
 	n = snprintf(out, outsz, "%s/%s", s->root, id);
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
+}
+
+void sbx_dir_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
+{
+	if (sbx_dir_path(s, id, out, outsz))
+		snprintf(out, outsz, "%s", s->root);
 }
 
 int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
@@ -61,16 +68,19 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	return unlink(path) && errno != ENOENT ? -1 : 0;
 }
 
-/* Remove the tree at PATH; nothing when it is already gone. */
-static int remove_tree(const char *path)
+int sbx_rmtree(const char *path, char *err, size_t errsz)
 {
 	struct stat st;
 
 	if (lstat(path, &st) && errno == ENOENT)
-		return 0;
-	/* FTW_PHYS: never follow a symlink out of the sandbox; FTW_MOUNT: stay on its fs */
+		return 0; /* already gone */
+	/* FTW_PHYS: never follow a symlink out of the tree; FTW_MOUNT: stay on its fs */
 	nftw(path, make_writable, SBX_DIR_FDS, FTW_PHYS | FTW_MOUNT);
-	return nftw(path, remove_entry, SBX_DIR_FDS, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	if (nftw(path, remove_entry, SBX_DIR_FDS, FTW_DEPTH | FTW_PHYS | FTW_MOUNT)) {
+		snprintf(err, errsz, "removing %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
@@ -81,11 +91,7 @@ int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
 		snprintf(err, errsz, "invalid sandbox id");
 		return -1;
 	}
-	if (remove_tree(path)) {
-		snprintf(err, errsz, "removing %s: %s", path, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return sbx_rmtree(path, err, errsz);
 }
 
 /* nftw has no argument for the callback: the owner being given, set by sbx_dir_own */
@@ -158,6 +164,15 @@ static int sibling(const char *path, const char *tag, char *out, size_t outsz)
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
 
+/* Remove a half-made copy after a failure that is reported already. */
+static void discard_tree(const char *path)
+{
+	char err[SBX_ERR_MAX];
+
+	if (sbx_rmtree(path, err, sizeof(err)))
+		log_warn("%s", err);
+}
+
 /* cp -a --reflink=auto SRC/. DST (DST is created). */
 static int copy_tree(struct sbx *s, const char *src, const char *dst, char *err, size_t errsz)
 {
@@ -179,7 +194,7 @@ static int copy_tree(struct sbx *s, const char *src, const char *dst, char *err,
 			snprintf(err, errsz, "copying %s to %s: %s", src, dst,
 				 res.output && res.len ? res.output : "cp failed");
 			proc_result_release(&res);
-			remove_tree(dst);
+			discard_tree(dst);
 			return -1;
 		}
 	}
@@ -207,7 +222,7 @@ int sbx_dir_create_from(struct sbx *s, const char *name, char *id, size_t idsz, 
 			return -1;
 		if (rename(tmp, path)) {
 			int e = errno;
-			remove_tree(tmp);
+			discard_tree(tmp);
 			if (e != EEXIST && e != ENOTEMPTY) {
 				snprintf(err, errsz, "rename to %s: %s", path, strerror(e));
 				return -1;
@@ -253,7 +268,7 @@ int sbx_dir_cache_store(struct sbx *s, const char *id, const char *key, char *er
 		return -1;
 	if (rename(tmp, entry)) {
 		int e = errno;
-		remove_tree(tmp);
+		discard_tree(tmp);
 		if (e != EEXIST && e != ENOTEMPTY) { /* else: another reconciler's entry won */
 			snprintf(err, errsz, "rename to %s: %s", entry, strerror(e));
 			return -1;
@@ -273,9 +288,5 @@ int sbx_dir_cache_remove(struct sbx *s, const char *key, char *err, size_t errsz
 	/* out of the way in one step (a lookup sees the entry whole or not at all), then removed */
 	if (rename(entry, old))
 		return errno == ENOENT ? 0 : (snprintf(err, errsz, "%s: %s", entry, strerror(errno)), -1);
-	if (remove_tree(old)) {
-		snprintf(err, errsz, "removing %s: %s", old, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return sbx_rmtree(old, err, errsz);
 }

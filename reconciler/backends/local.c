@@ -5,19 +5,13 @@
 
 #include "backend.h"
 
-static void local_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
-{
-	if (sbx_dir_path(s, id, out, outsz))
-		snprintf(out, outsz, "%s", s->root);
-}
-
 static int local_run(struct sbx *s, const char *id, int share_net, char *const argv[],
 		     char *const envp[], long timeout_s, struct proc_result *res)
 {
 	char dir[CONFIG_STR_MAX * 2];
 
 	(void)share_net; /* a host process has the host's network */
-	local_workdir(s, id, dir, sizeof(dir));
+	sbx_dir_workdir(s, id, dir, sizeof(dir));
 	return proc_run(argv, dir, envp, timeout_s, (size_t)s->cfg->output_max, s->watch,
 			res);
 }
@@ -25,7 +19,7 @@ static int local_run(struct sbx *s, const char *id, int share_net, char *const a
 const struct sandbox_backend sbx_local = {
 	.name = "local",
 	.create = sbx_dir_create,
-	.workdir = local_workdir,
+	.workdir = sbx_dir_workdir,
 	.run = local_run,
 	.set_egress = NULL,
 	.destroy = sbx_dir_destroy,

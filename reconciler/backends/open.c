@@ -42,6 +42,7 @@ static const struct sandbox_backend *const drivers[] = {
 	&sbx_e2b,
 	&sbx_cube,
 	&sbx_daytona,
+	&sbx_srt,
 };
 
 int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, char *err,

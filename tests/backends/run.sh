@@ -10,7 +10,9 @@
 #    check the egress policy sequence. driver_setup returns 2 with $SKIP_REASON to skip (the
 #    live-*.sh drivers do when their TERRARIUM_LIVE_* variables are unset). A driver file may
 #    also define driver_check DIR, run after the suite (same "N passed, N failed" output) for
-#    checks of its own. $HERE is this directory. Adding a driver = adding a file.
+#    checks of its own. driver_setup may set DRIVER_AS to a command prefix the suite runs under
+#    (srt: `runuser -u USER --` when root). $HERE is this directory. Adding a driver = adding
+#    a file.
 # 2. End to end (needs tests/e2e/run.sh's stack: TERRARIUM_RUN, TERRARIUM_URL_opensandbox, KEY):
 #    an agent with an MCP server, a limited environment with pip packages, a session; one
 #    `terrarium-reconciler --once` with backend opensandbox against a fresh fake -> the session
@@ -36,21 +38,8 @@ else
 fi
 PIDS=()
 
-passed=0
-failed=0
-ok() {
-	passed=$((passed + 1))
-	echo "ok - $*"
-}
-not_ok() {
-	failed=$((failed + 1))
-	echo "not ok - $*"
-}
-check() { # check NAME COMMAND...
-	local name=$1
-	shift
-	if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
+# shellcheck source=tests/lib.sh
+. "$ROOT/tests/lib.sh"
 
 cleanup() {
 	local pid
@@ -110,6 +99,7 @@ for f in "$HERE"/drivers/*.sh; do
 	mkdir -p "$dir"
 	unset -f driver_setup driver_check
 	CONFIG="" FAKE_LOG="" SKIP_REASON=""
+	DRIVER_AS=() # driver_setup may name a user to run the suite as (runuser -u USER --)
 	# shellcheck source=/dev/null
 	. "$f"
 	echo "# conformance: $name"
@@ -126,7 +116,8 @@ for f in "$HERE"/drivers/*.sh; do
 	fi
 	log_url=""
 	case "$FAKE_LOG" in http://*) log_url=$FAKE_LOG ;; esac
-	CONFORMANCE_FAKE_LOG=$log_url "$CONF" -c "$CONFIG" -n "$name" >"$dir/conformance.out" 2>&1
+	CONFORMANCE_FAKE_LOG=$log_url "${DRIVER_AS[@]}" "$CONF" -c "$CONFIG" -n "$name" \
+		>"$dir/conformance.out" 2>&1
 	rc=$?
 	sed 's/^/    /' "$dir/conformance.out"
 	counts=$(tail -n 1 "$dir/conformance.out")
@@ -169,13 +160,7 @@ URL=$TERRARIUM_URL_opensandbox
 E="$T/e2e"
 mkdir -p "$E"
 
-api() { # api METHOD PATH [BODY]
-	local method=$1 path=$2
-	shift 2
-	curl -sS -X "$method" "$URL$path" -H "x-api-key: $KEY" \
-		-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01" \
-		${1:+-H "content-type: application/json" --data "$1"}
-}
+api() { api_to "$URL" "$@"; } # api METHOD PATH [BODY]
 provisioning() { # SESSION -> {p: provisioning, s: status}
 	api GET "/v1/sessions/$1" | jq -c '{p: .provisioning, s: .status}'
 }

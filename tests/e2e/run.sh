@@ -2,9 +2,10 @@
 # End-to-end tests against the real binaries (`make test` runs this after the unit tests).
 #
 # Starts, in a temporary directory: MariaDB on its own socket, one API supervisor per sandbox
-# backend (local opensandbox docker bwrap, 2 workers each) and one nginx with a loopback port per
+# backend (local opensandbox docker bwrap srt, 2 workers each) and one nginx with a loopback port per
 # backend. Creates the keys and workspaces the tests use, then runs
 #   tests/reconciler/run.sh        the reconciler with the local and bwrap backends
+#   tests/srt/run.sh               the srt backend: allowlists, registries, MCP hosts, escapes
 #   tests/backends/run.sh          driver conformance (fakes), opensandbox through API + reconciler
 #   build/e2e-runner tests/cases   the data-driven HTTP cases
 #   tests/sdk/run.sh               the official SDK suite (when present)
@@ -27,7 +28,7 @@
 #
 # Under a sanitizer build (BUILD_DIR=build-asan) any ASan/LSan/UBSan report fails the run.
 # Environment: BUILD_DIR (default build), E2E_ONLY (a part name's substring: only those parts),
-# E2E_BACKENDS (default "local opensandbox docker bwrap"),
+# E2E_BACKENDS (default "local opensandbox docker bwrap srt"),
 # KEEP_RUN=1.
 # shellcheck disable=SC2317 # functions run through `part` and the EXIT trap
 set -uo pipefail
@@ -37,7 +38,7 @@ cd "$ROOT" || exit 1
 # shellcheck source=scripts/lib-stack.sh
 . "$ROOT/scripts/lib-stack.sh"
 
-read -ra BACKENDS <<<"${E2E_BACKENDS:-local opensandbox docker bwrap}"
+read -ra BACKENDS <<<"${E2E_BACKENDS:-local opensandbox docker bwrap srt}"
 BUILD=$(stack_build_dir)
 
 section() {
@@ -379,6 +380,9 @@ part "nginx error pages" check_nginx_errors
 part "reconciler (tests/reconciler/run.sh)" bash "$ROOT/tests/reconciler/run.sh"
 part "sandbox backends: conformance + opensandbox end to end (tests/backends/run.sh)" \
 	bash "$ROOT/tests/backends/run.sh"
+if [ -n "${TERRARIUM_URL_srt:-}" ]; then
+	part "srt backend (tests/srt/run.sh)" bash "$ROOT/tests/srt/run.sh"
+fi
 part "HTTP cases (e2e-runner tests/cases)" "$BUILD/e2e-runner" "$ROOT/tests/cases"
 if [ -f "$ROOT/tests/sdk/run.sh" ]; then
 	part "official SDK (tests/sdk/run.sh)" bash "$ROOT/tests/sdk/run.sh"

@@ -1,33 +1,45 @@
 #!/usr/bin/env bash
-# The escape suite (tests/reconciler/run.sh runs it): hostile code inside a bwrap sandbox, run
+# The escape suite (tests/reconciler/run.sh runs it): hostile code inside a sandbox, run
 # through `terrarium-reconciler --exec`, tries to get out. Every attempt must fail; the suite
 # fails if any succeeds.
 #
-#   escape.sh root   the reconciler is started as root (it switches to [reconciler] user)
-#   escape.sh user   the reconciler is started as that user ($RECON_USER; when we are not root,
-#                    ourselves)
+#   escape.sh root [BACKEND]   the reconciler is started as root (it switches to [reconciler] user)
+#   escape.sh user [BACKEND]   the reconciler is started as that user ($RECON_USER; when we are
+#                              not root, ourselves)
+#   BACKEND: bwrap (default) or srt; the stack serves it at TERRARIUM_URL_<BACKEND>.
 #
 # Attempts: uid 0, capabilities, umount, mount --bind, remount read-write, chattr +i, nested user
 # namespaces, reading the configuration, the API key file, /etc/shadow, another sandbox, the
 # sandbox root, the run directory, /proc/1/environ, connecting to the MariaDB socket, to the
-# API's port and to a database port on the host's 127.0.0.1 (directly and through slirp4netns's
-# host address), inherited file descriptors. The sandbox's policy is unrestricted: the control
-# is that it does reach the Debian mirror.
+# API's port and to a database port on the host's 127.0.0.1 (directly, and the way the backend's
+# network leads out: bwrap through slirp4netns's host address 10.0.2.2, srt through its HTTP and
+# SOCKS proxies), inherited file descriptors. The sandbox's policy is unrestricted: the control
+# is that it does reach the Debian mirror (bwrap: a TCP connection; srt, which has no network
+# but its proxies: an HTTP answer through them).
 #
-# Needs (from tests/reconciler/run.sh): TERRARIUM_RUN, TERRARIUM_URL_bwrap, KEY, RECON_USER.
+# Needs (from tests/reconciler/run.sh): TERRARIUM_RUN, TERRARIUM_URL_<BACKEND>, KEY, RECON_USER.
 # Prints "N passed, N failed"; exits non-zero on any failure.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=scripts/lib-stack.sh
 . "$ROOT/scripts/lib-stack.sh" # stack_free_port
-MODE=${1:?usage: escape.sh root|user}
+MODE=${1:?usage: escape.sh root|user [bwrap|srt]}
+BACKEND=${2:-bwrap}
+case "$BACKEND" in
+bwrap | srt) ;;
+*)
+	echo "escape.sh: backend '$BACKEND' is not bwrap or srt" >&2
+	exit 2
+	;;
+esac
 RUN=${TERRARIUM_RUN:?}
-URL=${TERRARIUM_URL_bwrap:?}
+url_var=TERRARIUM_URL_$BACKEND
+URL=${!url_var:?$url_var is required}
 : "${KEY:?}" "${RECON_USER:?}"
 BUILD=${BUILD_DIR:-build}
 RECON="$ROOT/$BUILD/terrarium-reconciler"
-E="$RUN/escape-$MODE"
+E="$RUN/escape-$BACKEND-$MODE"
 rm -rf "$E"
 mkdir -p "$E"
 
@@ -43,16 +55,22 @@ if [ "$MODE" = user ] && [ "$(id -u)" -eq 0 ]; then
 fi
 
 # A configuration with the stack's database password, and an API key file beside it, both
-# readable only by whoever starts the reconciler.
-INI="$E/recon.ini"
+# readable only by whoever starts the reconciler. srt shows the sandbox the host's files but for
+# the configuration's directory, the sandbox root and home directories (docs/srt.md): there
+# they go in the run directory, with the stack's own configuration and MariaDB's socket, as a
+# deployment keeps its secrets beside its configuration.
+CONF=$E
+[ "$BACKEND" = srt ] && CONF=$RUN
+INI="$CONF/escape-$BACKEND-$MODE.ini"
+KEY_FILE="$CONF/escape-$BACKEND-$MODE.key"
 {
 	sed -n '/^\[database\]/,/^$/p' "$RUN/local.ini"
-	printf '[sandbox]\nbackend = bwrap\nroot = %s\n\n[log]\nlevel = warn\n' "$E/sandboxes"
+	printf '[sandbox]\nbackend = %s\nroot = %s\n\n[log]\nlevel = warn\n' "$BACKEND" "$E/sandboxes"
 } >"$INI"
-echo "sk-escape-test-key-$(date +%s%N)" >"$E/api-key"
-chmod 0600 "$INI" "$E/api-key"
+echo "sk-escape-test-key-$(date +%s%N)" >"$KEY_FILE"
+chmod 0600 "$INI" "$KEY_FILE"
 if [ "$owner" != "$(id -un)" ]; then
-	chown "$owner:" "$E" "$INI" "$E/api-key"
+	chown "$owner:" "$E" "$INI" "$KEY_FILE"
 fi
 recon() { "${as_recon[@]}" "$RECON" -c "$INI" "$@"; }
 
@@ -97,7 +115,7 @@ touch victim
 try "uid 0" is_root
 try "capabilities (CapEff not 0)" has_caps
 try "umount /tmp" umount /tmp
-try "umount -l /workspace" umount -l /workspace
+try "umount -l the workspace" umount -l "$PWD"
 try "mount --bind / /tmp" mount --bind / /tmp
 try "remount / read-write" mount -o remount,rw /
 try "remount /usr read-write" mount -o remount,bind,rw /usr
@@ -108,18 +126,45 @@ try "read the configuration" cat "$1"
 try "read the API key file" cat "$2"
 try "read /etc/shadow" cat /etc/shadow
 try "read another sandbox" cat "$3/secret"
-try "list the sandbox root" ls "$4"
-try "list the run directory" ls "$5"
+try "see another sandbox in the sandbox root" sh -c "ls \"\$1\" | grep -qx \"\${2##*/}\"" _ "$4" "$3"
+try "see MariaDB'"'"'s socket in the run directory" sh -c "ls -A \"\$1\" | grep -qx mysql.sock" _ "$5"
 try "read /proc/1/environ" cat /proc/1/environ
 try "connect to the MariaDB socket" unix_connect "$6"
 try "connect to the API port on 127.0.0.1" tcp 127.0.0.1 "$7"
 try "connect to the database port on 127.0.0.1" tcp 127.0.0.1 "$8"
+try "inherited file descriptors" extra_fds
+'
+# what differs by backend: bwrap's view has neither the sandbox root nor the run directory; srt
+# shows directories it hides as empty but for the workspace bound back (the names checked
+# above); the ways out of each network to the host's ports, and the control
+case "$BACKEND" in
+bwrap)
+	# shellcheck disable=SC2016 # expanded inside the sandbox
+	inside+='
+try "list the sandbox root" ls "$4"
+try "list the run directory" ls "$5"
 try "connect to the API port through 10.0.2.2" tcp 10.0.2.2 "$7"
 try "connect to the database port through 10.0.2.2" tcp 10.0.2.2 "$8"
-try "inherited file descriptors" extra_fds
 if tcp "$9" 80; then echo "control outbound"; else echo "control no-outbound"; fi
 '
-out=$(recon --exec "$sid" -- sh -c "$inside" sh "$INI" "$E/api-key" "$E/sandboxes/$other" \
+	;;
+srt)
+	# through srt's proxies: the API answers /healthz, the database port answers one line
+	# (HTTP/0.9 to curl), so either succeeds only if the proxy dialled this host
+	# shellcheck disable=SC2016 # expanded inside the sandbox
+	inside+='
+via() { curl -sf --http0.9 -o /dev/null --max-time 10 --noproxy "" "$@"; }
+try "connect to the API port through the HTTP proxy" via -x "$HTTP_PROXY" "http://127.0.0.1:$7/healthz"
+try "connect to the API port through localhost and the HTTP proxy" via -x "$HTTP_PROXY" "http://localhost:$7/healthz"
+try "connect to the database port through an HTTP proxy tunnel" via -p -x "$HTTP_PROXY" "http://127.0.0.1:$8/"
+try "connect to the database port through the SOCKS proxy" via -x "${ALL_PROXY:?}" "http://127.0.0.1:$8/"
+code=$(curl -s -o /dev/null -w "%{http_code}" --max-time 20 "https://$9/")
+case $code in [1-5][0-9][0-9]) echo "control outbound" ;; *) echo "control no-outbound $code" ;; esac
+'
+	;;
+esac
+attempts=$(grep -c '^try "' <<<"$inside")
+out=$(recon --exec "$sid" -- sh -c "$inside" sh "$INI" "$KEY_FILE" "$E/sandboxes/$other" \
 	"$E/sandboxes" "$RUN" "$RUN/mysql.sock" "$API_PORT" "$DB_PORT" "$MIRROR" 2>&1)
 echo "$out" >"$E/inside.log"
 held=$(grep -c '^held ' <<<"$out")
@@ -129,8 +174,8 @@ while read -r line; do
 	"ESCAPED "*) not_ok "ESCAPED: ${line#ESCAPED }" ;;
 	esac
 done <<<"$out"
-if [ "$held" -lt 23 ]; then
-	not_ok "all 23 attempts ran ($held held): $out"
+if [ "$held" -lt "$attempts" ]; then
+	not_ok "all $attempts attempts ran ($held held): $out"
 fi
 if grep -qx "control outbound" <<<"$out"; then
 	ok "control: the unrestricted sandbox reaches the Debian mirror ($MIRROR)"

@@ -22,8 +22,9 @@
 #   due        --status counts what --dry-run lists (expired claims included)
 #   smaller    pass_env_extra, the exec environment, --exec on a deleted session, last_error
 #              without host paths and cleared by --retry, cumulative metrics and gauges
-#   escape     tests/reconciler/escape.sh: the escape suite inside a bwrap sandbox, with the
-#              reconciler started as root (it switches to [reconciler] user) and as that user
+#   escape     tests/reconciler/escape.sh: the escape suite inside a bwrap sandbox, and an srt
+#              one when the stack serves srt, with the reconciler started as root (it switches
+#              to [reconciler] user) and as that user
 #
 # Started as root, the reconciler switches to [reconciler] user (default www-data) after reading
 # its configuration: the test directory is that user's, the configuration files root's (0600).
@@ -348,13 +349,13 @@ dirs_left() { # dirs_left ROOT SESSION...
 # N sessions of environment ENV on the bwrap API, PAR requests at a time; their ids, one a line
 PAR=8
 new_sessions() { # new_sessions N ENV
-	export -f api
+	export -f api api_to
 	export KEY URL_BWRAP AGENT_BWRAP
 	seq 1 "$1" | xargs -P "$PAR" -I{} bash -c 'api "$URL_BWRAP" POST /v1/sessions \
 		"{\"agent\":\"$AGENT_BWRAP\",\"environment_id\":\"$0\"}" | jq -r .id' "$2"
 }
 delete_sessions() { # delete_sessions SESSION...
-	export -f api
+	export -f api api_to
 	export KEY URL_BWRAP
 	printf '%s\n' "$@" | xargs -P "$PAR" -I{} bash -c 'api "$URL_BWRAP" DELETE "/v1/sessions/$0" >/dev/null' {}
 }
@@ -456,16 +457,24 @@ check "cron: scripts/reconciler.cron is an /etc/cron.d line with a user field" \
 
 # ---- the escape suite ----
 echo "# escape"
-if [ "$(id -u)" -eq 0 ]; then
-	bash "$ROOT/tests/reconciler/escape.sh" root
-	check "escape: every attempt failed, reconciler started as root" test $? -eq 0
-	bash "$ROOT/tests/reconciler/escape.sh" user
-	check "escape: every attempt failed, reconciler started as $RECON_USER" test $? -eq 0
+escape_backends=(bwrap)
+if [ -n "${TERRARIUM_URL_srt:-}" ]; then
+	escape_backends+=(srt)
 else
-	bash "$ROOT/tests/reconciler/escape.sh" user
-	check "escape: every attempt failed, reconciler started as $(id -un)" test $? -eq 0
-	echo "  (not root: the suite with the reconciler started as root is skipped)"
+	echo "  (no srt API in this stack: the suite under srt is skipped)"
 fi
+for b in "${escape_backends[@]}"; do
+	if [ "$(id -u)" -eq 0 ]; then
+		bash "$ROOT/tests/reconciler/escape.sh" root "$b"
+		check "escape ($b): every attempt failed, reconciler started as root" test $? -eq 0
+		bash "$ROOT/tests/reconciler/escape.sh" user "$b"
+		check "escape ($b): every attempt failed, reconciler started as $RECON_USER" test $? -eq 0
+	else
+		bash "$ROOT/tests/reconciler/escape.sh" user "$b"
+		check "escape ($b): every attempt failed, reconciler started as $(id -un)" test $? -eq 0
+		echo "  (not root: the suite with the reconciler started as root is skipped)"
+	fi
+done
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

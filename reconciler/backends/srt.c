@@ -1,0 +1,461 @@
+/* The `srt` backend: Anthropic's sandbox-runtime (docs/srt.md). Workspaces are the sandbox
+ * directories of bwrap and local (dir.c); every command runs through `srt` with a settings file
+ * written for that command: writes only in the workspace (and a private /tmp), reads of the
+ * configuration directory, the sandbox root (other sandboxes) and home directories denied, and
+ * the network namespace removed, with HTTP(S) and TCP going through srt's proxies on the host,
+ * which admit only the allowlist set by set_egress (`*.` wildcards match subdomains). No list:
+ * no network. An unrestricted policy runs through sandbox-runtime/srt-unrestricted.mjs, which
+ * admits every host but this one.
+ *
+ * srt runs on the host as the reconciler's user and the command keeps that uid inside: a
+ * reconciler started as root opens this driver (srt_prepare) and then gives up root for its
+ * [reconciler] user before any command runs (reconciler/main.c, leave_root). Everything srt executes on the host (node, bwrap, socat, rg)
+ * is found at open on the reconciler's own PATH and named by absolute path, never looked up on
+ * the sandbox's PATH, whose first entry is a workspace directory the sandbox writes. */
+#define _XOPEN_SOURCE 700
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <libgen.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../common/egress.h"
+#include "../../common/log.h"
+#include "backend.h"
+
+#define SRT_RUNTIME_DIR "sandbox-runtime" /* beside build/ in the checkout (default srt_dir) */
+#define SRT_PACKAGE "node_modules/@anthropic-ai/sandbox-runtime"
+#define SRT_CLI SRT_PACKAGE "/dist/cli.js"
+#define SRT_SECCOMP_DIR SRT_PACKAGE "/vendor/seccomp" /* executed inside the sandbox */
+#define SRT_UNRESTRICTED "srt-unrestricted.mjs"
+#define SRT_HOST_TMP "/var/tmp/terrarium-srt.XXXXXX" /* outside the sandbox's private /tmp */
+#define SRT_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+#define SRT_OWN_ARGS 8                       /* node, script, --settings F, --, env, PATH, TMPDIR */
+#define SRT_ARGV_MAX (SRT_OWN_ARGS + 320)    /* room for an install of 256 packages */
+#define SRT_ENV_MAX 64
+#define SRT_CHECK_TIMEOUT_S 60
+#define SRT_CHECK_OUTPUT "terrarium-srt-check-ok"
+#define SRT_EGRESS_HOSTS_MAX 1024
+
+enum srt_tool { SRT_NODE, SRT_BWRAP, SRT_SOCAT, SRT_RG, SRT_ENV, SRT_NTOOLS };
+static const char *const srt_tool_names[SRT_NTOOLS] = { "node", "bwrap", "socat", "rg", "env" };
+
+struct srt_state {
+	char dir[PATH_MAX];                     /* sandbox-runtime install (package.json, node_modules) */
+	char tool[SRT_NTOOLS][PATH_MAX];        /* absolute paths on the reconciler's PATH */
+	char host_path[CONFIG_STR_MAX * 4];     /* the PATH srt itself runs with */
+	char tmp[sizeof(SRT_HOST_TMP)];         /* srt's TMPDIR (its sockets), private to us */
+	char settings_dir[sizeof(SRT_HOST_TMP) + 16]; /* tmp/settings: denied to the sandbox */
+	char egress_id[SBX_ID_MAX];             /* the sandbox the allowlist below is for */
+	json_t *egress;                         /* srt allowedDomains, or NULL: no network */
+};
+
+/* The first executable NAME on PATH into OUT. 0 or -1. */
+static int find_on_path(const char *path, const char *name, char *out, size_t outsz)
+{
+	while (*path) {
+		size_t len = strcspn(path, ":");
+		int n = snprintf(out, outsz, "%.*s/%s", (int)len, path, name);
+
+		if (len && path[0] == '/' && n > 0 && (size_t)n < outsz && !access(out, X_OK))
+			return 0;
+		path += len;
+		path += *path == ':';
+	}
+	return -1;
+}
+
+/* [sandbox] srt_dir, else sandbox-runtime/ beside the directory holding this binary (build/). */
+static int runtime_dir(const struct config *cfg, char *out, size_t outsz)
+{
+	char exe[PATH_MAX];
+	ssize_t n;
+	int k;
+
+	if (cfg->srt_dir[0])
+		return realpath(cfg->srt_dir, out) && strlen(out) < outsz ? 0 : -1;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	k = snprintf(out, outsz, "%s/%s", dirname(dirname(exe)), SRT_RUNTIME_DIR);
+	if (k < 0 || (size_t)k >= outsz || !realpath(out, exe))
+		return -1;
+	return snprintf(out, outsz, "%s", exe) < (int)outsz ? 0 : -1;
+}
+
+static void srt_close(struct sbx *s)
+{
+	struct srt_state *st = s->priv;
+	char err[SBX_ERR_MAX];
+
+	if (st->tmp[0] && sbx_rmtree(st->tmp, err, sizeof(err)))
+		log_warn("srt: %s", err);
+	json_decref(st->egress);
+	free(st);
+	s->priv = NULL;
+}
+
+static int srt_prepare(struct sbx *s, char *err, size_t errsz)
+{
+	struct srt_state *st = calloc(1, sizeof(*st));
+	const char *path = getenv("PATH");
+	char file[PATH_MAX * 2];
+
+	if (!st) {
+		snprintf(err, errsz, "srt: out of memory");
+		return -1;
+	}
+	s->priv = st;
+	snprintf(st->host_path, sizeof(st->host_path), "%s", path && *path ? path : SRT_DEFAULT_PATH);
+	if (runtime_dir(s->cfg, st->dir, sizeof(st->dir))) {
+		snprintf(err, errsz, "srt: no sandbox-runtime directory (%s): run scripts/install-deps.sh",
+			 s->cfg->srt_dir[0] ? s->cfg->srt_dir : SRT_RUNTIME_DIR);
+		goto fail;
+	}
+	snprintf(file, sizeof(file), "%s/%s", st->dir, SRT_CLI);
+	if (access(file, R_OK)) {
+		snprintf(err, errsz, "srt: %s is missing: run scripts/install-deps.sh (npm ci in %s)",
+			 file, st->dir);
+		goto fail;
+	}
+	for (int i = 0; i < SRT_NTOOLS; i++)
+		if (find_on_path(st->host_path, srt_tool_names[i], st->tool[i], sizeof(st->tool[i]))) {
+			snprintf(err, errsz, "srt: '%s' is not on PATH (scripts/install-deps.sh installs it)",
+				 srt_tool_names[i]);
+			goto fail;
+		}
+	return 0;
+fail:
+	srt_close(s);
+	return -1;
+}
+
+/* srt's TMPDIR and the settings directory, made by the first command: a reconciler started as
+ * root opens its backend before it gives up root, and they must be its working user's. */
+static int srt_tmp(struct srt_state *st, char *err, size_t errsz)
+{
+	if (st->tmp[0])
+		return 0;
+	snprintf(st->tmp, sizeof(st->tmp), "%s", SRT_HOST_TMP);
+	if (!mkdtemp(st->tmp)) {
+		snprintf(err, errsz, "mkdtemp %s: %s", SRT_HOST_TMP, strerror(errno));
+		st->tmp[0] = '\0';
+		return -1;
+	}
+	snprintf(st->settings_dir, sizeof(st->settings_dir), "%s/settings", st->tmp);
+	if (mkdir(st->settings_dir, 0700)) {
+		snprintf(err, errsz, "mkdir %s: %s", st->settings_dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether address literal HOST names this machine: loopback, unspecified, link-local,
+ * multicast or broadcast, or an address of one of its interfaces. Names are judged by srt's
+ * proxy when it resolves them; literals are not (an allowed literal is dialled as it is). */
+static int names_this_host(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+	struct ifaddrs *ifs, *i;
+	int v6 = 0, hit = 0;
+
+	if (inet_pton(AF_INET, host, &a4) == 1) {
+		uint32_t a = ntohl(a4.s_addr);
+		if ((a >> 24) == 127 || (a >> 24) == 0 || (a >> 16) == 0xa9fe || a >= 0xe0000000u)
+			return 1;
+	} else if (inet_pton(AF_INET6, host, &a6) == 1) {
+		v6 = 1;
+		if (IN6_IS_ADDR_LOOPBACK(&a6) || IN6_IS_ADDR_UNSPECIFIED(&a6) ||
+		    IN6_IS_ADDR_LINKLOCAL(&a6) || IN6_IS_ADDR_MULTICAST(&a6))
+			return 1;
+		if (IN6_IS_ADDR_V4MAPPED(&a6) || IN6_IS_ADDR_V4COMPAT(&a6)) {
+			char v4[INET_ADDRSTRLEN];
+			return inet_ntop(AF_INET, &a6.s6_addr[12], v4, sizeof(v4)) &&
+			       names_this_host(v4);
+		}
+	} else {
+		return 0; /* a name */
+	}
+	if (getifaddrs(&ifs))
+		return 1; /* cannot tell: refuse */
+	for (i = ifs; i && !hit; i = i->ifa_next) {
+		if (!i->ifa_addr)
+			continue;
+		if (!v6 && i->ifa_addr->sa_family == AF_INET)
+			hit = !memcmp(&((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, &a4,
+				      sizeof(a4));
+		else if (v6 && i->ifa_addr->sa_family == AF_INET6)
+			hit = !memcmp(&((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, &a6,
+				      sizeof(a6));
+	}
+	freeifaddrs(ifs);
+	return hit;
+}
+
+/* Whether srt's allowedDomains grammar takes NAME: a dotted name, `localhost`, or `*.` and a
+ * name of at least two labels (srt refuses `*.com` as too broad). */
+static int srt_name_ok(const char *name)
+{
+	const char *base = strncmp(name, "*.", 2) ? NULL : name + 2;
+
+	if (!strcmp(name, "localhost"))
+		return 1;
+	if (base)
+		return strchr(base, '.') && base[0] != '.' && base[strlen(base) - 1] != '.';
+	return strchr(name, '.') && name[0] != '.' && name[strlen(name) - 1] != '.';
+}
+
+/* HOSTS (the egress policy: lower-case names, `*.` patterns, address literals, IPv6 without
+ * brackets) as srt allowedDomains. Entries that name this host are left out (logged): srt would
+ * dial an allowed literal or `localhost` as it is. NULL with ERR set when an entry is one srt
+ * cannot express. */
+static json_t *srt_domains(json_t *hosts, char *err, size_t errsz)
+{
+	json_t *out = json_array(), *v;
+	size_t i;
+
+	if (!out || json_array_size(hosts) > SRT_EGRESS_HOSTS_MAX) {
+		snprintf(err, errsz, "srt: allowlist too long or out of memory");
+		json_decref(out);
+		return NULL;
+	}
+	json_array_foreach(hosts, i, v) {
+		const char *h = json_string_value(v);
+		char entry[EGRESS_HOST_MAX + 3];
+		int rc;
+
+		if (!h) {
+			snprintf(err, errsz, "srt: allowlist entry %zu is not a string", i);
+			goto fail;
+		}
+		if (names_this_host(h) || !strcmp(h, "localhost") ||
+		    (strlen(h) > strlen(".localhost") &&
+		     !strcmp(h + strlen(h) - strlen(".localhost"), ".localhost"))) {
+			log_warn("srt: allowed host '%s' is this machine: left out", h);
+			continue;
+		}
+		if (strchr(h, ':'))
+			snprintf(entry, sizeof(entry), "[%s]", h);
+		else if (srt_name_ok(h))
+			snprintf(entry, sizeof(entry), "%s", h);
+		else {
+			snprintf(err, errsz,
+				 "srt cannot enforce allowed host '%s': it takes dotted names and `*.` "
+				 "over a name of two labels or more",
+				 h);
+			goto fail;
+		}
+		rc = json_array_append_new(out, json_string(entry));
+		if (rc) {
+			snprintf(err, errsz, "srt: out of memory");
+			goto fail;
+		}
+	}
+	return out;
+fail:
+	json_decref(out);
+	return NULL;
+}
+
+static int srt_set_egress(struct sbx *s, const char *id, json_t *hosts, char *err, size_t errsz)
+{
+	struct srt_state *st = s->priv;
+	json_t *domains = srt_domains(hosts, err, errsz);
+
+	if (!domains)
+		return -1;
+	json_decref(st->egress);
+	st->egress = domains;
+	snprintf(st->egress_id, sizeof(st->egress_id), "%s", id);
+	return 0;
+}
+
+/* The settings file of one command in DIR (srt's format: its README, "Configuration"). */
+static json_t *settings(struct sbx *s, const char *dir, json_t *domains, int open_net)
+{
+	struct srt_state *st = s->priv;
+	char seccomp[PATH_MAX * 2];
+	json_t *deny = json_array(), *root;
+
+	/* a /tmp of its own (srt mounts an empty tmpfs over a denied directory), the masks of
+	 * sbx_open: the sandbox root, the configuration directory, home directories; srt's own
+	 * settings files. The workspace is bound back over the denied root. */
+	json_array_append_new(deny, json_string("/tmp"));
+	for (int i = 0; i < s->nmasks; i++)
+		json_array_append_new(deny, json_string(s->masks[i]));
+	json_array_append_new(deny, json_string(st->settings_dir));
+	snprintf(seccomp, sizeof(seccomp), "%s/%s", st->dir, SRT_SECCOMP_DIR);
+	root = json_pack("{s:{s:o, s:[], s:b}, s:{s:o, s:[s], s:[s], s:[]}, s:s, s:s, s:{s:s}}",
+			 "network", "allowedDomains", domains, "deniedDomains", "strictAllowlist",
+			 !open_net, "filesystem", "denyRead", deny, "allowRead", seccomp,
+			 "allowWrite", dir, "denyWrite", "bwrapPath", st->tool[SRT_BWRAP],
+			 "socatPath", st->tool[SRT_SOCAT], "ripgrep", "command", st->tool[SRT_RG]);
+	return root;
+}
+
+/* A command that could not be started: "srt: WHAT[: DETAIL]" as its output. */
+static void fail_result(struct proc_result *res, const char *what, const char *detail)
+{
+	char msg[SBX_ERR_MAX];
+
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	snprintf(msg, sizeof(msg), "srt: %s%s%s", what, detail ? ": " : "", detail ? detail : "");
+	res->output = strdup(msg);
+	res->len = res->output ? strlen(res->output) : 0;
+}
+
+/* Run ARGV through srt in workspace DIR with allowedDomains DOMAINS (borrowed), or every host
+ * but this one when OPEN_NET. */
+static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_net,
+		    char *const argv[], char *const envp[], long timeout_s, struct proc_result *res)
+{
+	struct srt_state *st = s->priv;
+	char file[sizeof(st->settings_dir) + 8], script[PATH_MAX * 2], tmpdir[sizeof(st->tmp) + 8];
+	char host_path[sizeof(st->host_path) + 8], msg[SBX_ERR_MAX];
+	const char *args[SRT_ARGV_MAX], *env[SRT_ENV_MAX + 3], *sandbox_path = NULL;
+	json_t *conf;
+	int n = 0, k = 0, fd, rc;
+
+	if (srt_tmp(st, msg, sizeof(msg))) {
+		fail_result(res, "temporary directory", msg);
+		return -1;
+	}
+	snprintf(file, sizeof(file), "%s/XXXXXX", st->settings_dir);
+	fd = mkstemp(file);
+	if (fd < 0) {
+		fail_result(res, "settings file", strerror(errno));
+		return -1;
+	}
+	conf = settings(s, dir, json_incref(domains), open_net);
+	rc = conf ? json_dumpfd(conf, fd, JSON_COMPACT) : -1;
+	json_decref(conf);
+	if (close(fd) || rc) {
+		unlink(file);
+		fail_result(res, "writing the settings file failed", file);
+		return -1;
+	}
+
+	/* srt's own environment: the command's, but srt's PATH (the sandbox's PATH begins with a
+	 * directory it writes) and srt's TMPDIR; the command gets its PATH back through env(1)
+	 * inside, and /tmp as TMPDIR */
+	for (int i = 0; envp[i] && k < SRT_ENV_MAX; i++) {
+		if (!strncmp(envp[i], "PATH=", 5))
+			sandbox_path = envp[i];
+		else if (strncmp(envp[i], "TMPDIR=", 7))
+			env[k++] = envp[i];
+	}
+	snprintf(host_path, sizeof(host_path), "PATH=%s", st->host_path);
+	snprintf(tmpdir, sizeof(tmpdir), "TMPDIR=%s", st->tmp);
+	env[k++] = host_path;
+	env[k++] = tmpdir;
+	env[k] = NULL;
+
+	snprintf(script, sizeof(script), "%s/%s", st->dir, open_net ? SRT_UNRESTRICTED : SRT_CLI);
+	args[n++] = st->tool[SRT_NODE];
+	args[n++] = script;
+	args[n++] = "--settings";
+	args[n++] = file;
+	args[n++] = "--";
+	args[n++] = st->tool[SRT_ENV];
+	if (sandbox_path)
+		args[n++] = sandbox_path;
+	args[n++] = "TMPDIR=/tmp";
+	for (int i = 0; argv[i]; i++) {
+		if (n >= SRT_ARGV_MAX - 1) {
+			unlink(file);
+			fail_result(res, "too many arguments", NULL);
+			return -1;
+		}
+		args[n++] = argv[i];
+	}
+	args[n] = NULL;
+	rc = proc_run((char *const *)args, dir, (char *const *)env, timeout_s,
+		      (size_t)s->cfg->output_max, s->watch, res);
+	unlink(file);
+	return rc;
+}
+
+static int srt_run(struct sbx *s, const char *id, int share_net, char *const argv[],
+		   char *const envp[], long timeout_s, struct proc_result *res)
+{
+	struct srt_state *st = s->priv;
+	char dir[CONFIG_STR_MAX * 2];
+	json_t *none, *domains;
+	int rc;
+
+	if (sbx_dir_path(s, id, dir, sizeof(dir))) {
+		fail_result(res, "invalid sandbox id", id);
+		return -1;
+	}
+	/* the list set for this sandbox, else none (limited networking sets one before any
+	 * command runs; --exec sets the bound one) */
+	none = json_array();
+	domains = !share_net && st->egress && !strcmp(st->egress_id, id) ? st->egress : none;
+	rc = srt_exec(s, dir, domains, share_net, argv, envp, timeout_s, res);
+	json_decref(none);
+	return rc;
+}
+
+/* --check: a command runs through srt in a scratch workspace, writes there, and has no
+ * network. */
+static int srt_check(struct sbx *s, char *err, size_t errsz)
+{
+	struct srt_state *st = s->priv;
+	char dir[sizeof(st->tmp) + 8], path_env[sizeof(st->host_path) + 8], rm_err[SBX_ERR_MAX];
+	char sh[] = "sh", c[] = "-c",
+	     script[] = "echo " SRT_CHECK_OUTPUT " >probe && cat probe && "
+			"! getent ahosts example.org >/dev/null 2>&1 || "
+			"! echo 'the network is not removed'";
+	char *const argv[] = { sh, c, script, NULL };
+	char *envp[] = { path_env, NULL };
+	struct proc_result res;
+	json_t *none = json_array();
+	int rc;
+
+	snprintf(path_env, sizeof(path_env), "PATH=%s", st->host_path);
+	if (srt_tmp(st, err, errsz)) {
+		json_decref(none);
+		return -1;
+	}
+	snprintf(dir, sizeof(dir), "%s/check", st->tmp);
+	if (mkdir(dir, 0700)) {
+		snprintf(err, errsz, "srt: mkdir %s: %s", dir, strerror(errno));
+		json_decref(none);
+		return -1;
+	}
+	rc = srt_exec(s, dir, none, 0, argv, envp, SRT_CHECK_TIMEOUT_S, &res);
+	json_decref(none);
+	if (rc || res.exit_code || res.timed_out || !res.output ||
+	    strncmp(res.output, SRT_CHECK_OUTPUT "\n", strlen(SRT_CHECK_OUTPUT) + 1)) {
+		snprintf(err, errsz, "srt self-test failed (exit %d%s): %.300s", res.exit_code,
+			 res.timed_out ? ", timed out" : "", res.output ? res.output : "");
+		rc = -1;
+	}
+	proc_result_release(&res);
+	if (sbx_rmtree(dir, rm_err, sizeof(rm_err)))
+		log_warn("srt: %s", rm_err);
+	return rc ? -1 : 0;
+}
+
+const struct sandbox_backend sbx_srt = {
+	.name = "srt",
+	.prepare = srt_prepare,
+	.close = srt_close,
+	.create = sbx_dir_create,
+	.workdir = sbx_dir_workdir,
+	.run = srt_run,
+	.set_egress = srt_set_egress,
+	.destroy = sbx_dir_destroy,
+	.check = srt_check,
+	.egress_per_command = 1,
+};
