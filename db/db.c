@@ -26,6 +26,8 @@ struct db {
 	MYSQL *conn;
 	bool in_tx;
 	bool tx_lost;   /* the connection closed inside a transaction: its statements fail */
+	bool tx_unsure; /* Galera: a command without a result (prepare, close) was sent inside the
+			 * transaction; whether the transaction is still open is not known yet */
 	bool galera;    /* the server is a Galera node (wsrep_on) */
 	bool sync_wait; /* Galera causality checks (wsrep_sync_wait) are on for this connection */
 	bool tx_open;		  /* a db_tx runs (in_tx drops when its connection is lost) */
@@ -202,6 +204,36 @@ enum db_status db_query_interruptible(struct db *db, const char *sql, int *inter
 	return fail(db, err, mysql_error(db->conn));
 }
 
+/* DB_OK while the server still has our transaction open; DB_RETRY (the connection dropped, so
+ * later statements fail with tx_lost) when it ended without our COMMIT or ROLLBACK. */
+static enum db_status tx_still_open(struct db *db, const char *seen_at)
+{
+	if (!db->in_tx || (db->conn->server_status & SERVER_STATUS_IN_TRANS))
+		return DB_OK;
+	log_warn("database: the transaction ended on the server without COMMIT (aborted by a "
+		 "replicated write-set), seen %s: retrying it", seen_at);
+	return fail(db, ER_LOCK_DEADLOCK, "transaction aborted on the server");
+}
+
+/* A Galera transaction aborted by a replicated write-set (a "BF abort") is rolled back by the
+ * server; the client learns it from the 1213 answer to its next command. But a command that
+ * returns no result (COM_STMT_PREPARE, COM_STMT_CLOSE) defers that error, and the server lost it:
+ * the next COM_STMT_EXECUTE ran outside any transaction, in autocommit mode. The race test saw it
+ * as a session INSERTed, rolled back behind our back, then not found by the SELECT that read it
+ * back (404), with COMMIT succeeding on nothing; a deferred abort before an INSERT would have
+ * committed that INSERT alone. So after such a command inside a transaction, one query that does
+ * return a result asks the server: the deferred 1213, or a connection no longer in a transaction
+ * (SERVER_STATUS_IN_TRANS), means the transaction is lost and is retried. */
+static enum db_status tx_verify(struct db *db)
+{
+	if (!db->tx_unsure || !db->in_tx || !db->conn)
+		return DB_OK;
+	db->tx_unsure = false;
+	if (mysql_query(db->conn, "DO 0"))
+		return fail(db, mysql_errno(db->conn), mysql_error(db->conn));
+	return tx_still_open(db, "before the next statement");
+}
+
 static MYSQL_STMT *stmt_get(struct db *db, const char *sql, unsigned *err)
 {
 	MYSQL_STMT *stmt;
@@ -210,6 +242,8 @@ static MYSQL_STMT *stmt_get(struct db *db, const char *sql, unsigned *err)
 	for (int i = 0; i < db->ncache; i++)
 		if (db->cache[i].sql == sql)
 			return db->cache[i].stmt;
+	if (db->in_tx && db->galera)
+		db->tx_unsure = true;
 	stmt = mysql_stmt_init(db->conn);
 	if (!stmt) {
 		*err = CR_OUT_OF_MEMORY;
@@ -236,6 +270,8 @@ static void stmt_done(struct db *db, MYSQL_STMT *stmt)
 		if (db->cache[i].stmt == stmt)
 			return;
 	mysql_stmt_close(stmt);
+	if (db->in_tx && db->galera)
+		db->tx_unsure = true; /* COM_STMT_CLOSE: no result (tx_verify) */
 }
 
 /* One block of a result set's arena; blocks are chained newest first. */
@@ -396,9 +432,23 @@ static enum db_status exec_once(struct db *db, const char *sql, const struct db_
 	st = db_connect(db);
 	if (st)
 		return st;
+	st = tx_verify(db); /* a statement closed by the previous call */
+	if (st)
+		return st;
 	stmt = stmt_get(db, sql, &err);
 	if (!stmt)
 		return fail(db, err, db->error);
+	if (db->tx_unsure) { /* STMT was prepared just now */
+		bool cached = false;
+		for (int i = 0; i < db->ncache; i++)
+			cached |= db->cache[i].stmt == stmt;
+		st = tx_verify(db);
+		if (st) {
+			if (!cached || db->conn) /* else closed with the connection */
+				stmt_done(db, stmt);
+			return st;
+		}
+	}
 	memset(bind, 0, sizeof(bind));
 	for (unsigned i = 0; i < nparams; i++) {
 		switch (params[i].type) {
@@ -439,7 +489,11 @@ static enum db_status exec_once(struct db *db, const char *sql, const struct db_
 		memset(rows, 0, sizeof(*rows));
 	}
 	stmt_done(db, stmt);
-	return DB_OK;
+	/* the last line of defence: the statement ran, but outside our transaction */
+	st = tx_still_open(db, "after a statement ran outside it");
+	if (st && rows)
+		db_rows_free(rows);
+	return st;
 
 stmt_fail:
 	err = mysql_stmt_errno(stmt);
@@ -454,6 +508,8 @@ stmt_fail:
 			mysql_stmt_close(db->cache[i].stmt);
 		db->ncache = 0;
 		db->in_tx = tx;
+		if (db->in_tx && db->galera)
+			db->tx_unsure = true; /* COM_STMT_CLOSE: no result (tx_verify) */
 		return DB_RETRY;
 	}
 	return fail(db, err, db->error);
@@ -514,7 +570,7 @@ static enum db_status tx_attempts(struct db *db, db_tx_fn fn, void *ctx, bool re
 	for (int attempt = 0; attempt < DB_TX_MAX_ATTEMPTS; attempt++) {
 		if (attempt)
 			backoff(attempt);
-		db->tx_lost = false;
+		db->tx_lost = db->tx_unsure = false;
 		st = db_connect(db);
 		if (st == DB_GONE)
 			continue;
@@ -540,6 +596,8 @@ static enum db_status tx_attempts(struct db *db, db_tx_fn fn, void *ctx, bool re
 		 * one: the server rolled back (deadlock) or the connection is gone */
 		if (db->tx_failed)
 			st = db->tx_failed;
+		if (st == DB_OK)
+			st = tx_verify(db); /* FN's last command returned no result */
 		if (st == DB_OK) {
 			if (mysql_commit(db->conn)) {
 				/* a lost connection during COMMIT leaves the outcome unknown: no retry */
@@ -547,18 +605,18 @@ static enum db_status tx_attempts(struct db *db, db_tx_fn fn, void *ctx, bool re
 				if (st == DB_RETRY) {
 					if (db->conn)
 						mysql_rollback(db->conn);
-					db->in_tx = db->tx_lost = false;
+					db->in_tx = db->tx_lost = db->tx_unsure = false;
 					sync_wait_set(db, true);
 					continue;
 				}
 			}
-			db->in_tx = db->tx_lost = false;
+			db->in_tx = db->tx_lost = db->tx_unsure = false;
 			sync_wait_set(db, true);
 			return st;
 		}
 		if (db->conn)
 			mysql_rollback(db->conn);
-		db->in_tx = db->tx_lost = false;
+		db->in_tx = db->tx_lost = db->tx_unsure = false;
 		sync_wait_set(db, true);
 		if (st != DB_RETRY && st != DB_GONE)
 			return st;

@@ -215,7 +215,9 @@ node_start() {
 	db_init "$dir" || return 1
 	chown "$CLUSTER_DB_OS_USER" "$dir"
 	chown -R "$CLUSTER_DB_OS_USER:$CLUSTER_DB_OS_USER" "$dir/db"
+	# every node provisions the accounts and Galera replicates them: one password each
 	cp -p "$RUN/db-password" "$dir/db-password"
+	cp -p "$RUN/db-owner-password" "$dir/db-owner-password"
 	extra=$(node_args "$n")
 	[ "$how" = bootstrap ] && extra+=" --wsrep-new-cluster"
 	say "starting Galera node $n ($how) on $(host_addr "$n"):$(port_of "$n" sql)"
@@ -265,7 +267,7 @@ new_key() {
 }
 
 cmd_up() {
-	local i k first running=0 pw pattern code ups=""
+	local i k f first running=0 pw pattern code ups=""
 	if [ "${SKIP_INSTALL_DEPS:-0}" != 1 ]; then
 		bash "$ROOT/scripts/install-deps.sh"
 	fi
@@ -289,9 +291,11 @@ cmd_up() {
 	fi
 	net_up
 
-	if [ ! -s "$RUN/db-password" ]; then
-		(umask 077 && od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$RUN/db-password")
-	fi
+	for f in db-password db-owner-password; do
+		if [ ! -s "$RUN/$f" ]; then
+			(umask 077 && od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$RUN/$f")
+		fi
+	done
 	for i in $(seq 1 $CLUSTER_HOSTS); do
 		node_running "$i" && running=1
 	done
