@@ -380,8 +380,10 @@ check "orphans (a): 0 of $ORPHAN_SESSIONS sandbox directories left" \
 check "orphans (a): 0 rows left" test "$(rows_left "${oa[@]}")" -eq 0
 
 # (b) sessions deleted while a run works through its claimed batches; another run tears down
-INI_ORB=$(recon_ini orphan-b bwrap "path = /workspace/.fakebin:/usr/bin:/bin" "[reconciler]" \
-	"lease_seconds = 2" "backoff_base_seconds = 0")
+# (no package cache: its sessions share one environment, and cache hits would skip the slow
+# installs this race needs)
+INI_ORB=$(recon_ini orphan-b bwrap "path = /workspace/.fakebin:/usr/bin:/bin" \
+	"cache_max_age_days = 0" "[reconciler]" "lease_seconds = 2" "backoff_base_seconds = 0")
 ENV_OB=$(api "$URL_BWRAP" POST /v1/environments \
 	'{"name":"recon-orphan-b","config":{"type":"cloud","packages":{"npm":["slow"]}}}' | jq -r .id)
 mapfile -t ob < <(new_sessions "$ORPHAN_SESSIONS" "$ENV_OB")
