@@ -8,7 +8,10 @@ dir=${1:-nginx}
 stack=$(dirname "$0")/../scripts/lib-stack.sh
 rate=$(sed -n 's/^STACK_DEFAULT_RATE=\([0-9]*\).*/\1/p' "$stack")
 burst=$(sed -n 's/^STACK_DEFAULT_BURST=\([0-9]*\).*/\1/p' "$stack")
-[ -n "$rate" ] && [ -n "$burst" ] || { echo "nginx-site.sh: no rate defaults in $stack" >&2; exit 1; }
+heavy_rate=$(sed -n 's/^STACK_DEFAULT_HEAVY_RATE=\([0-9]*\).*/\1/p' "$stack")
+heavy_burst=$(sed -n 's/^STACK_DEFAULT_HEAVY_BURST=\([0-9]*\).*/\1/p' "$stack")
+[ -n "$rate" ] && [ -n "$burst" ] && [ -n "$heavy_rate" ] && [ -n "$heavy_burst" ] ||
+	{ echo "nginx-site.sh: no rate defaults in $stack" >&2; exit 1; }
 sock=/run/terrarium/api.sock
 poll_sock=/run/terrarium/api-poll.sock # [api] poll_socket of debian/conf/terrarium.ini
 
@@ -29,6 +32,7 @@ sed -e "s|include \"@RUN@/nginx-fastcgi.conf\";|include /usr/share/terrarium/ngi
 	-e "s|@PORT@|8080|g; s|@NAME@|api|g; s|@SOCKET@|$sock|g; s|@RATE@|${rate}r/s|g" \
 	-e "s|@BURST@|$burst|g; s|@PASS@|\"unix:$sock\"|g; s|@KEEP_CONN@|off|g" \
 	-e "s|@POLL_PASS@|\"unix:$poll_sock\"|g" \
+	-e "s|@HEAVY_RATE@|${heavy_rate}r/s|g; s|@HEAVY_BURST@|$heavy_burst|g" \
 	"$dir/server.conf.in" | awk -v limits="$limits" '
 	{ print }
 	!done && /^server \{/ { print limits; print "\ttypes { }"; done = 1 }'

@@ -187,7 +187,9 @@ static int write_metrics(struct recon *r, const char *path)
 	if (!old)
 		goto out;
 	if (f) {
-		fread(old, 1, RECON_METRICS_MAX, f);
+		/* a short or failed read leaves what was read (calloc'd: terminated) */
+		size_t got = fread(old, 1, RECON_METRICS_MAX, f);
+		old[got] = '\0';
 		fclose(f);
 	} else if (r->metrics_fd >= 0 && pread(r->metrics_fd, old, RECON_METRICS_MAX, 0) < 0) {
 		old[0] = '\0';

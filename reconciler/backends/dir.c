@@ -97,13 +97,14 @@ int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
 /* nftw has no argument for the callback: the owner being given, set by sbx_dir_own */
 static uid_t own_uid;
 static gid_t own_gid;
+static int own_failed; /* an entry could not be given: the walk goes on, the caller hears of it */
 
 static int own_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)flag;
 	(void)ftw;
-	if (st->st_uid != own_uid || st->st_gid != own_gid)
-		lchown(path, own_uid, own_gid);
+	if ((st->st_uid != own_uid || st->st_gid != own_gid) && lchown(path, own_uid, own_gid))
+		own_failed = 1;
 	return 0;
 }
 
@@ -117,6 +118,7 @@ int sbx_dir_own(struct sbx *s, unsigned uid, unsigned gid)
 
 	own_uid = (uid_t)uid;
 	own_gid = (gid_t)gid;
+	own_failed = 0;
 	if (lstat(s->root, &st) || !S_ISDIR(st.st_mode))
 		return -1;
 	if ((st.st_uid != own_uid || st.st_gid != own_gid) && lchown(s->root, own_uid, own_gid))
@@ -134,7 +136,7 @@ int sbx_dir_own(struct sbx *s, unsigned uid, unsigned gid)
 			ret = -1;
 	}
 	closedir(d);
-	return ret;
+	return own_failed ? -1 : ret;
 }
 
 /* ---- package cache entries of directory backends (bwrap): ROOT/.cache/KEY ----
