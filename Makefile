@@ -77,6 +77,12 @@ $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(RECON_LIBS)
 UNIT_TESTS += $(BUILD)/test_cache
 
+# the unknown-key guard's shared budget, raced by forked processes (handlers/auth_guard.c)
+$(BUILD)/test_auth_guard: $(call obj,tests/unit/test_auth_guard.c handlers/auth_guard.c \
+	common/crypto.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka
+UNIT_TESTS += $(BUILD)/test_auth_guard
+
 # Backend conformance suite (tests/backends/run.sh): the drivers' objects, no database.
 CONFORMANCE_BIN := $(BUILD)/test_conformance
 $(CONFORMANCE_BIN): $(call obj,tests/backends/conformance.c \

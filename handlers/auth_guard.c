@@ -77,7 +77,7 @@ static int hash_has(struct neg_entry *table, const unsigned char *hash, long lon
 	const struct neg_entry *e;
 	int has;
 
-	if (guard_lock())
+	if (!table || guard_lock())
 		return 0;
 	e = hash_slot(table, hash);
 	has = e->expires_ms > now_ms && !memcmp(e->hash, hash, SHA256_LEN);
@@ -121,34 +121,52 @@ int auth_guard_known_bad(const unsigned char hash[SHA256_LEN], long long now_ms)
 }
 
 int auth_guard_may_lookup(const unsigned char hash[SHA256_LEN], const char *addr,
-			  long long now_ms)
+			  long long now_ms, int *took)
 {
-	int ok;
+	struct addr_bucket *b;
 
+	*took = 0;
+	if (hash_has(guard ? guard->good : NULL, hash, now_ms))
+		return 1;
 	if (guard_lock())
 		return 1;
-	ok = addr_slot(addr ? addr : "", now_ms)->tokens_milli >= 1000;
+	b = addr_slot(addr ? addr : "", now_ms);
+	if (b->tokens_milli >= 1000) { /* taken under the lock: concurrent workers cannot overdraw */
+		b->tokens_milli -= 1000;
+		*took = 1;
+	}
 	guard_unlock();
-	return ok || hash_has(guard->good, hash, now_ms);
+	return *took;
 }
 
-void auth_guard_valid(const unsigned char hash[SHA256_LEN], long long now_ms)
+void auth_guard_valid(const unsigned char hash[SHA256_LEN], const char *addr, int took,
+		      long long now_ms)
 {
+	struct addr_bucket *b;
+
 	if (guard_lock())
 		return;
 	hash_put(hash_slot(guard->good, hash), hash, now_ms + AUTH_GOOD_TTL_MS);
+	if (took) { /* the token was for a key that turned out valid: give it back */
+		b = addr_slot(addr ? addr : "", now_ms);
+		b->tokens_milli += 1000;
+		if (b->tokens_milli > AUTH_UNKNOWN_BURST * 1000LL)
+			b->tokens_milli = AUTH_UNKNOWN_BURST * 1000LL;
+	}
 	guard_unlock();
 }
 
-void auth_guard_unknown(const unsigned char hash[SHA256_LEN], const char *addr,
+void auth_guard_unknown(const unsigned char hash[SHA256_LEN], const char *addr, int took,
 			long long now_ms)
 {
 	struct addr_bucket *b;
 
 	if (guard_lock())
 		return;
-	b = addr_slot(addr ? addr : "", now_ms);
-	b->tokens_milli = b->tokens_milli >= 1000 ? b->tokens_milli - 1000 : 0;
+	if (!took) { /* looked up as a key valid lately (since revoked): it costs a token now */
+		b = addr_slot(addr ? addr : "", now_ms);
+		b->tokens_milli = b->tokens_milli >= 1000 ? b->tokens_milli - 1000 : 0;
+	}
 	hash_put(hash_slot(guard->neg, hash), hash, now_ms + AUTH_NEG_TTL_MS);
 	guard_unlock();
 }

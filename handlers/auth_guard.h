@@ -31,16 +31,19 @@ int auth_guard_init(void);
 /* 1 when the key whose hash is HASH was unknown less than AUTH_NEG_TTL_MS ago. */
 int auth_guard_known_bad(const unsigned char hash[SHA256_LEN], long long now_ms);
 
-/* 1 when the key whose hash is HASH may be looked up for ADDR now: ADDR's bucket is not empty,
- * or the key was found valid lately. */
+/* 1 when the key whose hash is HASH may be looked up for ADDR now: the key was found valid
+ * lately (*TOOK = 0), or one of ADDR's tokens was taken for the lookup (*TOOK = 1; checking
+ * and taking are one step, so workers racing on one address cannot overdraw its bucket). */
 int auth_guard_may_lookup(const unsigned char hash[SHA256_LEN], const char *addr,
-			  long long now_ms);
+			  long long now_ms, int *took);
 
-/* The lookup of HASH found a valid key. */
-void auth_guard_valid(const unsigned char hash[SHA256_LEN], long long now_ms);
+/* The lookup of HASH found a valid key: remember it, give back the token TOOK says was taken. */
+void auth_guard_valid(const unsigned char hash[SHA256_LEN], const char *addr, int took,
+		      long long now_ms);
 
-/* The lookup of HASH from ADDR found nothing: spend one of ADDR's tokens, cache HASH. */
-void auth_guard_unknown(const unsigned char hash[SHA256_LEN], const char *addr,
+/* The lookup of HASH from ADDR found nothing: cache HASH, and spend one of ADDR's tokens unless
+ * TOOK says one was taken already. */
+void auth_guard_unknown(const unsigned char hash[SHA256_LEN], const char *addr, int took,
 			long long now_ms);
 
 #endif

@@ -86,7 +86,7 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 	const struct auth_cache_entry *hit;
 	enum db_status st;
 	long long now;
-	int found = 0;
+	int found = 0, took = 0;
 
 	if ((!key || !*key) && authz && !strncasecmp(authz, AUTH_BEARER, strlen(AUTH_BEARER)) &&
 	    authz[strlen(AUTH_BEARER)] == ' ') {
@@ -112,7 +112,7 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 			found = 1;
 		} else if (auth_guard_known_bad(hash, now)) {
 			found = 0;
-		} else if (!auth_guard_may_lookup(hash, addr, now)) {
+		} else if (!auth_guard_may_lookup(hash, addr, now, &took)) {
 			resp_error(
 				resp, req, 429, NULL,
 				"too many requests with unknown API keys from this address; retry"
@@ -122,9 +122,9 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 			if (work_auth(w, req, resp, key, hash, &found))
 				return -1;
 			if (found)
-				auth_guard_valid(hash, now);
+				auth_guard_valid(hash, addr, took, now);
 			else
-				auth_guard_unknown(hash, addr, now);
+				auth_guard_unknown(hash, addr, took, now);
 		} else {
 			struct key_identity id = {
 				req->auth.key_id,	       req->auth.workspace_id,
@@ -138,9 +138,9 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 			}
 			if (found) {
 				auth_cache_put(w, hash, &req->auth, now);
-				auth_guard_valid(hash, now);
+				auth_guard_valid(hash, addr, took, now);
 			} else
-				auth_guard_unknown(hash, addr, now);
+				auth_guard_unknown(hash, addr, took, now);
 		}
 	}
 	if (!found) {
