@@ -3,14 +3,14 @@
 # of the OpenSandbox driver through the API and the reconciler.
 #
 # 1. Conformance (build/test_conformance): for each tests/backends/drivers/NAME.sh, in order.
-#    A driver file defines driver_setup DIR, which may start a protocol fake with start_bg (it is
-#    stopped by PID at exit) and wait_for, writes the configuration to $CONFIG, and may set
-#    $FAKE_LOG to the fake's log ("http://HOST:PORT/__fake/log" or "unix:SOCKET", served at
-#    /__fake/log): the fake must have recorded no violations, and an HTTP log also lets the suite
-#    check the egress policy sequence. driver_setup returns 2 with $SKIP_REASON to skip (the
-#    live-*.sh drivers do when their TERRARIUM_LIVE_* variables are unset). A driver file may
-#    also define driver_check DIR, run after the suite (same "N passed, N failed" output) for
-#    checks of its own. driver_setup may set DRIVER_AS to a command prefix the suite runs under
+#    A driver file defines driver_setup DIR, which may start a protocol fake (start_http_fake, or
+#    start_bg and wait_for; stopped by PID at exit), writes the configuration with driver_config
+#    (to $CONFIG), and may set $FAKE_LOG to the fake's log ("http://HOST:PORT/__fake/log" or
+#    "unix:SOCKET", served at /__fake/log): the fake must have recorded no violations, and an
+#    HTTP log also lets the suite check the egress policy sequence. driver_setup returns 2 with
+#    $SKIP_REASON to skip (the live-*.sh drivers do, through live_require, when their
+#    TERRARIUM_LIVE_* variables are unset). A driver file may also define driver_check DIR, run
+#    after the suite, for checks of its own (with check, or remote_extra_check). driver_setup may set DRIVER_AS to a command prefix the suite runs under
 #    (srt: `runuser -u USER --` when root). $HERE is this directory. Adding a driver = adding
 #    a file.
 # 2. End to end (needs tests/e2e/run.sh's stack: TERRARIUM_RUN, TERRARIUM_URL_opensandbox, KEY):
@@ -81,6 +81,122 @@ fake_log() { # fake_log LOG: the fake's /__fake/log document
 	esac
 }
 
+# ini_backend BACKEND [KEY=VALUE...]: the [sandbox] section naming BACKEND, then a [BACKEND]
+# section with the pairs; a key written sandbox.KEY goes to [sandbox] instead
+ini_backend() {
+	local b=$1 kv own=()
+	shift
+	printf '[sandbox]\nbackend = %s\n' "$b"
+	for kv in "$@"; do
+		case "$kv" in
+		sandbox.*) kv=${kv#sandbox.} && printf '%s = %s\n' "${kv%%=*}" "${kv#*=}" ;;
+		*) own+=("$kv") ;;
+		esac
+	done
+	[ ${#own[@]} -eq 0 ] && return 0
+	printf '[%s]\n' "$b"
+	for kv in "${own[@]}"; do
+		printf '%s = %s\n' "${kv%%=*}" "${kv#*=}"
+	done
+}
+
+driver_config() { # DIR BACKEND [KEY=VALUE...]: the suite's configuration, in $CONFIG
+	CONFIG=$1/conformance.ini
+	ini_backend "${@:2}" >"$CONFIG"
+}
+
+# reconciler_config DIR BACKEND [KEY=VALUE...]: DIR/reconciler.ini, the e2e stack's database
+reconciler_config() {
+	{
+		sed -n '/^\[database\]/,/^$/p' "$TERRARIUM_RUN/local.ini"
+		ini_backend "${@:2}"
+		printf '\n[reconciler]\nbackoff_base_seconds = 0\n\n[log]\nlevel = info\n'
+	} >"$1/reconciler.ini"
+}
+
+# start_http_fake DIR SCRIPT KEY-PREFIX [ARGS...]: a protocol fake on a loopback port with a new
+# API key in DIR/api.key; sets FAKE_URL and FAKE_LOG
+start_http_fake() {
+	local dir=$1 script=$2 prefix=$3
+	shift 3
+	printf '%s%s\n' "$prefix" "$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$dir/api.key"
+	start_bg "$dir/fake.log" node "$HERE/$script" --port-file "$dir/port" \
+		--api-key-file "$dir/api.key" "$@" || return 1
+	wait_for "$dir/port" || return 1
+	FAKE_URL="http://127.0.0.1:$(cat "$dir/port")"
+	FAKE_LOG="$FAKE_URL/__fake/log"
+}
+
+live_require() { # VAR...: 0 when all are set, else 1 with $SKIP_REASON naming them
+	local v
+	for v in "$@"; do
+		if [ -z "${!v:-}" ]; then
+			SKIP_REASON="$* must be set"
+			return 1
+		fi
+	done
+}
+
+# count_run NAME OUT COMMAND...: runs COMMAND (output in OUT, shown indented), whose last line is
+# "N passed, N failed", and adds those counts
+count_run() {
+	local name=$1 out=$2 rc counts
+	shift 2
+	"$@" >"$out" 2>&1
+	rc=$?
+	sed 's/^/    /' "$out"
+	counts=$(tail -n 1 "$out")
+	if [[ $counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+		passed=$((passed + BASH_REMATCH[1]))
+		failed=$((failed + BASH_REMATCH[2]))
+		[ $rc -eq 0 ] || [ "${BASH_REMATCH[2]}" -gt 0 ] || not_ok "$name: exit status $rc"
+	else
+		not_ok "$name: did not finish (exit $rc)"
+	fi
+}
+
+remote_extra_check() { # the HTTP drivers' checks past the suite (tests/backends/remote_extra.c)
+	count_run "$name: driver checks" "$dir/check.out" \
+		"$ROOT/$BUILD/test_remote_extra" -c "$CONFIG" -f "$FAKE_URL"
+}
+
+# once_ready WHAT DIR SID: one `--once` with DIR/reconciler.ini makes session SID ready (its exit
+# status counts only when SID's intent was the only one due)
+once_ready() {
+	local what=$1 dir=$2 sid=$3 due rc p
+	"$RECON" -c "$dir/reconciler.ini" --dry-run >"$dir/due.log" 2>&1
+	due=$(grep -c '^would ' "$dir/due.log" | tr -d ' ')
+	check "$what: the session's intent is due ($(grep -c "session $sid " "$dir/due.log") of $due due)" \
+		grep -q "session $sid " "$dir/due.log"
+	"$RECON" -c "$dir/reconciler.ini" --once >"$dir/once.log" 2>&1
+	rc=$?
+	if [ "$due" -le 1 ]; then
+		check "$what: reconciler --once exits 0" test $rc -eq 0
+	else
+		echo "note: $((due - 1)) other due intents went through the fake too; exit status $rc not checked"
+	fi
+	p=$(provisioning "$sid")
+	check "$what: session ready ($p)" test "$(jq -r .p.status <<<"$p")" = ready
+	[ "$(jq -r .p.status <<<"$p")" = ready ] || sed 's/^/    /' "$dir/once.log"
+}
+
+# once_failing WHAT DIR SID STATUS OUTPUT: one `--once` fails session SID's pip install: the run
+# exits non-zero, the session is rescheduling, last_error has "pip install: exit status STATUS"
+# and OUTPUT, and DIR/api.key is in no last_error and no log of DIR
+once_failing() {
+	local what=$1 dir=$2 sid=$3 p err
+	"$RECON" -c "$dir/reconciler.ini" --once >"$dir/fail.log" 2>&1
+	check "$what: a failed install exits non-zero" test $? -ne 0
+	p=$(provisioning "$sid")
+	check "$what: failing session rescheduling ($(jq -c '{s, status: .p.status}' <<<"$p"))" \
+		test "$(jq -r '.s + " " + .p.status' <<<"$p")" = "rescheduling failed"
+	err=$(jq -r .p.last_error <<<"$p")
+	check "$what: last_error names the manager and keeps the output ($err)" \
+		bash -c 'grep -q "pip install: exit status $2" <<<"$1" && grep -q "$3" <<<"$1"' _ "$err" "$4" "$5"
+	check "$what: the API key is in no last_error and no reconciler log" \
+		bash -c '! grep -qF -- "$(cat "$1")" <<<"$2" && ! grep -qF -- "$(cat "$1")" "$3"/*.log' _ "$dir/api.key" "$err" "$dir"
+}
+
 for bin in "$CONF" "$RECON"; do
 	if [ ! -x "$bin" ]; then
 		echo "backends: $bin is not built (run make)" >&2
@@ -116,31 +232,11 @@ for f in "$HERE"/drivers/*.sh; do
 	fi
 	log_url=""
 	case "$FAKE_LOG" in http://*) log_url=$FAKE_LOG ;; esac
-	CONFORMANCE_FAKE_LOG=$log_url "${DRIVER_AS[@]}" "$CONF" -c "$CONFIG" -n "$name" \
-		>"$dir/conformance.out" 2>&1
-	rc=$?
-	sed 's/^/    /' "$dir/conformance.out"
-	counts=$(tail -n 1 "$dir/conformance.out")
-	if [[ $counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-		passed=$((passed + BASH_REMATCH[1]))
-		failed=$((failed + BASH_REMATCH[2]))
-		[ $rc -eq 0 ] || [ "${BASH_REMATCH[2]}" -gt 0 ] || not_ok "$name: suite exit status $rc"
-	else
-		not_ok "$name: the suite did not finish (exit $rc)"
-	fi
-	# optional driver_check DIR: the driver's own checks past the suite, same output format
+	count_run "$name: suite" "$dir/conformance.out" \
+		env CONFORMANCE_FAKE_LOG="$log_url" "${DRIVER_AS[@]}" "$CONF" -c "$CONFIG" -n "$name"
+	# optional driver_check DIR: the driver's own checks past the suite
 	if declare -F driver_check >/dev/null; then
-		driver_check "$dir" >"$dir/check.out" 2>&1
-		rc=$?
-		sed 's/^/    /' "$dir/check.out"
-		counts=$(tail -n 1 "$dir/check.out")
-		if [[ $counts =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-			passed=$((passed + BASH_REMATCH[1]))
-			failed=$((failed + BASH_REMATCH[2]))
-			[ $rc -eq 0 ] || [ "${BASH_REMATCH[2]}" -gt 0 ] || not_ok "$name: checks exit status $rc"
-		else
-			not_ok "$name: the driver checks did not finish (exit $rc)"
-		fi
+		driver_check "$dir"
 	fi
 	if [ -n "$FAKE_LOG" ]; then
 		v=$(fake_log "$FAKE_LOG" | jq -c .violations)
@@ -165,18 +261,10 @@ provisioning() { # SESSION -> {p: provisioning, s: status}
 	api GET "/v1/sessions/$1" | jq -c '{p: .provisioning, s: .status}'
 }
 
-head -c 18 /dev/urandom | base64 | tr -d '\n' >"$E/api.key"
-start_bg "$E/fake.log" node "$HERE/fake-opensandbox.mjs" --port-file "$E/port" \
-	--api-key-file "$E/api.key"
-wait_for "$E/port" || exit 1
-FAKE="http://127.0.0.1:$(cat "$E/port")"
-{
-	sed -n '/^\[database\]/,/^$/p' "$TERRARIUM_RUN/local.ini"
-	printf '[sandbox]\nbackend = opensandbox\n\n'
-	printf '[opensandbox]\nurl = %s\napi_key_file = %s\nimage = python:3.11-slim\ntimeout_seconds = 10\n\n' \
-		"$FAKE" "$E/api.key"
-	printf '[reconciler]\nbackoff_base_seconds = 0\n\n[log]\nlevel = info\n'
-} >"$E/reconciler.ini"
+start_http_fake "$E" fake-opensandbox.mjs "" || exit 1
+FAKE=$FAKE_URL
+reconciler_config "$E" opensandbox url="$FAKE" api_key_file="$E/api.key" image=python:3.11-slim \
+	timeout_seconds=10
 
 AGENT=$(api POST /v1/agents '{"name":"backends-e2e","model":"claude-sonnet-4-5","mcp_servers":[{"type":"url","name":"docs","url":"https://mcp.example.com/sse"}]}' | jq -r .id)
 ENV=$(api POST /v1/environments '{"name":"backends-e2e-limited","config":{"type":"cloud","networking":{"type":"limited","allowed_hosts":["api.example.com"],"allow_mcp_servers":true},"packages":{"pip":["requests"]}}}' | jq -r .id)
@@ -185,20 +273,7 @@ check "e2e: agent, limited environment and session created ($AGENT $ENV $SID)" \
 	bash -c '[[ $1 != null && $2 == env_* && $3 == sesn_* ]]' _ "$AGENT" "$ENV" "$SID"
 check "e2e: session pending before the run" test "$(provisioning "$SID" | jq -r .p.status)" = pending
 
-"$RECON" -c "$E/reconciler.ini" --dry-run >"$E/due.log" 2>&1
-others=$(grep -c '^would ' "$E/due.log" | tr -d ' ')
-mine=$(grep -c "session $SID " "$E/due.log" | tr -d ' ')
-check "e2e: the session's intent is due ($mine of $others due)" test "$mine" = 1
-"$RECON" -c "$E/reconciler.ini" --once >"$E/once.log" 2>&1
-rc=$?
-if [ "$others" -le 1 ]; then
-	check "e2e: reconciler --once exits 0" test $rc -eq 0
-else
-	echo "note: $((others - 1)) other due intents went through the fake too; exit status $rc not checked"
-fi
-p=$(provisioning "$SID")
-check "e2e: session ready ($p)" test "$(jq -r .p.status <<<"$p")" = ready
-[ "$(jq -r .p.status <<<"$p")" = ready ] || sed 's/^/    /' "$E/once.log"
+once_ready e2e "$E" "$SID"
 
 LOG=$(fake_log "$FAKE/__fake/log")
 SBX=$(jq -r --arg s "$SID" '[.sandboxes[] | select(.name == $s)] | if length == 1 then .[0].id else "none" end' <<<"$LOG")
@@ -219,16 +294,7 @@ check "e2e: --exec runs in the bound sandbox ($out)" test "$out" = "hello from '
 # a failing install: rescheduling, the cause in last_error, never the credential
 ENV_F=$(api POST /v1/environments '{"name":"backends-e2e-failing","config":{"type":"cloud","networking":{"type":"limited","allowed_hosts":["api.example.com"]},"packages":{"pip":["fail-install-pkg"]}}}' | jq -r .id)
 SID_F=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$ENV_F\"}" | jq -r .id)
-"$RECON" -c "$E/reconciler.ini" --once >"$E/fail.log" 2>&1
-check "e2e: a failed install exits non-zero" test $? -ne 0
-p=$(provisioning "$SID_F")
-check "e2e: failing session rescheduling ($(jq -c '{s, status: .p.status}' <<<"$p"))" \
-	test "$(jq -r '.s + " " + .p.status' <<<"$p")" = "rescheduling failed"
-err=$(jq -r .p.last_error <<<"$p")
-check "e2e: last_error names the manager and keeps the output ($err)" \
-	bash -c 'grep -q "pip install: exit status 1" <<<"$1" && grep -q "could not install" <<<"$1"' _ "$err"
-check "e2e: the API key is in no last_error and no reconciler log" \
-	bash -c '! grep -qF -- "$(cat "$1")" <<<"$2" && ! grep -qF -- "$(cat "$1")" "$3"/*.log' _ "$E/api.key" "$err" "$E"
+once_failing e2e "$E" "$SID_F" 1 "could not install"
 
 # teardown: deleting the ready session removes its sandbox
 api DELETE "/v1/sessions/$SID" >/dev/null

@@ -4,6 +4,5 @@ driver_setup() { # DIR: write $CONFIG
 		SKIP_REASON="bwrap is not installed"
 		return 2
 	fi
-	CONFIG=$1/conformance.ini
-	printf '[sandbox]\nbackend = bwrap\nroot = %s\n' "$1/root" >"$CONFIG"
+	driver_config "$1" bwrap sandbox.root="$1/root"
 }

@@ -1,5 +1,2 @@
 # The `local` backend: a directory per sandbox under the configured root, no fake.
-driver_setup() { # DIR: write $CONFIG
-	CONFIG=$1/conformance.ini
-	printf '[sandbox]\nbackend = local\nroot = %s\n' "$1/root" >"$CONFIG"
-}
+driver_setup() { driver_config "$1" local sandbox.root="$1/root"; }

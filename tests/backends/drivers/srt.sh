@@ -7,8 +7,7 @@ driver_setup() { # DIR: write $CONFIG
 		SKIP_REASON="sandbox-runtime is not installed (scripts/install-deps.sh)"
 		return 2
 	fi
-	CONFIG=$1/conformance.ini
-	printf '[sandbox]\nbackend = srt\nroot = %s\n' "$1/root" >"$CONFIG"
+	driver_config "$1" srt sandbox.root="$1/root"
 	if [ "$(id -u)" -eq 0 ]; then
 		chown -R "${SRT_TEST_USER:-www-data}:" "$1"
 		DRIVER_AS=(runuser -u "${SRT_TEST_USER:-www-data}" --)
