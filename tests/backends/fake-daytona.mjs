@@ -25,29 +25,14 @@
 //   GET  /__fake/log         {"violations": [...], "requests": [...], "sandboxes": [...]}
 //   POST /__fake/stop/{id}   stop a sandbox, as its auto-stop interval would
 import http from 'node:http';
-import fs from 'node:fs';
 import crypto from 'node:crypto';
 import { run } from './fake-argv.mjs';
+import { checkShape, fakeOptions, jsonBody, readBody, sendJson, writePortFile } from './fake-http.mjs';
 
-const opts = { port: 0, key: '', readyFile: '', listShape: 'array', exitField: 'exitCode' };
-for (let i = 2; i < process.argv.length; i++) {
-  const a = process.argv[i];
-  const v = process.argv[++i];
-  if (a === '--port') opts.port = Number(v);
-  else if (a === '--key') opts.key = v;
-  else if (a === '--key-file' || a === '--api-key-file') opts.key = fs.readFileSync(v, 'utf8').trim();
-  else if (a === '--ready-file' || a === '--port-file') opts.readyFile = v;
-  else if (a === '--list-shape') opts.listShape = v;
-  else if (a === '--exit-field') opts.exitField = v;
-  else {
-    console.error(`fake-daytona: unknown option ${a}`);
-    process.exit(2);
-  }
-}
-if (!opts.key) {
-  console.error('fake-daytona: --key or --key-file is required');
-  process.exit(2);
-}
+const opts = fakeOptions('fake-daytona', {
+  '--list-shape': ['listShape', 'array'],
+  '--exit-field': ['exitField', 'exitCode'],
+});
 
 const sandboxes = new Map();
 const violations = [];
@@ -57,70 +42,13 @@ function violation(req, what) {
   violations.push(`${req.method} ${req.url}: ${what}`);
 }
 
-function send(res, status, body) {
-  res.writeHead(status, { 'Content-Type': 'application/json' });
-  res.end(body === undefined ? '' : JSON.stringify(body));
-}
+const send = sendJson;
 
 // NestJS's error body
 function nestError(res, status, message) {
   const error = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 405: 'Method Not Allowed',
     408: 'Request Timeout' }[status] || 'Error';
   send(res, status, { statusCode: status, message, error });
-}
-
-function readBody(req) {
-  return new Promise((resolve) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-  });
-}
-
-async function jsonBody(req) {
-  const raw = await readBody(req);
-  const ct = (req.headers['content-type'] || '').split(';')[0].trim();
-  if (ct !== 'application/json') violation(req, `Content-Type is '${ct}', not application/json`);
-  try {
-    return JSON.parse(raw.toString('utf8'));
-  } catch {
-    violation(req, 'body is not JSON');
-    return undefined;
-  }
-}
-
-function checkShape(req, where, obj, allowed, required = []) {
-  if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
-    violation(req, `${where} is not a JSON object`);
-    return false;
-  }
-  let ok = true;
-  for (const k of Object.keys(obj)) {
-    if (!(k in allowed)) {
-      violation(req, `${where}: unknown field '${k}'`);
-      ok = false;
-      continue;
-    }
-    const t = allowed[k];
-    const v = obj[k];
-    const good = t === 'int' ? Number.isInteger(v) && v >= 0
-      : t === 'strmap' ? typeof v === 'object' && v !== null && !Array.isArray(v) &&
-        Object.values(v).every((x) => typeof x === 'string')
-      : t === 'array' ? Array.isArray(v)
-      : t === 'object' ? typeof v === 'object' && v !== null && !Array.isArray(v)
-      : typeof v === t;
-    if (!good) {
-      violation(req, `${where}: field '${k}' must be ${t}`);
-      ok = false;
-    }
-  }
-  for (const k of required) {
-    if (!(k in obj)) {
-      violation(req, `${where}: required field '${k}' is missing`);
-      ok = false;
-    }
-  }
-  return ok;
 }
 
 function view(sb) {
@@ -182,7 +110,7 @@ async function handle(req, res, url) {
           violation(req, `labels '${q}' is not JSON`);
           return nestError(res, 400, 'bad labels');
         }
-        checkShape(req, 'labels', labels, Object.fromEntries(Object.keys(labels || {})
+        checkShape(violation, req, 'labels', labels, Object.fromEntries(Object.keys(labels || {})
           .map((k) => [k, 'string'])));
       }
       const list = [...sandboxes.values()].filter((sb) =>
@@ -192,8 +120,8 @@ async function handle(req, res, url) {
         ? { items: list, total: list.length, page: 1, totalPages: 1 } : list);
     }
     if (req.method === 'POST') {
-      const b = await jsonBody(req);
-      if (!checkShape(req, 'CreateSandbox', b, {
+      const b = await jsonBody(req, violation);
+      if (!checkShape(violation, req, 'CreateSandbox', b, {
         snapshot: 'string', user: 'string', env: 'strmap', labels: 'strmap', public: 'boolean',
         class: 'string', target: 'string', cpu: 'int', gpu: 'int', memory: 'int', disk: 'int',
         autoStopInterval: 'int', autoArchiveInterval: 'int', autoDeleteInterval: 'number',
@@ -248,8 +176,8 @@ async function handle(req, res, url) {
       violation(req, 'method not allowed');
       return nestError(res, 405, 'method not allowed');
     }
-    const b = await jsonBody(req);
-    if (!checkShape(req, 'ExecuteRequest', b, { command: 'string', cwd: 'string',
+    const b = await jsonBody(req, violation);
+    if (!checkShape(violation, req, 'ExecuteRequest', b, { command: 'string', cwd: 'string',
       timeout: 'int' }, ['command'])) return nestError(res, 400, 'bad request');
     if (!sb || sb.state === 'destroyed') return nestError(res, 404, `Sandbox with ID ${id} not found`);
     if (sb.state !== 'started') {
@@ -297,10 +225,7 @@ const server = http.createServer(async (req, res) => {
 
 server.listen(opts.port, '127.0.0.1', () => {
   const port = server.address().port;
-  if (opts.readyFile) { // atomically: a waiter never reads it half written
-    fs.writeFileSync(`${opts.readyFile}.tmp`, `${port}\n`);
-    fs.renameSync(`${opts.readyFile}.tmp`, opts.readyFile);
-  }
+  if (opts.readyFile) writePortFile(opts.readyFile, port);
   console.log(`listening ${port}`);
 });
 for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => server.close(() => process.exit(0)));

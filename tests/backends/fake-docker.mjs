@@ -20,11 +20,10 @@
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { unlinkSync } from 'node:fs';
+import { longArgs, readBody, sendJson, strictJson } from './fake-http.mjs';
 import { runArgv } from './osb-docker-commands.mjs';
 
-const args = Object.fromEntries(
-	process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-);
+const args = longArgs();
 const CREATE_KEYS = ['Image', 'Entrypoint', 'Cmd', 'WorkingDir', 'Tty', 'OpenStdin', 'Labels', 'HostConfig', 'Env', 'User',
 	'AttachStdin', 'AttachStdout', 'AttachStderr', 'StdinOnce', 'Hostname'];
 const HOST_KEYS = ['NetworkMode', 'Init', 'AutoRemove', 'Memory', 'MemorySwap', 'NanoCpus', 'PidsLimit', 'CapDrop', 'CapAdd',
@@ -43,11 +42,7 @@ const violation = (msg) => {
 const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 const isStrArray = (v) => Array.isArray(v) && v.every((x) => typeof x === 'string');
 
-function send(res, status, body) {
-	const text = body === undefined ? '' : JSON.stringify(body);
-	res.writeHead(status, text ? { 'content-type': 'application/json' } : {});
-	res.end(text);
-}
+const send = sendJson;
 
 function fail(res, status, msg) {
 	violation(msg);
@@ -56,27 +51,6 @@ function fail(res, status, msg) {
 
 function find(ref) {
 	return containers.get(ref) || [...containers.values()].find((c) => c.name === ref || c.name === `/${ref}`);
-}
-
-function readBody(req) {
-	return new Promise((resolve) => {
-		const chunks = [];
-		req.on('data', (c) => chunks.push(c));
-		req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-	});
-}
-
-function jsonBody(req, text, res) {
-	if (!(req.headers['content-type'] || '').startsWith('application/json')) {
-		fail(res, 400, `${req.method} ${req.url}: body without content-type application/json`);
-		return undefined;
-	}
-	try {
-		return JSON.parse(text);
-	} catch {
-		fail(res, 400, `${req.method} ${req.url}: body is not JSON`);
-		return undefined;
-	}
 }
 
 function onlyQuery(url, allowed, res, what) {
@@ -114,7 +88,7 @@ function handle(req, res, url, text) {
 		if (!onlyQuery(url, ['name', 'platform'], res, 'ContainerCreate')) return;
 		const name = url.searchParams.get('name');
 		if (!name || !/^\/?[a-zA-Z0-9][a-zA-Z0-9_.-]+$/.test(name)) return fail(res, 400, `ContainerCreate: bad or missing name ${name}`);
-		const body = jsonBody(req, text, res);
+		const body = strictJson(req, text, res, fail);
 		if (body === undefined) return;
 		if (!isObj(body)) return fail(res, 400, 'ContainerCreate: body must be an object');
 		for (const k of Object.keys(body)) if (!CREATE_KEYS.includes(k)) return fail(res, 400, `ContainerCreate: unknown field ${k}`);
@@ -161,7 +135,7 @@ function handle(req, res, url, text) {
 		if (!onlyQuery(url, [], res, 'ContainerExec')) return;
 		const c = find(decodeURIComponent(m[1]));
 		if (!c) return send(res, 404, { message: `No such container: ${m[1]}` });
-		const body = jsonBody(req, text, res);
+		const body = strictJson(req, text, res, fail);
 		if (body === undefined) return;
 		if (!isObj(body)) return fail(res, 400, 'ContainerExec: body must be an object');
 		for (const k of Object.keys(body)) if (!EXEC_KEYS.includes(k)) return fail(res, 400, `ContainerExec: unknown field ${k}`);
@@ -178,7 +152,7 @@ function handle(req, res, url, text) {
 		if (!onlyQuery(url, [], res, 'ExecStart')) return;
 		const e = execs.get(decodeURIComponent(m[1]));
 		if (!e) return send(res, 404, { message: 'No such exec instance' });
-		const body = jsonBody(req, text, res);
+		const body = strictJson(req, text, res, fail);
 		if (body === undefined) return;
 		if (!isObj(body) || Object.keys(body).some((k) => !['Detach', 'Tty', 'ConsoleSize'].includes(k))) return fail(res, 400, 'ExecStart: body must be {Detach, Tty}');
 		if (body.Detach !== false || body.Tty !== false) violation('ExecStart: expected Detach false and Tty false');
@@ -216,7 +190,7 @@ function handle(req, res, url, text) {
 }
 
 const server = createServer(async (req, res) => {
-	const text = await readBody(req);
+	const text = (await readBody(req)).toString('utf8');
 	const url = new URL(req.url, 'http://localhost');
 	res.on('finish', () => {
 		if (url.pathname !== '/__fake/log') log.calls.push({ method: req.method, path: url.pathname, status: res.statusCode });

@@ -21,28 +21,12 @@
 //   GET  /__fake/log          {"violations": [...], "requests": [...], "sandboxes": [...]}
 //   POST /__fake/pause/{id}   pause a sandbox, as its timeout would with autoPause
 import http from 'node:http';
-import fs from 'node:fs';
 import crypto from 'node:crypto';
 import { run } from './fake-argv.mjs';
+import { checkShape, fakeOptions, jsonBody, readBody, sendJson, writePortFile } from './fake-http.mjs';
 
 const ENVD_PORT = 49983;
-const opts = { port: 0, key: '', readyFile: '' };
-for (let i = 2; i < process.argv.length; i++) {
-  const a = process.argv[i];
-  const v = process.argv[++i];
-  if (a === '--port') opts.port = Number(v);
-  else if (a === '--key') opts.key = v;
-  else if (a === '--key-file' || a === '--api-key-file') opts.key = fs.readFileSync(v, 'utf8').trim();
-  else if (a === '--ready-file' || a === '--port-file') opts.readyFile = v;
-  else {
-    console.error(`fake-e2b: unknown option ${a}`);
-    process.exit(2);
-  }
-}
-if (!opts.key) {
-  console.error('fake-e2b: --key or --key-file is required');
-  process.exit(2);
-}
+const opts = fakeOptions('fake-e2b');
 
 const sandboxes = new Map();   // id -> sandbox
 const violations = [];
@@ -54,69 +38,10 @@ function violation(req, what) {
   violations.push(`${req.method} ${req.url} (${req.headers.host}): ${what}`);
 }
 
-function send(res, status, body, headers = {}) {
-  const text = body === undefined ? '' : JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', ...headers });
-  res.end(text);
-}
+const send = sendJson;
 
 function apiError(res, status, message) {
   send(res, status, { code: status, message });
-}
-
-function readBody(req) {
-  return new Promise((resolve) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-  });
-}
-
-// Check OBJ's keys against ALLOWED {key: type}; REQUIRED keys must be there.
-function checkShape(req, where, obj, allowed, required = []) {
-  if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
-    violation(req, `${where} is not a JSON object`);
-    return false;
-  }
-  let ok = true;
-  for (const k of Object.keys(obj)) {
-    if (!(k in allowed)) {
-      violation(req, `${where}: unknown field '${k}'`);
-      ok = false;
-      continue;
-    }
-    const t = allowed[k];
-    const v = obj[k];
-    const good = t === 'int' ? Number.isInteger(v) && v >= 0
-      : t === 'strmap' ? typeof v === 'object' && v !== null && !Array.isArray(v) &&
-        Object.values(v).every((x) => typeof x === 'string')
-      : t === 'strarray' ? Array.isArray(v) && v.every((x) => typeof x === 'string')
-      : t === 'object' ? typeof v === 'object' && v !== null && !Array.isArray(v)
-      : typeof v === t;
-    if (!good) {
-      violation(req, `${where}: field '${k}' must be ${t}`);
-      ok = false;
-    }
-  }
-  for (const k of required) {
-    if (!(k in obj)) {
-      violation(req, `${where}: required field '${k}' is missing`);
-      ok = false;
-    }
-  }
-  return ok;
-}
-
-async function jsonBody(req) {
-  const raw = await readBody(req);
-  const ct = (req.headers['content-type'] || '').split(';')[0].trim();
-  if (ct !== 'application/json') violation(req, `Content-Type is '${ct}', not application/json`);
-  try {
-    return JSON.parse(raw.toString('utf8'));
-  } catch {
-    violation(req, 'body is not JSON');
-    return undefined;
-  }
 }
 
 function sandboxView(sb) {
@@ -194,8 +119,8 @@ async function api(req, res, url) {
       return send(res, 200, list.map(listedView));
     }
     if (req.method === 'POST' && path === '/sandboxes') {
-      const b = await jsonBody(req);
-      if (!checkShape(req, 'NewSandbox', b, {
+      const b = await jsonBody(req, violation);
+      if (!checkShape(violation, req, 'NewSandbox', b, {
         templateID: 'string', timeout: 'int', autoPause: 'boolean', secure: 'boolean',
         allow_internet_access: 'boolean', network: 'object', metadata: 'strmap',
         envVars: 'strmap', mcp: 'object',
@@ -226,8 +151,8 @@ async function api(req, res, url) {
         violation(req, 'method not allowed');
         return apiError(res, 405, 'method not allowed');
       }
-      const b = await jsonBody(req);
-      if (!checkShape(req, 'ConnectSandbox', b, { timeout: 'int' }, ['timeout']))
+      const b = await jsonBody(req, violation);
+      if (!checkShape(violation, req, 'ConnectSandbox', b, { timeout: 'int' }, ['timeout']))
         return apiError(res, 400, 'bad request');
       if (!sb) return apiError(res, 404, `sandbox ${id} not found`);
       const resumed = sb.state === 'paused';
@@ -308,9 +233,9 @@ async function envd(req, res, url, id) {
       violation(req, 'SendSignalRequest is not JSON');
       return connectError(res, 400, 'invalid_argument', 'bad json');
     }
-    if (checkShape(req, 'SendSignalRequest', b, { process: 'object', signal: 'string' },
+    if (checkShape(violation, req, 'SendSignalRequest', b, { process: 'object', signal: 'string' },
       ['process', 'signal'])) {
-      checkShape(req, 'ProcessSelector', b.process, { pid: 'int', tag: 'string' });
+      checkShape(violation, req, 'ProcessSelector', b.process, { pid: 'int', tag: 'string' });
       if (!['SIGNAL_SIGKILL', 'SIGNAL_SIGTERM'].includes(b.signal))
         violation(req, `unknown signal '${b.signal}'`);
     }
@@ -336,9 +261,9 @@ async function envd(req, res, url, id) {
     violation(req, 'StartRequest is not JSON');
     return connectError(res, 400, 'invalid_argument', 'bad json');
   }
-  if (!checkShape(req, 'StartRequest', msg, { process: 'object', pty: 'object', tag: 'string',
+  if (!checkShape(violation, req, 'StartRequest', msg, { process: 'object', pty: 'object', tag: 'string',
     stdin: 'boolean' }, ['process']) ||
-    !checkShape(req, 'ProcessConfig', msg.process, { cmd: 'string', args: 'strarray',
+    !checkShape(violation, req, 'ProcessConfig', msg.process, { cmd: 'string', args: 'strarray',
       envs: 'strmap', cwd: 'string' }, ['cmd']))
     return connectError(res, 400, 'invalid_argument', 'bad request');
   if (!msg.process.cmd) violation(req, 'ProcessConfig.cmd is empty');
@@ -416,10 +341,7 @@ const server = http.createServer(async (req, res) => {
 
 server.listen(opts.port, '127.0.0.1', () => {
   port = server.address().port;
-  if (opts.readyFile) { // atomically: a waiter never reads it half written
-    fs.writeFileSync(`${opts.readyFile}.tmp`, `${port}\n`);
-    fs.renameSync(`${opts.readyFile}.tmp`, opts.readyFile);
-  }
+  if (opts.readyFile) writePortFile(opts.readyFile, port);
   console.log(`listening ${port}`);
 });
 for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => server.close(() => process.exit(0)));

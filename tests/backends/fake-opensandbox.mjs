@@ -23,11 +23,10 @@
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { longArgs, readBody, sendJson, strictJson } from './fake-http.mjs';
 import { runArgv, shellSplit } from './osb-docker-commands.mjs';
 
-const args = Object.fromEntries(
-	process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-);
+const args = longArgs();
 const API_KEY = readFileSync(args['api-key-file'], 'utf8').trim();
 const EXECD_PORT = 44772;
 const EGRESS_PORT = 18080;
@@ -47,11 +46,7 @@ const violation = (msg) => {
 const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 const isStrMap = (v) => isObj(v) && Object.values(v).every((x) => typeof x === 'string');
 
-function send(res, status, body, headers = {}) {
-	const text = body === undefined ? '' : JSON.stringify(body);
-	res.writeHead(status, { ...(text ? { 'content-type': 'application/json' } : {}), ...headers });
-	res.end(text);
-}
+const send = sendJson;
 
 function fail(res, status, msg) {
 	violation(msg);
@@ -118,27 +113,6 @@ function parseMetadataFilter(value) {
 	return want;
 }
 
-function readBody(req) {
-	return new Promise((resolve) => {
-		const chunks = [];
-		req.on('data', (c) => chunks.push(c));
-		req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-	});
-}
-
-function jsonBody(req, text, res) {
-	if (!(req.headers['content-type'] || '').startsWith('application/json')) {
-		fail(res, 400, `${req.method} ${req.url}: body without content-type application/json`);
-		return undefined;
-	}
-	try {
-		return JSON.parse(text);
-	} catch {
-		fail(res, 400, `${req.method} ${req.url}: body is not JSON`);
-		return undefined;
-	}
-}
-
 function apiKeyOk(req, res, required) {
 	const got = req.headers['open-sandbox-api-key'];
 	if (got === undefined && !required) return true;
@@ -153,7 +127,7 @@ function lifecycle(req, res, url, text) {
 	const parts = url.pathname.split('/').filter(Boolean); // v1 sandboxes [id [endpoints port]]
 	if (!apiKeyOk(req, res, true)) return;
 	if (parts.length === 2 && req.method === 'POST') {
-		const body = jsonBody(req, text, res);
+		const body = strictJson(req, text, res, fail);
 		if (body === undefined) return;
 		const problem = checkCreate(body);
 		if (problem) return fail(res, 400, `POST /v1/sandboxes: ${problem}`);
@@ -224,7 +198,7 @@ function execd(req, res, sb, rest, text) {
 	if (req.headers['x-execd-access-token'] !== sb.execdToken) return fail(res, 401, `execd ${rest}: missing or wrong X-EXECD-ACCESS-TOKEN`);
 	if (!apiKeyOk(req, res, false)) return;
 	if (rest !== '/command' || req.method !== 'POST') return fail(res, 404, `unknown execd call ${req.method} ${rest}`);
-	const body = jsonBody(req, text, res);
+	const body = strictJson(req, text, res, fail);
 	if (body === undefined) return;
 	if (!isObj(body)) return fail(res, 400, 'POST /command: body must be an object');
 	for (const k of Object.keys(body)) if (!COMMAND_KEYS.includes(k)) return fail(res, 400, `POST /command: unknown field ${k}`);
@@ -273,7 +247,7 @@ function egress(req, res, sb, rest, text) {
 	}
 	const status = { status: 'ok', mode: sb.policy.defaultAction === 'deny' ? 'deny_all' : 'allow_all', enforcementMode: 'dns' };
 	if (req.method === 'GET') return send(res, 200, { ...status, policy: { defaultAction: sb.policy.defaultAction, egress: sb.policy.egress } });
-	const body = jsonBody(req, text, res);
+	const body = strictJson(req, text, res, fail);
 	if (body === undefined) return;
 	if (!Array.isArray(body) || !body.length) return fail(res, 400, `${req.method} /policy: body must be a non-empty array`);
 	if (req.method === 'PATCH') {
@@ -294,7 +268,7 @@ function egress(req, res, sb, rest, text) {
 }
 
 const server = createServer(async (req, res) => {
-	const text = await readBody(req);
+	const text = (await readBody(req)).toString('utf8');
 	const url = new URL(req.url, 'http://fake');
 	res.on('finish', () => {
 		if (url.pathname !== '/__fake/log') log.calls.push({ method: req.method, path: url.pathname, status: res.statusCode });
