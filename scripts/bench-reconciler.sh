@@ -47,27 +47,15 @@ for bin in terrarium-api terrarium-reconciler; do
 done
 command -v jq >/dev/null || die "jq not found"
 
-RUN=$(mktemp -d /tmp/terrarium-bench-recon.XXXXXX) || die "mktemp failed"
-stack_prepare "$RUN" || die "cannot prepare $RUN"
-mkdir -p "$OUT/reconciler" || die "cannot create $OUT"
 RECON_PIDS=()
-
-cleanup() {
-	local rc=$? p
+scratch_before_stop() {
+	local p
 	for p in "${RECON_PIDS[@]}"; do
 		kill -TERM "$p" 2>/dev/null
 	done
-	stack_stop_all "$RUN" || rc=1
-	if [ "${KEEP_RUN:-0}" = 1 ]; then
-		say "runtime directory kept: $RUN"
-	else
-		rm -rf "$RUN"
-	fi
-	exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+stack_scratch bench-recon || die "cannot make a runtime directory"
+mkdir -p "$OUT/reconciler" || die "cannot create $OUT"
 
 db_init "$RUN" || die "db_init failed"
 db_start "$RUN" || die "db_start failed"

@@ -40,19 +40,11 @@ say() {
 [ -x "$BUILD/terrarium-api" ] || die "$BUILD/terrarium-api is not built (run make)"
 command -v wrk >/dev/null || die "wrk not found (apt-get install wrk)"
 command -v node >/dev/null || die "node not found"
-RUN=$(mktemp -d /tmp/terrarium-bench-work.XXXXXX) || die "mktemp failed"
-stack_prepare "$RUN" || die "cannot prepare $RUN"
-mkdir -p "$OUT/work" || die "cannot create $OUT"
-cleanup() {
-	local rc=$?
-	[ -n "${POLL_PID:-}" ] && kill "$POLL_PID" 2>/dev/null
-	stack_stop_all "$RUN" || rc=1
-	if [ "${KEEP_RUN:-0}" = 1 ]; then say "runtime directory kept: $RUN"; else rm -rf "$RUN"; fi
-	exit "$rc"
+scratch_before_stop() {
+	[ -z "${POLL_PID:-}" ] || kill "$POLL_PID" 2>/dev/null
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+stack_scratch bench-work || die "cannot make a runtime directory"
+mkdir -p "$OUT/work" || die "cannot create $OUT"
 
 db_init "$RUN" || die "db_init failed"
 db_start "$RUN" || die "db_start failed"

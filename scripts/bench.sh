@@ -57,25 +57,12 @@ command -v wrk >/dev/null || die "wrk not found (apt-get install wrk)"
 command -v curl >/dev/null || die "curl not found"
 command -v jq >/dev/null || die "jq not found"
 
-RUN=$(mktemp -d /tmp/terrarium-bench.XXXXXX) || die "mktemp failed"
-stack_prepare "$RUN" || die "cannot prepare $RUN"
-mkdir -p "$OUT/raw" || die "cannot create $OUT"
-
-cleanup() {
-	local rc=$?
+scratch_before_stop() {
 	_stack_stop "$RUN/refsel.pid" bench-ref-select TERM 10 "reference select"
 	_stack_stop "$RUN/refins.pid" bench-ref-insert TERM 10 "reference insert"
-	stack_stop_all "$RUN" || rc=1
-	if [ "${KEEP_RUN:-0}" = 1 ]; then
-		say "runtime directory kept: $RUN"
-	else
-		rm -rf "$RUN"
-	fi
-	exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+stack_scratch bench || die "cannot make a runtime directory"
+mkdir -p "$OUT/raw" || die "cannot create $OUT"
 
 # ---- the stack -------------------------------------------------------------------------------
 

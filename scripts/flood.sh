@@ -36,17 +36,8 @@ say() { printf 'flood: %s\n' "$*" >&2; }
 
 command -v wrk >/dev/null || die "wrk not found (scripts/install-deps.sh installs it)"
 [ -x "$(stack_build_dir)/terrarium-api" ] || die "terrarium-api is not built (run make)"
-RUN=$(mktemp -d /tmp/terrarium-flood.XXXXXX) || die "mktemp failed"
+stack_scratch flood || die "cannot make a runtime directory"
 mkdir -p "$OUT/raw" || die "cannot create $OUT"
-cleanup() {
-	local rc=$?
-	stack_stop_all "$RUN" || rc=1
-	[ "${KEEP_RUN:-0}" = 1 ] && say "runtime directory kept: $RUN" || rm -rf "$RUN"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 db_init "$RUN" && db_start "$RUN" || die "MariaDB did not start"
 api_config "$RUN" api local && api_cli "$RUN" api migrate "$ROOT/sql" >/dev/null || die "setup failed"

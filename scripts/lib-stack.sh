@@ -991,6 +991,42 @@ docker_stop() {
 	rm -f "$1/docker.sock"
 }
 
+# stack_scratch TAG: a runtime directory for one script's stack in $RUN,
+# ${TMPDIR:-/tmp}/terrarium-TAG.XXXXXX (under /tmp when TMPDIR's cannot be prepared: nginx's
+# workers, www-data when root, must reach it), prepared, with EXIT/INT/TERM traps that run the
+# script's scratch_before_stop if it defines one, stop by PID everything started in $RUN, run
+# scratch_after_stop if defined (non-zero fails the exit status), and remove $RUN (KEEP_RUN=1
+# keeps it). 0, or 1 when no directory could be made.
+stack_scratch() {
+	_STACK_SCRATCH_TAG=$1
+	RUN=$(mktemp -d "${TMPDIR:-/tmp}/terrarium-$1.XXXXXX") || return 1
+	if ! stack_prepare "$RUN" 2>/dev/null; then
+		rm -rf "$RUN"
+		RUN=$(mktemp -d "/tmp/terrarium-$1.XXXXXX") || return 1
+		stack_prepare "$RUN" || return 1
+	fi
+	trap _stack_scratch_exit EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+_stack_scratch_exit() {
+	local rc=$?
+	if declare -F scratch_before_stop >/dev/null; then
+		scratch_before_stop
+	fi
+	stack_stop_all "$RUN" || rc=1
+	if declare -F scratch_after_stop >/dev/null && ! scratch_after_stop; then
+		rc=1
+	fi
+	if [ "${KEEP_RUN:-0}" = 1 ]; then
+		printf '%s: runtime directory kept: %s\n' "$_STACK_SCRATCH_TAG" "$RUN" >&2
+	else
+		rm -rf "$RUN"
+	fi
+	exit "$rc"
+}
+
 stack_stop_all() {
 	local run=$1 f name rc=0
 	_stack_check_run "$run" || return 1

@@ -50,13 +50,14 @@ die() {
 	exit 1
 }
 
-# The runtime directory must be reachable by nginx's workers (www-data when root): under /tmp,
-# not under a 0700 home directory.
-RUN=$(mktemp -d "${TMPDIR:-/tmp}/terrarium-e2e.XXXXXX") || die "mktemp failed"
-if ! stack_prepare "$RUN" 2>/dev/null; then
-	rmdir "$RUN"
-	RUN=$(mktemp -d /tmp/terrarium-e2e.XXXXXX) || die "mktemp failed"
-fi
+scratch_before_stop() { section "teardown"; }
+scratch_after_stop() { # a sanitizer report fails the run
+	if sanitizer_reports; then
+		echo "e2e: FAILED: sanitizer reports in $SAN_DIR (above)" >&2
+		return 1
+	fi
+}
+stack_scratch e2e || die "cannot make a runtime directory"
 
 # Sanitizer builds (make test-asan: BUILD_DIR=build-asan): every ASan, LeakSanitizer and UBSan
 # report of any process started from here goes to a file under $RUN/sanitizer/ (world-writable:
@@ -81,24 +82,6 @@ sanitizer_reports() {
 	return "$found"
 }
 
-cleanup() {
-	local rc=$?
-	section "teardown"
-	stack_stop_all "$RUN" || rc=1
-	if sanitizer_reports; then
-		echo "e2e: FAILED: sanitizer reports in $SAN_DIR (above)" >&2
-		rc=1
-	fi
-	if [ "${KEEP_RUN:-0}" = 1 ]; then
-		echo "e2e: runtime directory kept: $RUN" >&2
-	else
-		rm -rf "$RUN"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 # Logs worth reading when a part failed.
 show_logs() {

@@ -32,22 +32,7 @@ die() {
 	exit 1
 }
 
-RUN=$(mktemp -d /tmp/terrarium-servers.XXXXXX) || die "mktemp failed"
-stack_prepare "$RUN" || die "cannot prepare $RUN"
-
-cleanup() {
-	local rc=$?
-	stack_stop_all "$RUN" || rc=1
-	if [ "${KEEP_RUN:-0}" = 1 ]; then
-		echo "servers: runtime directory kept: $RUN" >&2
-	else
-		rm -rf "$RUN"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+stack_scratch servers || die "cannot make a runtime directory"
 
 part() { # NAME CMD...: run CMD, count it
 	local name=$1
