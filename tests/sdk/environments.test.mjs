@@ -50,6 +50,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { REQ_ID, rejects } from './lib.mjs';
 import Anthropic, {
   APIError,
   AuthenticationError,
@@ -74,7 +75,6 @@ if (!URL_ || !KEY) {
   throw new Error('TERRARIUM_URL and TERRARIUM_KEY must be set');
 }
 
-const REQ_ID = /^req_[0-9A-Za-z]{24}$/;
 const ENV_ID = /^env_[0-9A-Za-z]{24}$/;
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const RUN = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
@@ -157,40 +157,6 @@ function assertEnvShape(env) {
   }
   // Objects returned by a call carry the response's request-id (non-enumerable); list items don't.
   if ('_request_id' in env) assert.match(String(env._request_id), REQ_ID);
-}
-
-// Awaits a promise that must reject with an SDK APIError of class `cls`, checks the error
-// envelope, `request-id` and `x-should-retry`, and returns the error.
-async function rejects(promise, cls, { status, type, code } = {}) {
-  let err;
-  try {
-    await promise;
-  } catch (e) {
-    err = e;
-  }
-  assert.ok(err, `expected ${cls.name}, but the call succeeded`);
-  if (!(err instanceof cls)) {
-    throw new assert.AssertionError({
-      message: `expected ${cls.name}, got ${err?.constructor?.name}: ${err?.message}`,
-      actual: err?.constructor?.name,
-      expected: cls.name,
-    });
-  }
-  assert.ok(err instanceof APIError);
-  if (status !== undefined) assert.equal(err.status, status);
-  if (type !== undefined) assert.equal(err.type, type);
-  if (code !== undefined) assert.equal(err.errorCode, code);
-  assert.match(String(err.requestID), REQ_ID, 'request-id header on the error');
-  assert.equal(err.error?.type, 'error', 'error envelope type');
-  assert.equal(err.error?.request_id, err.requestID, 'request_id in the body matches the header');
-  assert.equal(typeof err.apiMessage, 'string');
-  assert.ok(err.apiMessage.length > 0, 'error.message is not empty');
-  assert.match(err.headers.get('content-type') || '', /^application\/json/);
-  if (err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429) {
-    assert.equal(err.headers.get('x-should-retry'), 'false', `x-should-retry on ${err.status}`);
-  }
-  if (err.errorCode === null) assert.ok(!err.error.error.details, 'details only when an error_code applies');
-  return err;
 }
 
 // Iterates the auto-paginated list until `pred(seen)` holds or the list ends.

@@ -31,6 +31,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { REQ_ID, rejects } from './lib.mjs';
 import Anthropic, { APIError, BadRequestError, ConflictError, NotFoundError } from '@anthropic-ai/sdk';
 import {
   BetaEnvironmentArchivedError,
@@ -46,7 +47,6 @@ if (!URL_ || !KEY) {
   throw new Error('TERRARIUM_URL and TERRARIUM_KEY must be set');
 }
 
-const REQ_ID = /^req_[0-9A-Za-z]{24}$/;
 const SESN_ID = /^sesn_[0-9A-Za-z]{24}$/;
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const RUN = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
@@ -136,36 +136,6 @@ function assertSessionShape(s) {
   assert.ok(Number.isInteger(p.environment_revision) && p.environment_revision >= 1);
   assert.ok(Number.isInteger(p.attempts) && p.attempts >= 0);
   if ('_request_id' in s) assert.match(String(s._request_id), REQ_ID);
-}
-
-// Awaits a promise that must reject with an SDK APIError of class `cls`; checks the envelope and
-// `x-should-retry: false`; returns the error.
-async function rejects(promise, cls, { status, type, code } = {}) {
-  let err;
-  try {
-    await promise;
-  } catch (e) {
-    err = e;
-  }
-  assert.ok(err, `expected ${cls.name}, but the call succeeded`);
-  if (!(err instanceof cls)) {
-    throw new assert.AssertionError({
-      message: `expected ${cls.name}, got ${err?.constructor?.name}: ${err?.message}`,
-      actual: err?.constructor?.name,
-      expected: cls.name,
-    });
-  }
-  assert.ok(err instanceof APIError);
-  if (status !== undefined) assert.equal(err.status, status);
-  if (type !== undefined) assert.equal(err.type, type);
-  if (code !== undefined) assert.equal(err.errorCode, code);
-  assert.match(String(err.requestID), REQ_ID);
-  assert.equal(err.error?.type, 'error');
-  assert.equal(err.error?.request_id, err.requestID);
-  assert.ok(typeof err.apiMessage === 'string' && err.apiMessage.length > 0);
-  assert.equal(err.headers.get('x-should-retry'), 'false', `x-should-retry on ${err.status}`);
-  if (err.errorCode === null) assert.ok(!err.error.error.details, 'details only when an error_code applies');
-  return err;
 }
 
 // The issue's "done when": agent with an MCP server, environment with packages and limited

@@ -1,0 +1,39 @@
+// What the SDK suites share (environments, sessions, agents, work).
+import assert from 'node:assert/strict';
+import { APIError } from '@anthropic-ai/sdk';
+
+export const REQ_ID = /^req_[0-9A-Za-z]{24}$/;
+
+// Awaits a promise that must reject with an SDK APIError of class `cls`, checks the error
+// envelope, `request-id` and `x-should-retry`, and returns the error.
+export async function rejects(promise, cls, { status, type, code } = {}) {
+  let err;
+  try {
+    await promise;
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err, `expected ${cls.name}, but the call succeeded`);
+  if (!(err instanceof cls)) {
+    throw new assert.AssertionError({
+      message: `expected ${cls.name}, got ${err?.constructor?.name}: ${err?.message}`,
+      actual: err?.constructor?.name,
+      expected: cls.name,
+    });
+  }
+  assert.ok(err instanceof APIError);
+  if (status !== undefined) assert.equal(err.status, status);
+  if (type !== undefined) assert.equal(err.type, type);
+  if (code !== undefined) assert.equal(err.errorCode, code);
+  assert.match(String(err.requestID), REQ_ID, 'request-id header on the error');
+  assert.equal(err.error?.type, 'error', 'error envelope type');
+  assert.equal(err.error?.request_id, err.requestID, 'request_id in the body matches the header');
+  assert.equal(typeof err.apiMessage, 'string');
+  assert.ok(err.apiMessage.length > 0, 'error.message is not empty');
+  assert.match(err.headers.get('content-type') || '', /^application\/json/);
+  if (err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429) {
+    assert.equal(err.headers.get('x-should-retry'), 'false', `x-should-retry on ${err.status}`);
+  }
+  if (err.errorCode === null) assert.ok(!err.error.error.details, 'details only when an error_code applies');
+  return err;
+}
