@@ -33,28 +33,10 @@ BASE=$CACHE_DIR/debian12-base.tar.gz
 # download), MariaDB, nginx, logrotate, curl
 BASE_PACKAGES=mariadb-server,nginx-light,libfcgi0ldbl,libjansson4,libmariadb3,libcurl4,libinih1,logrotate,adduser,curl,ca-certificates,procps
 TEST_VERSION_SUFFIX=+upgradetest1
-passed=0
-failed=0
+# shellcheck source=tests/lib-check.sh
+. "$ROOT/tests/lib-check.sh"
 
 say() { printf 'deb-test: %s\n' "$*" >&2; }
-ok() {
-	echo "ok   $*"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $*"
-	failed=$((failed + 1))
-}
-check() { # NAME CMD...: ok when CMD succeeds
-	local name=$1
-	shift
-	if "$@"; then
-		ok "$name"
-	else
-		fail "$name"
-		return 1
-	fi
-}
 die() {
 	say "$*"
 	failed=$((failed + 1))

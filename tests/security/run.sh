@@ -11,18 +11,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RUN=${TERRARIUM_RUN:?}
 URL=${TERRARIUM_URL:?}
 : "${KEY:?}" "${KEY2:?}" "${KEY_ACCT2:?}" "${KEY_REVOKED:?}"
-passed=0
-failed=0
-check() {
-	local name=$1
-	shift
-	if "$@"; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-		echo "not ok - $name"
-	fi
-}
+CHECK_QUIET=1 # over a hundred probes: only the failures are printed
+# shellcheck source=tests/lib-check.sh
+. "$ROOT/tests/lib-check.sh"
 call() { # KEY METHOD PATH [BODY] -> status, body in $RUN/sec.body
 	curl -sS -o "$RUN/sec.body" -w '%{http_code}' -X "$2" "$URL$3" -H "x-api-key: $1" \
 		-H "anthropic-beta: managed-agents-2026-04-01" ${4:+-H "content-type: application/json" --data "$4"}
@@ -265,5 +256,4 @@ hashed=$(mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" -N 
 check "the key's SHA-256 is what is stored" test "$hashed" = 1
 
 rm -f "$RUN/sec.dump" "$RUN/sec.body"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_summary
