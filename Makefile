@@ -52,7 +52,7 @@ $(RUNNER_BIN): $(call obj,tests/e2e/runner.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
 
 $(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/env_validate.c \
-	handlers/verr.c common/backend.c)
+	handlers/verr.c common/backend.c tests/unit/unit_json.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 $(BUILD)/test_core: $(call obj,tests/unit/test_core.c fcgi/request.c fcgi/response.c \
@@ -63,7 +63,8 @@ $(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 $(BUILD)/test_agent_validate: $(call obj,tests/unit/test_agent_validate.c \
-	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/backend.c)
+	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/backend.c \
+	tests/unit/unit_json.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 # the reconciler's objects but main.c: provision.c links against db/ (no database is contacted)

@@ -111,4 +111,18 @@ static inline int fuzz_marker_echoable(json_t *v, const char *marker, const char
 	return 0;
 }
 
+/* The input as a JSON document the way the request layer parses bodies (duplicate keys
+ * refused): a new reference, or NULL when it is not JSON. INIT runs once, before the first. */
+static inline json_t *fuzz_json_input(const uint8_t *data, size_t size, void (*init)(void))
+{
+	static int ready;
+	json_error_t jerr;
+
+	if (!ready) {
+		init();
+		ready = 1;
+	}
+	return json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &jerr);
+}
+
 #endif

@@ -285,15 +285,8 @@ static void init(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static int ready;
-	json_error_t jerr;
-	json_t *body;
+	json_t *body = fuzz_json_input(data, size, init);
 
-	if (!ready) {
-		init();
-		ready = 1;
-	}
-	body = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &jerr);
 	if (!body)
 		return 0;
 	walk_strings(body);

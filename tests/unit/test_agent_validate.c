@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "handlers/agent_validate.h"
+#include "tests/unit/unit_json.h"
 
 #define MIN_BODY "\"name\":\"a\",\"model\":\"claude-opus-5-5\""
 
@@ -24,33 +25,9 @@ static const char min_def[] =
 
 /* --- helpers ---------------------------------------------------------------------------- */
 
-/* New reference: TEXT parsed the way the request layer parses bodies. */
-static json_t *parse(int line, const char *text)
-{
-	json_error_t e;
-	json_t *v = json_loads(text, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e);
-
-	if (!v)
-		fail_msg("line %d: bad test JSON (%s): %s", line, e.text, text);
-	return v;
-}
-
-/* Caller frees: UNIT repeated N times. */
-static char *rep(const char *unit, size_t n)
-{
-	size_t len = strlen(unit);
-	char *s = malloc(len * n + 1);
-
-	assert_non_null(s);
-	for (size_t i = 0; i < n; i++)
-		memcpy(s + i * len, unit, len);
-	s[len * n] = '\0';
-	return s;
-}
-
 static void assert_json_(int line, json_t *actual, const char *expected_text)
 {
-	json_t *expected = parse(line, expected_text);
+	json_t *expected = unit_parse(line, expected_text);
 
 	if (!json_equal(actual, expected)) {
 		char *got = json_dumps(actual, JSON_ENCODE_ANY | JSON_COMPACT);
@@ -93,7 +70,7 @@ static void field_is_(int line, const char *extra, const char *key, const char *
 	json_t *def;
 
 	snprintf(text, sizeof(text), "{" MIN_BODY "%s%s}", *extra ? "," : "", extra);
-	def = create_ok_(line, parse(line, text));
+	def = create_ok_(line, unit_parse(line, text));
 	assert_json_(line, json_object_get(def, key), expected);
 	json_decref(def);
 }
@@ -103,12 +80,13 @@ static void extra_bad_(int line, const char *extra, const char *code, const char
 {
 	char text[8192];
 
-	snprintf(text, sizeof(text), "{" MIN_BODY ",%s}", extra);
-	create_err_(line, parse(line, text), 400, code, needle);
+	if (snprintf(text, sizeof(text), "{" MIN_BODY ",%s}", extra) >= (int)sizeof(text))
+		fail_msg("line %d: test body too long", line);
+	create_err_(line, unit_parse(line, text), 400, code, needle);
 }
 
-#define CREATE_OK(text) create_ok_(__LINE__, parse(__LINE__, text))
-#define CREATE_BAD(text, needle) create_err_(__LINE__, parse(__LINE__, text), 400, "", needle)
+#define CREATE_OK(text) create_ok_(__LINE__, unit_parse(__LINE__, text))
+#define CREATE_BAD(text, needle) create_err_(__LINE__, unit_parse(__LINE__, text), 400, "", needle)
 #define FIELD_IS(extra, key, expected) field_is_(__LINE__, extra, key, expected)
 #define EXTRA_BAD(extra, needle) extra_bad_(__LINE__, extra, "", needle)
 #define assert_json(actual, text) assert_json_(__LINE__, actual, text)
@@ -120,7 +98,7 @@ static void model_is_(int line, const char *model, const char *expected)
 	json_t *def;
 
 	snprintf(text, sizeof(text), "{\"name\":\"a\",\"model\":%s}", model);
-	def = create_ok_(line, parse(line, text));
+	def = create_ok_(line, unit_parse(line, text));
 	assert_json_(line, json_object_get(def, "model"), expected);
 	json_decref(def);
 }
@@ -129,7 +107,7 @@ static void model_is_(int line, const char *model, const char *expected)
 /* Update CUR with TEXT; fails unless accepted with CHANGED. New reference to the result. */
 static json_t *update_ok_(int line, json_t *cur, const char *text, int expect_changed)
 {
-	json_t *body = parse(line, text), *before = json_deep_copy(cur), *next;
+	json_t *body = unit_parse(line, text), *before = json_deep_copy(cur), *next;
 	struct verr err = { 0 };
 	int changed = -1;
 
@@ -149,7 +127,7 @@ static json_t *update_ok_(int line, json_t *cur, const char *text, int expect_ch
 static void update_err_(int line, json_t *cur, const char *text, int status, const char *code,
 			const char *needle)
 {
-	json_t *body = parse(line, text), *before = json_deep_copy(cur);
+	json_t *body = unit_parse(line, text), *before = json_deep_copy(cur);
 	struct verr err = { 0 };
 	int changed = -1;
 
@@ -218,7 +196,7 @@ static void test_create_full(void **state)
 static void test_create_body_and_unknown(void **state)
 {
 	(void)state;
-	create_err_(__LINE__, parse(__LINE__, "[]"), 400, "", "JSON object");
+	create_err_(__LINE__, unit_parse(__LINE__, "[]"), 400, "", "JSON object");
 	CREATE_BAD("{" MIN_BODY ",\"bogus\":1}", "unknown field 'bogus'");
 	CREATE_BAD("{" MIN_BODY ",\"version\":1}", "unknown field 'version'");
 	CREATE_BAD("{" MIN_BODY ",\"bad\\u0001key\":1}", "unknown field 'bad?key'");
@@ -234,7 +212,7 @@ static void test_create_required(void **state)
 
 static void test_name(void **state)
 {
-	char *n256 = rep("\xc3\xa9", 256), *n257 = rep("x", 257), text[1200];
+	char *n256 = unit_rep("\xc3\xa9", 256), *n257 = unit_rep("x", 257), text[1200];
 	json_t *def;
 
 	(void)state;
@@ -252,7 +230,7 @@ static void test_name(void **state)
 
 static void test_model(void **state)
 {
-	char *long_id = rep("m", 257), text[600];
+	char *long_id = unit_rep("m", 257), text[600];
 
 	(void)state;
 	MODEL_IS("{\"id\":\"x\"}",
@@ -285,7 +263,7 @@ static void test_model(void **state)
 static void test_total_size(void **state)
 {
 	size_t n = AGENT_DEFINITION_MAX + 100;
-	char *big = rep("s", n), *text = malloc(n + 64);
+	char *big = unit_rep("s", n), *text = malloc(n + 64);
 	struct verr err = {0};
 	json_t *body, *cur, *def;
 	int changed;
@@ -293,16 +271,16 @@ static void test_total_size(void **state)
 	(void)state;
 	assert_non_null(text);
 	snprintf(text, n + 64, "{" MIN_BODY ",\"system\":\"%s\"}", big);
-	body = parse(__LINE__, text);
+	body = unit_parse(__LINE__, text);
 	assert_null(agent_validate_create(body, &err));
 	assert_non_null(strstr(err.msg, "at most 65536"));
 	json_decref(body);
-	body = parse(__LINE__, "{" MIN_BODY "}");
+	body = unit_parse(__LINE__, "{" MIN_BODY "}");
 	cur = agent_validate_create(body, &err);
 	assert_non_null(cur);
 	json_decref(body);
 	snprintf(text, n + 64, "{\"system\":\"%s\"}", big);
-	body = parse(__LINE__, text);
+	body = unit_parse(__LINE__, text);
 	def = agent_validate_update(body, cur, &changed, &err);
 	assert_null(def);
 	assert_non_null(strstr(err.msg, "at most 65536"));
@@ -314,7 +292,7 @@ static void test_total_size(void **state)
 
 static void test_description_and_system(void **state)
 {
-	char *d2048 = rep("d", 2048), *d2049 = rep("d", 2049), text[2200], expect[2200];
+	char *d2048 = unit_rep("d", 2048), *d2049 = unit_rep("d", 2049), text[2200], expect[2200];
 
 	(void)state;
 	FIELD_IS("\"description\":\"hello\"", "description", "\"hello\"");
@@ -370,7 +348,7 @@ static void test_mcp_servers_refused(void **state)
 		"/relative",		     "",			"https://ex_ample.com",
 	};
 	char text[8192];
-	char *long_path = rep("p", 2048);
+	char *long_path = unit_rep("p", 2048);
 
 	(void)state;
 	EXTRA_BAD("\"mcp_servers\":{}", "'mcp_servers' must be an array");
@@ -392,7 +370,7 @@ static void test_mcp_servers_refused(void **state)
 		  "{\"type\":\"url\",\"name\":\"a\",\"url\":\"https://c.com\"}]",
 		  "'mcp_servers[2].name' duplicates 'mcp_servers[0].name' ('a')");
 	for (size_t i = 0; i < sizeof(bad_urls) / sizeof(bad_urls[0]); i++) {
-		json_t *body = parse(__LINE__, "{" MIN_BODY "}");
+		json_t *body = unit_parse(__LINE__, "{" MIN_BODY "}");
 
 		json_object_set_new(body, "mcp_servers",
 				    json_pack("[{s:s, s:s, s:s}]", "type", "url", "name", "a", "url",
@@ -407,7 +385,7 @@ static void test_mcp_servers_refused(void **state)
 
 	/* AGENT_MCP_SERVERS_MAX entries pass, one more is refused */
 	{
-		json_t *body = parse(__LINE__, "{" MIN_BODY "}"), *list = json_array(), *def;
+		json_t *body = unit_parse(__LINE__, "{" MIN_BODY "}"), *list = json_array(), *def;
 
 		for (int i = 0; i < AGENT_MCP_SERVERS_MAX; i++) {
 			char name[16];
@@ -507,7 +485,7 @@ static void test_tools(void **state)
 		  "\"description\":\"e\",\"input_schema\":{\"type\":\"object\"}}]",
 		  "'tools[1].name' duplicates 'tools[0].name'");
 
-	body = parse(__LINE__, "{" MIN_BODY "}");
+	body = unit_parse(__LINE__, "{" MIN_BODY "}");
 	list = json_array();
 	for (int i = 0; i <= AGENT_TOOLS_MAX; i++)
 		json_array_append_new(list, json_pack("{s:s}", "type", "agent_toolset_20260401"));
@@ -569,7 +547,7 @@ static void test_multiagent(void **state)
 
 static json_t *stored(int line)
 {
-	return create_ok_(line, parse(line, "{\"name\":\"a\",\"model\":{\"id\":\"m1\",\"effort\":"
+	return create_ok_(line, unit_parse(line, "{\"name\":\"a\",\"model\":{\"id\":\"m1\",\"effort\":"
 					    "\"max\",\"inference_geo\":\"eu\"},\"description\":\"d\","
 					    "\"system\":\"s\",\"metadata\":{\"k\":\"v\",\"x\":\"y\"},"
 					    "\"mcp_servers\":[{\"type\":\"url\",\"name\":\"docs\","
@@ -661,15 +639,15 @@ static void test_update_version(void **state)
 	json_t *b;
 
 	(void)state;
-	b = parse(__LINE__, "{}");
+	b = unit_parse(__LINE__, "{}");
 	assert_int_equal(agent_update_version(b, &v, &err), 0);
 	assert_int_equal(v, 0);
 	json_decref(b);
-	b = parse(__LINE__, "{\"version\":5000000000}");
+	b = unit_parse(__LINE__, "{\"version\":5000000000}");
 	assert_int_equal(agent_update_version(b, &v, &err), 0);
 	assert_true(v == 5000000000LL);
 	json_decref(b);
-	b = parse(__LINE__, "{\"version\":-1}");
+	b = unit_parse(__LINE__, "{\"version\":-1}");
 	assert_int_equal(agent_update_version(b, &v, &err), -1);
 	assert_int_equal(err.status, 400);
 	assert_non_null(strstr(err.msg, "'version'"));

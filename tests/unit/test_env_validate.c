@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "handlers/env_validate.h"
+#include "tests/unit/unit_json.h"
 
 #define SECRET "s3cr3t-t0ken"
 #define PERMISSIVE "opensandbox" /* the backend that admits everything */
@@ -25,30 +26,6 @@ static const char default_config[] =
 
 /* --- helpers ---------------------------------------------------------------------------- */
 
-/* New reference: TEXT parsed the way the request layer parses bodies. */
-static json_t *parse(int line, const char *text)
-{
-	json_error_t e;
-	json_t *v = json_loads(text, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e);
-
-	if (!v)
-		fail_msg("line %d: bad test JSON (%s): %s", line, e.text, text);
-	return v;
-}
-
-/* Caller frees: UNIT repeated N times. */
-static char *rep(const char *unit, size_t n)
-{
-	size_t len = strlen(unit);
-	char *s = malloc(len * n + 1);
-
-	assert_non_null(s);
-	for (size_t i = 0; i < n; i++)
-		memcpy(s + i * len, unit, len);
-	s[len * n] = '\0';
-	return s;
-}
-
 static const struct backend_caps *caps_of(const char *backend)
 {
 	const struct backend_caps *caps = backend ? backend_lookup(backend) : NULL;
@@ -60,7 +37,7 @@ static const struct backend_caps *caps_of(const char *backend)
 
 static void assert_json_(int line, json_t *actual, const char *expected_text)
 {
-	json_t *expected = parse(line, expected_text);
+	json_t *expected = unit_parse(line, expected_text);
 
 	if (!json_equal(actual, expected)) {
 		char *got = json_dumps(actual, JSON_ENCODE_ANY | JSON_COMPACT);
@@ -104,10 +81,10 @@ static struct verr create_err_(int line, json_t *body, const char *backend, int 
 	return err;
 }
 
-#define CREATE_OK(text, backend, out) create_ok_(__LINE__, parse(__LINE__, text), backend, out)
+#define CREATE_OK(text, backend, out) create_ok_(__LINE__, unit_parse(__LINE__, text), backend, out)
 #define CREATE_OK_J(json, backend, out) create_ok_(__LINE__, json, backend, out)
 #define CREATE_ERR(text, backend, status, code, needle) \
-	create_err_(__LINE__, parse(__LINE__, text), backend, status, code, needle)
+	create_err_(__LINE__, unit_parse(__LINE__, text), backend, status, code, needle)
 #define CREATE_ERR_J(json, backend, status, code, needle) \
 	create_err_(__LINE__, json, backend, status, code, needle)
 #define BAD(text, needle) CREATE_ERR(text, PERMISSIVE, 400, "", needle)
@@ -119,7 +96,7 @@ static json_t *config_of_(int line, const char *text)
 	struct env_fields f;
 	json_t *config;
 
-	create_ok_(line, parse(line, text), PERMISSIVE, &f);
+	create_ok_(line, unit_parse(line, text), PERMISSIVE, &f);
 	config = json_incref(f.config);
 	env_fields_release(&f);
 	return config;
@@ -158,7 +135,7 @@ static struct env_fields stored_(int line, const char *text)
 {
 	struct env_fields f;
 
-	create_ok_(line, parse(line, text), PERMISSIVE, &f);
+	create_ok_(line, unit_parse(line, text), PERMISSIVE, &f);
 	return f;
 }
 #define STORED(text) stored_(__LINE__, text)
@@ -166,7 +143,7 @@ static struct env_fields stored_(int line, const char *text)
 static void update_ok_(int line, struct env_fields *cur, const char *text, const char *backend,
 		       int expect_changed)
 {
-	json_t *body = parse(line, text);
+	json_t *body = unit_parse(line, text);
 	struct verr err = { 0 };
 	int changed = -1;
 
@@ -203,7 +180,7 @@ static struct verr update_err_(int line, struct env_fields *cur, json_t *body,
 #define UPDATE_OK(cur, text, changed) update_ok_(__LINE__, cur, text, PERMISSIVE, changed)
 #define UPDATE_OK_ON(cur, text, backend, changed) update_ok_(__LINE__, cur, text, backend, changed)
 #define UPDATE_ERR(cur, text, backend, status, code, needle) \
-	update_err_(__LINE__, cur, parse(__LINE__, text), backend, status, code, needle)
+	update_err_(__LINE__, cur, unit_parse(__LINE__, text), backend, status, code, needle)
 #define UPDATE_BAD(cur, text, needle) UPDATE_ERR(cur, text, PERMISSIVE, 400, "", needle)
 
 /* --- utf8 / body ------------------------------------------------------------------------ */
@@ -245,8 +222,8 @@ static void test_unknown_top_level_field(void **state)
 static void test_name(void **state)
 {
 	struct env_fields f;
-	char *max = rep("\xc3\xa9", ENV_NAME_MAX); /* 256 characters, 512 bytes */
-	char *over = rep("a", ENV_NAME_MAX + 1);
+	char *max = unit_rep("\xc3\xa9", ENV_NAME_MAX); /* 256 characters, 512 bytes */
+	char *over = unit_rep("a", ENV_NAME_MAX + 1);
 
 	(void)state;
 	CREATE_OK("{\"name\":\"local\"}", PERMISSIVE, &f);
@@ -269,8 +246,8 @@ static void test_name(void **state)
 static void test_description(void **state)
 {
 	struct env_fields f;
-	char *max = rep("\xe6\x97\xa5", ENV_DESCRIPTION_MAX);
-	char *over = rep("d", ENV_DESCRIPTION_MAX + 1);
+	char *max = unit_rep("\xe6\x97\xa5", ENV_DESCRIPTION_MAX);
+	char *over = unit_rep("d", ENV_DESCRIPTION_MAX + 1);
 
 	(void)state;
 	CREATE_OK("{\"name\":\"a\"}", PERMISSIVE, &f);
@@ -311,8 +288,8 @@ static json_t *meta_n(size_t n)
 static void test_metadata_accepted(void **state)
 {
 	struct env_fields f;
-	char *key = rep("k", META_KEY_MAX);
-	char *value = rep("\xc3\xa9", META_VALUE_MAX);
+	char *key = unit_rep("k", META_KEY_MAX);
+	char *value = unit_rep("\xc3\xa9", META_VALUE_MAX);
 
 	(void)state;
 	CREATE_OK("{\"name\":\"a\"}", PERMISSIVE, &f);
@@ -350,7 +327,7 @@ static void test_metadata_too_many_keys(void **state)
 
 static void test_metadata_key_length(void **state)
 {
-	char *key = rep("x", META_KEY_MAX + 1);
+	char *key = unit_rep("x", META_KEY_MAX + 1);
 	struct verr err;
 
 	(void)state;
@@ -364,7 +341,7 @@ static void test_metadata_key_length(void **state)
 
 static void test_metadata_value_rules(void **state)
 {
-	char *value = rep(SECRET, 60); /* 720 characters */
+	char *value = unit_rep(SECRET, 60); /* 720 characters */
 	struct verr err;
 
 	(void)state;
@@ -385,8 +362,8 @@ static void test_metadata_value_rules(void **state)
 
 static void test_metadata_names_each_problem(void **state)
 {
-	char *key = rep("x", 70);
-	char *value = rep("v", META_VALUE_MAX + 1);
+	char *key = unit_rep("x", 70);
+	char *value = unit_rep("v", META_VALUE_MAX + 1);
 	json_t *meta = json_object();
 	struct verr err;
 
@@ -416,9 +393,9 @@ static void test_metadata_key_echo_sanitised(void **state)
 static void test_meta_functions(void **state)
 {
 	struct verr err = { 0 };
-	json_t *stored = parse(__LINE__, "{\"a\":\"1\",\"b\":\"2\"}");
-	json_t *patch = parse(__LINE__, "{\"a\":null,\"b\":\"\",\"c\":\"3\"}");
-	json_t *bad = parse(__LINE__, "{\"x\":[]}");
+	json_t *stored = unit_parse(__LINE__, "{\"a\":\"1\",\"b\":\"2\"}");
+	json_t *patch = unit_parse(__LINE__, "{\"a\":null,\"b\":\"\",\"c\":\"3\"}");
+	json_t *bad = unit_parse(__LINE__, "{\"x\":[]}");
 	json_t *m;
 
 	(void)state;
@@ -641,7 +618,7 @@ static void test_host_pattern_valid(void **state)
 		/* 64-character label */
 		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com",
 	};
-	char *long_ok = rep("abcdefghi.", 25); /* 250 characters ending in '.' */
+	char *long_ok = unit_rep("abcdefghi.", 25); /* 250 characters ending in '.' */
 	char *long_bad;
 
 	(void)state;
@@ -753,7 +730,7 @@ static void test_package_entries_accepted(void **state)
 		"@scope/pkg", "lodash@^4", "name with-inner-dash", "\xc3\xbc-paket", " numpy",
 		"https://example.com/path?user=a@b",
 	};
-	char *max = rep("p", PKG_ENTRY_MAX);
+	char *max = unit_rep("p", PKG_ENTRY_MAX);
 	struct env_fields f;
 
 	(void)state;
@@ -778,7 +755,7 @@ static void test_package_entries_accepted(void **state)
 static void test_package_limits(void **state)
 {
 	json_t *list = json_array();
-	char *over = rep("p", PKG_ENTRY_MAX + 1);
+	char *over = unit_rep("p", PKG_ENTRY_MAX + 1);
 	struct env_fields f;
 
 	(void)state;
@@ -883,12 +860,12 @@ static void test_admission_table(void **state)
 			struct verr err;
 
 			if (!expect[b][i]) {
-				create_ok_((int)(b * 100 + i), parse(__LINE__, bodies[i]),
+				create_ok_((int)(b * 100 + i), unit_parse(__LINE__, bodies[i]),
 					   all_backends[b], &f);
 				env_fields_release(&f);
 				continue;
 			}
-			err = create_err_((int)(b * 100 + i), parse(__LINE__, bodies[i]),
+			err = create_err_((int)(b * 100 + i), unit_parse(__LINE__, bodies[i]),
 					  all_backends[b], 422, "", expect[b][i]);
 			snprintf(needle, sizeof(needle), "backend '%s'", all_backends[b]);
 			assert_non_null(strstr(err.msg, needle));
@@ -980,7 +957,7 @@ static void test_update_body(void **state)
 static void test_update_name(void **state)
 {
 	struct env_fields cur = STORED(full_env);
-	char *over = rep("n", ENV_NAME_MAX + 1);
+	char *over = unit_rep("n", ENV_NAME_MAX + 1);
 
 	(void)state;
 	UPDATE_BAD(&cur, "{\"name\":null}", "'name'");
@@ -1000,7 +977,7 @@ static void test_update_name(void **state)
 static void test_update_description(void **state)
 {
 	struct env_fields cur = STORED(full_env);
-	char *over = rep("d", ENV_DESCRIPTION_MAX + 1);
+	char *over = unit_rep("d", ENV_DESCRIPTION_MAX + 1);
 
 	(void)state;
 	UPDATE_OK(&cur, "{\"name\":\"x\"}", 1);
@@ -1041,7 +1018,7 @@ static void test_update_metadata_limits_on_merge(void **state)
 {
 	struct env_fields cur;
 	json_t *body = json_pack("{s:s,s:o}", "name", "a", "metadata", meta_n(META_MAX_KEYS));
-	char *value = rep("v", META_VALUE_MAX + 1);
+	char *value = unit_rep("v", META_VALUE_MAX + 1);
 	struct verr err;
 
 	(void)state;
