@@ -482,7 +482,7 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	const char *net_type = json_string_value(json_object_get(networking, "type"));
 	const char *env_id = json_string_value(json_object_get(spec, "environment_id"));
 	int limited = net_type && !strcmp(net_type, "limited"), lost = 0;
-	int cache_on = 0, cache_hit = 0, wanted = 0, rc;
+	int cache_on = 0, cache_hit = 0, wanted = 0, deferred, rc;
 	char key[RECON_CACHE_KEY_LEN + 1] = "", cache_ref[CONFIG_STR_MAX];
 	enum recon_outcome out = RECON_DB_ERROR;
 	char now[CLOCK_DB_LEN];
@@ -518,11 +518,16 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	r->sbx.create_share_net = !limited;
 	r->sbx.create_from = cache_hit ? cache_ref : NULL;
 	r->sbx.create_env = env->envp;
+	/* nothing to run in it before the binding (no install left; docker has no egress step):
+	 * the backend may finish starting it after the session is bound */
+	deferred = r->sbx.ops->start && (cache_hit || !wanted) && !limited;
+	r->sbx.create_defer_start = deferred;
 	t0 = mono();
 	rc = r->sbx.ops->create(&r->sbx, j->in->session_id, j->sandbox_id, sizeof(j->sandbox_id),
 				j->error, sizeof(j->error));
 	r->sbx.create_from = NULL;
 	r->sbx.create_env = NULL;
+	r->sbx.create_defer_start = 0;
 	if (rc) {
 		out = fail(j);
 		goto out;
@@ -670,6 +675,15 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	if (!lost)
 		log_info("intent %lld: session %s ready (sandbox %s)", j->in->id, j->in->session_id,
 			 j->sandbox_id);
+	if (!lost && deferred) {
+		/* a command arriving meanwhile starts it itself (docker: exec's 409 path) */
+		char err[SBX_ERR_MAX];
+		t0 = mono();
+		if (r->sbx.ops->start(&r->sbx, j->sandbox_id, err, sizeof(err)))
+			log_warn("intent %lld: starting sandbox %s: %s (its first command starts it)",
+				 j->in->id, j->sandbox_id, err);
+		stat_step(r, "start", mono() - t0);
+	}
 out:
 	free(env);
 	json_decref(mcp);

@@ -5,6 +5,7 @@
 #define TERRARIUM_SANDBOX_BACKEND_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <stddef.h>
 
 #include "../../common/backend.h"
@@ -40,6 +41,10 @@ struct sbx {
 	 * makes it the container's, so `--exec` and a session's own commands see the same). */
 	const char *create_from;
 	char *const *create_env;
+	/* Set by the caller before each create: 1 when no command runs in the new sandbox before
+	 * the caller binds it and calls ops->start (a backend with a start operation may leave
+	 * the rest of its start-up to that call: docker starts the container there). */
+	int create_defer_start;
 	/* Set by the caller before each run: 1 runs the command as the sandbox's root (apt needs
 	 * it), 0 (the default) as its unprivileged user where the backend has one (docker). */
 	int run_as_root;
@@ -74,6 +79,10 @@ struct sandbox_backend {
 	int (*set_egress)(struct sbx *s, const char *id, json_t *hosts, char *err, size_t errsz);
 	/* Destroy sandbox ID; one that does not exist counts as destroyed. 0 or -1. */
 	int (*destroy)(struct sbx *s, const char *id, char *err, size_t errsz);
+	/* Optional: finish starting sandbox ID, created with create_defer_start (docker: start
+	 * the container; one already running counts as started). 0, or -1 with ERR set: its first
+	 * command starts it then. */
+	int (*start)(struct sbx *s, const char *id, char *err, size_t errsz);
 	/* Optional: does sandbox ID still exist? 1 yes, 0 no (removed behind our back), -1 with
 	 * ERR when it cannot tell. NULL: the backend cannot say (no drift checks). */
 	int (*exists)(struct sbx *s, const char *id, char *err, size_t errsz);
@@ -124,11 +133,27 @@ int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz);
 int sbx_dir_own(struct sbx *s, unsigned uid, unsigned gid);
 /* s->root + "/" + ID into OUT; -1 when ID is not a plain name. */
 int sbx_dir_path(struct sbx *s, const char *id, char *out, size_t outsz);
-/* Package cache of directory backends (dir.c): sbx_dir_create honouring s->create_from (a copy
- * of the entry), and the cache operations of struct sandbox_backend. (No exists: a directory
- * missing under this reconciler's root may be another configuration's sandbox.) */
-int sbx_dir_create_from(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-			size_t errsz);
+/* bwrap's sandboxes (dir.c): each has a record ROOT/.layers/ID beside its directory, made first,
+ * so that a directory gone while its record stays is drift. With s->create_from (a package cache
+ * entry's directory) the new sandbox is LAYERED (1: the entry is the read-only lower layer of an
+ * overlay whose upper layer is the sandbox's directory, mounted by the backend for each command)
+ * or a copy of the entry (0). An existing sandbox is attached when it is what this create would
+ * make, else replaced (an attempt that recorded nothing left it). */
+int sbx_dir_create_from(struct sbx *s, const char *name, int layered, char *id, size_t idsz,
+			char *err, size_t errsz);
+/* The layers of sandbox ID. */
+struct sbx_layer {
+	char lower[PATH_MAX], upper[PATH_MAX], work[PATH_MAX], mnt[PATH_MAX];
+};
+/* 1 when ID is layered (L filled), 0 when it is a plain directory, -1 with ERR when its lower
+ * layer is gone. */
+int sbx_dir_layer(struct sbx *s, const char *id, struct sbx_layer *l, char *err, size_t errsz);
+/* ops->exists of bwrap: 0 when the record of ID is there but its directory (or lower layer) is
+ * not; 1 when it is whole, or has no record under this root (another configuration's, or made
+ * before records existed: not this reconciler's to judge). */
+int sbx_dir_exists(struct sbx *s, const char *id, char *err, size_t errsz);
+/* Package cache of directory backends: entries ROOT/.cache/KEY (an entry still the lower layer
+ * of a sandbox is kept: cache_remove answers 1). */
 int sbx_dir_cache_lookup(struct sbx *s, const char *key, char *ref, size_t refsz, char *err,
 			 size_t errsz);
 int sbx_dir_cache_store(struct sbx *s, const char *id, const char *key, char *err,

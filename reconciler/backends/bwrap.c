@@ -23,11 +23,14 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/log.h"
 #include "backend.h"
 
 #define BWRAP_BIN "bwrap"
@@ -48,6 +51,9 @@
 #define BWRAP_SLIRP_OUT_MAX 4096
 #define BWRAP_SLIRP_STOP_S 5
 #define BWRAP_FDS 5                 /* descriptors bwrap inherits: seccomp, environ, network */
+#define BWRAP_OVERLAY_OPTS_MAX 4000 /* overlay mount options: they must fit in a page */
+#define BWRAP_PROBE_TIMEOUT_S 10
+#define BWRAP_PROBE_DIR ".overlay-probe"
 
 struct bwrap_state {
 	char bwrap[PATH_MAX], slirp[PATH_MAX];
@@ -55,6 +61,7 @@ struct bwrap_state {
 	size_t bpf_len;
 	char *view[BWRAP_VIEW_ARGS_MAX]; /* owned strings */
 	int nview;
+	int overlay; /* layered sandboxes: 0 not probed yet, 1 usable here, -1 not */
 };
 
 /* ---- preparing: binaries, seccomp filter, view ---- */
@@ -436,6 +443,143 @@ static void net_stop(struct net *n)
 	}
 }
 
+/* ---- layered sandboxes (dir.c): the overlay of a package cache entry and the session's layer ----
+ * bwrap 0.8 (Debian 12) cannot mount an overlay itself. The child that runs bwrap first enters a
+ * user and mount namespace of its own, in which BWRAP_UID is the reconciler's account (as inside
+ * the sandbox), and mounts the overlay there (overlayfs may be mounted in a user namespace since
+ * Linux 5.11; `userxattr` keeps its bookkeeping in user.overlay.* attributes); bwrap then makes
+ * the sandbox as usual, one user namespace further in, and binds the overlay at /workspace. The
+ * mount is gone when the command's processes are: nothing is mounted on the host, and nothing
+ * inside the sandbox can mount (seccomp, no capabilities). Writes land in the upper layer, the
+ * sandbox's own directory; the entry below is never written. Two commands of one sandbox at
+ * once mount the overlay twice over the same upper layer (index=off allows it): each sees its
+ * own writes at once and the other's on its next lookup of that path. */
+struct overlay_mount {
+	char uid_map[64], gid_map[64];
+	char opts[BWRAP_OVERLAY_OPTS_MAX];
+	const char *target;
+};
+
+/* Write TEXT to PATH (a /proc file), in the child. */
+static int put_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t len = (ssize_t)strlen(text), n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, text, (size_t)len);
+	close(fd);
+	return n == len ? 0 : -1;
+}
+
+/* proc_setup of a layered sandbox's command (in the child). */
+static int overlay_setup(void *arg)
+{
+	const struct overlay_mount *m = arg;
+	const char *fail = NULL;
+
+	/* a reconciler that gave up root is not dumpable, which makes its /proc/self files root's:
+	 * the child must be to write its own maps (it is anyway once it executes bwrap, a
+	 * moment later; a reconciler started as that user always is) */
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0))
+		fail = "prctl";
+	else if (unshare(CLONE_NEWUSER | CLONE_NEWNS))
+		fail = "unshare";
+	else if (put_file("/proc/self/uid_map", m->uid_map))
+		fail = "uid_map";
+	else if (put_file("/proc/self/setgroups", "deny"))
+		fail = "setgroups";
+	else if (put_file("/proc/self/gid_map", m->gid_map))
+		fail = "gid_map";
+	else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		fail = "making the mounts private";
+	else if (mount("overlay", m->target, "overlay", MS_NOSUID | MS_NODEV, m->opts))
+		fail = "mounting the overlay";
+	if (!fail)
+		return 0;
+	dprintf(2, "bwrap: workspace overlay: %s: %s\n", fail, strerror(errno));
+	return -1;
+}
+
+/* The mount of L's overlay, prepared before the fork. 0, or -1 when a path cannot be named in
+ * overlay's options (',', ':' or '\\' in it) or they do not fit. */
+static int overlay_prepare(struct overlay_mount *m, const struct sbx_layer *l)
+{
+	const char *paths[] = { l->lower, l->upper, l->work };
+	int n;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (strpbrk(paths[i], ",:\\"))
+			return -1;
+	n = snprintf(m->opts, sizeof(m->opts), "lowerdir=%s,upperdir=%s,workdir=%s,userxattr,index=off",
+		     l->lower, l->upper, l->work);
+	if (n < 0 || (size_t)n >= sizeof(m->opts))
+		return -1;
+	snprintf(m->uid_map, sizeof(m->uid_map), "%s %u 1", BWRAP_UID, (unsigned)getuid());
+	snprintf(m->gid_map, sizeof(m->gid_map), "%s %u 1", BWRAP_UID, (unsigned)getgid());
+	m->target = l->mnt;
+	return 0;
+}
+
+/* Can this host mount a layered sandbox (kernel, file system of the sandbox root, paths)? Tried
+ * once per process on scratch directories under the root; when not, sandboxes made from a
+ * package cache entry get a copy of it. */
+static int overlay_usable(struct sbx *s, struct bwrap_state *st)
+{
+	static const char *const subdirs[] = { "lower", "upper", "work", "mnt" };
+	char base[PATH_MAX], err[SBX_ERR_MAX], t[] = "true", path[] = "PATH=/usr/bin:/bin";
+	char *argv[] = { t, NULL }, *envp[] = { path, NULL };
+	char *dirs[] = { NULL, NULL, NULL, NULL };
+	struct overlay_mount m;
+	struct proc_setup setup = { overlay_setup, &m };
+	struct proc_result res;
+	struct sbx_layer *l = calloc(1, sizeof(*l));
+	struct proc p;
+	int ok = 0;
+
+	if (st->overlay || !l) {
+		free(l);
+		return st->overlay > 0;
+	}
+	dirs[0] = l->lower, dirs[1] = l->upper, dirs[2] = l->work, dirs[3] = l->mnt;
+	snprintf(base, sizeof(base), "%s/%s.%ld", s->root, BWRAP_PROBE_DIR, (long)getpid());
+	if (!mkdir(base, 0700)) {
+		ok = 1;
+		for (int i = 0; i < 4; i++) {
+			ok = ok && snprintf(dirs[i], PATH_MAX, "%s/%s", base, subdirs[i]) < PATH_MAX &&
+			     !mkdir(dirs[i], 0700);
+		}
+	}
+	memset(&res, 0, sizeof(res));
+	if (ok && !overlay_prepare(&m, l) &&
+	    !proc_start_setup(&p, argv, "/", envp, NULL, 0, &setup, BWRAP_SLIRP_OUT_MAX, &res)) {
+		proc_wait(&p, BWRAP_PROBE_TIMEOUT_S, NULL, &res);
+		ok = res.exit_code == 0;
+	} else {
+		ok = 0;
+	}
+	st->overlay = ok ? 1 : -1;
+	if (!ok)
+		log_warn("bwrap: cannot layer sandboxes on package cache entries here (%s); they get "
+			 "a copy of the entry",
+			 res.output && res.len ? res.output : "no overlayfs in a user namespace");
+	proc_result_release(&res);
+	if (sbx_rmtree(base, err, sizeof(err)))
+		log_warn("bwrap: %s", err);
+	free(l);
+	return ok;
+}
+
+/* Create or attach sandbox NAME: layered on s->create_from where this host can, else a copy. */
+static int bwrap_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
+			size_t errsz)
+{
+	int layered = s->create_from && overlay_usable(s, s->priv);
+
+	return sbx_dir_create_from(s, name, layered, id, idsz, err, errsz);
+}
+
 static int bwrap_run(struct sbx *s, const char *id, int share_net, char *const argv[],
 		     char *const envp[], long timeout_s, struct proc_result *res)
 {
@@ -443,6 +587,10 @@ static int bwrap_run(struct sbx *s, const char *id, int share_net, char *const a
 	const char **args = NULL;
 	char dir[CONFIG_STR_MAX * 2], fdstr[BWRAP_FDS][16], err[SBX_ERR_MAX];
 	int keep[BWRAP_FDS], nkeep = 0, n = 0, seccomp_fd = -1, environ_fd = -1, rc = -1;
+	int layered;
+	struct sbx_layer *layer = NULL;
+	struct overlay_mount *om = NULL;
+	struct proc_setup setup;
 	struct stat sb;
 	struct net net;
 	struct proc p;
@@ -454,6 +602,22 @@ static int bwrap_run(struct sbx *s, const char *id, int share_net, char *const a
 		fail_result(res, "bwrap: invalid sandbox id");
 		return -1;
 	}
+	/* a sandbox whose directory or lower layer is gone cannot run anything (drift) */
+	if (stat(dir, &sb) || !S_ISDIR(sb.st_mode)) {
+		fail_result(res, "bwrap: the sandbox's directory is gone");
+		return -1;
+	}
+	layer = malloc(sizeof(*layer));
+	om = malloc(sizeof(*om));
+	layered = layer && om ? sbx_dir_layer(s, id, layer, err, sizeof(err)) : -1;
+	if (layered < 0 || (layered && overlay_prepare(om, layer))) {
+		fail_result(res, layered < 0 && layer && om ? err
+							    : "bwrap: cannot prepare the workspace overlay");
+		free(layer);
+		free(om);
+		return -1;
+	}
+	setup = (struct proc_setup){ overlay_setup, om };
 	args = malloc(sizeof(*args) * BWRAP_ARGV_MAX);
 	seccomp_fd = data_fd("bwrap-seccomp", st->bpf, st->bpf_len);
 	environ_fd = data_fd("bwrap-environ", "", 0);
@@ -492,7 +656,7 @@ static int bwrap_run(struct sbx *s, const char *id, int share_net, char *const a
 	    S_ISREG(sb.st_mode))
 		args[n++] = "--ro-bind", args[n++] = s->cfg->sandbox_ca_bundle,
 		args[n++] = s->cfg->sandbox_ca_bundle;
-	args[n++] = "--bind", args[n++] = dir, args[n++] = BWRAP_WORKSPACE;
+	args[n++] = "--bind", args[n++] = layered ? layer->mnt : dir, args[n++] = BWRAP_WORKSPACE;
 	args[n++] = "--chdir", args[n++] = BWRAP_WORKSPACE;
 	if (share_net) {
 		net.resolv = data_fd("bwrap-resolv", BWRAP_DNS, strlen(BWRAP_DNS));
@@ -520,8 +684,8 @@ static int bwrap_run(struct sbx *s, const char *id, int share_net, char *const a
 		args[n++] = argv[i];
 	}
 	args[n] = NULL;
-	if (proc_start(&p, (char *const *)args, dir, envp, keep, nkeep,
-		       (size_t)s->cfg->output_max, res))
+	if (proc_start_setup(&p, (char *const *)args, dir, envp, keep, nkeep,
+			     layered ? &setup : NULL, (size_t)s->cfg->output_max, res))
 		goto out;
 	close_fd(&seccomp_fd);
 	close_fd(&environ_fd);
@@ -551,6 +715,8 @@ out:
 	close_fd(&environ_fd);
 	net_stop(&net);
 	free(args);
+	free(layer);
+	free(om);
 	return rc;
 }
 
@@ -558,11 +724,12 @@ const struct sandbox_backend sbx_bwrap = {
 	.name = "bwrap",
 	.prepare = bwrap_prepare,
 	.close = bwrap_close,
-	.create = sbx_dir_create_from,
+	.create = bwrap_create,
 	.workdir = bwrap_workdir,
 	.run = bwrap_run,
 	.set_egress = NULL,
 	.destroy = sbx_dir_destroy,
+	.exists = sbx_dir_exists,
 	.cache_lookup = sbx_dir_cache_lookup,
 	.cache_store = sbx_dir_cache_store,
 	.cache_remove = sbx_dir_cache_remove,

@@ -2,11 +2,13 @@
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,7 +56,7 @@ int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char 
 static int make_writable(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)ftw;
-	if (flag == FTW_D && (st->st_mode & 0700) != 0700)
+	if ((flag == FTW_D || flag == FTW_DNR) && (st->st_mode & 0700) != 0700)
 		chmod(path, (st->st_mode & 07777) | 0700);
 	return 0;
 }
@@ -63,7 +65,7 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 {
 	(void)st;
 	(void)ftw;
-	if (flag == FTW_DP || flag == FTW_D)
+	if (flag == FTW_DP || flag == FTW_D || flag == FTW_DNR)
 		return rmdir(path) && errno != ENOENT ? -1 : 0;
 	return unlink(path) && errno != ENOENT ? -1 : 0;
 }
@@ -83,15 +85,18 @@ int sbx_rmtree(const char *path, char *err, size_t errsz)
 	return 0;
 }
 
+static int layer_path(struct sbx *s, const char *id, char *out, size_t outsz);
+
+/* The directory, then its record (bwrap; absent for local and srt). */
 int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], rec[PATH_MAX];
 
-	if (sbx_dir_path(s, id, path, sizeof(path))) {
+	if (sbx_dir_path(s, id, path, sizeof(path)) || layer_path(s, id, rec, sizeof(rec))) {
 		snprintf(err, errsz, "invalid sandbox id");
 		return -1;
 	}
-	return sbx_rmtree(path, err, errsz);
+	return sbx_rmtree(path, err, errsz) || sbx_rmtree(rec, err, errsz) ? -1 : 0;
 }
 
 /* nftw has no argument for the callback: the owner being given, set by sbx_dir_own */
@@ -141,11 +146,23 @@ int sbx_dir_own(struct sbx *s, unsigned uid, unsigned gid)
 
 /* ---- package cache entries of directory backends (bwrap): ROOT/.cache/KEY ----
  * An entry is a copy of a provisioned workspace, under the sandbox root that bwrap hides from
- * every sandbox, so no sandbox can read or change it. A new sandbox starting from it gets its
- * own copy (cp --reflink=auto: a copy-on-write clone where the file system has them, else a
- * full copy), so sessions never share files. Entries appear by rename(2) of a finished copy:
- * two reconcilers storing one key leave one whole entry. */
+ * every sandbox, so no sandbox can read or change it. Entries appear by rename(2) of a finished
+ * copy: two reconcilers storing one key leave one whole entry.
+ *
+ * A sandbox of the bwrap backend has, besides its directory ROOT/ID, a record ROOT/.layers/ID
+ * (made before the directory): its presence says that this root made sandbox ID (drift: a
+ * directory gone while its record stays was removed behind terrarium's back; a sandbox without a
+ * record may be another configuration's). A sandbox started from an entry is layered: its record
+ * holds `lower`, a symlink to the entry, and the overlay's `work` and `mnt` directories; ROOT/ID
+ * is the overlay's upper layer, the session's private writable layer, and the entry is the
+ * read-only lower layer every session of the key shares (the bwrap backend mounts the overlay
+ * for each command). Without an overlay (sbx_dir_create_from's LAYERED 0) the sandbox gets its
+ * own copy of the entry instead. */
 #define SBX_DIR_CACHE ".cache"
+#define SBX_DIR_LAYERS ".layers"
+#define SBX_DIR_LOWER "lower"
+#define SBX_DIR_WORK "work"
+#define SBX_DIR_MNT "mnt"
 #define SBX_DIR_COPY_TIMEOUT_S 600
 #define SBX_DIR_COPY_OUT_MAX 4096
 
@@ -155,6 +172,18 @@ static int cache_path(struct sbx *s, const char *key, char *out, size_t outsz)
 	if (strlen(key) != 64 || strspn(key, "0123456789abcdef") != 64)
 		return -1;
 	n = snprintf(out, outsz, "%s/%s/%s", s->root, SBX_DIR_CACHE, key);
+	return n < 0 || (size_t)n >= outsz ? -1 : 0;
+}
+
+/* ROOT/.layers/ID into OUT (ID a plain name). */
+static int layer_path(struct sbx *s, const char *id, char *out, size_t outsz)
+{
+	char dir[PATH_MAX];
+	int n;
+
+	if (sbx_dir_path(s, id, dir, sizeof(dir)))
+		return -1;
+	n = snprintf(out, outsz, "%s/%s/%s", s->root, SBX_DIR_LAYERS, id);
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
 
@@ -175,10 +204,47 @@ static void discard_tree(const char *path)
 		log_warn("%s", err);
 }
 
-/* cp -a --reflink=auto SRC/. DST (DST is created). */
+/* mkdir ROOT/NAME (one of the root's own directories), existing or not. */
+static int root_subdir(struct sbx *s, const char *name, char *err, size_t errsz)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", s->root, name);
+	if (mkdir(path, 0700) && errno != EEXIST) {
+		snprintf(err, errsz, "mkdir %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* flock of ROOT/.cache (HOW: LOCK_SH to start a sandbox on an entry, LOCK_EX to remove one): an
+ * entry is never removed between a layered sandbox's check of it and its link to it. The
+ * descriptor, or -1 with ERR set. */
+static int cache_lock(struct sbx *s, int how, char *err, size_t errsz)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (root_subdir(s, SBX_DIR_CACHE, err, errsz))
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s", s->root, SBX_DIR_CACHE);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || flock(fd, how)) {
+		snprintf(err, errsz, "locking %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Copy SRC/. to DST (created): directories, files, symlinks, modes, owners and times; not
+ * extended attributes, so nothing a sandbox set on its files (overlay's own user.overlay.*
+ * among them) reaches an entry. */
 static int copy_tree(struct sbx *s, const char *src, const char *dst, char *err, size_t errsz)
 {
-	char from[PATH_MAX + 2], cp[] = "cp", a[] = "-a", reflink[] = "--reflink=auto",
+	char from[PATH_MAX + 2], cp[] = "cp", dr[] = "-dR",
+				 keep[] = "--preserve=mode,ownership,timestamps,links",
 				 path[] = "PATH=/usr/bin:/bin";
 	char *envp[] = { path, NULL };
 	struct proc_result res;
@@ -189,7 +255,7 @@ static int copy_tree(struct sbx *s, const char *src, const char *dst, char *err,
 		return -1;
 	}
 	{
-		char *argv[] = { cp, a, reflink, from, (char *)dst, NULL };
+		char *argv[] = { cp, dr, keep, from, (char *)dst, NULL };
 		if (proc_run(argv, s->root, envp, SBX_DIR_COPY_TIMEOUT_S, SBX_DIR_COPY_OUT_MAX, NULL,
 			     &res) ||
 		    res.exit_code) {
@@ -204,35 +270,161 @@ static int copy_tree(struct sbx *s, const char *src, const char *dst, char *err,
 	return 0;
 }
 
-/* Create sandbox NAME from s->create_from (an entry's directory): copied aside, then renamed
- * into place, so a sandbox directory is whole or absent. An existing one is attached as is. */
-int sbx_dir_create_from(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-			size_t errsz)
+int sbx_dir_layer(struct sbx *s, const char *id, struct sbx_layer *l, char *err, size_t errsz)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 64];
+	char rec[PATH_MAX], link[PATH_MAX + 16];
+	struct stat st;
+	ssize_t n;
+
+	if (layer_path(s, id, rec, sizeof(rec)) || sbx_dir_path(s, id, l->upper, sizeof(l->upper))) {
+		snprintf(err, errsz, "invalid sandbox id");
+		return -1;
+	}
+	snprintf(link, sizeof(link), "%s/%s", rec, SBX_DIR_LOWER);
+	n = readlink(link, l->lower, sizeof(l->lower) - 1);
+	if (n < 0)
+		return 0; /* a plain directory */
+	l->lower[n] = '\0';
+	if (snprintf(l->work, sizeof(l->work), "%s/%s", rec, SBX_DIR_WORK) >= (int)sizeof(l->work) ||
+	    snprintf(l->mnt, sizeof(l->mnt), "%s/%s", rec, SBX_DIR_MNT) >= (int)sizeof(l->mnt)) {
+		snprintf(err, errsz, "sandbox path too long");
+		return -1;
+	}
+	if (stat(l->lower, &st) || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errsz, "the package cache entry this sandbox is layered on is gone");
+		return -1;
+	}
+	return 1;
+}
+
+/* Is sandbox PATH (record REC) layered on ENTRY? */
+static int layered_on(const char *rec, const char *entry)
+{
+	char link[PATH_MAX + 16], target[PATH_MAX];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "%s/%s", rec, SBX_DIR_LOWER);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		return 0;
+	target[n] = '\0';
+	return !strcmp(target, entry);
+}
+
+/* The record of a layered sandbox on s->create_from: made aside, then renamed to REC, while the
+ * entry is known to exist (shared cache lock). */
+static int make_layer(struct sbx *s, const char *rec, char *err, size_t errsz)
+{
+	char tmp[PATH_MAX + 64], sub[PATH_MAX + 80];
+	struct stat st;
+	int lock, rc = -1;
+
+	if (sibling(rec, "new", tmp, sizeof(tmp)) || mkdir(tmp, 0700)) {
+		snprintf(err, errsz, "mkdir %s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	snprintf(sub, sizeof(sub), "%s/%s", tmp, SBX_DIR_WORK);
+	if (mkdir(sub, 0700))
+		goto fail;
+	snprintf(sub, sizeof(sub), "%s/%s", tmp, SBX_DIR_MNT);
+	if (mkdir(sub, 0700))
+		goto fail;
+	snprintf(sub, sizeof(sub), "%s/%s", tmp, SBX_DIR_LOWER);
+	if (symlink(s->create_from, sub))
+		goto fail;
+	if ((lock = cache_lock(s, LOCK_SH, err, errsz)) < 0) {
+		discard_tree(tmp);
+		return -1;
+	}
+	if (stat(s->create_from, &st) || !S_ISDIR(st.st_mode))
+		snprintf(err, errsz, "package cache entry %s was removed meanwhile", s->create_from);
+	else if (rename(tmp, rec))
+		snprintf(err, errsz, "rename to %s: %s", rec, strerror(errno));
+	else
+		rc = 0;
+	close(lock);
+	if (rc)
+		discard_tree(tmp);
+	return rc;
+fail:
+	snprintf(err, errsz, "preparing %s: %s", tmp, strerror(errno));
+	discard_tree(tmp);
+	return -1;
+}
+
+int sbx_dir_create_from(struct sbx *s, const char *name, int layered, char *id, size_t idsz,
+			char *err, size_t errsz)
+{
+	char path[PATH_MAX], rec[PATH_MAX], tmp[PATH_MAX + 64];
 	struct stat st;
 
-	if (!s->create_from)
-		return sbx_dir_create(s, name, id, idsz, err, errsz);
-	if (sbx_dir_path(s, name, path, sizeof(path)) || strlen(name) >= idsz ||
-	    sibling(path, "new", tmp, sizeof(tmp))) {
+	if (sbx_dir_path(s, name, path, sizeof(path)) || layer_path(s, name, rec, sizeof(rec)) ||
+	    strlen(name) >= idsz) {
 		snprintf(err, errsz, "invalid sandbox name");
 		return -1;
 	}
-	if (stat(path, &st)) {
-		if (copy_tree(s, s->create_from, tmp, err, errsz))
+	if (root_subdir(s, SBX_DIR_LAYERS, err, errsz))
+		return -1;
+	if (!s->create_from) {
+		/* the record first: a directory of ours never exists without it */
+		if (mkdir(rec, 0700) && errno != EEXIST) {
+			snprintf(err, errsz, "mkdir %s: %s", rec, strerror(errno));
 			return -1;
-		if (rename(tmp, path)) {
-			int e = errno;
-			discard_tree(tmp);
-			if (e != EEXIST && e != ENOTEMPTY) {
-				snprintf(err, errsz, "rename to %s: %s", path, strerror(e));
-				return -1;
-			}
+		}
+		return sbx_dir_create(s, name, id, idsz, err, errsz);
+	}
+	if (!stat(path, &st)) {
+		if (layered && layered_on(rec, s->create_from)) {
+			strcpy(id, name); /* made from this entry by an earlier attempt */
+			return 0;
+		}
+		/* left by an attempt that recorded nothing, not from this entry: replaced, so what
+		 * the caller skips is there */
+		if (sbx_dir_destroy(s, name, err, errsz))
+			return -1;
+	} else if (lstat(rec, &st) == 0 && (!layered || !layered_on(rec, s->create_from)) &&
+		   sbx_rmtree(rec, err, errsz)) {
+		return -1;
+	}
+	if (layered) {
+		if (lstat(rec, &st) && make_layer(s, rec, err, errsz))
+			return -1;
+		return sbx_dir_create(s, name, id, idsz, err, errsz);
+	}
+	/* a copy of the entry, made aside and renamed into place: whole or absent */
+	if ((mkdir(rec, 0700) && errno != EEXIST) || sibling(path, "new", tmp, sizeof(tmp))) {
+		snprintf(err, errsz, "mkdir %s: %s", rec, strerror(errno));
+		return -1;
+	}
+	if (copy_tree(s, s->create_from, tmp, err, errsz))
+		return -1;
+	if (rename(tmp, path)) {
+		int e = errno;
+		discard_tree(tmp);
+		if (e != EEXIST && e != ENOTEMPTY) {
+			snprintf(err, errsz, "rename to %s: %s", path, strerror(e));
+			return -1;
 		}
 	}
 	strcpy(id, name);
 	return 0;
+}
+
+int sbx_dir_exists(struct sbx *s, const char *id, char *err, size_t errsz)
+{
+	char path[PATH_MAX], rec[PATH_MAX];
+	struct sbx_layer l;
+	struct stat st;
+
+	if (sbx_dir_path(s, id, path, sizeof(path)) || layer_path(s, id, rec, sizeof(rec))) {
+		snprintf(err, errsz, "invalid sandbox id");
+		return -1;
+	}
+	if (lstat(rec, &st))
+		return 1; /* not made under this root (another configuration's?): not ours to judge */
+	if (stat(path, &st) || !S_ISDIR(st.st_mode))
+		return 0;
+	return sbx_dir_layer(s, id, &l, err, errsz) < 0 ? 0 : 1;
 }
 
 int sbx_dir_cache_lookup(struct sbx *s, const char *key, char *ref, size_t refsz, char *err,
@@ -251,6 +443,7 @@ int sbx_dir_cache_store(struct sbx *s, const char *id, const char *key, char *er
 			size_t errsz)
 {
 	char entry[PATH_MAX], dir[PATH_MAX], tmp[PATH_MAX + 64];
+	struct sbx_layer l;
 	struct stat st;
 
 	if (cache_path(s, key, entry, sizeof(entry)) || sbx_dir_path(s, id, dir, sizeof(dir)) ||
@@ -260,13 +453,11 @@ int sbx_dir_cache_store(struct sbx *s, const char *id, const char *key, char *er
 	}
 	if (!stat(entry, &st))
 		return 0; /* stored already */
-	snprintf(tmp, sizeof(tmp), "%s/%s", s->root, SBX_DIR_CACHE);
-	if (mkdir(tmp, 0700) && errno != EEXIST) {
-		snprintf(err, errsz, "mkdir %s: %s", tmp, strerror(errno));
+	if (sbx_dir_layer(s, id, &l, err, errsz)) {
+		snprintf(err, errsz, "sandbox %s is layered on another entry: not stored", id);
 		return -1;
 	}
-	sibling(entry, "new", tmp, sizeof(tmp));
-	if (copy_tree(s, dir, tmp, err, errsz))
+	if (root_subdir(s, SBX_DIR_CACHE, err, errsz) || copy_tree(s, dir, tmp, err, errsz))
 		return -1;
 	if (rename(tmp, entry)) {
 		int e = errno;
@@ -279,16 +470,44 @@ int sbx_dir_cache_store(struct sbx *s, const char *id, const char *key, char *er
 	return 0;
 }
 
+/* Is a sandbox under this root layered on ENTRY? */
+static int entry_used(struct sbx *s, const char *entry)
+{
+	char dir[PATH_MAX], rec[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+	int used = 0;
+
+	snprintf(dir, sizeof(dir), "%s/%s", s->root, SBX_DIR_LAYERS);
+	if (!(d = opendir(dir)))
+		return 0;
+	while (!used && (e = readdir(d)))
+		if (e->d_name[0] != '.' &&
+		    snprintf(rec, sizeof(rec), "%s/%s", dir, e->d_name) < (int)sizeof(rec))
+			used = layered_on(rec, entry);
+	closedir(d);
+	return used;
+}
+
 int sbx_dir_cache_remove(struct sbx *s, const char *key, char *err, size_t errsz)
 {
 	char entry[PATH_MAX], old[PATH_MAX + 64];
+	int lock, rc;
 
 	if (cache_path(s, key, entry, sizeof(entry)) || sibling(entry, "old", old, sizeof(old))) {
 		snprintf(err, errsz, "invalid cache key");
 		return -1;
 	}
+	if ((lock = cache_lock(s, LOCK_EX, err, errsz)) < 0)
+		return -1;
+	if (entry_used(s, entry)) {
+		close(lock);
+		return 1; /* the lower layer of a sandbox: kept until it is gone */
+	}
 	/* out of the way in one step (a lookup sees the entry whole or not at all), then removed */
-	if (rename(entry, old))
+	rc = rename(entry, old);
+	close(lock);
+	if (rc)
 		return errno == ENOENT ? 0 : (snprintf(err, errsz, "%s: %s", entry, strerror(errno)), -1);
 	return sbx_rmtree(old, err, errsz);
 }

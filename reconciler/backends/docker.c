@@ -46,6 +46,11 @@
 #define DOCKER_LABEL_CACHE "terrarium.cache"
 #define DOCKER_COMMIT_TIMEOUT_S 600
 #define DOCKER_ENV_MAX 64
+/* The container's main process: hands /workspace to the sandbox user (an image of one's own may
+ * have it root's, as WorkingDir makes it; the default image and cache images have it so already:
+ * then nothing changes), then idles so that commands can be exec'd. Done by pid 1 as the
+ * container starts, not by an exec of its own (three Engine calls and a process per create). */
+#define DOCKER_ENTRYPOINT "chown " DOCKER_SANDBOX_USER " " DOCKER_WORKDIR " 2>/dev/null; exec tail -f /dev/null"
 
 /* What the container's root keeps: apt downloads as _apt (SETUID/SETGID), dpkg writes into
  * directories of other owners and sets owners and modes (CHOWN, DAC_OVERRIDE, FOWNER, FSETID).
@@ -273,11 +278,11 @@ static json_t *container_spec(struct sbx *s, const char *name)
 	if (!host)
 		return NULL;
 	/* no User: the Engine gives an exec as root the capabilities above only when the
-	 * container's user is root; commands choose theirs (exec_create). pid 1 (docker-init and
-	 * `tail`) runs as that capability-poor root and does nothing. */
+	 * container's user is root; commands choose theirs (exec_create). pid 1 (docker-init, then
+	 * DOCKER_ENTRYPOINT) runs as that capability-poor root and does nothing else. */
 	return json_pack("{s:s, s:[s,s,s], s:s, s:o, s:b, s:b, s:{s:s, s:s}, s:o}",
 			 "Image", s->create_from ? s->create_from : s->remote->image,
-			 "Entrypoint", "tail", "-f", "/dev/null",
+			 "Entrypoint", "sh", "-c", DOCKER_ENTRYPOINT,
 			 "WorkingDir", DOCKER_WORKDIR,
 			 "Env", container_env(s),
 			 "Tty", 0,
@@ -364,31 +369,7 @@ static int start_container(struct docker *d, const char *id, char *err, size_t e
 	return call_ref(d, "POST", "/containers/", id, "/start", ok, err, errsz) ? 0 : -1;
 }
 
-static int docker_run(struct sbx *s, const char *id, int share_net, char *const argv[],
-		      char *const envp[], long timeout_s, struct proc_result *res);
 static int delete_container(struct docker *d, const char *ref, char *err, size_t errsz);
-
-/* An image of the operator's may lack the default image's /workspace owned by the sandbox
- * user (WorkingDir makes it root's): hand it over once, as root. */
-static int own_workspace(struct sbx *s, const char *id, char *err, size_t errsz)
-{
-	char chown_[] = "chown", owner[] = DOCKER_SANDBOX_USER, dir[] = DOCKER_WORKDIR;
-	char *argv[] = { chown_, owner, dir, NULL };
-	struct proc_result res;
-	int rc, saved = s->run_as_root;
-
-	s->run_as_root = 1;
-	rc = docker_run(s, id, 0, argv, NULL, DOCKER_EXEC_SLACK_S, &res);
-	s->run_as_root = saved;
-	if (rc || res.exit_code) {
-		snprintf(err, errsz, "docker: chown %s in the new sandbox: %s", DOCKER_WORKDIR,
-			 res.output && res.len ? res.output : "failed");
-		proc_result_release(&res);
-		return -1;
-	}
-	proc_result_release(&res);
-	return 0;
-}
 
 static int docker_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
 			 size_t errsz)
@@ -422,11 +403,14 @@ static int docker_create(struct sbx *s, const char *name, char *id, size_t idsz,
 	}
 	if (status != 201 && status != 409)
 		return -1;
-	if (start_container(d, id, err, errsz))
-		return -1;
-	if (status == 201 && !s->create_from)
-		return own_workspace(s, id, err, errsz);
-	return 0;
+	if (s->create_defer_start)
+		return 0; /* docker_start, once the caller has bound the sandbox */
+	return start_container(d, id, err, errsz);
+}
+
+static int docker_start(struct sbx *s, const char *id, char *err, size_t errsz)
+{
+	return start_container(docker_of(s), id, err, errsz);
 }
 
 /* ---- exec ---- */
@@ -864,6 +848,7 @@ const struct sandbox_backend sbx_docker = {
 	.set_egress = NULL,
 	.destroy = docker_destroy,
 	.exists = docker_exists,
+	.start = docker_start,
 	.cache_lookup = docker_cache_lookup,
 	.cache_store = docker_cache_store,
 	.cache_remove = docker_cache_remove,

@@ -71,6 +71,13 @@ static void close_others(const int *keep, int nkeep)
 int proc_start(struct proc *p, char *const argv[], const char *cwd, char *const envp[],
 	       const int *keep, int nkeep, size_t out_max, struct proc_result *res)
 {
+	return proc_start_setup(p, argv, cwd, envp, keep, nkeep, NULL, out_max, res);
+}
+
+int proc_start_setup(struct proc *p, char *const argv[], const char *cwd, char *const envp[],
+		     const int *keep, int nkeep, const struct proc_setup *setup, size_t out_max,
+		     struct proc_result *res)
+{
 	int pipefd[2];
 	pid_t pid;
 
@@ -104,6 +111,8 @@ int proc_start(struct proc *p, char *const argv[], const char *cwd, char *const 
 		/* nothing of the reconciler's (its database connection) reaches the command */
 		close_others(keep, nkeep);
 		signal(SIGPIPE, SIG_DFL);
+		if (setup && setup->fn(setup->arg))
+			_exit(PROC_SETUP_FAILED);
 		if (cwd && chdir(cwd)) {
 			dprintf(2, "cannot enter %s: %s\n", cwd, strerror(errno));
 			_exit(126);

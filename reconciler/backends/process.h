@@ -42,6 +42,20 @@ struct proc {
 int proc_start(struct proc *p, char *const argv[], const char *cwd, char *const envp[],
 	       const int *keep, int nkeep, size_t out_max, struct proc_result *res);
 
+/* Run in the child before it enters CWD and executes the command (its descriptors are set up):
+ * 0 to go on; non-zero, after writing why to stderr (the command's output), stops it with exit
+ * status PROC_SETUP_FAILED. Only async-signal-safe calls belong here. */
+struct proc_setup {
+	int (*fn)(void *arg);
+	void *arg;
+};
+#define PROC_SETUP_FAILED 126
+
+/* proc_start with SETUP (may be NULL). */
+int proc_start_setup(struct proc *p, char *const argv[], const char *cwd, char *const envp[],
+		     const int *keep, int nkeep, const struct proc_setup *setup, size_t out_max,
+		     struct proc_result *res);
+
 /* Collect P's output until it exits, for at most TIMEOUT_S seconds (then the whole process
  * group is killed), asking WATCH (may be NULL) on the way; whatever is left in the group is
  * killed at the end. Fills res->exit_code. */
