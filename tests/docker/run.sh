@@ -17,8 +17,9 @@
 #              session ready exactly once, one container labelled with it
 #   race       two reconcilers provisioning two sessions of one new environment at once: one
 #              whole cache entry, both sessions ready
-#   bwrap      the cache of directory backends: a second bwrap session starts from a copy of
-#              the entry, shares no file with the first, cannot see the cache; removal
+#   bwrap      the cache of directory backends: a second bwrap session starts from the entry
+#              (layered on it: tests/reconciler/run.sh, layers), shares no file with the
+#              first, cannot see the cache; removal
 #   cleanup    deleted sessions lose their containers; entries of deleted environments and
 #              entries unused for cache_max_age_days are removed
 #

@@ -4,6 +4,13 @@
 #
 #   bwrap      npm ["is-number@7.0.0"] through the API, one --once run -> ready, the package
 #              loads inside the sandbox; an environment update after the session changes nothing
+#   drift      the bwrap workspace removed behind terrarium's back: --exec says so and the session
+#              leaves ready with a last_error saying why; a run provisions it again; a run's own
+#              check notices a removed one; a reconciler with another sandbox root leaves it be
+#   layers     a second session of an environment starts from the package cache entry as an
+#              overlay (the entry read-only below, its own layer above): the package works, its
+#              writes and removals stay in its layer, the entry and the first session are
+#              unchanged; an entry under a session is kept by the pruning, removed after
 #   resume     npm + pip, pip fails: rescheduling with a readable, redacted last_error; after the
 #              cause is fixed the next run installs pip only (npm is not re-run)
 #   crash      kill -9 of a reconciler in the middle of an install, 20 times at random moments:
@@ -109,6 +116,76 @@ out=$("$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- sh -c 'touch made-inside; id -
 check "bwrap: commands run as a non-root uid inside ($out)" test "$out" = 1000
 check "bwrap: what a sandbox writes belongs to $RECON_USER on the host" \
 	test "$(stat -c %U "$T/root-bwrap/$SID_B/made-inside")" = "$RECON_USER"
+
+# ---- drift: a bwrap workspace removed behind terrarium's back ----
+echo "# drift"
+rm -rf "${T:?}/root-bwrap/$SID_B"
+out=$("$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- true 2>&1)
+check "drift: --exec on a removed bwrap workspace says so ($out)" grep -q "no longer exists" <<<"$out"
+p=$(provisioning "$URL_BWRAP" "$SID_B")
+check "drift: the session is no longer ready ($p)" test "$(jq -r .p.status <<<"$p")" = pending
+check "drift: last_error says why" grep -q "no longer exists" <<<"$(jq -r .p.last_error <<<"$p")"
+"$RECON" -c "$INI_BWRAP" --once >"$T/drift.log" 2>&1
+check "drift: provisioned again -> ready" \
+	test "$(provisioning "$URL_BWRAP" "$SID_B" | jq -r .p.status)" = ready
+out=$("$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- node -e "console.log(require('is-number')(7))" 2>&1)
+check "drift: from the captured configuration: is-number loads again ($out)" test "$out" = true
+rm -rf "${T:?}/root-bwrap/$SID_B"
+INI_OTHER=$(recon_ini drift-other bwrap)
+"$RECON" -c "$INI_OTHER" --once >"$T/drift-other.log" 2>&1
+check "drift: a reconciler with another sandbox root does not judge this root's sandbox" \
+	bash -c '! grep -q "no longer exists" "$1" && [ "$2" = ready ]' _ "$T/drift-other.log" \
+	"$(provisioning "$URL_BWRAP" "$SID_B" | jq -r .p.status)"
+"$RECON" -c "$INI_BWRAP" --once >"$T/drift2.log" 2>&1
+check "drift: a run's own check noticed the removed workspace" \
+	grep -q "sandbox $SID_B of this session no longer exists" "$T/drift2.log"
+check "drift: and provisioned it again in that run" \
+	test "$(provisioning "$URL_BWRAP" "$SID_B" | jq -r .p.status)" = ready
+out=$("$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- node -e "console.log(require('is-number')(8))" 2>&1)
+check "drift: the workspace is back, with the package ($out)" \
+	bash -c '[ -d "$1" ] && [ "$2" = true ]' _ "$T/root-bwrap/$SID_B" "$out"
+
+# ---- layers: a package cache hit is an overlay of the entry, never a copy ----
+echo "# layers"
+ENV_L=$(api "$URL_BWRAP" POST /v1/environments \
+	'{"name":"recon-layers","config":{"type":"cloud","packages":{"npm":["is-number@7.0.0"]}}}' | jq -r .id)
+new_in() { api "$URL_BWRAP" POST /v1/sessions "{\"agent\":\"$AGENT_BWRAP\",\"environment_id\":\"$1\"}" | jq -r .id; }
+SL1=$(new_in "$ENV_L")
+"$RECON" -c "$INI_BWRAP" --once >"$T/layers1.log" 2>&1
+SL2=$(new_in "$ENV_L")
+"$RECON" -c "$INI_BWRAP" --once >"$T/layers2.log" 2>&1
+check "layers: the second session is ready from the entry, nothing installed" \
+	bash -c '[ "$1" = ready ] && grep -q "sandbox from package cache" "$2" && ! grep -q "packages installed" "$2"' _ \
+	"$(provisioning "$URL_BWRAP" "$SL2" | jq -r .p.status)" "$T/layers2.log"
+entry=$(readlink "$T/root-bwrap/.layers/$SL2/lower")
+check "layers: its lower layer is the entry ($entry), its directory holds no copy" \
+	bash -c '[ -d "$1/node_modules/is-number" ] && [ "$(dirname "$1")" = "$2/.cache" ] && [ ! -e "$2/$3/node_modules" ]' _ \
+	"$entry" "$T/root-bwrap" "$SL2"
+out=$("$RECON" -c "$INI_BWRAP" --exec "$SL2" -- sh -c "node -e \"console.log(require('is-number')(3))\" && echo mine >node_modules/is-number/marker && rm package.json && ls" 2>&1)
+check "layers: the package works; writes and a removal in the session ($out)" \
+	test "$out" = "$(printf 'true\nnode_modules\npackage-lock.json')"
+check "layers: they land in the session's own layer; the entry is unchanged" \
+	bash -c '[ -f "$1/$2/node_modules/is-number/marker" ] && [ ! -e "$3/node_modules/is-number/marker" ] && [ -f "$3/package.json" ]' _ \
+	"$T/root-bwrap" "$SL2" "$entry"
+out=$("$RECON" -c "$INI_BWRAP" --exec "$SL1" -- sh -c 'ls node_modules/is-number/marker package.json 2>&1' 2>&1)
+check "layers: the first session does not see them ($out)" \
+	test "$out" = "$(printf 'ls: cannot access '"'"'node_modules/is-number/marker'"'"': No such file or directory\npackage.json')"
+out=$("$RECON" -c "$INI_BWRAP" --exec "$SL2" -- sh -c 'cat /proc/self/mountinfo | grep -c " /workspace "; id -u; touch /usr/x 2>/dev/null || echo ro' 2>&1)
+check "layers: /workspace is one mount, the command uid 1000, the view read-only ($out)" \
+	test "$out" = "$(printf '1\n1000\nro')"
+key=$(basename "$entry")
+db_sql "$RUN" terrarium -e "UPDATE sandbox_cache SET last_used_at = UTC_TIMESTAMP(6) - INTERVAL 30 DAY WHERE cache_key = '$key'"
+"$RECON" -c "$INI_BWRAP" --once >"$T/layers3.log" 2>&1
+check "layers: a stale entry still under a session is kept" \
+	bash -c 'grep -q "still used by a sandbox; kept" "$1" && [ -d "$2" ]' _ "$T/layers3.log" "$entry"
+api "$URL_BWRAP" DELETE "/v1/sessions/$SL1" >/dev/null
+api "$URL_BWRAP" DELETE "/v1/sessions/$SL2" >/dev/null
+"$RECON" -c "$INI_BWRAP" --once >"$T/layers4.log" 2>&1
+db_sql "$RUN" terrarium -e "UPDATE sandbox_cache SET last_used_at = UTC_TIMESTAMP(6) - INTERVAL 30 DAY WHERE cache_key = '$key'"
+"$RECON" -c "$INI_BWRAP" --once >>"$T/layers4.log" 2>&1
+check "layers: once its sessions are gone, the entry and their layers are removed" \
+	bash -c '[ ! -e "$1" ] && [ ! -e "$2/.layers/$3" ] && [ ! -e "$2/$3" ] && [ ! -e "$2/.layers/$4" ]' _ \
+	"$entry" "$T/root-bwrap" "$SL2" "$SL1"
 
 # ---- resume at the manager that failed ----
 echo "# resume"
