@@ -124,6 +124,14 @@ extern const struct sandbox_backend sbx_cube;    /* e2b.c: the E2B protocol at [
 extern const struct sandbox_backend sbx_daytona; /* daytona.c */
 extern const struct sandbox_backend sbx_srt;     /* srt.c: sandbox-runtime (bwrap + proxies) */
 
+/* The working directory of backends whose sandboxes see their workspace at SBX_WORKSPACE
+ * (bwrap, docker, opensandbox): ops->workdir. */
+#define SBX_WORKSPACE "/workspace"
+void sbx_workspace_workdir(struct sbx *s, const char *id, char *out, size_t outsz);
+/* ops->close of the HTTP drivers (http.c): s->priv is their state, whose first member is its
+ * struct http_client: released, then the state freed. */
+void sbx_http_close(struct sbx *s);
+
 /* Shared by local, bwrap and srt: sandbox directories under s->root. */
 int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
 		   size_t errsz);

@@ -36,7 +36,7 @@
 #define BWRAP_BIN "bwrap"
 #define BWRAP_SLIRP_BIN "slirp4netns"
 #define BWRAP_UID "1000" /* the uid and gid commands see; never 0 */
-#define BWRAP_WORKSPACE "/workspace"
+#define BWRAP_WORKSPACE SBX_WORKSPACE
 /* the host trees a sandbox sees, read-only (those that exist; symlinks stay symlinks) */
 #define BWRAP_VIEW_ROOTS { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", \
 			   "/etc", "/opt" }
@@ -265,13 +265,6 @@ fail:
 }
 
 /* ---- running ---- */
-
-static void bwrap_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
-{
-	(void)s;
-	(void)id;
-	snprintf(out, outsz, "%s", BWRAP_WORKSPACE);
-}
 
 static long now_ms(void)
 {
@@ -725,7 +718,7 @@ const struct sandbox_backend sbx_bwrap = {
 	.prepare = bwrap_prepare,
 	.close = bwrap_close,
 	.create = bwrap_create,
-	.workdir = bwrap_workdir,
+	.workdir = sbx_workspace_workdir,
 	.run = bwrap_run,
 	.set_egress = NULL,
 	.destroy = sbx_dir_destroy,

@@ -17,6 +17,7 @@
  * command first makes sure the sandbox is started, starting it again when it was stopped or
  * archived, within a bounded wait. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@
 struct daytona {
 	struct http_client http;
 };
+_Static_assert(offsetof(struct daytona, http) == 0, "sbx_http_close frees the state from its client");
 
 static int valid_id(const char *id, size_t max)
 {
@@ -68,15 +70,6 @@ static int daytona_open(struct sbx *s, char *err, size_t errsz)
 	http_set_auth(&d->http, "Authorization", "Bearer ");
 	s->priv = d;
 	return 0;
-}
-
-static void daytona_close(struct sbx *s)
-{
-	struct daytona *d = s->priv;
-
-	http_release(&d->http);
-	free(d);
-	s->priv = NULL;
 }
 
 static void daytona_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
@@ -215,24 +208,12 @@ out:
  * (apps/api/src/sandbox/controllers/sandbox.controller.ts startSandbox). */
 static int daytona_start(struct sbx *s, const char *id, char *err, size_t errsz)
 {
+	static const long ok[] = { 200, 201, 204, 0 };
 	struct daytona *d = s->priv;
 	char path[64 + SBX_ID_MAX];
-	struct http_request rq = { .method = "POST", .path = path,
-				   .body_max = DAYTONA_ERR_BODY_MAX };
-	struct http_response rs;
-	int ret = -1;
 
 	snprintf(path, sizeof(path), "/sandbox/%s/start", id);
-	if (http_do(&d->http, &rq, &rs, err, errsz))
-		goto out;
-	if (rs.status != 200 && rs.status != 201 && rs.status != 204) {
-		http_error(&d->http, &rq, &rs, err, errsz);
-		goto out;
-	}
-	ret = 0;
-out:
-	http_response_release(&rs);
-	return ret;
+	return http_call(&d->http, "POST", path, ok, DAYTONA_ERR_BODY_MAX, err, errsz) ? 0 : -1;
 }
 
 /* Wait, at most DAYTONA_START_WAIT_S, until sandbox ID is `started`, starting it when it is
@@ -334,24 +315,12 @@ out:
  * either way. 0 or -1. */
 static int daytona_delete(struct sbx *s, const char *id, char *err, size_t errsz)
 {
+	static const long ok[] = { 200, 204, 404, 0 };
 	struct daytona *d = s->priv;
 	char path[64 + SBX_ID_MAX];
-	struct http_request rq = { .method = "DELETE", .path = path,
-				   .body_max = DAYTONA_ERR_BODY_MAX };
-	struct http_response rs;
-	int ret = -1;
 
 	snprintf(path, sizeof(path), "/sandbox/%s", id);
-	if (http_do(&d->http, &rq, &rs, err, errsz))
-		goto out;
-	if (rs.status != 200 && rs.status != 204 && rs.status != 404) {
-		http_error(&d->http, &rq, &rs, err, errsz);
-		goto out;
-	}
-	ret = 0;
-out:
-	http_response_release(&rs);
-	return ret;
+	return http_call(&d->http, "DELETE", path, ok, DAYTONA_ERR_BODY_MAX, err, errsz) ? 0 : -1;
 }
 
 /* X is a sandbox id, or the deterministic name when no id was recorded: the live sandboxes
@@ -537,7 +506,7 @@ out:
 const struct sandbox_backend sbx_daytona = {
 	.name = "daytona",
 	.open = daytona_open,
-	.close = daytona_close,
+	.close = sbx_http_close,
 	.create = daytona_create,
 	.workdir = daytona_workdir,
 	.run = daytona_run,

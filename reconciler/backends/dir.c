@@ -28,6 +28,13 @@ int sbx_dir_path(struct sbx *s, const char *id, char *out, size_t outsz)
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
 
+void sbx_workspace_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
+{
+	(void)s;
+	(void)id;
+	snprintf(out, outsz, "%s", SBX_WORKSPACE);
+}
+
 void sbx_dir_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
 {
 	if (sbx_dir_path(s, id, out, outsz))

@@ -17,6 +17,7 @@
  * "Stream format" section of ContainerAttach for the multiplexed exec output). Paths carry no
  * version prefix, so the daemon's own API version answers; put one in [docker] url
  * ("http://localhost/v1.43") to pin it. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@
 #define DOCKER_NAME_PREFIX "terrarium-"
 #define DOCKER_LABEL_SESSION "terrarium.session"
 #define DOCKER_LABEL_MANAGED "terrarium.managed"
-#define DOCKER_WORKDIR "/workspace"
+#define DOCKER_WORKDIR SBX_WORKSPACE
 #define DOCKER_NAME_MAX 200
 #define DOCKER_EXEC_SLACK_S 30     /* HTTP time beyond the command's own limit */
 #define DOCKER_PULL_TIMEOUT_S 900  /* pulling the image on first use */
@@ -66,6 +67,7 @@ static const char *const docker_ca_vars[] = { "SSL_CERT_FILE",	   "NODE_EXTRA_CA
 struct docker {
 	struct http_client http;
 };
+_Static_assert(offsetof(struct docker, http) == 0, "sbx_http_close frees the state from its client");
 
 static struct docker *docker_of(struct sbx *s)
 {
@@ -107,23 +109,6 @@ static int docker_open(struct sbx *s, char *err, size_t errsz)
 		snprintf(s->control_socket, sizeof(s->control_socket), "%s", rc.socket);
 	s->priv = d;
 	return 0;
-}
-
-static void docker_close(struct sbx *s)
-{
-	struct docker *d = docker_of(s);
-	if (!d)
-		return;
-	http_release(&d->http);
-	free(d);
-	s->priv = NULL;
-}
-
-static void docker_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
-{
-	(void)s;
-	(void)id;
-	snprintf(out, outsz, "%s", DOCKER_WORKDIR);
 }
 
 /* The container name of sandbox NAME; -1 when NAME cannot be one ([a-zA-Z0-9][a-zA-Z0-9_.-]*). */
@@ -340,26 +325,13 @@ static long call_ref(struct docker *d, const char *method, const char *prefix, c
 		     const char *suffix, const long *ok, char *err, size_t errsz)
 {
 	char eref[CONFIG_STR_MAX * 3], path[HTTP_URL_MAX];
-	struct http_request rq;
-	struct http_response rs;
-	long status = 0;
 
 	if (!*ref || http_escape(ref, eref, sizeof(eref))) {
 		snprintf(err, errsz, "docker: invalid or too long reference");
 		return 0;
 	}
 	snprintf(path, sizeof(path), "%s%s%s", prefix, eref, suffix);
-	rq = req(method, path, NULL);
-	if (http_do(&d->http, &rq, &rs, err, errsz))
-		goto out;
-	for (int i = 0; ok[i]; i++)
-		if (rs.status == ok[i])
-			status = rs.status;
-	if (!status)
-		http_error(&d->http, &rq, &rs, err, errsz);
-out:
-	http_response_release(&rs);
-	return status;
+	return http_call(&d->http, method, path, ok, 0, err, errsz);
 }
 
 /* POST /containers/{id}/start (ContainerStart): 204 started, 304 already running. */
@@ -841,9 +813,9 @@ static int docker_cache_remove(struct sbx *s, const char *key, char *err, size_t
 const struct sandbox_backend sbx_docker = {
 	.name = "docker",
 	.open = docker_open,
-	.close = docker_close,
+	.close = sbx_http_close,
 	.create = docker_create,
-	.workdir = docker_workdir,
+	.workdir = sbx_workspace_workdir,
 	.run = docker_run,
 	.set_egress = NULL,
 	.destroy = docker_destroy,

@@ -30,6 +30,7 @@
  * on the Hobby tier), so sandboxes are created with autoPause (paused, not killed, at the
  * timeout) and every command first calls POST /sandboxes/{id}/connect, which resumes a paused
  * sandbox, extends the timeout and returns the envd address and access token. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,7 @@ struct e2b {
 	struct http_client http;
 	char domain[E2B_DOMAIN_MAX]; /* derived from [section] url: fallback sandbox domain */
 };
+_Static_assert(offsetof(struct e2b, http) == 0, "sbx_http_close frees the state from its client");
 
 /* The address and credential of one sandbox's envd, from POST /sandboxes/{id}/connect. */
 struct envd {
@@ -118,15 +120,6 @@ static int e2b_open(struct sbx *s, char *err, size_t errsz)
 	domain_from_url(e->http.base, e->domain, sizeof(e->domain));
 	s->priv = e;
 	return 0;
-}
-
-static void e2b_close(struct sbx *s)
-{
-	struct e2b *e = s->priv;
-
-	http_release(&e->http);
-	free(e);
-	s->priv = NULL;
 }
 
 static void e2b_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
@@ -733,25 +726,12 @@ out:
 	return ret;
 }
 
-const struct sandbox_backend sbx_e2b = {
-	.name = "e2b",
-	.open = e2b_open,
-	.close = e2b_close,
-	.create = e2b_create,
-	.workdir = e2b_workdir,
-	.run = e2b_run,
-	.set_egress = NULL,
-	.destroy = e2b_destroy,
-};
-
-/* CubeSandbox: the same driver under its own name, so [cube] holds its settings. */
-const struct sandbox_backend sbx_cube = {
-	.name = "cube",
-	.open = e2b_open,
-	.close = e2b_close,
-	.create = e2b_create,
-	.workdir = e2b_workdir,
-	.run = e2b_run,
-	.set_egress = NULL,
-	.destroy = e2b_destroy,
-};
+/* CubeSandbox is the same driver under its own name, so that [cube] holds its settings. */
+#define E2B_DRIVER(NAME)                                                                 \
+	{                                                                                \
+		.name = NAME, .open = e2b_open, .close = sbx_http_close, .create = e2b_create, \
+		.workdir = e2b_workdir, .run = e2b_run, .set_egress = NULL,              \
+		.destroy = e2b_destroy,                                                  \
+	}
+const struct sandbox_backend sbx_e2b = E2B_DRIVER("e2b");
+const struct sandbox_backend sbx_cube = E2B_DRIVER("cube");

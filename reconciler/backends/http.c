@@ -1,5 +1,6 @@
 /* The HTTP client of the remote sandbox drivers (contract in http.h). */
 #include "http.h"
+#include "backend.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -158,6 +159,41 @@ void http_response_release(struct http_response *rs)
 	free(rs->body);
 	free(rs->headers);
 	memset(rs, 0, sizeof(*rs));
+}
+
+json_t *http_get_json(struct http_client *c, const char *path, char *err, size_t errsz)
+{
+	struct http_request rq = { .method = "GET", .path = path };
+	struct http_response rs;
+	json_t *root = NULL;
+
+	if (!http_do(c, &rq, &rs, err, errsz)) {
+		if (rs.status != 200)
+			http_error(c, &rq, &rs, err, errsz);
+		else if (!(root = http_json(&rs)))
+			snprintf(err, errsz, "%s: GET %.*s: answer is not JSON", c->backend,
+				 (int)strcspn(path, "?"), path);
+	}
+	http_response_release(&rs);
+	return root;
+}
+
+long http_call(struct http_client *c, const char *method, const char *path, const long *ok,
+	       size_t body_max, char *err, size_t errsz)
+{
+	struct http_request rq = { .method = method, .path = path, .body_max = body_max };
+	struct http_response rs;
+	long status = 0;
+
+	if (!http_do(c, &rq, &rs, err, errsz)) {
+		for (int i = 0; ok[i]; i++)
+			if (rs.status == ok[i])
+				status = rs.status;
+		if (!status)
+			http_error(c, &rq, &rs, err, errsz);
+	}
+	http_response_release(&rs);
+	return status;
 }
 
 static int append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
@@ -557,4 +593,15 @@ int http_escape(const char *in, char *out, size_t outsz)
 		return -1;
 	out[o] = '\0';
 	return 0;
+}
+
+void sbx_http_close(struct sbx *s)
+{
+	struct http_client *c = s->priv; /* the state's first member */
+
+	if (!c)
+		return;
+	http_release(c);
+	free(c);
+	s->priv = NULL;
 }

@@ -116,6 +116,16 @@ int http_do(struct http_client *c, const struct http_request *rq, struct http_re
 /* Release what RS owns; RS may be reused. */
 void http_response_release(struct http_response *rs);
 
+/* METHOD PATH without a body: the answer's status when it is one of OK (0-terminated), else 0
+ * with ERR set (the service's message, or why the call failed). BODY_MAX: bytes of an answer's
+ * body kept for that message (0: HTTP_BODY_MAX). */
+long http_call(struct http_client *c, const char *method, const char *path, const long *ok,
+	       size_t body_max, char *err, size_t errsz);
+
+/* GET PATH, answered 200: its body as JSON (a new reference), or NULL with ERR set (the
+ * service's message, why the call failed, or that the answer is not JSON). */
+json_t *http_get_json(struct http_client *c, const char *path, char *err, size_t errsz);
+
 /* ERR = "METHOD PATH: status N: <first HTTP_ERROR_BODY_MAX bytes of the body, redacted>", with
  * the query string dropped from PATH and the credential masked. */
 void http_error(const struct http_client *c, const struct http_request *rq,

@@ -28,6 +28,7 @@
  *    and DELETE need at least one item, so an empty difference sends nothing.
  *  - the newest execd spec also accepts `argv` instead of `command`; older execd builds only
  *    know `command` (run with bash -c), so the driver sends a quoted command line (sh_join). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,7 @@
 #define OSB_TTL_S 86400                     /* the spec's maximum sandbox lifetime */
 #define OSB_CPU "1"
 #define OSB_MEMORY "2Gi"
-#define OSB_WORKDIR "/workspace"
+#define OSB_WORKDIR SBX_WORKSPACE
 #define OSB_READY_TIMEOUT_S 300             /* Pending -> Running */
 #define OSB_POLL_FIRST_MS 200
 #define OSB_POLL_MAX_MS 2000
@@ -69,6 +70,7 @@ struct osb {
 	char ep_sandbox[SBX_ID_MAX]; /* whose endpoints are cached */
 	struct osb_endpoint execd, egress;
 };
+_Static_assert(offsetof(struct osb, http) == 0, "sbx_http_close frees the state from its client");
 
 static struct osb *osb_of(struct sbx *s)
 {
@@ -111,23 +113,6 @@ static int osb_open(struct sbx *s, char *err, size_t errsz)
 	return 0;
 }
 
-static void osb_close(struct sbx *s)
-{
-	struct osb *o = osb_of(s);
-	if (!o)
-		return;
-	http_release(&o->http);
-	free(o);
-	s->priv = NULL;
-}
-
-static void osb_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
-{
-	(void)s;
-	(void)id;
-	snprintf(out, outsz, "%s", OSB_WORKDIR);
-}
-
 /* A request with no extra headers. */
 static struct http_request req(const char *method, const char *path, json_t *body)
 {
@@ -161,8 +146,6 @@ static int fetch_endpoint(struct osb *o, const char *id, int port, struct osb_en
 			  char *err, size_t errsz)
 {
 	char eid[SBX_ID_MAX * 3], path[HTTP_URL_MAX], o1[HTTP_URL_MAX], o2[HTTP_URL_MAX];
-	struct http_request rq;
-	struct http_response rs;
 	json_t *root = NULL, *headers;
 	const char *endpoint, *name;
 	json_t *value;
@@ -175,14 +158,8 @@ static int fetch_endpoint(struct osb *o, const char *id, int port, struct osb_en
 	}
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/endpoints/%d?use_server_proxy=true", eid,
 		 port);
-	rq = req("GET", path, NULL);
-	if (http_do(&o->http, &rq, &rs, err, errsz))
+	if (!(root = http_get_json(&o->http, path, err, errsz)))
 		goto out;
-	if (rs.status != 200) {
-		http_error(&o->http, &rq, &rs, err, errsz);
-		goto out;
-	}
-	root = http_json(&rs);
 	endpoint = json_string_value(json_object_get(root, "endpoint"));
 	if (!endpoint || !*endpoint) {
 		snprintf(err, errsz, "opensandbox: GET %.*s: no endpoint in the answer",
@@ -223,7 +200,6 @@ static int fetch_endpoint(struct osb *o, const char *id, int port, struct osb_en
 	ret = 0;
 out:
 	json_decref(root);
-	http_response_release(&rs);
 	return ret;
 }
 
@@ -485,8 +461,6 @@ static int find_by_name(struct osb *o, const char *name, char *id, size_t idsz, 
 {
 	char ename[SBX_ID_MAX * 3], filter[SBX_ID_MAX * 3 + 64], efilter[sizeof(filter) * 3];
 	char path[HTTP_URL_MAX];
-	struct http_request rq;
-	struct http_response rs;
 	json_t *root = NULL, *item;
 	size_t i;
 	int ret = -1;
@@ -503,14 +477,8 @@ static int find_by_name(struct osb *o, const char *name, char *id, size_t idsz, 
 		snprintf(err, errsz, "opensandbox: sandbox name is too long");
 		return -1;
 	}
-	rq = req("GET", path, NULL);
-	if (http_do(&o->http, &rq, &rs, err, errsz))
+	if (!(root = http_get_json(&o->http, path, err, errsz)))
 		goto out;
-	if (rs.status != 200) {
-		http_error(&o->http, &rq, &rs, err, errsz);
-		goto out;
-	}
-	root = http_json(&rs);
 	if (!json_is_array(json_object_get(root, "items"))) {
 		snprintf(err, errsz, "opensandbox: GET /v1/sandboxes: answer has no items");
 		goto out;
@@ -538,7 +506,6 @@ static int find_by_name(struct osb *o, const char *name, char *id, size_t idsz, 
 	}
 out:
 	json_decref(root);
-	http_response_release(&rs);
 	return ret;
 }
 
@@ -832,9 +799,9 @@ out:
 const struct sandbox_backend sbx_opensandbox = {
 	.name = "opensandbox",
 	.open = osb_open,
-	.close = osb_close,
+	.close = sbx_http_close,
 	.create = osb_create,
-	.workdir = osb_workdir,
+	.workdir = sbx_workspace_workdir,
 	.run = osb_run,
 	.set_egress = osb_set_egress,
 	.destroy = osb_destroy,
