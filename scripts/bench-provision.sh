@@ -16,8 +16,9 @@
 #      with 4 reconcilers (--once) at once, then their teardown the same way.
 #   3. with the reconciler in --loop (what RECONCILER=1 make up runs): session create -> intent
 #      claimed (the session leaves "pending"), p50 and p99 over BENCH_LATENCY samples, each
-#      created at a random moment once the loop is idle again (the previous session ready: a
-#      loop provisions one intent at a time, so under a queue the wait is the queue's); and what
+#      created at a random moment once the loop is idle again (the previous session ready and
+#      its container started: a loop provisions one intent at a time, so under a queue the wait
+#      is the queue's); and what
 #      the idle loop costs MariaDB (statements per second, from the server's Questions counter
 #      over BENCH_IDLE_S seconds with nothing due).
 #
@@ -223,7 +224,9 @@ if part 3; then
 		done
 		calc "$(date -d "${line%% *}" +%s.%N) - $(date -d "$created" +%s.%N)" >>"$OUT/claim"
 		n=$((BENCH_WAIT_S * 10))
-		until [ "$(status "$PD" "$sid")" = ready ]; do
+		# idle again: ready, and its container started (the loop starts it after the binding)
+		until [ "$(status "$PD" "$sid")" = ready ] &&
+			[ "$(docker -H "unix://$SOCK" inspect -f '{{.State.Running}}' "terrarium-$sid" 2>/dev/null)" = true ]; do
 			n=$((n - 1))
 			[ $n -gt 0 ] || die "session $sid never ready"
 			sleep 0.1

@@ -26,6 +26,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +55,7 @@
 #define BWRAP_OVERLAY_OPTS_MAX 4000 /* overlay mount options: they must fit in a page */
 #define BWRAP_PROBE_TIMEOUT_S 10
 #define BWRAP_PROBE_DIR ".overlay-probe"
+#define BWRAP_PROBE_FILE ".overlay-probed" /* the outcome, for later runs */
 
 struct bwrap_state {
 	char bwrap[PATH_MAX], slirp[PATH_MAX];
@@ -515,8 +517,46 @@ static int overlay_prepare(struct overlay_mount *m, const struct sbx_layer *l)
 	return 0;
 }
 
+/* The outcome of an earlier probe under this root on this kernel (ROOT/BWRAP_PROBE_FILE: "ok" or
+ * "no", then the kernel's release): 1 usable, -1 not, 0 unknown. Each --once run would
+ * otherwise probe again. */
+static int overlay_known(struct sbx *s)
+{
+	char path[PATH_MAX], line[128], want[sizeof(line)];
+	struct utsname u;
+	FILE *f;
+	int known = 0;
+
+	if (uname(&u) ||
+	    snprintf(path, sizeof(path), "%s/%s", s->root, BWRAP_PROBE_FILE) >= (int)sizeof(path) ||
+	    !(f = fopen(path, "re")))
+		return 0;
+	if (fgets(line, sizeof(line), f)) {
+		snprintf(want, sizeof(want), "ok %s\n", u.release);
+		known = !strcmp(line, want);
+		snprintf(want, sizeof(want), "no %s\n", u.release);
+		known = known ? 1 : !strcmp(line, want) ? -1 : 0;
+	}
+	fclose(f);
+	return known;
+}
+
+static void overlay_remember(struct sbx *s, int ok)
+{
+	char path[PATH_MAX];
+	struct utsname u;
+	FILE *f;
+
+	if (uname(&u) ||
+	    snprintf(path, sizeof(path), "%s/%s", s->root, BWRAP_PROBE_FILE) >= (int)sizeof(path) ||
+	    !(f = fopen(path, "we")))
+		return;
+	fprintf(f, "%s %s\n", ok ? "ok" : "no", u.release);
+	fclose(f);
+}
+
 /* Can this host mount a layered sandbox (kernel, file system of the sandbox root, paths)? Tried
- * once per process on scratch directories under the root; when not, sandboxes made from a
+ * once per root and kernel on scratch directories under the root; when not, sandboxes made from a
  * package cache entry get a copy of it. */
 static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 {
@@ -531,7 +571,11 @@ static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 	struct proc p;
 	int ok = 0;
 
-	if (st->overlay || !l) {
+	if (!st->overlay && !l)
+		return 0;
+	if (!st->overlay)
+		st->overlay = overlay_known(s);
+	if (st->overlay) {
 		free(l);
 		return st->overlay > 0;
 	}
@@ -553,6 +597,7 @@ static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 		ok = 0;
 	}
 	st->overlay = ok ? 1 : -1;
+	overlay_remember(s, ok);
 	if (!ok)
 		log_warn("bwrap: cannot layer sandboxes on package cache entries here (%s); they get "
 			 "a copy of the entry",
