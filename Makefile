@@ -72,6 +72,11 @@ $(BUILD)/test_reconciler: $(call obj,tests/unit/test_reconciler.c \
 	$(filter-out reconciler/main.c,$(RECON_SRC)))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(RECON_LIBS)
 
+# configuration table, config dump, docs/config.md against the table (common/config.c)
+$(BUILD)/test_config: $(call obj,tests/unit/test_config.c common/config.c common/backend.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka -linih
+UNIT_TESTS += $(BUILD)/test_config
+
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
 $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
 	$(filter-out reconciler/main.c,$(RECON_SRC)))
@@ -114,8 +119,10 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-unit: $(UNIT_TESTS)
+# the cmocka tests, then `config dump` of the API binary against docs/config.md
+unit: $(UNIT_TESTS) $(API_BIN)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
+	@echo "== tests/config/run.sh"; tests/config/run.sh $(BUILD)
 
 # unit tests, short fuzz runs (tests/fuzz/), the end-to-end suite, the HTTP suite through Apache
 # and lighttpd (test-servers), provisioning on a real Docker Engine (tests/docker/, once), then
