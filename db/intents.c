@@ -65,9 +65,12 @@ static int candidate_cmp(const void *a, const void *b)
 }
 
 /* Claimed intents are taken and loaded CLAIM_CHUNK at a time, one UPDATE and one SELECT per
- * chunk instead of two statements per intent; a short chunk repeats its last id. */
-#define CLAIM_CHUNK 8
+ * chunk instead of two statements per intent; a short chunk repeats its last id. CLAIM_CHUNK
+ * is the number of placeholders in CLAIM_IDS: "(?" then ", ?" per further id, then ")" is 3
+ * characters an id. */
 #define CLAIM_IDS "(?, ?, ?, ?, ?, ?, ?, ?)"
+#define CLAIM_CHUNK ((sizeof(CLAIM_IDS) - 1) / 3)
+_Static_assert((sizeof(CLAIM_IDS) - 1) % 3 == 0, "CLAIM_IDS is (?, ?, ..., ?)");
 
 /* Take and load CAND[0..n) (n <= CLAIM_CHUNK), appending them to c->out in CAND's order. */
 static enum db_status claim_chunk(struct db *db, struct claim_ctx *c,
@@ -287,7 +290,8 @@ static enum db_status fail_tx(struct db *db, void *arg)
 
 	c->lost = 0;
 	st = db_exec(db, intent,
-		     (struct db_val[]){ DB_STR(c->terminal ? "terminated" : "failed"),
+		     (struct db_val[]){ DB_STR(intent_state_name(c->terminal ? INTENT_TERMINATED
+										   : INTENT_FAILED)),
 					DB_STR(c->last_error), DB_STR(c->next), DB_STR(c->now),
 					FENCE_PARAMS(c->f) },
 		     7, NULL, &n);

@@ -5,6 +5,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "../db/keys.h"
 #include "auth_guard.h"
@@ -22,14 +23,6 @@ void handle_db_error(struct worker *w, struct request *req, struct response *res
 		resp_error(resp, req, 503, NULL, "the database is unavailable; retry later");
 	else
 		resp_error(resp, req, 500, NULL, "internal error");
-}
-
-static long long auth_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The live cache entry for HASH, or NULL. */
@@ -105,7 +98,7 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 		int scoped = work_key_scoped(key);
 
 		sha256(key, strlen(key), hash);
-		now = auth_now_ms();
+		now = clock_mono_ms();
 		hit = scoped ? NULL : auth_cache_get(w, hash, now);
 		if (hit) {
 			req->auth = hit->auth;

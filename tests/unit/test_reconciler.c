@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../../common/redact.h"
+#include "../../common/clock.h"
 #include "../../reconciler/backends/backend.h"
 #include "../../reconciler/backends/process.h"
 #include "../../reconciler/recon.h"
@@ -83,13 +84,6 @@ static int exists(const char *path)
 {
 	struct stat st;
 	return !lstat(path, &st);
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* ---------------------------------------------------------------- redact */
@@ -635,10 +629,10 @@ static void test_proc_timeout_kills_group(void **state)
 	pid_t gpid;
 	FMT(pidfile, "%s/pid", dir);
 	FMT(script, "sleep 30 & echo $! > %s; echo started; wait", pidfile);
-	t0 = mono_s();
+	t0 = clock_mono_s();
 	res = run_sh(script, NULL, 1, UT_OUT_MAX);
-	assert_true(mono_s() - t0 < 2.5);
-	assert_true(mono_s() - t0 >= 0.9);
+	assert_true(clock_mono_s() - t0 < 2.5);
+	assert_true(clock_mono_s() - t0 >= 0.9);
 	assert_int_equal(res.timed_out, 1);
 	assert_string_equal(res.output, "started\n");
 	assert_int_equal(res.exit_code, 128 + SIGTERM);
@@ -659,9 +653,9 @@ static void test_proc_timeout_term_ignored(void **state)
 	pid_t gpid;
 	FMT(pidfile, "%s/pid", dir);
 	FMT(script, "trap '' TERM; sleep 30 & echo $! > %s; wait", pidfile);
-	t0 = mono_s();
+	t0 = clock_mono_s();
 	res = run_sh(script, NULL, 1, UT_OUT_MAX);
-	took = mono_s() - t0;
+	took = clock_mono_s() - t0;
 	assert_true(took >= 2.9);
 	assert_true(took < 4.5);
 	assert_int_equal(res.timed_out, 1);
@@ -684,9 +678,9 @@ static void test_proc_leftover_children_killed(void **state)
 	pid_t gpid;
 	FMT(pidfile, "%s/pid", dir);
 	FMT(script, "sleep 30 >/dev/null 2>&1 & echo $! > %s; exit 0", pidfile);
-	t0 = mono_s();
+	t0 = clock_mono_s();
 	res = run_sh(script, NULL, 5, UT_OUT_MAX);
-	assert_true(mono_s() - t0 < 1.0);
+	assert_true(clock_mono_s() - t0 < 1.0);
 	assert_int_equal(res.timed_out, 0);
 	assert_int_equal(res.exit_code, 0);
 	gpid = read_pid(pidfile);
@@ -697,9 +691,9 @@ static void test_proc_leftover_children_killed(void **state)
 	proc_result_release(&res);
 
 	FMT(script, "sleep 30 & echo $! > %s; exit 0", pidfile);
-	t0 = mono_s();
+	t0 = clock_mono_s();
 	res = run_sh(script, NULL, 1, UT_OUT_MAX);
-	assert_true(mono_s() - t0 < 2.5);
+	assert_true(clock_mono_s() - t0 < 2.5);
 	assert_int_equal(res.timed_out, 1);
 	gpid = read_pid(pidfile);
 	if (!pid_gone(gpid, 1000)) {
