@@ -33,11 +33,10 @@ static void claim_reset(struct claim_ctx *c)
 }
 
 /* Due intents of one state, in claim order. One statement per state, each reading its range of
- * the (state, next_attempt_at, id) index in order and stopping at LIMIT. The single statement
- * this replaces (an OR across the states) had to sort every due row, and under FOR UPDATE it
- * locked every row it read until the claim committed: with 10,000 due intents each claim read
- * and locked 10,000 rows, and the other reconcilers, skipping them all, found nothing due and
- * stopped (make bench: one of 4 reconcilers did all 10,000). */
+ * the (state, next_attempt_at, id) index in order and stopping at LIMIT, so that a claim reads
+ * and locks (FOR UPDATE, until it commits) only about the rows it takes: one statement with an
+ * OR across the states would sort, read and lock every due row, and concurrent reconcilers,
+ * skipping them all, would find nothing due (README, Performance). */
 static const char *const claim_due[] = {
 	"SELECT id, next_attempt_at FROM provisioning_intents"
 	" WHERE state = 'pending' AND next_attempt_at <= ?"

@@ -65,11 +65,11 @@ static int auth_workspace_header(struct request *req, struct response *resp)
 	return 0;
 }
 
-/* The key lookup was a second database round trip on every request: with two round trips even
- * a bare FastCGI program reaches only ~0.7 of a one-query responder here (bench/). Keys found
- * are kept for AUTH_CACHE_TTL_MS (handlers.h), a bounded delay for revocation. Unknown keys are
- * kept out of the database by auth_guard.h (a negative cache a new key is never in, and a
- * per-address budget of unknown-key lookups). */
+/* Authenticate REQ by its API key. Keys found are kept per worker for AUTH_CACHE_TTL_MS
+ * (handlers.h), so a request costs one database round trip, not two (README, Performance), and
+ * a revoked key is refused within that time. Unknown keys are kept out of the database by
+ * auth_guard.h (a negative cache a new key is never in, and a per-address budget of
+ * unknown-key lookups). */
 int auth_request(struct worker *w, struct request *req, struct response *resp)
 {
 	const char *key = req_env(req, "HTTP_X_API_KEY");
