@@ -352,8 +352,10 @@ static void test_docs_list_every_key(void **state)
 									  : "BACKEND",
 			 keys[i].name);
 		row = strstr(doc, want);
-		if (!row)
+		if (!row) {
 			fail_msg("docs/config.md does not list %s", want);
+			return;
+		}
 		if (strstr(row + 1, want))
 			fail_msg("docs/config.md lists %s twice", want);
 		end = strchr(row, '\n');
