@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../common/redact.h"
 #include "../../common/clock.h"
+#include "../../common/redact.h"
 #include "../../reconciler/backends/backend.h"
 #include "../../reconciler/backends/process.h"
 #include "../../reconciler/recon.h"
@@ -1034,6 +1034,36 @@ static void test_regression_install_argv_prefix_cut(void **state)
 	json_decref(pkgs);
 }
 
+/* Every backend of the table (common/backend.c) has a driver in open.c's table: opening it may
+ * fail for want of settings, never for want of a driver. */
+static void test_every_backend_has_a_driver(void **state)
+{
+	char *dir = make_tmpdir(), err[SBX_ERR_MAX];
+	struct config cfg;
+	(void)state;
+
+	memset(&cfg, 0, sizeof(cfg));
+	for (size_t b = 0; b < BACKEND_TABLE_LEN; b++) {
+		struct sbx s;
+		const char *name = backend_at(b)->name;
+
+		FMT(cfg.backend, "%s", name);
+		FMT(cfg.sandbox_root, "%s/%s", dir, name);
+		err[0] = '\0';
+		if (!sbx_open(&s, &cfg, "/nonexistent/terrarium.ini", err, sizeof(err))) {
+			assert_string_equal(s.ops->name, name);
+			assert_ptr_equal(s.caps, backend_at(b));
+			sbx_close(&s);
+		} else if (strstr(err, "has no driver")) {
+			fail_msg("backend %s: %s", name, err);
+		}
+	}
+	FMT(cfg.backend, "%s", "vmware");
+	assert_int_equal(sbx_open(&(struct sbx){ 0 }, &cfg, NULL, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "has no driver"));
+	remove_tmpdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1084,6 +1114,7 @@ int main(void)
 		cmocka_unit_test(test_redact_pass_secret_token_keys),
 		cmocka_unit_test(test_scrub_host_paths),
 		cmocka_unit_test(test_proc_watch_stops_command),
+		cmocka_unit_test(test_every_backend_has_a_driver),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
