@@ -8,9 +8,9 @@ CFLAGS += -std=c11 -Wall -Wextra -Wformat=2 -Wstrict-prototypes -Wvla -Wwrite-st
 LDLIBS_DB := $(shell mariadb_config --libs 2>/dev/null || pkg-config --libs libmariadb)
 
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
-	common/egress.c common/redact.c common/privs.c
+	common/egress.c common/redact.c common/privs.c common/strbuf.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
-	db/work.c
+	db/work.c db/intent.c
 HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth_guard.c handlers/env_validate.c \
 	handlers/cursor.c \
 	handlers/sessions.c handlers/idempotency.c \
@@ -20,7 +20,7 @@ API_SRC := fcgi/main.c $(FCGI_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
 RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/cache.c reconciler/drift.c \
 	db/sandboxes.c reconciler/backends/process.c \
 	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
-	reconciler/backends/open.c db/db.c db/intents.c db/idempotency.c $(COMMON_SRC)
+	reconciler/backends/open.c db/db.c db/intents.c db/intent.c db/idempotency.c $(COMMON_SRC)
 # HTTP sandbox drivers (libcurl; only reconciler/backends/ includes curl/curl.h)
 RECON_SRC += reconciler/backends/http.c reconciler/backends/remote.c \
 	reconciler/backends/opensandbox.c reconciler/backends/docker.c
@@ -48,7 +48,7 @@ $(API_BIN): $(call obj,$(API_SRC))
 $(RECON_BIN): $(call obj,$(RECON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
 
-$(RUNNER_BIN): $(call obj,tests/e2e/runner.c)
+$(RUNNER_BIN): $(call obj,tests/e2e/runner.c common/strbuf.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
 
 $(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/env_validate.c \
@@ -72,6 +72,25 @@ $(BUILD)/test_reconciler: $(call obj,tests/unit/test_reconciler.c \
 	$(filter-out reconciler/main.c,$(RECON_SRC)))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(RECON_LIBS)
 
+# unit_test,MODULE,SOURCES[,LIBS]: build/test_MODULE from tests/unit/test_MODULE.c and
+# SOURCES, one of UNIT_TESTS
+define unit_test
+$(BUILD)/test_$(1): $$(call obj,tests/unit/test_$(1).c $(2))
+	$$(CC) $$(CFLAGS) $$(LDFLAGS) -o $$@ $$^ -lcmocka $(3)
+UNIT_TESTS += $(BUILD)/test_$(1)
+endef
+
+# configuration table, config dump, docs/config.md against the table (common/config.c)
+$(eval $(call unit_test,config,common/config.c common/backend.c,-linih))
+# the growable buffer (common/strbuf.c)
+$(eval $(call unit_test,strbuf,common/strbuf.c))
+# base64: one decoder, strict (cursors) and lenient (protojson bytes) (common/crypto.c)
+$(eval $(call unit_test,crypto,common/crypto.c))
+# intent states: the enum's name table and the states db/'s SQL spells (db/intent.c)
+$(eval $(call unit_test,intent,db/intent.c))
+# timestamps, the monotonic clock and sleeping (common/clock.c)
+$(eval $(call unit_test,clock,common/clock.c))
+
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
 $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
 	$(filter-out reconciler/main.c,$(RECON_SRC)))
@@ -94,7 +113,7 @@ all: $(CONFORMANCE_BIN)
 # HTTP driver helpers: shell quoting (against /bin/sh), output tail, HTTP client errors
 $(BUILD)/test_remote: $(call obj,tests/unit/test_remote.c reconciler/backends/remote.c \
 	reconciler/backends/quote.c reconciler/backends/http.c reconciler/backends/process.c \
-	common/redact.c)
+	common/redact.c common/clock.c common/strbuf.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -lcurl
 UNIT_TESTS += $(BUILD)/test_remote
 
@@ -114,8 +133,10 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-unit: $(UNIT_TESTS)
+# the cmocka tests, then `config dump` of the API binary against docs/config.md
+unit: $(UNIT_TESTS) $(API_BIN)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
+	@echo "== tests/config/run.sh"; tests/config/run.sh $(BUILD)
 
 # unit tests, short fuzz runs (tests/fuzz/), the end-to-end suite, the HTTP suite through Apache
 # and lighttpd (test-servers), provisioning on a real Docker Engine (tests/docker/, once), then

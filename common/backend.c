@@ -3,20 +3,33 @@
 #include <string.h>
 
 static const struct backend_caps backends[] = {
-	{ "local", false, false, false },
-	{ "bwrap", true, false, false },
-	{ "srt", true, false, true },
-	{ "docker", true, true, false },
-	{ "opensandbox", true, true, true },
-	{ "e2b", true, true, false },
-	{ "cube", true, true, false },
-	{ "daytona", true, true, false },
+	{ "local", false, false, false, false },
+	{ "bwrap", true, false, false, false },
+	{ "srt", true, false, true, false },
+	{ "docker", true, true, false, true },
+	{ "opensandbox", true, true, true, true },
+	{ "e2b", true, true, false, true },
+	{ "cube", true, true, false, true },
+	{ "daytona", true, true, false, true },
 };
+_Static_assert(sizeof(backends) / sizeof(backends[0]) == BACKEND_TABLE_LEN,
+	       "BACKEND_TABLE_LEN is the number of rows");
+
+int backend_index(const char *name)
+{
+	for (int i = 0; i < BACKEND_TABLE_LEN; i++)
+		if (!strcmp(backends[i].name, name))
+			return i;
+	return -1;
+}
 
 const struct backend_caps *backend_lookup(const char *name)
 {
-	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
-		if (!strcmp(backends[i].name, name))
-			return &backends[i];
-	return NULL;
+	int i = backend_index(name);
+	return i < 0 ? NULL : &backends[i];
+}
+
+const struct backend_caps *backend_at(size_t index)
+{
+	return index < BACKEND_TABLE_LEN ? &backends[index] : NULL;
 }

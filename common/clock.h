@@ -1,4 +1,5 @@
-/* Wall-clock timestamps in the two forms the project uses. */
+/* Time: wall-clock timestamps in the two forms the project uses, the monotonic clock for
+ * durations and deadlines, and sleeping. */
 #ifndef TERRARIUM_CLOCK_H
 #define TERRARIUM_CLOCK_H
 
@@ -10,5 +11,14 @@ void clock_now(char db[CLOCK_DB_LEN], char api[CLOCK_API_LEN]);
 
 /* The same, SECONDS from now. */
 void clock_in(long seconds, char db[CLOCK_DB_LEN], char api[CLOCK_API_LEN]);
+
+/* The monotonic clock (CLOCK_MONOTONIC: never steps back, unrelated to the wall clock), in
+ * milliseconds and in seconds with a fraction. For durations and deadlines only. */
+long long clock_mono_ms(void);
+double clock_mono_s(void);
+
+/* Sleep MS milliseconds (nothing when MS <= 0). A signal whose handler runs meanwhile ends the
+ * sleep early, so a stop request is seen at once. */
+void clock_sleep_ms(long ms);
 
 #endif

@@ -7,171 +7,295 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
+#define CONFIG_Q_(x) #x
+#define CONFIG_Q(x)  CONFIG_Q_(x) /* a numeric constant spelled as the INI file would */
 
-#define set_str(dst, value) set_str_n((dst), sizeof(dst), (value))
+#define CONFIG_MASK "********"
+#define CONFIG_DUMP_WIDTH 96 /* comment lines of config dump (inih reads lines of < 200 bytes) */
 
-static int set_str_n(char *dst, size_t size, const char *value)
+#define F(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
+#define R(field) offsetof(struct remote_conf, field), sizeof(((struct remote_conf *)0)->field)
+
+static const char *const levels[] = { "debug", "info", "warn", "error" };
+#define LEVEL_COUNT (sizeof(levels) / sizeof(levels[0]))
+
+/* Every key (docs/config.md lists them in this order). */
+static const struct config_key keys[] = {
+	{ "database", "socket", CONFIG_STRING, F(db_socket), 0, 0, "", 0,
+	  "MariaDB's unix socket; empty: connect to host and port" },
+	{ "database", "host", CONFIG_STRING, F(db_host), 0, 0, "localhost", 0,
+	  "MariaDB's host when socket is empty" },
+	{ "database", "port", CONFIG_UINT, F(db_port), 0, 65535, "0", 0,
+	  "MariaDB's TCP port; 0: the client library's default (3306)" },
+	{ "database", "user", CONFIG_STRING, F(db_user), 0, 0, "terrarium", 0,
+	  "the database account" },
+	{ "database", "password", CONFIG_STRING, F(db_password), 0, 0, "", CONFIG_SECRET,
+	  "the database account's password; TERRARIUM_DB_PASSWORD overrides it" },
+	{ "database", "name", CONFIG_STRING, F(db_name), 0, 0, "terrarium", 0,
+	  "the database (schema) name" },
+	{ "database", "migrations", CONFIG_STRING, F(db_migrations), 0, 0,
+	  CONFIG_DEFAULT_MIGRATIONS, 0,
+	  "the directory of numbered .sql files `terrarium-api migrate` applies" },
+
+	{ "api", "socket", CONFIG_STRING, F(api_socket), 0, 0, "var/api.sock", 0,
+	  "the FastCGI socket: a unix socket path, or HOST:PORT for FastCGI over TCP" },
+	{ "api", "socket_group", CONFIG_STRING, F(api_socket_group), 0, 0, "", 0,
+	  "the group given the unix socket (the web server's); empty: the process's own" },
+	{ "api", "socket_mode", CONFIG_MODE, F(api_socket_mode), 0, 0777,
+	  CONFIG_Q(CONFIG_DEFAULT_SOCKET_MODE), 0, "the unix socket's mode (octal)" },
+	{ "api", "workers", CONFIG_INT, F(api_workers), 0, CONFIG_MAX_WORKERS, "0", 0,
+	  "prefork workers on socket; 0: two per core" },
+	{ "api", "max_requests", CONFIG_LONG, F(api_max_requests), 0, CONFIG_MAX_MAX_REQUESTS,
+	  CONFIG_Q(CONFIG_DEFAULT_MAX_REQUESTS), 0,
+	  "a worker is recycled after this many requests; 0: never" },
+	{ "api", "max_rss_mb", CONFIG_LONG, F(api_max_rss_mb), 1, CONFIG_MAX_RSS_MB_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_MAX_RSS_MB), 0,
+	  "a worker whose peak RSS passed this many MiB is recycled after its request" },
+	{ "api", "user", CONFIG_STRING, F(api_user), 0, 0, CONFIG_DEFAULT_API_USER, 0,
+	  "the account workers run as when the supervisor is started as root" },
+	{ "api", "poll_socket", CONFIG_STRING, F(api_poll_socket), 0, 0, "", 0,
+	  "a second FastCGI socket with its own workers for the work queue's long polls; "
+	  "empty: none, polls share socket's workers" },
+	{ "api", "poll_workers", CONFIG_INT, F(api_poll_workers), 1, CONFIG_MAX_WORKERS,
+	  CONFIG_Q(CONFIG_DEFAULT_POLL_WORKERS), 0, "workers on poll_socket" },
+
+	{ "sandbox", "backend", CONFIG_BACKEND, F(backend), 0, 0, "local", 0,
+	  "the sandbox backend: a name in the backend table (common/backend.c)" },
+	{ "sandbox", "root", CONFIG_STRING, F(sandbox_root), 0, 0, CONFIG_DEFAULT_SANDBOX_ROOT,
+	  0, "the directory holding one workspace per sandbox (local, bwrap, srt)" },
+	{ "sandbox", "srt_dir", CONFIG_STRING, F(srt_dir), 0, 0, "", 0,
+	  "the directory npm ci installed sandbox-runtime into; empty: sandbox-runtime/ of the "
+	  "checkout the reconciler binary was built in" },
+	{ "sandbox", "path", CONFIG_STRING, F(sandbox_path), 0, 0, "", 0,
+	  "PATH for package-manager commands; empty: the reconciler's own" },
+	{ "sandbox", "pass_env", CONFIG_STRING, F(sandbox_pass_env), 0, 0,
+	  CONFIG_DEFAULT_PASS_ENV, 0,
+	  "the variables (comma-separated) install and --exec commands inherit" },
+	{ "sandbox", "pass_env_extra", CONFIG_STRING, F(sandbox_pass_env_extra), 0, 0, "", 0,
+	  "more variables, added to pass_env" },
+	{ "sandbox", "ca_bundle", CONFIG_STRING, F(sandbox_ca_bundle), 0, 0,
+	  CONFIG_DEFAULT_CA_BUNDLE, CONFIG_ABSOLUTE | CONFIG_IF_EXISTS,
+	  "a PEM file of CA certificates, mounted read-only into bwrap sandboxes, bind-mounted into "
+	  "docker containers and named by SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, PIP_CERT, "
+	  "REQUESTS_CA_BUNDLE, CARGO_HTTP_CAINFO and GIT_SSL_CAINFO; the default applies when "
+	  "that file exists; empty: none" },
+	{ "sandbox", "cache_max_age_days", CONFIG_LONG, F(cache_max_age_days), 0,
+	  CONFIG_MAX_CACHE_AGE_DAYS, CONFIG_Q(CONFIG_DEFAULT_CACHE_MAX_AGE_DAYS), 0,
+	  "package cache entries unused this long are removed; 0 disables the cache" },
+
+	{ "reconciler", "user", CONFIG_STRING, F(reconciler_user), 0, 0,
+	  CONFIG_DEFAULT_RECONCILER_USER, CONFIG_NONEMPTY,
+	  "the account the reconciler works as when started as root" },
+	{ "reconciler", "lease_seconds", CONFIG_LONG, F(lease_s), 1, CONFIG_MAX_LEASE_S,
+	  CONFIG_Q(CONFIG_DEFAULT_LEASE_S), 0,
+	  "how long a claim on an intent lasts unless renewed" },
+	{ "reconciler", "max_attempts", CONFIG_LONG, F(max_attempts), 1, CONFIG_MAX_MAX_ATTEMPTS,
+	  CONFIG_Q(CONFIG_DEFAULT_MAX_ATTEMPTS), 0,
+	  "failed attempts after which an intent is terminated until --retry" },
+	{ "reconciler", "backoff_base_seconds", CONFIG_LONG, F(backoff_base_s), 0,
+	  CONFIG_MAX_BACKOFF_BASE_S, CONFIG_Q(CONFIG_DEFAULT_BACKOFF_BASE_S), 0,
+	  "the first retry's delay, doubled on every attempt" },
+	{ "reconciler", "backoff_cap_seconds", CONFIG_LONG, F(backoff_cap_s), 0,
+	  CONFIG_MAX_BACKOFF_CAP_S, CONFIG_Q(CONFIG_DEFAULT_BACKOFF_CAP_S), 0,
+	  "the longest retry delay" },
+	{ "reconciler", "command_timeout_seconds", CONFIG_LONG, F(command_timeout_s), 1,
+	  CONFIG_MAX_COMMAND_TIMEOUT_S, CONFIG_Q(CONFIG_DEFAULT_COMMAND_TIMEOUT_S), 0,
+	  "the time limit of one install command" },
+	{ "reconciler", "output_max_bytes", CONFIG_LONG, F(output_max), CONFIG_MIN_OUTPUT_MAX,
+	  CONFIG_MAX_OUTPUT_MAX, CONFIG_Q(CONFIG_DEFAULT_OUTPUT_MAX), 0,
+	  "output captured per command" },
+	{ "reconciler", "last_error_max_bytes", CONFIG_LONG, F(last_error_max),
+	  CONFIG_MIN_LAST_ERROR_MAX, CONFIG_MAX_LAST_ERROR_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_LAST_ERROR_MAX), 0,
+	  "the longest last_error kept on an intent" },
+
+	{ "log", "level", CONFIG_LEVEL, F(log_level), 0, 0, CONFIG_DEFAULT_LOG_LEVEL, 0,
+	  "the least severe message logged" },
+
+	{ NULL, "url", CONFIG_STRING, R(url), 0, 0, "", 0,
+	  "the service's base URL (docker with socket: http://localhost)" },
+	{ NULL, "socket", CONFIG_STRING, R(socket), 0, 0, "", 0,
+	  "a unix socket to reach the service through (docker: the Engine's)" },
+	{ NULL, "api_key_file", CONFIG_STRING, R(api_key_file), 0, 0, "", 0,
+	  "a file holding the service's credential (never logged)" },
+	{ NULL, "image", CONFIG_STRING, R(image), 0, 0, "", 0,
+	  "the sandbox image or template" },
+	{ NULL, "timeout_seconds", CONFIG_LONG, R(timeout_s), 1, CONFIG_MAX_HTTP_TIMEOUT_S,
+	  CONFIG_Q(CONFIG_DEFAULT_HTTP_TIMEOUT_S), 0, "the time limit of one HTTP call" },
+
+};
+#define KEY_COUNT (sizeof(keys) / sizeof(keys[0]))
+
+const struct config_key *config_keys(size_t *n)
 {
-	if (strlen(value) >= size)
-		return -1;
-	strcpy(dst, value);
-	return 0;
+	*n = KEY_COUNT;
+	return keys;
 }
 
-static int parse_long(const char *value, int base, long min, long max, long *out)
+static bool http_section(const char *section)
+{
+	const struct backend_caps *b = backend_lookup(section);
+	return b && b->http;
+}
+
+static int parse_long(const char *value, int base, long *out)
 {
 	char *end;
 	long v;
 
 	errno = 0;
 	v = strtol(value, &end, base);
-	if (errno || end == value || *end || v < min || v > max)
+	if (errno || end == value || *end)
 		return -1;
 	*out = v;
 	return 0;
 }
 
-static int parse_level(const char *value)
+/* The values key K accepts when it takes a name ("a, b, c)"), into BUF. */
+static void list_choices(const struct config_key *k, char *buf, size_t sz)
 {
-	static const char *levels[] = { "debug", "info", "warn", "error" };
+	size_t n = k->type == CONFIG_LEVEL ? LEVEL_COUNT : BACKEND_TABLE_LEN, len = 0;
 
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(levels[i], value))
-			return i;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && len < sz; i++) {
+		const char *name = k->type == CONFIG_LEVEL ? levels[i] : backend_at(i)->name;
+		int w = snprintf(buf + len, sz - len, "%s%s", name, i + 1 < n ? ", " : ")");
+		if (w < 0)
+			return;
+		len += (size_t)w;
+	}
+}
+
+/* Store VALUE into key K of the struct at BASE. 0, or -1 with ERR set ("SECTION.KEY: ..."). */
+static int set_value(const struct config_key *k, const char *section, void *base,
+		     const char *value, char *err, size_t errsz)
+{
+	char *field = (char *)base + k->offset;
+	long v = 0;
+
+	switch (k->type) {
+	case CONFIG_STRING:
+	case CONFIG_BACKEND:
+		if (strlen(value) >= k->size) {
+			snprintf(err, errsz, "%s.%s: longer than %zu bytes", section, k->name,
+				 k->size - 1);
+			return -1;
+		}
+		if ((k->flags & CONFIG_NONEMPTY) && !value[0]) {
+			snprintf(err, errsz, "%s.%s: must not be empty", section, k->name);
+			return -1;
+		}
+		if ((k->flags & CONFIG_ABSOLUTE) && value[0] && value[0] != '/') {
+			snprintf(err, errsz, "%s.%s: an absolute path or empty", section, k->name);
+			return -1;
+		}
+		if (k->type == CONFIG_BACKEND && !backend_lookup(value)) {
+			snprintf(err, errsz, "%s.%s: unknown backend '%.64s' (one of: ", section,
+				 k->name, value);
+			list_choices(k, err + strlen(err), errsz - strlen(err));
+			return -1;
+		}
+		memset(field, 0, k->size);
+		memcpy(field, value, strlen(value));
+		return 0;
+	case CONFIG_LEVEL:
+		for (size_t i = 0; i < LEVEL_COUNT; i++)
+			if (!strcmp(levels[i], value)) {
+				*(int *)field = (int)i;
+				return 0;
+			}
+		snprintf(err, errsz, "%s.%s: invalid value (one of: ", section, k->name);
+		list_choices(k, err + strlen(err), errsz - strlen(err));
+		return -1;
+	case CONFIG_INT:
+	case CONFIG_UINT:
+	case CONFIG_MODE:
+	case CONFIG_LONG:
+		if (parse_long(value, k->type == CONFIG_MODE ? 8 : 10, &v)) {
+			snprintf(err, errsz, "%s.%s: invalid value (%s number)", section, k->name,
+				 k->type == CONFIG_MODE ? "an octal" : "a");
+			return -1;
+		}
+		if (v < k->min || v > k->max) {
+			snprintf(err, errsz,
+				 k->type == CONFIG_MODE ? "%s.%s: out of range %lo..%lo"
+							: "%s.%s: out of range %ld..%ld",
+				 section, k->name, k->min, k->max);
+			return -1;
+		}
+		if (k->type == CONFIG_INT)
+			*(int *)field = (int)v;
+		else if (k->type == CONFIG_LONG)
+			*(long *)field = v;
+		else
+			*(unsigned *)field = (unsigned)v;
+		return 0;
+	}
+	snprintf(err, errsz, "%s.%s: invalid value", section, k->name);
 	return -1;
 }
 
-static const char *const remote_names[CONFIG_REMOTE_BACKENDS] = { "opensandbox", "docker", "e2b",
-								   "cube", "daytona" };
-
-static int remote_index(const char *name)
+/* The struct key K of SECTION lives in: CFG itself or SECTION's remote_conf. */
+static void *key_base(const struct config *cfg, const struct config_key *k, const char *section)
 {
-	for (int i = 0; i < CONFIG_REMOTE_BACKENDS; i++)
-		if (!strcmp(remote_names[i], name))
-			return i;
-	return -1;
+	return k->section ? (void *)cfg : (void *)&cfg->remote[backend_index(section)];
+}
+
+/* The row of SECTION.NAME, or NULL. */
+static const struct config_key *find_key(const char *section, const char *name)
+{
+	bool http = http_section(section);
+
+	for (size_t i = 0; i < KEY_COUNT; i++)
+		if (!strcmp(keys[i].name, name) &&
+		    (keys[i].section ? !strcmp(keys[i].section, section) : http))
+			return &keys[i];
+	return NULL;
 }
 
 const struct remote_conf *config_remote(const struct config *cfg, const char *name)
 {
-	int i = remote_index(name);
-	return i < 0 ? NULL : &cfg->remote[i];
+	return http_section(name) ? &cfg->remote[backend_index(name)] : NULL;
 }
 
-/* One key of a remote backend's section. 0, -1 bad value, 1 unknown key. */
-static int remote_entry(struct remote_conf *r, const char *name, const char *value)
-{
-	if (!strcmp(name, "url"))
-		return set_str(r->url, value);
-	if (!strcmp(name, "socket"))
-		return set_str(r->socket, value);
-	if (!strcmp(name, "api_key_file"))
-		return set_str(r->api_key_file, value);
-	if (!strcmp(name, "image"))
-		return set_str(r->image, value);
-	if (!strcmp(name, "timeout_seconds"))
-		return parse_long(value, 10, 1, 3600, &r->timeout_s);
-	return 1;
-}
-
-/* inih callback: returns nonzero to continue; an unknown key or bad value stops the parse. */
+/* inih callback: returns nonzero to continue; an unknown key or bad value stops the parse (the
+ * first error is kept: ini_parse reports its line). */
 static int on_entry(void *user, const char *section, const char *name, const char *value)
 {
 	struct config *cfg = user;
-	long v;
-	int rc = -1;
+	const struct config_key *k = find_key(section, name);
+	char err[CONFIG_STR_MAX];
 
-#define KEY(s, k) (!strcmp(section, s) && !strcmp(name, k))
-	if (KEY("database", "socket"))
-		rc = set_str(cfg->db_socket, value);
-	else if (KEY("database", "host"))
-		rc = set_str(cfg->db_host, value);
-	else if (KEY("database", "port")) {
-		rc = parse_long(value, 10, 0, 65535, &v);
-		cfg->db_port = (unsigned)v;
-	} else if (KEY("database", "user"))
-		rc = set_str(cfg->db_user, value);
-	else if (KEY("database", "password"))
-		rc = set_str(cfg->db_password, value);
-	else if (KEY("database", "name"))
-		rc = set_str(cfg->db_name, value);
-	else if (KEY("database", "migrations"))
-		rc = set_str(cfg->db_migrations, value);
-	else if (KEY("api", "socket"))
-		rc = set_str(cfg->api_socket, value);
-	else if (KEY("api", "user"))
-		rc = set_str(cfg->api_user, value);
-	else if (KEY("api", "socket_group"))
-		rc = set_str(cfg->api_socket_group, value);
-	else if (KEY("api", "socket_mode")) {
-		rc = parse_long(value, 8, 0, 0777, &v);
-		cfg->api_socket_mode = (unsigned)v;
-	} else if (KEY("api", "workers")) {
-		rc = parse_long(value, 10, 0, CONFIG_MAX_WORKERS, &v);
-		cfg->api_workers = (int)v;
-	} else if (KEY("api", "poll_socket")) {
-		rc = set_str(cfg->api_poll_socket, value);
-	} else if (KEY("api", "poll_workers")) {
-		rc = parse_long(value, 10, 1, CONFIG_MAX_WORKERS, &v);
-		cfg->api_poll_workers = (int)v;
-	} else if (KEY("api", "max_requests")) {
-		rc = parse_long(value, 10, 0, 1000000000L, &v);
-		cfg->api_max_requests = v;
-	} else if (KEY("api", "max_rss_mb")) {
-		rc = parse_long(value, 10, 1, CONFIG_MAX_RSS_MB_MAX, &v);
-		cfg->api_max_rss_mb = v;
-	} else if (KEY("sandbox", "backend")) {
-		rc = backend_lookup(value) ? set_str(cfg->backend, value) : -1;
-	} else if (KEY("sandbox", "root")) {
-		rc = set_str(cfg->sandbox_root, value);
-	} else if (KEY("sandbox", "pass_env")) {
-		rc = set_str(cfg->sandbox_pass_env, value);
-	} else if (KEY("sandbox", "pass_env_extra")) {
-		rc = set_str(cfg->sandbox_pass_env_extra, value);
-	} else if (KEY("sandbox", "ca_bundle")) {
-		rc = value[0] && value[0] != '/' ? -1 : set_str(cfg->sandbox_ca_bundle, value);
-	} else if (KEY("reconciler", "user")) {
-		rc = value[0] ? set_str(cfg->reconciler_user, value) : -1;
-	} else if (KEY("sandbox", "path")) {
-		rc = set_str(cfg->sandbox_path, value);
-	} else if (KEY("sandbox", "cache_max_age_days")) {
-		rc = parse_long(value, 10, 0, CONFIG_MAX_CACHE_AGE_DAYS, &cfg->cache_max_age_days);
-	} else if (KEY("sandbox", "srt_dir")) {
-		rc = set_str(cfg->srt_dir, value);
-	} else if (KEY("reconciler", "lease_seconds")) {
-		rc = parse_long(value, 10, 1, 86400, &cfg->lease_s);
-	} else if (KEY("reconciler", "max_attempts")) {
-		rc = parse_long(value, 10, 1, 1000, &cfg->max_attempts);
-	} else if (KEY("reconciler", "backoff_base_seconds")) {
-		rc = parse_long(value, 10, 0, 86400, &cfg->backoff_base_s);
-	} else if (KEY("reconciler", "backoff_cap_seconds")) {
-		rc = parse_long(value, 10, 0, 7 * 86400, &cfg->backoff_cap_s);
-	} else if (KEY("reconciler", "command_timeout_seconds")) {
-		rc = parse_long(value, 10, 1, 86400, &cfg->command_timeout_s);
-	} else if (KEY("reconciler", "output_max_bytes")) {
-		rc = parse_long(value, 10, 256, 16 * 1024 * 1024, &cfg->output_max);
-	} else if (KEY("reconciler", "last_error_max_bytes")) {
-		rc = parse_long(value, 10, 64, 1024 * 1024, &cfg->last_error_max);
-	} else if (remote_index(section) >= 0) {
-		rc = remote_entry(&cfg->remote[remote_index(section)], name, value);
-		if (rc == 1) {
-			snprintf(cfg->error, sizeof(cfg->error), "%s.%s: unknown key", section, name);
-			return 0;
+	if (!k)
+		snprintf(err, sizeof(err), "%s.%s: unknown key", section, name);
+	else if (!set_value(k, section, key_base(cfg, k, section), value, err, sizeof(err)))
+		return 1;
+	if (!cfg->error[0])
+		memcpy(cfg->error, err, sizeof(cfg->error));
+	return 0;
+}
+
+/* Apply every default (through the parser, so a default obeys its own bounds). 0 or -1. */
+static int set_defaults(struct config *cfg)
+{
+	for (size_t i = 0; i < KEY_COUNT; i++) {
+		const struct config_key *k = &keys[i];
+
+		if ((k->flags & CONFIG_IF_EXISTS) && access(k->def, R_OK))
+			continue;
+		for (size_t b = 0; b < BACKEND_TABLE_LEN; b++) {
+			const char *section = k->section ? k->section : backend_at(b)->name;
+
+			if (!k->section && !backend_at(b)->http)
+				continue;
+			if (set_value(k, section, key_base(cfg, k, section), k->def, cfg->error,
+				      sizeof(cfg->error)))
+				return -1;
+			if (k->section)
+				break;
 		}
-	} else if (KEY("log", "level")) {
-		cfg->log_level = parse_level(value);
-		rc = cfg->log_level < 0 ? -1 : 0;
-	} else {
-		snprintf(cfg->error, sizeof(cfg->error), "%s.%s: unknown key", section, name);
-		return 0;
 	}
-#undef KEY
-	if (rc) {
-		snprintf(cfg->error, sizeof(cfg->error), "%s.%s: invalid value", section, name);
-		return 0;
-	}
-	return 1;
+	return 0;
 }
 
 const char *config_path(const char *path)
@@ -190,34 +314,8 @@ int config_load(struct config *cfg, const char *path)
 	int rc;
 
 	memset(cfg, 0, sizeof(*cfg));
-	strcpy(cfg->db_host, "localhost");
-	strcpy(cfg->db_user, "terrarium");
-	strcpy(cfg->db_name, "terrarium");
-	strcpy(cfg->db_migrations, CONFIG_DEFAULT_MIGRATIONS);
-	strcpy(cfg->api_socket, "var/api.sock");
-	cfg->api_socket_mode = 0660;
-	strcpy(cfg->api_user, CONFIG_DEFAULT_API_USER);
-	cfg->api_max_requests = CONFIG_DEFAULT_MAX_REQUESTS;
-	cfg->api_max_rss_mb = CONFIG_DEFAULT_MAX_RSS_MB;
-	cfg->api_poll_workers = CONFIG_DEFAULT_POLL_WORKERS;
-	strcpy(cfg->backend, "local");
-	strcpy(cfg->sandbox_root, CONFIG_DEFAULT_SANDBOX_ROOT);
-	strcpy(cfg->sandbox_pass_env, CONFIG_DEFAULT_PASS_ENV);
-	if (!access(CONFIG_DEFAULT_CA_BUNDLE, R_OK))
-		strcpy(cfg->sandbox_ca_bundle, CONFIG_DEFAULT_CA_BUNDLE);
-	strcpy(cfg->reconciler_user, CONFIG_DEFAULT_RECONCILER_USER);
-	cfg->cache_max_age_days = CONFIG_DEFAULT_CACHE_MAX_AGE_DAYS;
-	cfg->lease_s = CONFIG_DEFAULT_LEASE_S;
-	cfg->max_attempts = CONFIG_DEFAULT_MAX_ATTEMPTS;
-	cfg->backoff_base_s = CONFIG_DEFAULT_BACKOFF_BASE_S;
-	cfg->backoff_cap_s = CONFIG_DEFAULT_BACKOFF_CAP_S;
-	cfg->command_timeout_s = CONFIG_DEFAULT_COMMAND_TIMEOUT_S;
-	cfg->output_max = CONFIG_DEFAULT_OUTPUT_MAX;
-	cfg->last_error_max = CONFIG_DEFAULT_LAST_ERROR_MAX;
-	for (int i = 0; i < CONFIG_REMOTE_BACKENDS; i++)
-		cfg->remote[i].timeout_s = CONFIG_DEFAULT_HTTP_TIMEOUT_S;
-	cfg->log_level = 1;
-
+	if (set_defaults(cfg))
+		return -1;
 	path = config_path(path);
 	rc = ini_parse(path, on_entry, cfg);
 	if (rc < 0) {
@@ -230,9 +328,108 @@ int config_load(struct config *cfg, const char *path)
 		return -1;
 	}
 	env = getenv("TERRARIUM_DB_PASSWORD");
-	if (env && set_str(cfg->db_password, env)) {
+	if (env && strlen(env) >= sizeof(cfg->db_password)) {
 		snprintf(cfg->error, sizeof(cfg->error), "TERRARIUM_DB_PASSWORD: too long");
 		return -1;
 	}
+	if (env)
+		strcpy(cfg->db_password, env);
 	return 0;
+}
+
+/* KEY's value in the struct at BASE, as the INI file would spell it, into BUF. */
+static void format_value(const struct config_key *k, const void *base, char *buf, size_t sz)
+{
+	const char *field = (const char *)base + k->offset;
+
+	switch (k->type) {
+	case CONFIG_STRING:
+	case CONFIG_BACKEND:
+		snprintf(buf, sz, "%s", (k->flags & CONFIG_SECRET) && field[0] ? CONFIG_MASK : field);
+		return;
+	case CONFIG_LEVEL: {
+		int level = *(const int *)field;
+		snprintf(buf, sz, "%s", level >= 0 && (size_t)level < LEVEL_COUNT ? levels[level] : "?");
+		return;
+	}
+	case CONFIG_INT:
+		snprintf(buf, sz, "%d", *(const int *)field);
+		return;
+	case CONFIG_UINT:
+		snprintf(buf, sz, "%u", *(const unsigned *)field);
+		return;
+	case CONFIG_MODE:
+		snprintf(buf, sz, "%04o", *(const unsigned *)field);
+		return;
+	case CONFIG_LONG:
+		snprintf(buf, sz, "%ld", *(const long *)field);
+		return;
+	}
+	snprintf(buf, sz, "?");
+}
+
+/* TEXT as "; " comment lines of at most CONFIG_DUMP_WIDTH bytes, broken at spaces. */
+static void dump_comment(const char *text, FILE *out)
+{
+	while (*text) {
+		size_t n = strlen(text);
+
+		if (n > CONFIG_DUMP_WIDTH) {
+			n = CONFIG_DUMP_WIDTH;
+			while (n > 0 && text[n] != ' ')
+				n--;
+			if (!n)
+				n = strcspn(text, " ");
+		}
+		fprintf(out, "; %.*s\n", (int)n, text);
+		text += n;
+		text += strspn(text, " ");
+	}
+}
+
+static void dump_key(const struct config_key *k, const void *base, FILE *out)
+{
+	char value[CONFIG_STR_MAX * 4];
+
+	format_value(k, base, value, sizeof(value));
+	dump_comment(k->doc, out);
+	fprintf(out, "; default: %s%s",
+		(k->flags & CONFIG_SECRET) || !k->def[0] ? "(empty)" : k->def,
+		(k->flags & CONFIG_IF_EXISTS) ? " (when it exists)" : "");
+	if (k->type == CONFIG_MODE)
+		fprintf(out, ", %04lo..%04lo", k->min, k->max);
+	else if (k->type == CONFIG_LEVEL || k->type == CONFIG_BACKEND) {
+		char choices[CONFIG_STR_MAX];
+		list_choices(k, choices, sizeof(choices));
+		fprintf(out, "; one of: %.*s", (int)strlen(choices) - 1, choices);
+	} else if (k->type != CONFIG_STRING)
+		fprintf(out, ", %ld..%ld", k->min, k->max);
+	fprintf(out, "\n%s = %s\n", k->name, value);
+}
+
+int config_dump(const struct config *cfg, FILE *out)
+{
+	const char *section = NULL;
+
+	fprintf(out, "; the effective configuration: every key, defaults filled in, secrets "
+		     "masked\n");
+	for (size_t i = 0; i < KEY_COUNT; i++) {
+		const struct config_key *k = &keys[i];
+
+		if (!k->section)
+			continue;
+		if (!section || strcmp(section, k->section))
+			fprintf(out, "\n[%s]\n", k->section);
+		section = k->section;
+		dump_key(k, cfg, out);
+	}
+	for (size_t b = 0; b < BACKEND_TABLE_LEN; b++) {
+		if (!backend_at(b)->http)
+			continue;
+		fprintf(out, "\n[%s]\n", backend_at(b)->name);
+		for (size_t i = 0; i < KEY_COUNT; i++)
+			if (!keys[i].section)
+				dump_key(&keys[i], &cfg->remote[b], out);
+	}
+	return fflush(out) || ferror(out) ? -1 : 0;
 }

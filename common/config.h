@@ -3,48 +3,26 @@
  * Path: -c PATH, else $TERRARIUM_CONFIG, else "terrarium.ini" in the working directory.
  * Environment overrides: TERRARIUM_DB_PASSWORD replaces [database] password.
  *
- * [database] socket, host, port, user, password, name, migrations (the directory of numbered
- *            .sql files `terrarium-api migrate` applies; default CONFIG_DEFAULT_MIGRATIONS)
- * [api]      socket (a unix socket path, or HOST:PORT for FastCGI over TCP), socket_group,
- *            socket_mode (octal; unix sockets only), workers (0 = 2 x cores),
- *            max_requests (recycle a worker after this many requests), max_rss_mb (recycle a
- *            worker whose peak RSS passed this; default CONFIG_DEFAULT_MAX_RSS_MB), user (the account
- *            workers run as when the supervisor is started as root; default
- *            CONFIG_DEFAULT_API_USER), poll_socket (a second FastCGI socket with its own
- *            workers for the work queue's long polls; empty: none, polls share the pool),
- *            poll_workers (workers on poll_socket; default CONFIG_DEFAULT_POLL_WORKERS)
- * [sandbox]  backend (local, bwrap, srt, docker, opensandbox, e2b, cube, daytona), root (the
- *            directory holding one workspace per sandbox, for local, bwrap and srt), srt_dir
- *            (the directory npm ci installed sandbox-runtime into; default: sandbox-runtime/ of
- *            the checkout the reconciler binary was built in), path (PATH
- *            for package-manager commands; default: the reconciler's own), pass_env (the
- *            variables install and --exec commands inherit; default CONFIG_DEFAULT_PASS_ENV),
- *            pass_env_extra (more variables, added to pass_env), ca_bundle (a PEM file of CA
- *            certificates: mounted read-only into bwrap sandboxes and named by SSL_CERT_FILE,
- *            NODE_EXTRA_CA_CERTS, PIP_CERT, REQUESTS_CA_BUNDLE, CARGO_HTTP_CAINFO,
- *            GIT_SSL_CAINFO, and bind-mounted into docker containers; default
- *            CONFIG_DEFAULT_CA_BUNDLE when it exists, "" for none), cache_max_age_days
- *            (package cache entries unused this long are removed; 0 disables the cache)
- * [reconciler] user (the account the reconciler works as when started as root; default
- *            CONFIG_DEFAULT_RECONCILER_USER), lease_seconds, max_attempts, backoff_base_seconds, backoff_cap_seconds,
- *            command_timeout_seconds (per install command), output_max_bytes (captured
- *            per command), last_error_max_bytes
- * [opensandbox] [docker] [e2b] [cube] [daytona]  the HTTP backends' settings: url (base URL;
- *            docker: http://localhost with socket), socket (docker: the Engine's unix socket),
- *            api_key_file (a file holding the credential; never logged), image (sandbox image or
- *            template), timeout_seconds (per HTTP call)
- * [log]      level (debug, info, warn, error)
- */
+ * Every key, its type, bounds, default and documentation is one row of the table in config.c
+ * (config_keys); docs/config.md is the reference and a unit test keeps the two equal;
+ * `terrarium-api config dump` prints every key with its effective value. */
 #ifndef TERRARIUM_CONFIG_H
 #define TERRARIUM_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "backend.h"
 
 #define CONFIG_STR_MAX 512
 #define CONFIG_DEFAULT_PATH "terrarium.ini"
 #define CONFIG_DEFAULT_MIGRATIONS "sql"
 #define CONFIG_DEFAULT_MAX_REQUESTS 10000
+#define CONFIG_MAX_MAX_REQUESTS 1000000000
 #define CONFIG_DEFAULT_MAX_RSS_MB   128 /* docs/limits.md: a worker past it is recycled */
 #define CONFIG_MAX_RSS_MB_MAX	    65536
 #define CONFIG_DEFAULT_API_USER "www-data"
+#define CONFIG_DEFAULT_SOCKET_MODE 0660
 #define CONFIG_MAX_WORKERS 256
 /* The reconciler's account when started as root: the API's, which already reaches the run
  * directory (its sockets) and nothing secret in it (the config and key files are root's). */
@@ -60,17 +38,27 @@
 #define CONFIG_DEFAULT_CACHE_MAX_AGE_DAYS 14
 #define CONFIG_MAX_CACHE_AGE_DAYS 3650
 #define CONFIG_DEFAULT_LEASE_S 600
+#define CONFIG_MAX_LEASE_S 86400
 #define CONFIG_DEFAULT_MAX_ATTEMPTS 5
+#define CONFIG_MAX_MAX_ATTEMPTS 1000
 #define CONFIG_DEFAULT_BACKOFF_BASE_S 10
+#define CONFIG_MAX_BACKOFF_BASE_S 86400
 #define CONFIG_DEFAULT_BACKOFF_CAP_S 900
+#define CONFIG_MAX_BACKOFF_CAP_S 604800 /* a week */
 #define CONFIG_DEFAULT_COMMAND_TIMEOUT_S 900
+#define CONFIG_MAX_COMMAND_TIMEOUT_S 86400
 #define CONFIG_DEFAULT_OUTPUT_MAX 65536
+#define CONFIG_MIN_OUTPUT_MAX 256
+#define CONFIG_MAX_OUTPUT_MAX 16777216 /* 16 MiB */
 #define CONFIG_DEFAULT_LAST_ERROR_MAX 4096
+#define CONFIG_MIN_LAST_ERROR_MAX 64
+#define CONFIG_MAX_LAST_ERROR_MAX 1048576 /* 1 MiB */
+#define CONFIG_DEFAULT_LOG_LEVEL "info"
 
 #define CONFIG_DEFAULT_HTTP_TIMEOUT_S 30
-#define CONFIG_REMOTE_BACKENDS 5
+#define CONFIG_MAX_HTTP_TIMEOUT_S 3600
 
-/* Settings of one HTTP backend ([opensandbox], [docker], [e2b], [cube], [daytona]). */
+/* Settings of one HTTP backend (its own section, named like the backend). */
 struct remote_conf {
 	char url[CONFIG_STR_MAX];
 	char socket[CONFIG_STR_MAX];
@@ -117,19 +105,55 @@ struct config {
 	long output_max;
 	long last_error_max;
 
-	/* indexed like config_remote_names: opensandbox, docker, e2b, cube, daytona */
-	struct remote_conf remote[CONFIG_REMOTE_BACKENDS];
+	/* indexed like the backend table (backend_at); used by the rows with http set */
+	struct remote_conf remote[BACKEND_TABLE_LEN];
 
 	/* set by config_load: "section.key: what is wrong" on failure */
 	char error[CONFIG_STR_MAX];
 };
 
+enum config_type {
+	CONFIG_STRING,  /* char[size] */
+	CONFIG_INT,     /* int, decimal */
+	CONFIG_UINT,    /* unsigned, decimal */
+	CONFIG_MODE,    /* unsigned, octal */
+	CONFIG_LONG,    /* long, decimal */
+	CONFIG_LEVEL,   /* int: the index of a log level name (debug, info, warn, error) */
+	CONFIG_BACKEND, /* char[size]: a name in the backend table */
+};
+
+#define CONFIG_SECRET	 1u /* never printed (config dump masks it) */
+#define CONFIG_NONEMPTY	 2u /* an empty value is refused */
+#define CONFIG_ABSOLUTE	 4u /* empty, or an absolute path */
+#define CONFIG_IF_EXISTS 8u /* the default applies only when that file is readable */
+
+/* One configuration key. */
+struct config_key {
+	const char *section; /* NULL: a key of every HTTP backend's own section ([docker]...) */
+	const char *name;
+	enum config_type type;
+	size_t offset; /* into struct config, or into struct remote_conf when section is NULL */
+	size_t size;   /* of the field */
+	long min, max; /* numbers: the accepted range */
+	const char *def; /* the default, spelled as in the INI file */
+	unsigned flags;  /* CONFIG_SECRET... */
+	const char *doc;
+};
+
+/* The table of every key, in the order of docs/config.md; its length goes to *N. Borrowed. */
+const struct config_key *config_keys(size_t *n);
+
 /* Fill defaults, then read PATH (NULL: $TERRARIUM_CONFIG or the default path), then apply
- * environment overrides. Returns 0, or -1 with cfg->error set (unknown key, bad value,
- * unreadable file, unknown backend). */
+ * environment overrides. Returns 0, or -1 with cfg->error set (unknown key, bad value or one
+ * out of range, naming the section and key; unreadable file). */
 int config_load(struct config *cfg, const char *path);
 
-/* The settings section of remote backend NAME, or NULL when NAME has none. Borrowed. */
+/* Print every key of CFG with its effective value, section by section, as an INI file with
+ * each key's documentation, default and range in comments; secrets are masked. 0, or -1 when
+ * writing to OUT failed. */
+int config_dump(const struct config *cfg, FILE *out);
+
+/* The settings section of backend NAME, or NULL when NAME has none. Borrowed. */
 const struct remote_conf *config_remote(const struct config *cfg, const char *name);
 
 /* Resolve the path config_load would read for PATH. Borrowed string. */

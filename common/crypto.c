@@ -204,16 +204,23 @@ static int b64val(char c)
 	return p ? (int)(p - b64) : -1;
 }
 
-long b64url_decode(const char *in, size_t len, unsigned char *out, size_t outsz)
+/* The one decoder. STRICT: base64url, unpadded, canonical. Otherwise standard base64 too
+ * ('+' '/') and '=' padding at the end. */
+static long b64_decode(const char *in, size_t len, unsigned char *out, size_t outsz, int strict)
 {
 	uint32_t acc = 0;
 	size_t o = 0;
 	int bits = 0;
 
+	if (!strict)
+		while (len && in[len - 1] == '=')
+			len--;
 	if (len % 4 == 1)
 		return -1;
 	for (size_t i = 0; i < len; i++) {
 		int v = b64val(in[i]);
+		if (v < 0 && !strict)
+			v = in[i] == '+' ? 62 : in[i] == '/' ? 63 : -1;
 		if (v < 0)
 			return -1;
 		acc = acc << 6 | (uint32_t)v;
@@ -226,9 +233,19 @@ long b64url_decode(const char *in, size_t len, unsigned char *out, size_t outsz)
 		}
 	}
 	/* leftover bits must be zero so that each byte string has exactly one encoding */
-	if (acc & ((1u << bits) - 1))
+	if (strict && (acc & ((1u << bits) - 1)))
 		return -1;
 	return (long)o;
+}
+
+long b64url_decode(const char *in, size_t len, unsigned char *out, size_t outsz)
+{
+	return b64_decode(in, len, out, outsz, 1);
+}
+
+long base64_decode(const char *in, size_t len, unsigned char *out, size_t outsz)
+{
+	return b64_decode(in, len, out, outsz, 0);
 }
 
 int ct_memcmp(const void *a, const void *b, size_t len)

@@ -38,6 +38,11 @@ void hex_encode(const unsigned char *in, size_t len, char *out);
 size_t b64url_encode(const unsigned char *in, size_t len, char *out);
 long b64url_decode(const char *in, size_t len, unsigned char *out, size_t outsz);
 
+/* Lenient base64 (protojson `bytes`): the standard or the URL-safe alphabet, '=' padding
+ * optional. Returns the decoded length (at most len * 3 / 4), or -1 on an invalid character or
+ * OUT too small. */
+long base64_decode(const char *in, size_t len, unsigned char *out, size_t outsz);
+
 /* Constant-time comparison: 0 when equal. */
 int ct_memcmp(const void *a, const void *b, size_t len);
 

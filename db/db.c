@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "../common/crypto.h"
 #include "../common/log.h"
 
@@ -532,16 +533,13 @@ enum db_status db_exec(struct db *db, const char *sql, const struct db_val *para
 static void backoff(int attempt)
 {
 	unsigned ms = DB_TX_BACKOFF_BASE_MS << attempt, jitter;
-	struct timespec ts;
 
 	if (ms > DB_TX_BACKOFF_CAP_MS)
 		ms = DB_TX_BACKOFF_CAP_MS;
 	if (random_bytes(&jitter, sizeof(jitter)))
 		jitter = 0;
 	ms = ms / 2 + jitter % (ms / 2 + 1); /* "equal jitter": [ms/2, ms] */
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	nanosleep(&ts, NULL);
+	clock_sleep_ms((long)ms);
 }
 
 /* On Galera with wsrep_sync_wait, START TRANSACTION waits until this node has applied what the

@@ -33,11 +33,10 @@ static void claim_reset(struct claim_ctx *c)
 }
 
 /* Due intents of one state, in claim order. One statement per state, each reading its range of
- * the (state, next_attempt_at, id) index in order and stopping at LIMIT. The single statement
- * this replaces (an OR across the states) had to sort every due row, and under FOR UPDATE it
- * locked every row it read until the claim committed: with 10,000 due intents each claim read
- * and locked 10,000 rows, and the other reconcilers, skipping them all, found nothing due and
- * stopped (make bench: one of 4 reconcilers did all 10,000). */
+ * the (state, next_attempt_at, id) index in order and stopping at LIMIT, so that a claim reads
+ * and locks (FOR UPDATE, until it commits) only about the rows it takes: one statement with an
+ * OR across the states would sort, read and lock every due row, and concurrent reconcilers,
+ * skipping them all, would find nothing due (README, Performance). */
 static const char *const claim_due[] = {
 	"SELECT id, next_attempt_at FROM provisioning_intents"
 	" WHERE state = 'pending' AND next_attempt_at <= ?"
@@ -65,9 +64,12 @@ static int candidate_cmp(const void *a, const void *b)
 }
 
 /* Claimed intents are taken and loaded CLAIM_CHUNK at a time, one UPDATE and one SELECT per
- * chunk instead of two statements per intent; a short chunk repeats its last id. */
-#define CLAIM_CHUNK 8
+ * chunk instead of two statements per intent; a short chunk repeats its last id. CLAIM_CHUNK
+ * is the number of placeholders in CLAIM_IDS: "(?" then ", ?" per further id, then ")" is 3
+ * characters an id. */
 #define CLAIM_IDS "(?, ?, ?, ?, ?, ?, ?, ?)"
+#define CLAIM_CHUNK ((sizeof(CLAIM_IDS) - 1) / 3)
+_Static_assert((sizeof(CLAIM_IDS) - 1) % 3 == 0, "CLAIM_IDS is (?, ?, ..., ?)");
 
 /* Take and load CAND[0..n) (n <= CLAIM_CHUNK), appending them to c->out in CAND's order. */
 static enum db_status claim_chunk(struct db *db, struct claim_ctx *c,
@@ -287,7 +289,8 @@ static enum db_status fail_tx(struct db *db, void *arg)
 
 	c->lost = 0;
 	st = db_exec(db, intent,
-		     (struct db_val[]){ DB_STR(c->terminal ? "terminated" : "failed"),
+		     (struct db_val[]){ DB_STR(intent_state_name(c->terminal ? INTENT_TERMINATED
+										   : INTENT_FAILED)),
 					DB_STR(c->last_error), DB_STR(c->next), DB_STR(c->now),
 					FENCE_PARAMS(c->f) },
 		     7, NULL, &n);

@@ -6,10 +6,9 @@
 #define TERRARIUM_DB_SESSIONS_H
 
 #include "db.h"
+#include "intent.h"
 
 #define SES_ID_PREFIX "sesn_" /* also the sandbox names of the directory backends */
-#define INTENT_PROVISION "provision"
-#define INTENT_TEARDOWN "teardown"
 
 /* Columns of every session SELECT, in this order. */
 enum sess_col {

@@ -9,6 +9,7 @@
  *   terrarium-api [-c CONFIG] key create-environment ENV_ID   an environment key (shown once)
  *   terrarium-api [-c CONFIG] work status                each self_hosted environment's queue
  *   terrarium-api [-c CONFIG] workspace id WORKSPACE
+ *   terrarium-api [-c CONFIG] config dump                every key's effective value
  *
  * Started by a web server (GATEWAY_INTERFACE set, or a listening socket on fd 0) it serves:
  * FastCGI on fd 0 (spawn-fcgi, mod_fcgid), or one plain CGI request. */
@@ -50,7 +51,8 @@ static int usage(void)
 		"       terrarium-api [-c CONFIG] key revoke [KEY_ID]   (the key itself on stdin)\n"
 		"       terrarium-api [-c CONFIG] key create-environment ENV_ID\n"
 		"       terrarium-api [-c CONFIG] work status\n"
-		"       terrarium-api [-c CONFIG] workspace id WORKSPACE\n");
+		"       terrarium-api [-c CONFIG] workspace id WORKSPACE\n"
+		"       terrarium-api [-c CONFIG] config dump\n");
 	return 2;
 }
 
@@ -185,5 +187,7 @@ int main(int argc, char **argv)
 	log_set_level(cfg.log_level);
 	if (!strcmp(argv[i], "serve"))
 		return serve_supervisor(&cfg);
+	if (!strcmp(argv[i], "config") && argc - i == 2 && !strcmp(argv[i + 1], "dump"))
+		return config_dump(&cfg, stdout) ? 1 : 0;
 	return admin(&cfg, argc - i, argv + i);
 }

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/clock.h"
 #include "../common/crypto.h"
 #include "../common/log.h"
 #include "../common/privs.h"
@@ -481,7 +482,7 @@ int serve_supervisor(const struct config *cfg)
 		if (time(NULL) >= deadline)
 			for (int k = 0; k < npools; k++)
 				pool_signal(&pools[k], SIGKILL);
-		usleep(20000);
+		clock_sleep_ms(20);
 	}
 	ret = 0;
 	log_info("supervisor: stopped");

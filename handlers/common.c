@@ -5,6 +5,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "../db/keys.h"
 #include "auth_guard.h"
@@ -22,14 +23,6 @@ void handle_db_error(struct worker *w, struct request *req, struct response *res
 		resp_error(resp, req, 503, NULL, "the database is unavailable; retry later");
 	else
 		resp_error(resp, req, 500, NULL, "internal error");
-}
-
-static long long auth_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The live cache entry for HASH, or NULL. */
@@ -72,11 +65,11 @@ static int auth_workspace_header(struct request *req, struct response *resp)
 	return 0;
 }
 
-/* The key lookup was a second database round trip on every request: with two round trips even
- * a bare FastCGI program reaches only ~0.7 of a one-query responder here (bench/). Keys found
- * are kept for AUTH_CACHE_TTL_MS (handlers.h), a bounded delay for revocation. Unknown keys are
- * kept out of the database by auth_guard.h (a negative cache a new key is never in, and a
- * per-address budget of unknown-key lookups). */
+/* Authenticate REQ by its API key. Keys found are kept per worker for AUTH_CACHE_TTL_MS
+ * (handlers.h), so a request costs one database round trip, not two (README, Performance), and
+ * a revoked key is refused within that time. Unknown keys are kept out of the database by
+ * auth_guard.h (a negative cache a new key is never in, and a per-address budget of
+ * unknown-key lookups). */
 int auth_request(struct worker *w, struct request *req, struct response *resp)
 {
 	const char *key = req_env(req, "HTTP_X_API_KEY");
@@ -105,7 +98,7 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 		int scoped = work_key_scoped(key);
 
 		sha256(key, strlen(key), hash);
-		now = auth_now_ms();
+		now = clock_mono_ms();
 		hit = scoped ? NULL : auth_cache_get(w, hash, now);
 		if (hit) {
 			req->auth = hit->auth;

@@ -19,9 +19,8 @@
 #define ENV_NOT_FOUND_CODE "environment_not_found" /* the SDK maps it to BetaEnvironmentNotFoundError */
 
 /* Environment objects are written as text straight from the row, not built as Jansson values
- * and dumped: on a GET that was 60% of a worker's instructions (parse metadata and config,
- * pack, dump, free). The output is byte for byte what json_dumps(JSON_COMPACT) made of the
- * packed object:
+ * and dumped (parse, pack, dump and free dominated a GET: README, Performance). The output is
+ * byte for byte what json_dumps(JSON_COMPACT) makes of the packed object:
  *  - keys in the order the object was packed in, "scope" last and only when set;
  *  - strings escaped as Jansson escapes them (env_put_str);
  *  - metadata and config spliced as stored: envdb_insert/envdb_update are their only writers
@@ -214,7 +213,7 @@ static int check_id(struct request *req, struct response *resp)
 	return -1;
 }
 
-/* Serialised forms of the fields for the row writers. Strings are owned (free_row_in). */
+/* Serialised forms of the fields for the row writers. Strings are owned (env_text_free). */
 struct env_text {
 	char *metadata, *config, *description;
 };

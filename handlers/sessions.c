@@ -29,13 +29,16 @@ static const char *provisioning_status(const char *state)
 {
 	if (!state)
 		return "not_required";
-	if (!strcmp(state, "pending"))
+	switch (intent_state_of(state)) {
+	case INTENT_PENDING:
 		return "pending";
-	if (!strcmp(state, "claimed"))
+	case INTENT_CLAIMED:
 		return "provisioning";
-	if (!strcmp(state, "done"))
+	case INTENT_DONE:
 		return "ready";
-	return "failed"; /* failed, terminated, cancelled */
+	default:
+		return "failed"; /* failed, terminated, cancelled */
+	}
 }
 
 /* The API object for row R of a session SELECT. New reference or NULL on corrupt JSON. */
@@ -51,7 +54,8 @@ static json_t *session_object(const struct db_rows *rows, unsigned r)
 	json_t *meta = json_loads(db_cell(rows, r, SES_C_METADATA), 0, NULL);
 	json_t *mcp = mcp_text ? json_loads(mcp_text, 0, NULL) : NULL;
 	json_t *prov, *obj;
-	int waiting = state && (!strcmp(state, "pending") || !strcmp(state, "failed"));
+	int waiting = intent_state_of(state) == INTENT_PENDING ||
+		      intent_state_of(state) == INTENT_FAILED;
 
 	if (!agent || !meta || (mcp_text && !mcp)) {
 		json_decref(agent);
@@ -587,7 +591,7 @@ static enum db_status delete_tx(struct db *db, void *arg)
 		 * once a provisioning in flight has lost its lease */
 		st = sesdb_retire(db, req->params[0], req->auth.workspace_id,
 				  db_cell(&rows, 0, SES_C_SANDBOX_ID), now_db,
-				  !strcmp(state, "claimed") ? lease : NULL);
+				  intent_state_of(state) == INTENT_CLAIMED ? lease : NULL);
 	}
 out:
 	db_rows_free(&rows);

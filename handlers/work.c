@@ -244,14 +244,6 @@ static int body_fields(struct request *req, struct response *resp, const char *c
 
 /* ---- poll ---- */
 
-static long long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The poll's `secret`: base64url of {"sessions_token","api_base_url"} into a new string
  * (caller frees). The base URL is the one the request came in on. */
 static char *work_secret(const struct request *req, const char *token)
@@ -318,7 +310,7 @@ void work_poll(struct worker *w, struct request *req, struct response *resp)
 		      WORK_RECLAIM_DEFAULT_MS, &reclaim_ms) ||
 	    worker_id_param(req, resp, &worker_id) || work_env(w, req, resp))
 		return;
-	deadline = mono_ms() + block_ms;
+	deadline = clock_mono_ms() + block_ms;
 	if (worker_id && (st = workdb_seen(w->db, req->params[0], worker_id)))
 		goto db_fail;
 	for (;;) {
@@ -336,7 +328,7 @@ void work_poll(struct worker *w, struct request *req, struct response *resp)
 		if (rows.nrows)
 			break;
 		db_rows_free(&rows);
-		left = deadline - mono_ms();
+		left = deadline - clock_mono_ms();
 		if (left <= 0) {
 			resp_empty(resp, 204);
 			return;

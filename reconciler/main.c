@@ -338,8 +338,7 @@ static void sweep(struct recon *r)
  * run even when its backoff is zero. */
 static void idle(void)
 {
-	struct timespec ts = { RECON_LOOP_IDLE_MS / 1000, (RECON_LOOP_IDLE_MS % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
+	clock_sleep_ms(RECON_LOOP_IDLE_MS); /* a stop request (SIGTERM) ends it early */
 }
 
 /* Each run, and every RECON_LOOP_HOUSEKEEP_S in --loop: bound sandboxes that vanished are
@@ -484,7 +483,7 @@ static int dry_run(struct recon *r, long limit)
 		return 3;
 	for (unsigned i = 0; i < rows.nrows; i++)
 		printf("would %s session %s (intent %s, state %s, attempts %s, done %s)\n",
-		       !strcmp(db_cell(&rows, i, 2), "teardown") ? "tear down" : "provision",
+		       !strcmp(db_cell(&rows, i, 2), INTENT_TEARDOWN) ? "tear down" : "provision",
 		       db_cell(&rows, i, 1), db_cell(&rows, i, 0), db_cell(&rows, i, 3),
 		       db_cell(&rows, i, 4), db_cell(&rows, i, 5));
 	printf("%u due\n", rows.nrows);

@@ -190,13 +190,6 @@ static void stat_step(struct recon *r, const char *step, double seconds)
 	s->steps[i].count++;
 }
 
-static double mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 struct job {
 	struct recon *r;
 	struct intent *in;
@@ -225,7 +218,7 @@ static int done(struct job *j, const char *step)
 static enum recon_outcome renew(struct job *j, int mark)
 {
 	char now[CLOCK_DB_LEN], lease[CLOCK_DB_LEN];
-	double t = mono();
+	double t = clock_mono_s();
 	int lost = 0;
 
 	clock_now(now, NULL);
@@ -253,7 +246,7 @@ static int lease_tick(void *arg)
 		log_warn("intent %lld: lease lost while a command ran: stopping it", j->in->id);
 		return 1;
 	}
-	if (out == RECON_DB_ERROR && mono() >= j->lease_end - RECON_LEASE_MARGIN_S) {
+	if (out == RECON_DB_ERROR && clock_mono_s() >= j->lease_end - RECON_LEASE_MARGIN_S) {
 		log_warn("intent %lld: lease not renewed before its end: stopping the command",
 			 j->in->id);
 		j->lost = 1;
@@ -285,7 +278,7 @@ static enum recon_outcome record(struct job *j, const char *step)
 		return RECON_DB_ERROR;
 	}
 	if (!lost)
-		j->lease_end = mono() + (double)j->r->cfg->lease_s;
+		j->lease_end = clock_mono_s() + (double)j->r->cfg->lease_s;
 	return lost ? RECON_LOST : RECON_DONE;
 }
 
@@ -456,12 +449,12 @@ static enum recon_outcome teardown(struct job *j)
 {
 	struct recon *r = j->r;
 	const char *id = j->in->sandbox_id[0] ? j->in->sandbox_id : j->in->session_id;
-	double t0 = mono();
+	double t0 = clock_mono_s();
 	int lost = 0;
 
 	if (r->sbx.ops->destroy(&r->sbx, id, j->error, sizeof(j->error)))
 		return fail(j);
-	stat_step(r, "teardown", mono() - t0);
+	stat_step(r, "teardown", clock_mono_s() - t0);
 	if (intents_teardown_done(r->db, &j->fence, j->in->session_id, &lost))
 		return RECON_DB_ERROR;
 	if (!lost)
@@ -522,7 +515,7 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	 * the backend may finish starting it after the session is bound */
 	deferred = r->sbx.ops->start && (cache_hit || !wanted) && !limited;
 	r->sbx.create_defer_start = deferred;
-	t0 = mono();
+	t0 = clock_mono_s();
 	rc = r->sbx.ops->create(&r->sbx, j->in->session_id, j->sandbox_id, sizeof(j->sandbox_id),
 				j->error, sizeof(j->error));
 	r->sbx.create_from = NULL;
@@ -532,7 +525,7 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 		out = fail(j);
 		goto out;
 	}
-	stat_step(r, cache_hit ? "sandbox_cached" : "sandbox", mono() - t0);
+	stat_step(r, cache_hit ? "sandbox_cached" : "sandbox", clock_mono_s() - t0);
 	if (cache_hit) {
 		/* the entry holds every manager's packages: nothing is installed again */
 		for (int m = 0; m < RECON_NMANAGERS; m++)
@@ -573,7 +566,7 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 			out = fail(j);
 			goto out;
 		}
-		t0 = mono();
+		t0 = clock_mono_s();
 		rc = r->sbx.ops->set_egress(&r->sbx, j->sandbox_id, install, j->error,
 					    sizeof(j->error));
 		json_decref(install);
@@ -581,7 +574,7 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 			out = fail(j);
 			goto out;
 		}
-		stat_step(r, "network", mono() - t0);
+		stat_step(r, "network", clock_mono_s() - t0);
 	}
 
 	/* 3. install, manager by manager; each completed one is recorded, so a retry resumes at
@@ -603,10 +596,10 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 		if (as_root) {
 			/* images ship without package lists: fetch them once per provisioning */
 			static const char *const update[] = { "apt-get", "update", NULL };
-			t0 = mono();
+			t0 = clock_mono_s();
 			rc = run_step(j, "apt update", 1, !limited, (const char **)update,
 				      env->envp);
-			stat_step(r, "apt_update", mono() - t0);
+			stat_step(r, "apt_update", clock_mono_s() - t0);
 			if (rc) {
 				out = j->lost ? RECON_LOST : fail(j);
 				goto out;
@@ -621,9 +614,9 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 		{
 			char what[64];
 			snprintf(what, sizeof(what), "%s install", managers[m]);
-			t0 = mono();
+			t0 = clock_mono_s();
 			rc = run_step(j, what, as_root, !limited, argv, env->envp);
-			stat_step(r, managers[m], mono() - t0);
+			stat_step(r, managers[m], clock_mono_s() - t0);
 		}
 		if (rc) {
 			out = j->lost ? RECON_LOST : fail(j);
@@ -639,7 +632,7 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	 * started from the entry has "cache" among its steps */
 	if (cache_on && !done(j, "cache")) {
 		char err[SBX_ERR_MAX];
-		t0 = mono();
+		t0 = clock_mono_s();
 		if (r->sbx.ops->cache_store(&r->sbx, j->sandbox_id, key, err, sizeof(err))) {
 			log_warn("intent %lld: storing package cache entry %.12s: %s", j->in->id, key,
 				 err);
@@ -647,30 +640,30 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 			recon_cache_used(r, key, env_id);
 			log_info("intent %lld: stored package cache entry %.12s", j->in->id, key);
 		}
-		stat_step(r, "cache_store", mono() - t0);
+		stat_step(r, "cache_store", clock_mono_s() - t0);
 	}
 
 	/* 4. restore the final egress policy */
 	if (limited) {
-		t0 = mono();
+		t0 = clock_mono_s();
 		if (r->sbx.ops->set_egress(&r->sbx, j->sandbox_id, final, j->error,
 					   sizeof(j->error))) {
 			out = fail(j);
 			goto out;
 		}
-		stat_step(r, "egress", mono() - t0);
+		stat_step(r, "egress", clock_mono_s() - t0);
 	}
 
 	/* 5. bind: nothing is published before this */
 	final_text = json_dumps(final, JSON_COMPACT | JSON_ENCODE_ANY);
 	clock_now(now, NULL);
-	t0 = mono();
+	t0 = clock_mono_s();
 	if (intents_bind(r->db, &j->fence, j->in->session_id, r->sbx.ops->name, j->sandbox_id,
 			 json_is_null(final) ? NULL : final_text, now, &lost)) {
 		out = RECON_DB_ERROR;
 		goto out;
 	}
-	stat_step(r, "bind", mono() - t0);
+	stat_step(r, "bind", clock_mono_s() - t0);
 	out = lost ? RECON_LOST : RECON_DONE;
 	if (!lost)
 		log_info("intent %lld: session %s ready (sandbox %s)", j->in->id, j->in->session_id,
@@ -678,11 +671,11 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	if (!lost && deferred) {
 		/* a command arriving meanwhile starts it itself (docker: exec's 409 path) */
 		char err[SBX_ERR_MAX];
-		t0 = mono();
+		t0 = clock_mono_s();
 		if (r->sbx.ops->start(&r->sbx, j->sandbox_id, err, sizeof(err)))
 			log_warn("intent %lld: starting sandbox %s: %s (its first command starts it)",
 				 j->in->id, j->sandbox_id, err);
-		stat_step(r, "start", mono() - t0);
+		stat_step(r, "start", clock_mono_s() - t0);
 	}
 out:
 	free(env);
@@ -710,12 +703,12 @@ enum recon_outcome recon_process(struct recon *r, struct intent *in)
 	 * again now, or the intent was taken over (or cancelled) meanwhile. A provision intent is
 	 * marked "a sandbox may exist" in the same write, durable before the backend's create: a
 	 * session deleted from now on gets a teardown. */
-	if ((out = renew(&j, !strcmp(in->kind, "provision"))) != RECON_DONE) {
+	if ((out = renew(&j, !strcmp(in->kind, INTENT_PROVISION))) != RECON_DONE) {
 		/* nothing was done */
 	} else if (!spec) {
 		snprintf(j.error, sizeof(j.error), "intent spec does not parse");
 		out = fail(&j);
-	} else if (!strcmp(in->kind, "teardown")) {
+	} else if (!strcmp(in->kind, INTENT_TEARDOWN)) {
 		out = teardown(&j);
 	} else {
 		out = provision(&j, spec);

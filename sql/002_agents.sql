@@ -1,4 +1,4 @@
--- Agents (API.md §5). The agent row carries identity, workspace, the current version and the
+-- Agents (docs/api.md §5). The agent row carries identity, workspace, the current version and the
 -- timestamps; every version's full definition (name, description, system, model, mcp_servers,
 -- tools, skills, execution_identity, multiagent, metadata) is its own row, written once: an
 -- update inserts the next version and moves agents.version, so sessions can pin any version.

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "../../common/log.h"
+#include "../../common/clock.h"
 #include "backend.h"
 
 #define BWRAP_BIN "bwrap"
@@ -268,23 +269,16 @@ fail:
 
 /* ---- running ---- */
 
-static long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 /* Read from FD into BUF (NUL-terminated) until END_CHAR, EOF or WAIT_MS. Bytes read. */
 static size_t read_until(int fd, char *buf, size_t size, char end_char, long wait_ms)
 {
-	long deadline = now_ms() + wait_ms;
+	long deadline = clock_mono_ms() + wait_ms;
 	size_t len = 0;
 
 	buf[0] = '\0';
 	while (len + 1 < size) {
 		struct pollfd p = { fd, POLLIN, 0 };
-		long left = deadline - now_ms();
+		long left = deadline - clock_mono_ms();
 		ssize_t n;
 
 		if (left <= 0 || poll(&p, 1, (int)left) <= 0)

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../common/clock.h"
 #include "backend.h"
 #include "http.h"
 #include "quote.h"
@@ -77,20 +78,6 @@ static void daytona_workdir(struct sbx *s, const char *id, char *out, size_t out
 	(void)s;
 	(void)id;
 	snprintf(out, outsz, "%s", DAYTONA_WORKDIR);
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Sandbox states (apps/api/src/sandbox/enums/sandbox-state.enum.ts) a sandbox never leaves
@@ -221,7 +208,7 @@ static int daytona_start(struct sbx *s, const char *id, char *err, size_t errsz)
 static int daytona_wait_started(struct sbx *s, const char *id, char *err, size_t errsz)
 {
 	char state[DAYTONA_STATE_MAX], reason[256];
-	double deadline = mono_s() + DAYTONA_START_WAIT_S;
+	double deadline = clock_mono_s() + DAYTONA_START_WAIT_S;
 	long delay = DAYTONA_POLL_FIRST_MS;
 	int started = 0;
 
@@ -247,12 +234,12 @@ static int daytona_wait_started(struct sbx *s, const char *id, char *err, size_t
 			started = 1;
 			continue;
 		}
-		if (mono_s() + (double)delay / 1000.0 > deadline) {
+		if (clock_mono_s() + (double)delay / 1000.0 > deadline) {
 			snprintf(err, errsz, "daytona: sandbox %s not started after %ds (state %s)",
 				 id, DAYTONA_START_WAIT_S, state);
 			return -1;
 		}
-		sleep_ms(delay);
+		clock_sleep_ms(delay);
 		delay = delay * 2 > DAYTONA_POLL_MAX_MS ? DAYTONA_POLL_MAX_MS : delay * 2;
 	}
 }
@@ -447,9 +434,9 @@ static int daytona_run(struct sbx *s, const char *id, int share_net, char *const
 	rq.body_max = (size_t)s->cfg->output_max * 6 + 65536 > DAYTONA_ANSWER_MAX
 			      ? (size_t)s->cfg->output_max * 6 + 65536
 			      : DAYTONA_ANSWER_MAX;
-	t0 = mono_s();
+	t0 = clock_mono_s();
 	if (http_do(&d->http, &rq, &rs, err, sizeof(err))) {
-		if (rs.timed_out || mono_s() - t0 >= (double)timeout_s) {
+		if (rs.timed_out || clock_mono_s() - t0 >= (double)timeout_s) {
 			res->timed_out = 1;
 			res->exit_code = 128 + 9;
 			ret = 0;

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../common/clock.h"
 #include "backend.h"
 #include "http.h"
 #include "remote.h"
@@ -520,8 +521,7 @@ static int exec_inspect(struct docker *d, const char *execid, int *code, char *e
 			return 0;
 		}
 		json_decref(root);
-		struct timespec ts = { 0, DOCKER_INSPECT_POLL_MS * 1000000L };
-		nanosleep(&ts, NULL);
+		clock_sleep_ms(DOCKER_INSPECT_POLL_MS);
 	}
 	snprintf(err, errsz, "docker: exec %.12s still running after its output ended", execid);
 	return -1;

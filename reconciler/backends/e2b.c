@@ -36,6 +36,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../common/clock.h"
+#include "../../common/crypto.h"
+#include "../../common/strbuf.h"
 #include "backend.h"
 #include "http.h"
 #include "remote.h"
@@ -391,43 +394,10 @@ static void envd_headers(const char *id, const struct envd *ev, long timeout_ms,
 	h[*n] = NULL;
 }
 
-/* Decoding protojson `bytes` (standard base64, padded; URL-safe accepted too). Returns the
- * decoded length, or -1 on a malformed string. OUT holds at least strlen(IN) * 3 / 4 + 3. */
-static long b64_decode(const char *in, unsigned char *out)
-{
-	unsigned acc = 0;
-	int bits = 0;
-	long n = 0;
-
-	for (const char *p = in; *p && *p != '='; p++) {
-		int v;
-		if (*p >= 'A' && *p <= 'Z')
-			v = *p - 'A';
-		else if (*p >= 'a' && *p <= 'z')
-			v = *p - 'a' + 26;
-		else if (*p >= '0' && *p <= '9')
-			v = *p - '0' + 52;
-		else if (*p == '+' || *p == '-')
-			v = 62;
-		else if (*p == '/' || *p == '_')
-			v = 63;
-		else
-			return -1;
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[n++] = (unsigned char)((acc >> bits) & 0xff);
-		}
-	}
-	return n;
-}
-
 /* The state of one Start stream: enveloped messages are reassembled here. */
 struct stream {
 	struct out_tail *out;
-	char *buf;
-	size_t len, cap;
+	struct strbuf buf;            /* at most one incomplete message */
 	int bad;                      /* malformed stream: the transfer is aborted */
 	char why[160];
 	long long pid;
@@ -473,8 +443,9 @@ static void on_message(struct stream *st, const char *msg, size_t len, int end)
 		if (!b)
 			b = json_string_value(json_object_get(x, "pty"));
 		if (b) {
-			unsigned char *dec = malloc(strlen(b) / 4 * 3 + 4);
-			long n = dec ? b64_decode(b, dec) : -1;
+			size_t blen = strlen(b), cap = blen / 4 * 3 + 3;
+			unsigned char *dec = malloc(cap);
+			long n = dec ? base64_decode(b, blen, dec, cap) : -1;
 			if (n < 0) {
 				st->bad = 1;
 				snprintf(st->why, sizeof(st->why), "envd sent malformed output");
@@ -504,24 +475,13 @@ static int on_stream(void *arg, const char *data, size_t n)
 	size_t off = 0;
 
 	/* what is buffered is at most one incomplete message (<= E2B_FRAME_MAX + 5 bytes) */
-	if (st->len + n > st->cap) {
-		size_t cap = st->cap ? st->cap : 8192;
-		char *p;
-		while (cap < st->len + n)
-			cap *= 2;
-		p = realloc(st->buf, cap);
-		if (!p) {
-			st->bad = 1;
-			snprintf(st->why, sizeof(st->why), "out of memory reading envd's stream");
-			return 1;
-		}
-		st->buf = p;
-		st->cap = cap;
+	if (strbuf_add(&st->buf, data, n)) {
+		st->bad = 1;
+		snprintf(st->why, sizeof(st->why), "out of memory reading envd's stream");
+		return 1;
 	}
-	memcpy(st->buf + st->len, data, n);
-	st->len += n;
-	while (st->len - off >= 5) {
-		const unsigned char *h = (const unsigned char *)st->buf + off;
+	while (st->buf.len - off >= 5) {
+		const unsigned char *h = (const unsigned char *)st->buf.buf + off;
 		size_t mlen = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
 		if (mlen > E2B_FRAME_MAX) {
 			st->bad = 1;
@@ -534,23 +494,15 @@ static int on_stream(void *arg, const char *data, size_t n)
 			snprintf(st->why, sizeof(st->why), "envd sent a compressed message");
 			return 1;
 		}
-		if (st->len - off - 5 < mlen)
+		if (st->buf.len - off - 5 < mlen)
 			break;
-		on_message(st, st->buf + off + 5, mlen, h[0] & 2);
+		on_message(st, st->buf.buf + off + 5, mlen, h[0] & 2);
 		off += 5 + mlen;
 		if (st->bad)
 			return 1;
 	}
-	memmove(st->buf, st->buf + off, st->len - off);
-	st->len -= off;
+	strbuf_remove(&st->buf, 0, off);
 	return 0;
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Best effort after a client-side timeout: envd keeps a process whose request went away
@@ -667,10 +619,10 @@ static int e2b_run(struct sbx *s, const char *id, int share_net, char *const arg
 	rq.on_data_arg = &st;
 	snprintf(url, sizeof(url), "%s/process.Process/Start", ev.base);
 	envd_headers(id, &ev, timeout_s * 1000L, &hb, rq.headers, &n);
-	t0 = mono_s();
+	t0 = clock_mono_s();
 	rc = http_do(&e->http, &rq, &rs, err, sizeof(err));
 	if (rc && !st.ended) {
-		if (rs.timed_out || mono_s() - t0 >= (double)timeout_s) {
+		if (rs.timed_out || clock_mono_s() - t0 >= (double)timeout_s) {
 			/* our own limit: envd's should have fired first; make sure it is dead */
 			if (st.started)
 				e2b_kill(s, id, &ev, st.pid);
@@ -718,7 +670,7 @@ out:
 	if (ret == 0)
 		out_tail_finish(&tail, res);
 	out_tail_release(&tail);
-	free(st.buf);
+	strbuf_release(&st.buf);
 	free(frame);
 	free(text);
 	json_decref(req);

@@ -13,7 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/clock.h"
 #include "../../common/redact.h"
+#include "../../common/strbuf.h"
 
 #define HTTP_PROTOCOLS "http,https"
 #define HTTP_DEFAULT_SOCKET_BASE "http://localhost"
@@ -23,11 +25,10 @@
 struct xfer {
 	const struct http_request *rq;
 	CURL *easy;
-	char *body;
-	size_t len, cap, max;
+	struct strbuf body;
+	size_t max;
 	int truncated;
-	char *headers;
-	size_t hlen;
+	struct strbuf headers;
 	int keep_headers;
 	char retry_after[HTTP_RETRY_AFTER_MAX];
 	int streamed;   /* on_data has received bytes: the call must not repeat */
@@ -196,25 +197,6 @@ long http_call(struct http_client *c, const char *method, const char *path, cons
 	return status;
 }
 
-static int append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
-{
-	if (*len + n + 1 > *cap) {
-		size_t ncap = *cap ? *cap : 1024;
-		char *p;
-		while (ncap < *len + n + 1)
-			ncap *= 2;
-		p = realloc(*buf, ncap);
-		if (!p)
-			return -1;
-		*buf = p;
-		*cap = ncap;
-	}
-	memcpy(*buf + *len, data, n);
-	*len += n;
-	(*buf)[*len] = '\0';
-	return 0;
-}
-
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
 	struct xfer *x = arg;
@@ -233,17 +215,13 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		}
 	}
 	/* keep at most max bytes; the rest is read and dropped */
-	keep = x->len < x->max ? x->max - x->len : 0;
+	keep = x->body.len < x->max ? x->max - x->body.len : 0;
 	if (keep > n)
 		keep = n;
 	if (keep < n)
 		x->truncated = 1;
-	if (keep) {
-		size_t cap = x->cap;
-		if (append(&x->body, &x->len, &cap, data, keep))
-			return 0;
-		x->cap = cap;
-	}
+	if (keep && strbuf_add(&x->body, data, keep))
+		return 0;
 	return n;
 }
 
@@ -254,9 +232,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
 
 	/* a new response (a retry, or 100 Continue then the real one) starts a new block */
 	if (n >= 5 && !strncmp(data, "HTTP/", 5)) {
-		x->hlen = 0;
-		if (x->headers)
-			x->headers[0] = '\0';
+		strbuf_reset(&x->headers);
 		x->retry_after[0] = '\0';
 	}
 	if (n > 12 && !strncasecmp(data, "Retry-After:", 12)) {
@@ -267,16 +243,9 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
 			x->retry_after[k++] = data[i++];
 		x->retry_after[k] = '\0';
 	}
-	if (x->keep_headers && x->hlen + n < HTTP_HEADERS_MAX) {
-		size_t cap = x->hlen + n + 1; /* exact growth is fine for a few headers */
-		char *p = realloc(x->headers, cap);
-		if (!p)
-			return 0;
-		x->headers = p;
-		memcpy(x->headers + x->hlen, data, n);
-		x->hlen += n;
-		x->headers[x->hlen] = '\0';
-	}
+	if (x->keep_headers && x->headers.len + n < HTTP_HEADERS_MAX &&
+	    strbuf_add(&x->headers, data, n))
+		return 0;
 	return n;
 }
 
@@ -350,13 +319,6 @@ static int transient_curl(CURLcode rc)
 	default:
 		return 0;
 	}
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
 }
 
 /* One try of RQ; fills X. */
@@ -479,8 +441,8 @@ int http_do(struct http_client *c, const struct http_request *rq, struct http_re
 	}
 
 	for (int attempt = 0;; attempt++) {
-		free(x.body);
-		free(x.headers);
+		strbuf_release(&x.body);
+		strbuf_release(&x.headers);
 		memset(&x, 0, sizeof(x));
 		x.rq = rq;
 		x.easy = c->easy;
@@ -499,17 +461,16 @@ int http_do(struct http_client *c, const struct http_request *rq, struct http_re
 			unsigned long s = strtoul(x.retry_after, NULL, 10);
 			delay = s * 1000 > HTTP_BACKOFF_CAP_MS ? HTTP_BACKOFF_CAP_MS : (unsigned)s * 1000;
 		}
-		sleep_ms(delay);
+		clock_sleep_ms(delay);
 		c->retry_sleep_ms += delay;
 		delay = delay * 2 > HTTP_BACKOFF_CAP_MS ? HTTP_BACKOFF_CAP_MS : delay * 2;
 	}
 
-	rs->body = x.body ? x.body : strdup("");
-	rs->len = x.body ? x.len : 0;
+	rs->body = strbuf_detach(&x.body, &rs->len);
+	if (!rs->body)
+		rs->body = strdup("");
 	rs->truncated = x.truncated;
-	rs->headers = x.headers;
-	rs->headers_len = x.hlen;
-	x.body = x.headers = NULL;
+	rs->headers = strbuf_detach(&x.headers, &rs->headers_len);
 	if (!rs->body)
 		goto nomem;
 	if (rc == CURLE_OK) {
@@ -528,8 +489,8 @@ nomem:
 out:
 	curl_slist_free_all(hdrs);
 	free(payload);
-	free(x.body);
-	free(x.headers);
+	strbuf_release(&x.body);
+	strbuf_release(&x.headers);
 	if (!rs->body) {
 		rs->body = strdup("");
 		rs->len = 0;

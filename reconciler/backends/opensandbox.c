@@ -34,6 +34,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../common/clock.h"
+#include "../../common/strbuf.h"
 #include "backend.h"
 #include "http.h"
 #include "remote.h"
@@ -75,19 +77,6 @@ _Static_assert(offsetof(struct osb, http) == 0, "sbx_http_close frees the state 
 static struct osb *osb_of(struct sbx *s)
 {
 	return s->priv;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static int osb_open(struct sbx *s, char *err, size_t errsz)
@@ -238,8 +227,7 @@ static int ep_request(const struct osb_endpoint *ep, struct http_request *rq, co
 
 struct sse {
 	struct out_tail *out;
-	char *line;
-	size_t len, cap;
+	struct strbuf line; /* the line read so far */
 	int have_exit, exit_code, complete, start_failed, too_long;
 	char message[256];
 };
@@ -296,27 +284,19 @@ static int sse_data(void *arg, const char *data, size_t n)
 
 	for (size_t i = 0; i < n; i++) {
 		if (data[i] == '\n') {
-			size_t len = e->len;
-			if (len && e->line[len - 1] == '\r')
+			size_t len = e->line.len;
+			if (len && e->line.buf[len - 1] == '\r')
 				len--;
-			sse_event(e, e->line ? e->line : "", len);
-			e->len = 0;
+			sse_event(e, strbuf_str(&e->line), len);
+			strbuf_reset(&e->line);
 			continue;
 		}
-		if (e->len + 2 > e->cap) {
-			size_t ncap = e->cap ? e->cap * 2 : 4096;
-			char *p;
-			if (ncap > OSB_SSE_LINE_MAX) {
-				e->too_long = 1;
-				return 1;
-			}
-			p = realloc(e->line, ncap);
-			if (!p)
-				return 1;
-			e->line = p;
-			e->cap = ncap;
+		if (e->line.len + 2 > OSB_SSE_LINE_MAX) {
+			e->too_long = 1;
+			return 1;
 		}
-		e->line[e->len++] = data[i];
+		if (strbuf_addch(&e->line, data[i]))
+			return 1;
 	}
 	return 0;
 }
@@ -361,7 +341,7 @@ static int exec_command(struct sbx *s, const char *id, const char *command, cons
 	struct sse e;
 	char url[HTTP_URL_MAX * 2], err[SBX_ERR_MAX];
 	json_t *body;
-	double t0 = now_s();
+	double t0 = clock_mono_s();
 	int ret = -1, rc;
 
 	memset(res, 0, sizeof(*res));
@@ -387,8 +367,8 @@ static int exec_command(struct sbx *s, const char *id, const char *command, cons
 	rq.body_max = HTTP_ERROR_BODY_MAX * 4;
 	rc = http_do(&o->http, &rq, &rs, err, sizeof(err));
 	json_decref(body);
-	if (e.len) /* a last event without its newline */
-		sse_event(&e, e.line, e.len);
+	if (e.line.len) /* a last event without its newline */
+		sse_event(&e, e.line.buf, e.line.len);
 	if (rc && rs.timed_out) {
 		out_tail_finish(&out, res);
 		res->timed_out = 1;
@@ -422,14 +402,14 @@ static int exec_command(struct sbx *s, const char *id, const char *command, cons
 	if (e.have_exit && e.exit_code < 0) {
 		/* killed by a signal (Go's ExitCode() is -1): execd's timeout, or another kill */
 		res->exit_code = 128 + 9;
-		res->timed_out = now_s() - t0 >= (double)timeout_s - 1;
+		res->timed_out = clock_mono_s() - t0 >= (double)timeout_s - 1;
 	} else {
 		res->exit_code = e.have_exit ? e.exit_code : 0;
 	}
 	ret = 0;
 out_free:
 	out_tail_release(&out);
-	free(e.line);
+	strbuf_release(&e.line);
 	http_response_release(&rs);
 	return ret;
 }
@@ -514,7 +494,7 @@ out:
 static int wait_running(struct osb *o, const char *id, char *err, size_t errsz)
 {
 	char eid[SBX_ID_MAX * 3], path[HTTP_URL_MAX];
-	double deadline = now_s() + OSB_READY_TIMEOUT_S;
+	double deadline = clock_mono_s() + OSB_READY_TIMEOUT_S;
 	long delay = OSB_POLL_FIRST_MS;
 
 	if (http_escape(id, eid, sizeof(eid))) {
@@ -557,12 +537,12 @@ static int wait_running(struct osb *o, const char *id, char *err, size_t errsz)
 			return 0;
 		if (failed)
 			return -1;
-		if (now_s() + (double)delay / 1000 > deadline) {
+		if (clock_mono_s() + (double)delay / 1000 > deadline) {
 			snprintf(err, errsz, "opensandbox: sandbox %s not Running after %ds (state %s)",
 				 id, OSB_READY_TIMEOUT_S, st ? "Pending" : "unknown");
 			return -1;
 		}
-		sleep_ms(delay);
+		clock_sleep_ms(delay);
 		delay = delay * 2 > OSB_POLL_MAX_MS ? OSB_POLL_MAX_MS : delay * 2;
 	}
 }

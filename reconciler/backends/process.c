@@ -1,4 +1,5 @@
 #include "process.h"
+#include "../../common/clock.h"
 
 extern char **environ;
 
@@ -20,13 +21,6 @@ void proc_result_release(struct proc_result *r)
 {
 	free(r->output);
 	memset(r, 0, sizeof(*r));
-}
-
-static long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
 /* Append DATA to the tail buffer, dropping the oldest bytes past CAP. */
@@ -133,16 +127,16 @@ int proc_start_setup(struct proc *p, char *const argv[], const char *cwd, char *
 void proc_wait(struct proc *p, long timeout_s, const struct proc_watch *watch,
 	       struct proc_result *res)
 {
-	long deadline = now_ms() + timeout_s * 1000L, next_tick = 0;
+	long deadline = clock_mono_ms() + timeout_s * 1000L, next_tick = 0;
 	int status = 0;
 	pid_t pid = p->pid;
 
 	if (watch)
-		next_tick = now_ms() + watch->interval_ms;
+		next_tick = clock_mono_ms() + watch->interval_ms;
 	for (;;) {
 		char buf[PROC_READ_CHUNK];
 		struct pollfd pf = { p->out_fd, POLLIN, 0 };
-		long now = now_ms(), left = deadline - now, wait = left > 1000 ? 1000 : left;
+		long now = clock_mono_ms(), left = deadline - now, wait = left > 1000 ? 1000 : left;
 		ssize_t n;
 		int rc;
 
@@ -156,7 +150,7 @@ void proc_wait(struct proc *p, long timeout_s, const struct proc_watch *watch,
 					res->stopped = 1;
 					break;
 				}
-				next_tick = now_ms() + watch->interval_ms;
+				next_tick = clock_mono_ms() + watch->interval_ms;
 			}
 			if (next_tick - now < wait)
 				wait = next_tick - now > 0 ? next_tick - now : 0;
@@ -180,10 +174,10 @@ void proc_wait(struct proc *p, long timeout_s, const struct proc_watch *watch,
 		kill(-pid, SIGKILL);
 	} else if (res->timed_out) {
 		kill(-pid, SIGTERM);
-		for (long until = now_ms() + PROC_KILL_GRACE_MS; now_ms() < until;) {
+		for (long until = clock_mono_ms() + PROC_KILL_GRACE_MS; clock_mono_ms() < until;) {
 			if (waitpid(pid, &status, WNOHANG) == pid)
 				goto reaped;
-			usleep(20000);
+			clock_sleep_ms(20);
 		}
 		kill(-pid, SIGKILL);
 	}

@@ -22,6 +22,8 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "../../common/strbuf.h"
+
 #define RUN_MAX_FILE (8u << 20)           /* bytes read from one request/expect file */
 #define RUN_MAX_RESPONSE (4u << 20)       /* response body bytes kept */
 #define RUN_MAX_RESP_HEADERS 128          /* response header lines kept */
@@ -80,86 +82,36 @@ static const char *const run_env_vars[] = {
 /* ------------------------------------------------------------------------------------------ */
 /* Growable byte buffer, always NUL-terminated (the NUL is not counted in len). */
 
-struct buf {
-	char *p;
-	size_t len;
-	size_t cap;
-};
-
 static void die_oom(void)
 {
 	fputs("e2e-runner: out of memory\n", stderr);
 	exit(RUN_EXIT_USAGE);
 }
 
-static void buf_add(struct buf *b, const void *data, size_t n)
+/* The buffers below are common/strbuf's; the runner gives up on out of memory. */
+static void buf_add(struct strbuf *b, const void *data, size_t n)
 {
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p)
-			die_oom();
-		b->p = p;
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->p + b->len, data, n);
-	b->len += n;
-	b->p[b->len] = '\0';
+	if (strbuf_add(b, data, n))
+		die_oom();
 }
 
-static void buf_adds(struct buf *b, const char *s)
+static void buf_adds(struct strbuf *b, const char *s)
 {
 	buf_add(b, s, strlen(s));
 }
 
-static void buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void buf_addf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void buf_addf(struct buf *b, const char *fmt, ...)
+static void buf_addf(struct strbuf *b, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
+	int rc;
 
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	rc = strbuf_vaddf(b, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	buf_add(b, "", 0);
-	if (b->len + (size_t)n + 1 > b->cap) {
-		size_t cap = b->cap;
-		char *p;
-
-		while (cap < b->len + (size_t)n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p)
-			die_oom();
-		b->p = p;
-		b->cap = cap;
-	}
-	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
-
-static void buf_reset(struct buf *b)
-{
-	b->len = 0;
-	if (b->p)
-		b->p[0] = '\0';
-}
-
-static void buf_release(struct buf *b)
-{
-	free(b->p);
-	b->p = NULL;
-	b->len = b->cap = 0;
+	if (rc)
+		die_oom();
 }
 
 /* Caller frees. */
@@ -173,7 +125,7 @@ static char *xstrndup(const char *s, size_t n)
 }
 
 /* Append S[0..N) to B with control bytes escaped, so that a report item stays on one line. */
-static void buf_add_escaped(struct buf *b, const char *s, size_t n)
+static void buf_add_escaped(struct strbuf *b, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
@@ -192,14 +144,14 @@ static void buf_add_escaped(struct buf *b, const char *s, size_t n)
 }
 
 /* Read the file PATH (at most RUN_MAX_FILE bytes) into OUT. Returns 0, or -1 with ERR set. */
-static int read_file(const char *path, struct buf *out, struct buf *err)
+static int read_file(const char *path, struct strbuf *out, struct strbuf *err)
 {
 	FILE *f = fopen(path, "rb");
 	char chunk[8192];
 	size_t n;
 	int ret = -1;
 
-	buf_reset(out);
+	strbuf_reset(out);
 	buf_add(out, "", 0);
 	if (!f) {
 		buf_addf(err, "cannot open %s: %s", path, strerror(errno));
@@ -309,7 +261,7 @@ static const char *vars_get(const struct vars *vs, const char *name, const char 
 }
 
 /* Set NAME to a copy of VALUE. Returns 0, or -1 with ERR set. */
-static int vars_set(struct vars *vs, const char *name, const char *value, struct buf *err)
+static int vars_set(struct vars *vs, const char *name, const char *value, struct strbuf *err)
 {
 	if (strcmp(name, "UNIQUE") == 0 || var_is_env(name)) {
 		buf_addf(err, "cannot capture into reserved variable %s", name);
@@ -332,7 +284,7 @@ static int vars_set(struct vars *vs, const char *name, const char *value, struct
 	return 0;
 }
 
-static void add_urlencoded(struct buf *out, const char *v)
+static void add_urlencoded(struct strbuf *out, const char *v)
 {
 	for (; *v; v++) {
 		unsigned char c = (unsigned char)*v;
@@ -347,12 +299,12 @@ static void add_urlencoded(struct buf *out, const char *v)
 /* Expand {{NAME}}, {{NAME|url}} (percent-encoded) and {{NAME|json}} (as a JSON string
  * literal) in IN[0..LEN) into OUT. Text that is not a well-formed reference is copied as is.
  * Returns SUBST_OK, or SUBST_UNSET / SUBST_BAD with ERR set. */
-static enum subst_res subst(const struct vars *vs, const char *in, size_t len, struct buf *out,
-			    struct buf *err)
+static enum subst_res subst(const struct vars *vs, const char *in, size_t len, struct strbuf *out,
+			    struct strbuf *err)
 {
 	size_t i = 0;
 
-	buf_reset(out);
+	strbuf_reset(out);
 	buf_add(out, "", 0);
 	while (i < len) {
 		char name[RUN_MAX_NAME], filter[RUN_MAX_NAME];
@@ -427,14 +379,14 @@ struct request {
 	const char *body;
 	size_t body_len;
 	long sleep_ms;
-	struct buf text;                          /* substituted file; owns every pointer above */
-	struct buf gen;                           /* body made by @body-bytes */
+	struct strbuf text;                          /* substituted file; owns every pointer above */
+	struct strbuf gen;                           /* body made by @body-bytes */
 };
 
 static void request_release(struct request *rq)
 {
-	buf_release(&rq->text);
-	buf_release(&rq->gen);
+	strbuf_release(&rq->text);
+	strbuf_release(&rq->gen);
 	memset(rq, 0, sizeof(*rq));
 }
 
@@ -473,7 +425,7 @@ static int parse_long(const char *s, long min, long max, long *out)
 	return 0;
 }
 
-static int request_directive(struct request *rq, char *line, struct buf *err)
+static int request_directive(struct request *rq, char *line, struct strbuf *err)
 {
 	char *arg = strchr(line, ' ');
 	long n;
@@ -482,12 +434,12 @@ static int request_directive(struct request *rq, char *line, struct buf *err)
 		*arg++ = '\0';
 	if (strcmp(line, "@body-bytes") == 0 && arg &&
 	    parse_long(skip_space(arg), RUN_MIN_GEN_BODY, RUN_MAX_GEN_BODY, &n) == 0) {
-		buf_reset(&rq->gen);
+		strbuf_reset(&rq->gen);
 		buf_adds(&rq->gen, "{\"name\":\"");
 		while (rq->gen.len < (size_t)n - 2)
 			buf_add(&rq->gen, "x", 1);
 		buf_adds(&rq->gen, "\"}");
-		rq->body = rq->gen.p;
+		rq->body = rq->gen.buf;
 		rq->body_len = rq->gen.len;
 		return 0;
 	}
@@ -502,9 +454,9 @@ static int request_directive(struct request *rq, char *line, struct buf *err)
 }
 
 /* Parse rq->text (already substituted) in place. Returns 0, or -1 with ERR set. */
-static int request_parse(struct request *rq, struct buf *err)
+static int request_parse(struct request *rq, struct strbuf *err)
 {
-	char *p = rq->text.p, *end = rq->text.p + rq->text.len;
+	char *p = rq->text.buf, *end = rq->text.buf + rq->text.len;
 	char *nl, *sp, *line;
 	int in_headers = 1;
 
@@ -587,7 +539,7 @@ static int request_parse(struct request *rq, struct buf *err)
 
 struct response {
 	long status;
-	struct buf body;
+	struct strbuf body;
 	int body_truncated;
 	char *hname[RUN_MAX_RESP_HEADERS];
 	char *hvalue[RUN_MAX_RESP_HEADERS];
@@ -613,7 +565,7 @@ static void response_headers_clear(struct response *r)
 static void response_release(struct response *r)
 {
 	response_headers_clear(r);
-	buf_release(&r->body);
+	strbuf_release(&r->body);
 	json_decref(r->json);
 	memset(r, 0, sizeof(*r));
 }
@@ -685,7 +637,7 @@ static json_t *response_json(struct response *r)
 			r->json_state = -1;
 			return NULL;
 		}
-		r->json = json_loadb(r->body.p ? r->body.p : "", r->body.len,
+		r->json = json_loadb(r->body.buf ? r->body.buf : "", r->body.len,
 				     JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &e);
 		if (r->json) {
 			r->json_state = 1;
@@ -714,10 +666,10 @@ static struct curl_slist *slist_add(struct curl_slist *l, const char *line)
  * Returns 0 when a response arrived (RESP may carry a transport note), -1 with ERR set when
  * none did. */
 static int request_send(CURL *curl, const char *base_url, const struct vars *vs,
-			const struct request *rq, struct response *resp, struct buf *err)
+			const struct request *rq, struct response *resp, struct strbuf *err)
 {
 	struct curl_slist *hl = NULL;
-	struct buf url = {0}, line = {0};
+	struct strbuf url = {0}, line = {0};
 	const char *key, *why;
 	enum subst_res kind;
 	CURLcode rc;
@@ -725,22 +677,22 @@ static int request_send(CURL *curl, const char *base_url, const struct vars *vs,
 
 	curl_easy_reset(curl);
 	buf_adds(&url, base_url);
-	while (url.len && url.p[url.len - 1] == '/')
-		url.p[--url.len] = '\0';
+	while (url.len && url.buf[url.len - 1] == '/')
+		url.buf[--url.len] = '\0';
 	buf_adds(&url, rq->target);
 
 	for (size_t i = 0; i < rq->nhdr; i++) {
-		buf_reset(&line);
+		strbuf_reset(&line);
 		if (*rq->hdr[i].value)
 			buf_addf(&line, "%s: %s", rq->hdr[i].name, rq->hdr[i].value);
 		else
 			buf_addf(&line, "%s;", rq->hdr[i].name);  /* curl's way to send it empty */
-		hl = slist_add(hl, line.p);
+		hl = slist_add(hl, line.buf);
 	}
 	for (size_t i = 0; i < rq->nomit; i++) {
-		buf_reset(&line);
+		strbuf_reset(&line);
 		buf_addf(&line, "%s:", rq->omit[i]);  /* also removes curl's own default */
-		hl = slist_add(hl, line.p);
+		hl = slist_add(hl, line.buf);
 	}
 	if (!request_mentions(rq, "x-api-key")) {
 		key = vars_get(vs, "KEY", &why, &kind);
@@ -748,9 +700,9 @@ static int request_send(CURL *curl, const char *base_url, const struct vars *vs,
 			buf_addf(err, "variable KEY %s (needed for the default x-api-key)", why);
 			goto out;
 		}
-		buf_reset(&line);
+		strbuf_reset(&line);
 		buf_addf(&line, "x-api-key: %s", key);
-		hl = slist_add(hl, line.p);
+		hl = slist_add(hl, line.buf);
 	}
 	if (!request_mentions(rq, "anthropic-version"))
 		hl = slist_add(hl, "anthropic-version: " RUN_DEFAULT_VERSION);
@@ -761,7 +713,7 @@ static int request_send(CURL *curl, const char *base_url, const struct vars *vs,
 	if (!request_mentions(rq, "expect"))
 		hl = slist_add(hl, "Expect:");
 
-	curl_easy_setopt(curl, CURLOPT_URL, url.p);
+	curl_easy_setopt(curl, CURLOPT_URL, url.buf);
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
@@ -805,7 +757,7 @@ static int request_send(CURL *curl, const char *base_url, const struct vars *vs,
 			snprintf(resp->transport_err, sizeof(resp->transport_err), "%s",
 				 curl_easy_strerror(rc));
 		if (resp->status <= 0) {
-			buf_addf(err, "no response from %s: %s", url.p, resp->transport_err);
+			buf_addf(err, "no response from %s: %s", url.buf, resp->transport_err);
 			goto out;
 		}
 		/* e.g. the server answered 413 and closed while the body was still going out. */
@@ -816,8 +768,8 @@ static int request_send(CURL *curl, const char *base_url, const struct vars *vs,
 out:
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(hl);
-	buf_release(&url);
-	buf_release(&line);
+	strbuf_release(&url);
+	strbuf_release(&line);
 	return ret;
 }
 
@@ -843,7 +795,7 @@ struct path {
 };
 
 /* Parse S into P. Returns 0, or -1 with ERR set. */
-static int path_parse(const char *s, struct path *p, struct buf *err)
+static int path_parse(const char *s, struct path *p, struct strbuf *err)
 {
 	const char *c = s;
 
@@ -971,7 +923,7 @@ static json_t *path_eval_from(json_t *node, const struct path *p, size_t i)
 
 /* Evaluate PATH on ROOT. On PATH_FOUND, *OUT is a new reference (caller decrefs); on
  * PATH_SYNTAX, ERR says why. */
-static enum path_res path_eval(json_t *root, const char *path, json_t **out, struct buf *err)
+static enum path_res path_eval(json_t *root, const char *path, json_t **out, struct strbuf *err)
 {
 	struct path *p = malloc(sizeof(*p));
 
@@ -997,7 +949,7 @@ static char *json_text(const json_t *v)
 	return s;
 }
 
-static void add_value(struct buf *b, const json_t *v)
+static void add_value(struct strbuf *b, const json_t *v)
 {
 	char *s = json_text(v);
 	size_t n = strlen(s);
@@ -1116,7 +1068,7 @@ static const char *json_kind(const json_t *v)
 /* Expectations. */
 
 /* Parse the JSON literal TEXT (any JSON value). New reference, or NULL with WHY set. */
-static json_t *literal(const char *text, struct buf *why)
+static json_t *literal(const char *text, struct strbuf *why)
 {
 	json_error_t e;
 	json_t *v = json_loads(text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &e);
@@ -1127,7 +1079,7 @@ static json_t *literal(const char *text, struct buf *why)
 }
 
 /* Match S against the POSIX ERE RE. Returns 1 match, 0 no match, -1 bad regex (WHY set). */
-static int ere_match(const char *re, const char *s, struct buf *why)
+static int ere_match(const char *re, const char *s, struct strbuf *why)
 {
 	regex_t rx;
 	int rc = regcomp(&rx, re, REG_EXTENDED | REG_NOSUB);
@@ -1145,7 +1097,7 @@ static int ere_match(const char *re, const char *s, struct buf *why)
 }
 
 /* `header NAME: VALUE`, `header NAME ~ RE`, `header NAME absent|present`. */
-static enum check check_header(char *arg, struct response *r, struct buf *why)
+static enum check check_header(char *arg, struct response *r, struct strbuf *why)
 {
 	char *name = arg, *rest = arg;
 	const char *val;
@@ -1214,9 +1166,9 @@ static enum check check_header(char *arg, struct response *r, struct buf *why)
 }
 
 /* `body contains "s"`, `body !contains "s"`, `body ~ RE`, `body empty`. */
-static enum check check_body(char *arg, struct response *r, struct buf *why)
+static enum check check_body(char *arg, struct response *r, struct strbuf *why)
 {
-	const char *body = r->body.p ? r->body.p : "";
+	const char *body = r->body.buf ? r->body.buf : "";
 	char *sp = arg;
 
 	while (*sp && *sp != ' ' && *sp != '\t')
@@ -1284,7 +1236,7 @@ static char *split_path(char *s)
 }
 
 /* `json PATH OP ARG`: see usage(). */
-static enum check check_json(char *arg, struct response *r, struct buf *why)
+static enum check check_json(char *arg, struct response *r, struct strbuf *why)
 {
 	char *path = arg, *op, *val;
 	json_t *root, *v = NULL, *lit = NULL;
@@ -1504,7 +1456,7 @@ out:
 }
 
 /* `capture NAME PATH`, `capture NAME header HDR`, `capture NAME status`. */
-static enum check check_capture(char *arg, struct vars *vs, struct response *r, struct buf *why)
+static enum check check_capture(char *arg, struct vars *vs, struct response *r, struct strbuf *why)
 {
 	char *name = arg, *what = arg;
 	char status[32];
@@ -1556,7 +1508,7 @@ static enum check check_capture(char *arg, struct vars *vs, struct response *r, 
 }
 
 /* Check one (substituted) expect line. */
-static enum check check_line(char *line, struct vars *vs, struct response *r, struct buf *why)
+static enum check check_line(char *line, struct vars *vs, struct response *r, struct strbuf *why)
 {
 	char *arg = line;
 
@@ -1647,7 +1599,7 @@ static int is_case_dir(const char *dir)
 }
 
 /* List the steps of case DIR into STEPS (sorted). Returns the count, or -1 with ERR set. */
-static int case_steps(const char *dir, struct step *steps, struct buf *err)
+static int case_steps(const char *dir, struct step *steps, struct strbuf *err)
 {
 	char path[RUN_MAX_FILE_PATH];
 	DIR *d;
@@ -1702,10 +1654,10 @@ static int case_steps(const char *dir, struct step *steps, struct buf *err)
 
 /* The base URL for case DIR (borrowed from the environment), or NULL: then *SKIP says why the
  * case is skipped, or ERR why it is broken. */
-static const char *case_base_url(const char *dir, struct buf *skip, struct buf *err)
+static const char *case_base_url(const char *dir, struct strbuf *skip, struct strbuf *err)
 {
 	char path[RUN_MAX_FILE_PATH], env[RUN_MAX_NAME + sizeof(RUN_ENV_URL_PREFIX)];
-	struct buf text = {0};
+	struct strbuf text = {0};
 	const char *url = NULL, *deflt;
 	char *word;
 	size_t n;
@@ -1719,7 +1671,7 @@ static const char *case_base_url(const char *dir, struct buf *skip, struct buf *
 	}
 	if (read_file(path, &text, err) < 0)
 		goto out;
-	word = skip_space(text.p);
+	word = skip_space(text.buf);
 	trim_right(word);
 	n = strlen(word);
 	if (!n || n >= RUN_MAX_NAME || strspn(word, "abcdefghijklmnopqrstuvwxyz"
@@ -1745,11 +1697,11 @@ static const char *case_base_url(const char *dir, struct buf *skip, struct buf *
 		url = NULL;
 	}
 out:
-	buf_release(&text);
+	strbuf_release(&text);
 	return url;
 }
 
-static void report_response(struct buf *diag, const struct request *rq, const struct response *r)
+static void report_response(struct strbuf *diag, const struct request *rq, const struct response *r)
 {
 	size_t n = r->body.len < RUN_REPORT_BODY_MAX ? r->body.len : RUN_REPORT_BODY_MAX;
 
@@ -1760,7 +1712,7 @@ static void report_response(struct buf *diag, const struct request *rq, const st
 	if (r->body_truncated)
 		buf_addf(diag, "    note: body truncated at %u bytes\n", RUN_MAX_RESPONSE);
 	buf_adds(diag, "    body: ");
-	buf_add_escaped(diag, r->body.p ? r->body.p : "", n);
+	buf_add_escaped(diag, r->body.buf ? r->body.buf : "", n);
 	if (n < r->body.len)
 		buf_addf(diag, "... (%zu bytes)", r->body.len);
 	buf_adds(diag, "\n");
@@ -1768,12 +1720,12 @@ static void report_response(struct buf *diag, const struct request *rq, const st
 
 /* Run one step of a case. Returns CASE_PASS, CASE_FAIL or CASE_ERROR, with DIAG filled. */
 static enum case_result run_step(struct run *run, const char *dir, const char *base_url,
-				 long stepno, struct vars *vs, struct buf *diag)
+				 long stepno, struct vars *vs, struct strbuf *diag)
 {
 	char rpath[RUN_MAX_FILE_PATH], epath[RUN_MAX_FILE_PATH], label[64];
 	struct request rq = {0};
 	struct response resp = {0};
-	struct buf raw = {0}, expect = {0}, line = {0}, why = {0};
+	struct strbuf raw = {0}, expect = {0}, line = {0}, why = {0};
 	enum case_result ret = CASE_ERROR;
 	int failed = 0, lineno = 0, status_failed = 0, unchecked = 0;
 	enum subst_res sr;
@@ -1789,28 +1741,28 @@ static enum case_result run_step(struct run *run, const char *dir, const char *b
 		snprintf(label, sizeof(label), "step");
 	}
 	if (read_file(rpath, &raw, &why) < 0 || read_file(epath, &expect, &why) < 0) {
-		buf_addf(diag, "    %s: case error: %s\n", label, why.p);
+		buf_addf(diag, "    %s: case error: %s\n", label, why.buf);
 		goto out;
 	}
-	sr = subst(vs, raw.p, raw.len, &rq.text, &why);
+	sr = subst(vs, raw.buf, raw.len, &rq.text, &why);
 	if (sr == SUBST_UNSET) {
-		buf_addf(diag, "    %s: %s: %s\n", label, strrchr(rpath, '/') + 1, why.p);
+		buf_addf(diag, "    %s: %s: %s\n", label, strrchr(rpath, '/') + 1, why.buf);
 		ret = CASE_FAIL;
 		goto out;
 	}
 	if (sr != SUBST_OK || request_parse(&rq, &why) < 0) {
-		buf_addf(diag, "    %s: case error in %s: %s\n", label, strrchr(rpath, '/') + 1, why.p);
+		buf_addf(diag, "    %s: case error in %s: %s\n", label, strrchr(rpath, '/') + 1, why.buf);
 		goto out;
 	}
 	if (request_send(run->curl, base_url, vs, &rq, &resp, &why) < 0) {
-		buf_addf(diag, "    %s: %s\n", label, why.p);
+		buf_addf(diag, "    %s: %s\n", label, why.buf);
 		buf_addf(diag, "    request: %s %s\n", rq.method, rq.target);
 		ret = CASE_FAIL;
 		goto out;
 	}
 
 	ret = CASE_PASS;
-	for (p = expect.p; p && *p; p = nl ? nl + 1 : NULL) {
+	for (p = expect.buf; p && *p; p = nl ? nl + 1 : NULL) {
 		enum check c;
 		char *text;
 
@@ -1827,14 +1779,14 @@ static enum case_result run_step(struct run *run, const char *dir, const char *b
 			unchecked++;
 			continue;
 		}
-		buf_reset(&why);
+		strbuf_reset(&why);
 		buf_add(&why, "", 0);
 		sr = subst(vs, text, strlen(text), &line, &why);
 		if (sr != SUBST_OK) {
 			/* A variable a failed capture should have set: a failure, not a bad case. */
 			c = sr == SUBST_UNSET ? CHECK_FAIL : CHECK_BAD;
 		} else {
-			char *copy = xstrndup(line.p, line.len);
+			char *copy = xstrndup(line.buf, line.len);
 
 			c = check_line(copy, vs, &resp, &why);
 			free(copy);
@@ -1843,7 +1795,7 @@ static enum case_result run_step(struct run *run, const char *dir, const char *b
 			continue;
 		buf_addf(diag, "    %s (%s:%d): %s%s: ", label, strrchr(epath, '/') + 1, lineno,
 			 c == CHECK_BAD ? "case error: " : "", text);
-		buf_add_escaped(diag, why.p, why.len);
+		buf_add_escaped(diag, why.buf, why.len);
 		buf_adds(diag, "\n");
 		if (c == CHECK_BAD)
 			ret = CASE_ERROR;
@@ -1860,10 +1812,10 @@ static enum case_result run_step(struct run *run, const char *dir, const char *b
 out:
 	request_release(&rq);
 	response_release(&resp);
-	buf_release(&raw);
-	buf_release(&expect);
-	buf_release(&line);
-	buf_release(&why);
+	strbuf_release(&raw);
+	strbuf_release(&expect);
+	strbuf_release(&line);
+	strbuf_release(&why);
 	return ret;
 }
 
@@ -1871,7 +1823,7 @@ out:
 static enum case_result run_case(struct run *run, const char *dir, const char *name)
 {
 	struct step steps[RUN_MAX_STEPS];
-	struct buf diag = {0}, skip = {0}, err = {0};
+	struct strbuf diag = {0}, skip = {0}, err = {0};
 	struct vars vs;
 	const char *base_url;
 	enum case_result ret = CASE_ERROR;
@@ -1882,16 +1834,16 @@ static enum case_result run_case(struct run *run, const char *dir, const char *n
 	base_url = case_base_url(dir, &skip, &err);
 	if (!base_url) {
 		if (skip.len) {
-			printf("ok - %s # SKIP %s\n", name, skip.p);
+			printf("ok - %s # SKIP %s\n", name, skip.buf);
 			ret = CASE_SKIP;
 			goto out;
 		}
-		buf_addf(&diag, "    case error: %s\n", err.p);
+		buf_addf(&diag, "    case error: %s\n", err.buf);
 		goto report;
 	}
 	nsteps = case_steps(dir, steps, &err);
 	if (nsteps < 0) {
-		buf_addf(&diag, "    case error: %s\n", err.p);
+		buf_addf(&diag, "    case error: %s\n", err.buf);
 		goto report;
 	}
 	ret = CASE_PASS;
@@ -1900,13 +1852,13 @@ static enum case_result run_case(struct run *run, const char *dir, const char *n
 report:
 	printf("%s - %s\n", ret == CASE_PASS ? "ok" : "not ok", name);
 	if (ret != CASE_PASS || run->verbose)
-		fputs(diag.p, stdout);
+		fputs(diag.buf, stdout);
 out:
 	fflush(stdout);
 	vars_release(&vs);
-	buf_release(&diag);
-	buf_release(&skip);
-	buf_release(&err);
+	strbuf_release(&diag);
+	strbuf_release(&skip);
+	strbuf_release(&err);
 	return ret;
 }
 

@@ -1,4 +1,4 @@
-/* Unit tests of the request layer, router, error envelope, config, cursor, crypto and database
+/* Unit tests of the request layer, router, error envelope, cursor, crypto and database
  * error classes. No database or web server is needed. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../common/config.h"
 #include "../../common/crypto.h"
 #include "../../db/db.h"
 #include "../../handlers/cursor.h"
@@ -519,69 +518,6 @@ static void test_db_error_classes(void **state)
 	assert_string_equal(db_status_name(DB_RETRY), "retry");
 }
 
-/* ---- config ---- */
-
-static char *write_tmp(const char *text)
-{
-	static char path[64];
-	int fd;
-	strcpy(path, "/tmp/terrarium-test-XXXXXX");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-	return path;
-}
-
-static void test_config(void **state)
-{
-	struct config cfg;
-	char *p;
-	(void)state;
-	p = write_tmp("[database]\nsocket = /run/x.sock\npassword = a\n[api]\nworkers = 3\n"
-		      "socket_mode = 0640\n[sandbox]\nbackend = opensandbox\n");
-	setenv("TERRARIUM_DB_PASSWORD", "from-env", 1);
-	assert_int_equal(config_load(&cfg, p), 0);
-	unsetenv("TERRARIUM_DB_PASSWORD");
-	assert_string_equal(cfg.db_socket, "/run/x.sock");
-	assert_string_equal(cfg.db_password, "from-env");
-	assert_int_equal(cfg.api_workers, 3);
-	assert_int_equal(cfg.api_socket_mode, 0640);
-	assert_string_equal(cfg.backend, "opensandbox");
-	assert_string_equal(cfg.db_name, "terrarium");
-	unlink(p);
-
-	p = write_tmp("[opensandbox]\nurl = http://127.0.0.1:9/\napi_key_file = /run/k\n"
-		      "timeout_seconds = 7\n");
-	assert_int_equal(config_load(&cfg, p), 0);
-	assert_string_equal(config_remote(&cfg, "opensandbox")->url, "http://127.0.0.1:9/");
-	assert_string_equal(config_remote(&cfg, "opensandbox")->api_key_file, "/run/k");
-	assert_int_equal(config_remote(&cfg, "opensandbox")->timeout_s, 7);
-	assert_int_equal(config_remote(&cfg, "docker")->timeout_s, CONFIG_DEFAULT_HTTP_TIMEOUT_S);
-	assert_null(config_remote(&cfg, "local"));
-	unlink(p);
-	p = write_tmp("[daytona]\napi_key = inline-secrets-are-refused\n");
-	assert_int_equal(config_load(&cfg, p), -1);
-	assert_non_null(strstr(cfg.error, "daytona.api_key"));
-	unlink(p);
-
-	p = write_tmp("[sandbox]\nbackend = vmware\n");
-	assert_int_equal(config_load(&cfg, p), -1);
-	assert_non_null(strstr(cfg.error, "sandbox.backend"));
-	unlink(p);
-	p = write_tmp("[api]\nworkerz = 3\n");
-	assert_int_equal(config_load(&cfg, p), -1);
-	assert_non_null(strstr(cfg.error, "api.workerz"));
-	unlink(p);
-	p = write_tmp("[api]\nworkers = -1\n");
-	assert_int_equal(config_load(&cfg, p), -1);
-	unlink(p);
-	assert_int_equal(config_load(&cfg, "/nonexistent/terrarium.ini"), -1);
-	setenv("TERRARIUM_CONFIG", "/etc/x.ini", 1);
-	assert_string_equal(config_path(NULL), "/etc/x.ini");
-	unsetenv("TERRARIUM_CONFIG");
-}
-
 /* ---- crypto and cursor ---- */
 
 static void test_sha256_vectors(void **state)
@@ -659,7 +595,6 @@ int main(void)
 		cmocka_unit_test(test_query_parsing),
 		cmocka_unit_test(test_error_mapping),
 		cmocka_unit_test(test_db_error_classes),
-		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_sha256_vectors),
 		cmocka_unit_test(test_ids),
 		cmocka_unit_test(test_cursor),

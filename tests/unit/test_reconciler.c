@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/clock.h"
 #include "../../common/redact.h"
 #include "../../reconciler/backends/backend.h"
 #include "../../reconciler/backends/process.h"
@@ -83,13 +84,6 @@ static int exists(const char *path)
 {
 	struct stat st;
 	return !lstat(path, &st);
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* ---------------------------------------------------------------- redact */
@@ -635,10 +629,10 @@ static void test_proc_timeout_kills_group(void **state)
 	pid_t gpid;
 	FMT(pidfile, "%s/pid", dir);
 	FMT(script, "sleep 30 & echo $! > %s; echo started; wait", pidfile);
-	t0 = mono_s();
+	t0 = clock_mono_s();
 	res = run_sh(script, NULL, 1, UT_OUT_MAX);
-	assert_true(mono_s() - t0 < 2.5);
-	assert_true(mono_s() - t0 >= 0.9);
+	assert_true(clock_mono_s() - t0 < 2.5);
+	assert_true(clock_mono_s() - t0 >= 0.9);
 	assert_int_equal(res.timed_out, 1);
 	assert_string_equal(res.output, "started\n");
 	assert_int_equal(res.exit_code, 128 + SIGTERM);
@@ -659,9 +653,9 @@ static void test_proc_timeout_term_ignored(void **state)
 	pid_t gpid;
 	FMT(pidfile, "%s/pid", dir);
 	FMT(script, "trap '' TERM; sleep 30 & echo $! > %s; wait", pidfile);
-	t0 = mono_s();
+	t0 = clock_mono_s();
 	res = run_sh(script, NULL, 1, UT_OUT_MAX);
-	took = mono_s() - t0;
+	took = clock_mono_s() - t0;
 	assert_true(took >= 2.9);
 	assert_true(took < 4.5);
 	assert_int_equal(res.timed_out, 1);
@@ -684,9 +678,9 @@ static void test_proc_leftover_children_killed(void **state)
 	pid_t gpid;
 	FMT(pidfile, "%s/pid", dir);
 	FMT(script, "sleep 30 >/dev/null 2>&1 & echo $! > %s; exit 0", pidfile);
-	t0 = mono_s();
+	t0 = clock_mono_s();
 	res = run_sh(script, NULL, 5, UT_OUT_MAX);
-	assert_true(mono_s() - t0 < 1.0);
+	assert_true(clock_mono_s() - t0 < 1.0);
 	assert_int_equal(res.timed_out, 0);
 	assert_int_equal(res.exit_code, 0);
 	gpid = read_pid(pidfile);
@@ -697,9 +691,9 @@ static void test_proc_leftover_children_killed(void **state)
 	proc_result_release(&res);
 
 	FMT(script, "sleep 30 & echo $! > %s; exit 0", pidfile);
-	t0 = mono_s();
+	t0 = clock_mono_s();
 	res = run_sh(script, NULL, 1, UT_OUT_MAX);
-	assert_true(mono_s() - t0 < 2.5);
+	assert_true(clock_mono_s() - t0 < 2.5);
 	assert_int_equal(res.timed_out, 1);
 	gpid = read_pid(pidfile);
 	if (!pid_gone(gpid, 1000)) {
@@ -1040,6 +1034,36 @@ static void test_regression_install_argv_prefix_cut(void **state)
 	json_decref(pkgs);
 }
 
+/* Every backend of the table (common/backend.c) has a driver in open.c's table: opening it may
+ * fail for want of settings, never for want of a driver. */
+static void test_every_backend_has_a_driver(void **state)
+{
+	char *dir = make_tmpdir(), err[SBX_ERR_MAX];
+	struct config cfg;
+	(void)state;
+
+	memset(&cfg, 0, sizeof(cfg));
+	for (size_t b = 0; b < BACKEND_TABLE_LEN; b++) {
+		struct sbx s;
+		const char *name = backend_at(b)->name;
+
+		FMT(cfg.backend, "%s", name);
+		FMT(cfg.sandbox_root, "%s/%s", dir, name);
+		err[0] = '\0';
+		if (!sbx_open(&s, &cfg, "/nonexistent/terrarium.ini", err, sizeof(err))) {
+			assert_string_equal(s.ops->name, name);
+			assert_ptr_equal(s.caps, backend_at(b));
+			sbx_close(&s);
+		} else if (strstr(err, "has no driver")) {
+			fail_msg("backend %s: %s", name, err);
+		}
+	}
+	FMT(cfg.backend, "%s", "vmware");
+	assert_int_equal(sbx_open(&(struct sbx){ 0 }, &cfg, NULL, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "has no driver"));
+	remove_tmpdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1090,6 +1114,7 @@ int main(void)
 		cmocka_unit_test(test_redact_pass_secret_token_keys),
 		cmocka_unit_test(test_scrub_host_paths),
 		cmocka_unit_test(test_proc_watch_stops_command),
+		cmocka_unit_test(test_every_backend_has_a_driver),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,412 @@
+/* Unit tests of the configuration (common/config.c) and the backend table (common/backend.c):
+ * loading, defaults and bounds kept exactly as users' files rely on, errors naming section and
+ * key, `config dump`, and docs/config.md listing exactly the table's keys. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../common/backend.h"
+#include "../../common/config.h"
+
+#define DOC_PATH_MAX 4096
+#define DOC_MAX	     (256 * 1024)
+
+static char *write_tmp(const char *text)
+{
+	static char path[64];
+	int fd;
+	strcpy(path, "/tmp/terrarium-test-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+/* config_load of TEXT; returns its result, the error (if any) into CFG. */
+static int load_text(struct config *cfg, const char *text)
+{
+	char *p = write_tmp(text);
+	int rc = config_load(cfg, p);
+	unlink(p);
+	return rc;
+}
+
+static void test_load(void **state)
+{
+	struct config cfg;
+	(void)state;
+	setenv("TERRARIUM_DB_PASSWORD", "from-env", 1);
+	assert_int_equal(load_text(&cfg, "[database]\nsocket = /run/x.sock\npassword = a\n[api]\n"
+					 "workers = 3\nsocket_mode = 0640\n[sandbox]\n"
+					 "backend = opensandbox\npass_env = A,B\n"),
+			 0);
+	unsetenv("TERRARIUM_DB_PASSWORD");
+	assert_string_equal(cfg.db_socket, "/run/x.sock");
+	assert_string_equal(cfg.db_password, "from-env");
+	assert_int_equal(cfg.api_workers, 3);
+	assert_int_equal(cfg.api_socket_mode, 0640);
+	assert_string_equal(cfg.backend, "opensandbox");
+	assert_string_equal(cfg.sandbox_pass_env, "A,B");
+	assert_string_equal(cfg.db_name, "terrarium");
+
+	assert_int_equal(load_text(&cfg, "[opensandbox]\nurl = http://127.0.0.1:9/\n"
+					 "api_key_file = /run/k\ntimeout_seconds = 7\n"),
+			 0);
+	assert_string_equal(config_remote(&cfg, "opensandbox")->url, "http://127.0.0.1:9/");
+	assert_string_equal(config_remote(&cfg, "opensandbox")->api_key_file, "/run/k");
+	assert_int_equal(config_remote(&cfg, "opensandbox")->timeout_s, 7);
+	assert_int_equal(config_remote(&cfg, "docker")->timeout_s, CONFIG_DEFAULT_HTTP_TIMEOUT_S);
+	assert_null(config_remote(&cfg, "local"));
+	assert_null(config_remote(&cfg, "nope"));
+
+	assert_int_equal(load_text(&cfg, "[log]\nlevel = warn\n"), 0);
+	assert_int_equal(cfg.log_level, 2);
+
+	assert_int_equal(config_load(&cfg, "/nonexistent/terrarium.ini"), -1);
+	assert_non_null(strstr(cfg.error, "cannot read"));
+	setenv("TERRARIUM_CONFIG", "/etc/x.ini", 1);
+	assert_string_equal(config_path(NULL), "/etc/x.ini");
+	assert_string_equal(config_path("/a.ini"), "/a.ini");
+	unsetenv("TERRARIUM_CONFIG");
+	assert_string_equal(config_path(NULL), CONFIG_DEFAULT_PATH);
+}
+
+/* Errors name the section and key (and the first error wins: it is the line inih reports). */
+static void test_errors(void **state)
+{
+	static const struct {
+		const char *text, *needle;
+	} cases[] = {
+		{ "[daytona]\napi_key = inline-secrets-are-refused\n", "daytona.api_key: unknown key" },
+		{ "[local]\nurl = http://x/\n", "local.url: unknown key" },
+		{ "[sandbox]\nbackend = vmware\n", "sandbox.backend: unknown backend 'vmware' (one of: "
+						   "local, bwrap, srt, docker, opensandbox, e2b, "
+						   "cube, daytona)" },
+		{ "[api]\nworkerz = 3\n", "api.workerz: unknown key" },
+		{ "[api]\nworkers = -1\n", "api.workers: out of range 0..256" },
+		{ "[api]\nworkers = 3x\n", "api.workers: invalid value" },
+		{ "[api]\nsocket_mode = 0800\n", "api.socket_mode: invalid value" },
+		{ "[api]\nsocket_mode = 01000\n", "api.socket_mode: out of range 0..777" },
+		{ "[log]\nlevel = loud\n", "log.level: invalid value (one of: debug, info, warn, error)" },
+		{ "[reconciler]\nuser =\n", "reconciler.user: must not be empty" },
+		{ "[sandbox]\nca_bundle = certs.pem\n", "sandbox.ca_bundle: an absolute path or empty" },
+		{ "[docker]\ntimeout_seconds = 0\n", "docker.timeout_seconds: out of range 1..3600" },
+		{ "[api]\nworkers = 500\n[log]\nlevel = loud\n", "api.workers: out of range" },
+	};
+	struct config cfg;
+	char big[CONFIG_STR_MAX + 32];
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(load_text(&cfg, cases[i].text), -1);
+		if (!strstr(cfg.error, cases[i].needle))
+			fail_msg("%s: error '%s' lacks '%s'", cases[i].text, cfg.error,
+				 cases[i].needle);
+	}
+	/* inih (Debian's build) reads lines of at most 199 bytes: longer is a syntax error */
+	snprintf(big, sizeof(big), "[database]\nname = %0*d\n", CONFIG_STR_MAX, 0);
+	assert_int_equal(load_text(&cfg, big), -1);
+	assert_non_null(strstr(cfg.error, "syntax error"));
+	snprintf(big, sizeof(big), "%0*d", CONFIG_STR_MAX, 0);
+	setenv("TERRARIUM_DB_PASSWORD", big, 1);
+	assert_int_equal(load_text(&cfg, ""), -1);
+	unsetenv("TERRARIUM_DB_PASSWORD");
+	assert_non_null(strstr(cfg.error, "TERRARIUM_DB_PASSWORD"));
+}
+
+/* Defaults of an empty file: exactly the values every deployment's file relies on. */
+static void test_defaults(void **state)
+{
+	struct config cfg;
+	(void)state;
+	assert_int_equal(load_text(&cfg, ""), 0);
+	assert_string_equal(cfg.db_socket, "");
+	assert_string_equal(cfg.db_host, "localhost");
+	assert_int_equal(cfg.db_port, 0);
+	assert_string_equal(cfg.db_user, "terrarium");
+	assert_string_equal(cfg.db_password, "");
+	assert_string_equal(cfg.db_name, "terrarium");
+	assert_string_equal(cfg.db_migrations, "sql");
+	assert_string_equal(cfg.api_socket, "var/api.sock");
+	assert_string_equal(cfg.api_socket_group, "");
+	assert_int_equal(cfg.api_socket_mode, 0660);
+	assert_int_equal(cfg.api_workers, 0);
+	assert_int_equal(cfg.api_max_requests, 10000);
+	assert_int_equal(cfg.api_max_rss_mb, 128);
+	assert_string_equal(cfg.api_user, "www-data");
+	assert_string_equal(cfg.api_poll_socket, "");
+	assert_int_equal(cfg.api_poll_workers, 16);
+	assert_string_equal(cfg.backend, "local");
+	assert_string_equal(cfg.sandbox_root, "var/sandboxes");
+	assert_string_equal(cfg.srt_dir, "");
+	assert_string_equal(cfg.sandbox_path, "");
+	assert_string_equal(cfg.sandbox_pass_env,
+			    "http_proxy,https_proxy,no_proxy,HTTP_PROXY,HTTPS_PROXY,NO_PROXY,"
+			    "NODE_EXTRA_CA_CERTS,SSL_CERT_FILE,SSL_CERT_DIR,REQUESTS_CA_BUNDLE,"
+			    "PIP_CERT,CURL_CA_BUNDLE");
+	assert_string_equal(cfg.sandbox_pass_env_extra, "");
+	assert_string_equal(cfg.sandbox_ca_bundle,
+			    access("/etc/ssl/certs/ca-certificates.crt", R_OK)
+				    ? ""
+				    : "/etc/ssl/certs/ca-certificates.crt");
+	assert_int_equal(cfg.cache_max_age_days, 14);
+	assert_string_equal(cfg.reconciler_user, "www-data");
+	assert_int_equal(cfg.lease_s, 600);
+	assert_int_equal(cfg.max_attempts, 5);
+	assert_int_equal(cfg.backoff_base_s, 10);
+	assert_int_equal(cfg.backoff_cap_s, 900);
+	assert_int_equal(cfg.command_timeout_s, 900);
+	assert_int_equal(cfg.output_max, 65536);
+	assert_int_equal(cfg.last_error_max, 4096);
+	assert_int_equal(cfg.log_level, 1);
+	for (size_t b = 0; b < BACKEND_TABLE_LEN; b++) {
+		const struct remote_conf *r = config_remote(&cfg, backend_at(b)->name);
+		if (!backend_at(b)->http) {
+			assert_null(r);
+			continue;
+		}
+		assert_non_null(r);
+		assert_string_equal(r->url, "");
+		assert_string_equal(r->socket, "");
+		assert_string_equal(r->api_key_file, "");
+		assert_string_equal(r->image, "");
+		assert_int_equal(r->timeout_s, 30);
+	}
+}
+
+/* Every numeric key's range, as it was before the table: MIN and MAX load, one past each
+ * does not, and the error names the key. */
+static void test_bounds(void **state)
+{
+	static const struct {
+		const char *section, *key;
+		long min, max;
+		int octal;
+	} ranges[] = {
+		{ "database", "port", 0, 65535, 0 },
+		{ "api", "socket_mode", 0, 0777, 1 },
+		{ "api", "workers", 0, 256, 0 },
+		{ "api", "poll_workers", 1, 256, 0 },
+		{ "api", "max_requests", 0, 1000000000L, 0 },
+		{ "api", "max_rss_mb", 1, 65536, 0 },
+		{ "sandbox", "cache_max_age_days", 0, 3650, 0 },
+		{ "reconciler", "lease_seconds", 1, 86400, 0 },
+		{ "reconciler", "max_attempts", 1, 1000, 0 },
+		{ "reconciler", "backoff_base_seconds", 0, 86400, 0 },
+		{ "reconciler", "backoff_cap_seconds", 0, 7 * 86400, 0 },
+		{ "reconciler", "command_timeout_seconds", 1, 86400, 0 },
+		{ "reconciler", "output_max_bytes", 256, 16 * 1024 * 1024, 0 },
+		{ "reconciler", "last_error_max_bytes", 64, 1024 * 1024, 0 },
+		{ "opensandbox", "timeout_seconds", 1, 3600, 0 },
+		{ "docker", "timeout_seconds", 1, 3600, 0 },
+		{ "e2b", "timeout_seconds", 1, 3600, 0 },
+		{ "cube", "timeout_seconds", 1, 3600, 0 },
+		{ "daytona", "timeout_seconds", 1, 3600, 0 },
+	};
+	struct config cfg;
+	char text[256], needle[128];
+	size_t n, numeric = 0;
+	const struct config_key *keys = config_keys(&n);
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+#define fmt(v) (ranges[i].octal ? "[%s]\n%s = %lo\n" : "[%s]\n%s = %ld\n"), ranges[i].section, \
+	       ranges[i].key, (v)
+		snprintf(needle, sizeof(needle), "%s.%s: out of range", ranges[i].section,
+			 ranges[i].key);
+		snprintf(text, sizeof(text), fmt(ranges[i].min));
+		assert_int_equal(load_text(&cfg, text), 0);
+		snprintf(text, sizeof(text), fmt(ranges[i].max));
+		assert_int_equal(load_text(&cfg, text), 0);
+		snprintf(text, sizeof(text), "[%s]\n%s = %ld\n", ranges[i].section, ranges[i].key,
+			 ranges[i].min - 1);
+		assert_int_equal(load_text(&cfg, text), -1);
+		assert_non_null(strstr(cfg.error, needle));
+		snprintf(text, sizeof(text), fmt(ranges[i].max + 1));
+#undef fmt
+		assert_int_equal(load_text(&cfg, text), -1);
+		if (!strstr(cfg.error, needle))
+			fail_msg("%s lacks %s", cfg.error, needle);
+	}
+	/* and the list above is every numeric key of the table */
+	for (size_t i = 0; i < n; i++)
+		if (keys[i].type != CONFIG_STRING && keys[i].type != CONFIG_BACKEND &&
+		    keys[i].type != CONFIG_LEVEL)
+			numeric += keys[i].section ? 1 : 5;
+	assert_int_equal(numeric, sizeof(ranges) / sizeof(ranges[0]));
+}
+
+/* The table itself: each type matches its field's size, each default is within bounds (it is
+ * applied through the parser), no key twice. */
+static void test_table(void **state)
+{
+	size_t n, http = 0;
+	const struct config_key *keys = config_keys(&n);
+	(void)state;
+
+	assert_true(n > 30);
+	for (size_t i = 0; i < n; i++) {
+		const struct config_key *k = &keys[i];
+		size_t want = k->type == CONFIG_LONG				  ? sizeof(long)
+			      : k->type == CONFIG_INT || k->type == CONFIG_LEVEL ? sizeof(int)
+			      : k->type == CONFIG_UINT || k->type == CONFIG_MODE ? sizeof(unsigned)
+										  : 0;
+		if (want)
+			assert_int_equal(k->size, want);
+		else
+			assert_true(k->size >= CONFIG_STR_MAX);
+		assert_true(k->doc && k->doc[0] && k->def);
+		for (size_t j = 0; j < i; j++)
+			assert_false(!strcmp(keys[j].name, k->name) &&
+				     (keys[j].section && k->section
+					      ? !strcmp(keys[j].section, k->section)
+					      : keys[j].section == k->section));
+	}
+	for (size_t b = 0; b < BACKEND_TABLE_LEN; b++) {
+		assert_ptr_equal(backend_lookup(backend_at(b)->name), backend_at(b));
+		assert_int_equal(backend_index(backend_at(b)->name), (int)b);
+		http += backend_at(b)->http;
+	}
+	assert_int_equal(http, 5);
+	assert_null(backend_at(BACKEND_TABLE_LEN));
+	assert_null(backend_lookup("vmware"));
+	assert_int_equal(backend_index("vmware"), -1);
+}
+
+/* config dump: every key, the password masked, and (without a secret) the dump loads back
+ * into exactly the same configuration. */
+static void test_dump(void **state)
+{
+	struct config cfg, again;
+	char *out = NULL, line[CONFIG_STR_MAX + 64];
+	size_t outlen = 0, n;
+	const struct config_key *keys = config_keys(&n);
+	FILE *f;
+	(void)state;
+
+	assert_int_equal(load_text(&cfg, "[database]\npassword = hunter2-secret\n[api]\n"
+					 "socket_mode = 0640\nworkers = 7\n[docker]\n"
+					 "socket = /run/d.sock\n[log]\nlevel = error\n"),
+			 0);
+	f = open_memstream(&out, &outlen);
+	assert_non_null(f);
+	assert_int_equal(config_dump(&cfg, f), 0);
+	fclose(f);
+	assert_null(strstr(out, "hunter2"));
+	assert_non_null(strstr(out, "\npassword = ********\n"));
+	assert_non_null(strstr(out, "\nsocket_mode = 0640\n"));
+	assert_non_null(strstr(out, "\n[docker]\n"));
+	assert_non_null(strstr(out, "\nsocket = /run/d.sock\n"));
+	assert_non_null(strstr(out, "\nlevel = error\n"));
+	for (size_t i = 0; i < n; i++) {
+		snprintf(line, sizeof(line), "\n%s = ", keys[i].name);
+		assert_non_null(strstr(out, line));
+		snprintf(line, sizeof(line), "\n; %.40s", keys[i].doc); /* comments are wrapped */
+		assert_non_null(strstr(out, line));
+	}
+	free(out);
+
+	/* round trip without the secret */
+	memset(cfg.db_password, 0, sizeof(cfg.db_password));
+	out = NULL;
+	f = open_memstream(&out, &outlen);
+	assert_int_equal(config_dump(&cfg, f), 0);
+	fclose(f);
+	assert_int_equal(load_text(&again, out), 0);
+	free(out);
+	assert_memory_equal(&cfg, &again, sizeof(cfg));
+}
+
+/* docs/config.md is the reference: a row "| `[SECTION] KEY` | DEFAULT | RANGE | DOC |" for every
+ * key (the HTTP backends' keys as `[BACKEND] KEY`, each such backend named as `[NAME]`), and
+ * no row for a key the table lacks. */
+static void test_docs_list_every_key(void **state)
+{
+	char path[DOC_PATH_MAX], want[CONFIG_STR_MAX];
+	const char *self = __FILE__, *tail = strstr(self, "tests/unit/test_config.c");
+	char *doc = calloc(1, DOC_MAX);
+	size_t n, len, rows = 0;
+	const struct config_key *keys = config_keys(&n);
+	FILE *f;
+	(void)state;
+
+	assert_non_null(doc);
+	assert_non_null(tail);
+	snprintf(path, sizeof(path), "%.*sdocs/config.md", (int)(tail - self), self);
+	f = fopen(path, "r");
+	if (!f)
+		fail_msg("cannot read %s", path);
+	len = fread(doc, 1, DOC_MAX - 1, f);
+	fclose(f);
+	assert_true(len > 0 && len < DOC_MAX - 1);
+
+	for (size_t i = 0; i < n; i++) {
+		const char *row, *end;
+		snprintf(want, sizeof(want), "| `[%s] %s` |", keys[i].section ? keys[i].section
+									  : "BACKEND",
+			 keys[i].name);
+		row = strstr(doc, want);
+		if (!row) {
+			fail_msg("docs/config.md does not list %s", want);
+			return;
+		}
+		if (strstr(row + 1, want))
+			fail_msg("docs/config.md lists %s twice", want);
+		end = strchr(row, '\n');
+		assert_non_null(end);
+		snprintf(want, sizeof(want), "| %s |", keys[i].doc);
+		if (!memmem(row, (size_t)(end - row), want, strlen(want)))
+			fail_msg("docs/config.md: the row of [%s] %s does not read '%s'",
+				 keys[i].section ? keys[i].section : "BACKEND", keys[i].name, want);
+		if (keys[i].def[0]) {
+			snprintf(want, sizeof(want), "| `%s`", keys[i].def);
+			if (!memmem(row, (size_t)(end - row), want, strlen(want)))
+				fail_msg("docs/config.md: the default of [%s] %s is not `%s`",
+					 keys[i].section ? keys[i].section : "BACKEND",
+					 keys[i].name, keys[i].def);
+		}
+	}
+	for (size_t b = 0; b < BACKEND_TABLE_LEN; b++) {
+		if (!backend_at(b)->http)
+			continue;
+		snprintf(want, sizeof(want), "`[%s]`", backend_at(b)->name);
+		if (!strstr(doc, want))
+			fail_msg("docs/config.md does not name %s", want);
+	}
+	/* no row for a key the table lacks */
+	for (const char *p = doc; (p = strstr(p, "\n| `[")); p++) {
+		char section[64], key[64];
+		const struct config_key *k = NULL;
+		if (sscanf(p, "\n| `[%63[^]]] %63[^`]`", section, key) != 2)
+			continue;
+		rows++;
+		for (size_t i = 0; i < n && !k; i++)
+			if (!strcmp(keys[i].name, key) &&
+			    !strcmp(keys[i].section ? keys[i].section : "BACKEND", section))
+				k = &keys[i];
+		if (!k)
+			fail_msg("docs/config.md lists [%s] %s, which the table lacks", section, key);
+	}
+	assert_int_equal(rows, n);
+	free(doc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_load),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_dump),
+		cmocka_unit_test(test_docs_list_every_key),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
