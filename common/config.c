@@ -58,6 +58,11 @@ static const struct config_key keys[] = {
 	  "empty: none, polls share socket's workers" },
 	{ "api", "poll_workers", CONFIG_INT, F(api_poll_workers), 1, CONFIG_MAX_WORKERS,
 	  CONFIG_Q(CONFIG_DEFAULT_POLL_WORKERS), 0, "workers on poll_socket" },
+	{ "api", "poll_recheck_ms", CONFIG_LONG, F(api_poll_recheck_ms), 0,
+	  CONFIG_POLL_RECHECK_MS_MAX, "0", 0,
+	  "a blocked long poll also reads the queue again after this many ms, for queueings its "
+	  "database server cannot wake it from (a Galera cluster: docs/cluster.md); 0: only when "
+	  "woken" },
 
 	{ "sandbox", "backend", CONFIG_BACKEND, F(backend), 0, 0, "local", 0,
 	  "the sandbox backend: a name in the backend table (common/backend.c)" },

@@ -30,6 +30,8 @@
 /* a blocked long poll holds its worker (and a database connection) for up to 999 ms but no
  * CPU: polls get their own, larger pool (docs/work-queue.md) */
 #define CONFIG_DEFAULT_POLL_WORKERS 16
+/* a poll blocks for at most 999 ms: a longer recheck interval would never be used */
+#define CONFIG_POLL_RECHECK_MS_MAX 999
 #define CONFIG_DEFAULT_SANDBOX_ROOT "var/sandboxes"
 #define CONFIG_DEFAULT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define CONFIG_DEFAULT_PASS_ENV                                                              \
@@ -85,6 +87,7 @@ struct config {
 	long api_max_rss_mb;
 	char api_poll_socket[CONFIG_STR_MAX];
 	int api_poll_workers;
+	long api_poll_recheck_ms;
 
 	char backend[CONFIG_STR_MAX];
 	char sandbox_root[CONFIG_STR_MAX];

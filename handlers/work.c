@@ -333,6 +333,10 @@ void work_poll(struct worker *w, struct request *req, struct response *resp)
 			resp_empty(resp, 204);
 			return;
 		}
+		/* a queueing committed through another database server (a Galera node) cannot
+		 * wake this poll: [api] poll_recheck_ms bounds how late it is seen */
+		if (w->cfg->api_poll_recheck_ms && left > w->cfg->api_poll_recheck_ms)
+			left = w->cfg->api_poll_recheck_ms;
 		st = workdb_wait(w->db, req->params[0], reclaim_ms, left, &woken);
 		/* not woken by a queueing: a lease may have run out meanwhile */
 		if (!st && !woken)

@@ -65,6 +65,11 @@ static void test_load(void **state)
 	assert_null(config_remote(&cfg, "local"));
 	assert_null(config_remote(&cfg, "nope"));
 
+	/* poll_recheck_ms: off unless set */
+	assert_int_equal(cfg.api_poll_recheck_ms, 0);
+	assert_int_equal(load_text(&cfg, "[api]\npoll_recheck_ms = 100\n"), 0);
+	assert_int_equal(cfg.api_poll_recheck_ms, 100);
+
 	assert_int_equal(load_text(&cfg, "[log]\nlevel = warn\n"), 0);
 	assert_int_equal(cfg.log_level, 2);
 
@@ -97,6 +102,7 @@ static void test_errors(void **state)
 		{ "[reconciler]\nuser =\n", "reconciler.user: must not be empty" },
 		{ "[sandbox]\nca_bundle = certs.pem\n", "sandbox.ca_bundle: an absolute path or empty" },
 		{ "[docker]\ntimeout_seconds = 0\n", "docker.timeout_seconds: out of range 1..3600" },
+		{ "[api]\npoll_recheck_ms = 1000\n", "api.poll_recheck_ms: out of range 0..999" },
 		{ "[api]\nworkers = 500\n[log]\nlevel = loud\n", "api.workers: out of range" },
 	};
 	struct config cfg;
