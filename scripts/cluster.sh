@@ -5,7 +5,9 @@
 #   host 1  Galera node 1   API supervisor + workers (-> node 1)   reconciler (-> node 1)
 #   host 2  Galera node 2   API supervisor + workers (-> node 2)   reconciler (-> node 2)
 #   host 3  Galera node 3                                          reconciler (-> node 3)
-#   front   nginx on 127.0.0.1:$CLUSTER_PORT, both API hosts as one upstream (FastCGI over TCP)
+#   front   nginx on 127.0.0.1:$CLUSTER_PORT, both API hosts as one upstream (FastCGI over TCP);
+#           the work queue's long polls to a second upstream, the hosts' poll pools, one
+#           environment's polls on one host (consistent hash of the URI; docs/cluster.md)
 #
 # A host is a network namespace trmc-hN with one veth (trmc-vN on our side, eth0 inside) on
 # our bridge trmc-br, address $CLUSTER_NET.(10+N) in one private /24 used only there: no default
@@ -27,6 +29,9 @@
 # CLUSTER_NET (a /24 as A.B.C, default 10.213.7), CLUSTER_PREFIX (names, default trmc),
 # CLUSTER_LEASE_SECONDS (reconciler claim lease, default 120), CLUSTER_NETNS (1 = namespaces, 0 = loopback;
 # default: namespaces when they can be made), CLUSTER_WORKERS (API workers per host, default 2),
+# CLUSTER_POLL_WORKERS (long-poll workers per host, default 4), CLUSTER_POLL_RECHECK_MS (a blocked
+# poll reads the queue again after this long: a queueing through another node cannot wake it;
+# default 100),
 # WORKSPACE (of the printed key, default "default"), SKIP_INSTALL_DEPS=1, and lib-stack's
 # NGINX_RATE / NGINX_BURST / LOG_LEVEL / BUILD_DIR.
 set -euo pipefail
@@ -40,7 +45,7 @@ CLUSTER_HOSTS=3           # Galera nodes = hosts; a node per host
 CLUSTER_API_HOSTS="1 2"   # hosts running an API supervisor behind nginx
 CLUSTER_PREFIX=${CLUSTER_PREFIX:-trmc} # namespaces trmc-hN, veths trmc-vN, bridge trmc-br
 CLUSTER_BRIDGE=$CLUSTER_PREFIX-br
-CLUSTER_PORT_BASE=24000   # node N's ports: BASE + 10 N + (1 sql, 2 galera, 3 IST, 4 SST, 5 API)
+CLUSTER_PORT_BASE=24000   # host N's ports: BASE + 10 N + (1 sql, 2 galera, 3 IST, 4 SST, 5 API, 6 polls)
 CLUSTER_NODE_TIMEOUT=120  # seconds for a node to join (an SST copies the whole datadir)
 CLUSTER_GALERA=/usr/lib/galera/libgalera_smm.so
 CLUSTER_DB_OS_USER=mysql
@@ -57,6 +62,7 @@ PORT=${CLUSTER_PORT:-8090}
 NET=${CLUSTER_NET:-10.213.7}
 WORKSPACE=${WORKSPACE:-default}
 LEASE=${CLUSTER_LEASE_SECONDS:-120}
+POLL_RECHECK=${CLUSTER_POLL_RECHECK_MS:-100}
 CLUSTER_FW_RULE=(FORWARD -i "$CLUSTER_BRIDGE" -o "$CLUSTER_BRIDGE" -m comment --comment "$CLUSTER_FW_COMMENT" -j ACCEPT)
 
 say() { printf 'cluster: %s\n' "$*" >&2; }
@@ -69,6 +75,7 @@ case "$CLUSTER_PREFIX" in
 [a-z]*[!a-z0-9]* | [!a-z]* | ?????????*) die "CLUSTER_PREFIX: 1-8 lower-case letters and digits, a letter first" ;;
 esac
 case "$LEASE" in '' | *[!0-9]*) die "CLUSTER_LEASE_SECONDS must be a number of seconds" ;; esac
+case "$POLL_RECHECK" in '' | *[!0-9]*) die "CLUSTER_POLL_RECHECK_MS must be a number of milliseconds" ;; esac
 case "$NET" in
 *[!0-9.]* | *.*.*.* | '') die "CLUSTER_NET must be the first three octets of a /24 (got '$NET')" ;;
 esac
@@ -98,7 +105,7 @@ host_addr() {
 }
 port_of() { # HOST KIND
 	local k
-	case "$2" in sql) k=1 ;; galera) k=2 ;; ist) k=3 ;; sst) k=4 ;; api) k=5 ;; esac
+	case "$2" in sql) k=1 ;; galera) k=2 ;; ist) k=3 ;; sst) k=4 ;; api) k=5 ;; poll) k=6 ;; esac
 	echo $((CLUSTER_PORT_BASE + 10 * $1 + k))
 }
 host_run() { echo "$RUN/h$1"; }
@@ -267,7 +274,7 @@ new_key() {
 }
 
 cmd_up() {
-	local i k f first running=0 pw pattern code ups=""
+	local i k f first running=0 pw pattern code ups="" poll_ups=""
 	if [ "${SKIP_INSTALL_DEPS:-0}" != 1 ]; then
 		bash "$ROOT/scripts/install-deps.sh"
 	fi
@@ -283,7 +290,7 @@ cmd_up() {
 	say "hosts: $MODE"
 	if [ "$MODE" = loopback ]; then
 		for i in $(seq 1 $CLUSTER_HOSTS); do
-			for k in sql galera ist sst api; do
+			for k in sql galera ist sst api poll; do
 				! node_running "$i" && stack_port_open "$(port_of "$i" $k)" &&
 					die "loopback port $(port_of "$i" $k) is taken: CLUSTER_NETNS=0 needs ports $CLUSTER_PORT_BASE-$((CLUSTER_PORT_BASE + 40)) free"
 			done
@@ -322,10 +329,15 @@ SQL
 	for i in $(seq 1 $CLUSTER_HOSTS); do
 		DB_ADDR="$(host_addr "$i"):$(port_of "$i" sql)" \
 			API_LISTEN="$(host_addr "$i"):$(port_of "$i" api)" \
+			API_POLL_LISTEN="$(host_addr "$i"):$(port_of "$i" poll)" \
+			POLL_WORKERS=${CLUSTER_POLL_WORKERS:-4} \
 			WORKERS=${CLUSTER_WORKERS:-2} api_config "$(host_run "$i")" api local ||
 			die "api_config host $i failed"
-		# a reconciler that dies holding claims delays them by the lease (600 s by default)
-		printf '\n[reconciler]\nlease_seconds = %s\n' "$LEASE" >>"$(host_run "$i")/api.ini"
+		# a queueing through another node cannot wake a poll (the processlist is the node's):
+		# a blocked poll reads the queue again after poll_recheck_ms (docs/cluster.md); a
+		# reconciler that dies holding claims delays them by the lease (600 s by default)
+		printf '\n[api]\npoll_recheck_ms = %s\n\n[reconciler]\nlease_seconds = %s\n' \
+			"$POLL_RECHECK" "$LEASE" >>"$(host_run "$i")/api.ini"
 	done
 	# Once for the cluster, through host 1 (DDL replicates in total order to every node).
 	lib_on 1 api_cli "$(host_run 1)" api migrate "$ROOT/sql" || die "migrate failed"
@@ -333,15 +345,18 @@ SQL
 	[ -s "$RUN/api-key" ] || new_key
 
 	for i in $CLUSTER_API_HOSTS; do
-		API_LISTEN="$(host_addr "$i"):$(port_of "$i" api)" lib_on "$i" api_start "$(host_run "$i")" api ||
-			die "API on host $i did not start"
+		API_LISTEN="$(host_addr "$i"):$(port_of "$i" api)" \
+			API_POLL_LISTEN="$(host_addr "$i"):$(port_of "$i" poll)" \
+			lib_on "$i" api_start "$(host_run "$i")" api || die "API on host $i did not start"
 		ups+="$(host_addr "$i"):$(port_of "$i" api) "
+		poll_ups+="$(host_addr "$i"):$(port_of "$i" poll) "
 	done
 	for i in $(seq 1 $CLUSTER_HOSTS); do
 		lib_on "$i" recon_start "$(host_run "$i")" api || die "reconciler on host $i did not start"
 	done
 	stack_prepare "$RUN/front" || die "cannot prepare $RUN/front"
-	NGINX_UPSTREAM="$ups" nginx_start "$RUN/front" "$PORT:api" || die "nginx did not start"
+	NGINX_UPSTREAM="$ups" NGINX_POLL_UPSTREAM="$poll_ups" nginx_start "$RUN/front" "$PORT:api" ||
+		die "nginx did not start"
 	echo "$PORT" >"$RUN/front/port"
 	# a key kept from an earlier run must still authenticate
 	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 \

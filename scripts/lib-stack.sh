@@ -37,6 +37,12 @@
 #   NGINX_UPSTREAM  space-separated HOST:PORT list: nginx_start proxies every spec's server to
 #                   this upstream (FastCGI over TCP, nginx/upstream-hosts.conf.in) instead of
 #                   RUN/NAME.sock
+#   NGINX_POLL_UPSTREAM  the same for the work queue's long polls: the hosts' poll pools
+#                   ([api] poll_socket), one environment's polls on one host (hash of the URI)
+#                   instead of RUN/NAME-poll.sock; unset with NGINX_UPSTREAM set, polls go to
+#                   NGINX_UPSTREAM's pool
+#   API_POLL_LISTEN HOST:PORT: api_config writes it as [api] poll_socket instead of
+#                   RUN/NAME-poll.sock, and api_start waits for that port too
 
 STACK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STACK_DB_NAME=terrarium
@@ -545,6 +551,7 @@ api_config() {
 	ini="$run/$name.ini"
 	tmp="$ini.tmp"
 	local db_line="socket = $run/mysql.sock" api_sock=${API_LISTEN:-$run/$name.sock}
+	local poll_sock=${API_POLL_LISTEN:-$run/$name-poll.sock}
 	if [ -n "${DB_ADDR:-}" ]; then
 		db_line="host = ${DB_ADDR%:*}
 port = ${DB_ADDR##*:}"
@@ -566,7 +573,7 @@ socket_group = $(stack_nginx_group)
 socket_mode = 0660
 workers = ${WORKERS:-0}
 max_requests = ${MAX_REQUESTS:-10000}
-poll_socket = $run/$name-poll.sock
+poll_socket = $poll_sock
 poll_workers = ${POLL_WORKERS:-16}
 
 [sandbox]
@@ -640,8 +647,8 @@ api_start() {
 	}
 	read -r pid <"$run/$name.pid"
 	n=300
-	until if [ -n "${API_LISTEN:-}" ]; then stack_port_open "${sock##*:}" "${sock%:*}"; else
-		[ -S "$sock" ]; fi; do
+	until _stack_listening "$sock" && { [ -z "${API_POLL_LISTEN:-}" ] ||
+		_stack_listening "$API_POLL_LISTEN"; }; do
 		if ! _stack_alive "$pid"; then
 			_stack_err "api $name exited during startup"
 			_stack_tail "$run/$name.log"
@@ -650,7 +657,7 @@ api_start() {
 		fi
 		n=$((n - 1))
 		if [ $n -le 0 ]; then
-			_stack_err "api $name (pid $pid): no socket $sock after 30s"
+			_stack_err "api $name (pid $pid): no socket $sock${API_POLL_LISTEN:+ and $API_POLL_LISTEN} after 30s"
 			_stack_tail "$run/$name.log"
 			api_stop "$run" "$name"
 			return 1
@@ -665,6 +672,14 @@ api_start() {
 		return 1
 	fi
 	_stack_say "api $name ready (pid $pid)"
+}
+
+# _stack_listening SOCKET: a unix socket path exists, or HOST:PORT accepts connections.
+_stack_listening() {
+	case "$1" in
+	/*) [ -S "$1" ] ;;
+	*) stack_port_open "${1##*:}" "${1%:*}" ;;
+	esac
 }
 
 # api_stop RUN NAME: SIGTERM (graceful: in-flight requests finish), wait up to 35 s (nginx
@@ -701,6 +716,36 @@ _stack_rate() {
 	*[!0-9]* | '') echo bad ;;
 	*) echo "${1}r/s" ;;
 	esac
+}
+
+# _stack_upstream_hosts NAME BALANCE HOST:PORT...: nginx/upstream-hosts.conf.in as an upstream
+# NAME of API hosts over TCP, on stdout. BALANCE: "round-robin" (nginx's default), or "uri" for
+# a consistent hash of the request URI (one work queue's polls on one host).
+_stack_upstream_hosts() {
+	local name=$1 balance=$2 h servers="" hash=""
+	shift 2
+	case "$balance" in
+	round-robin) ;;
+	uri) hash="hash \$uri consistent; " ;;
+	*)
+		_stack_err "_stack_upstream_hosts: unknown balance '$balance'"
+		return 1
+		;;
+	esac
+	for h in "$@"; do
+		case "$h" in *:*[!0-9]* | *: | :* | *[!0-9A-Za-z.:-]* | '')
+			_stack_err "bad upstream host '$h' (want HOST:PORT)"
+			return 1
+			;;
+		esac
+		servers+="server $h max_fails=1 fail_timeout=${NGINX_FAIL_TIMEOUT:-2s}; "
+	done
+	if [ -z "$servers" ]; then
+		_stack_err "upstream $name: no HOST:PORT given"
+		return 1
+	fi
+	_stack_subst "$STACK_ROOT/nginx/upstream-hosts.conf.in" NAME="$name" BALANCE="$hash" \
+		SERVERS="$servers"
 }
 
 # nginx_start RUN PORT:NAME...: one server on 127.0.0.1:PORT per spec, proxying to the API on
@@ -752,19 +797,23 @@ nginx_start() {
 		_stack_check_socket_len "$run/$name.sock" || return 1
 		ports+=("$port")
 		local keepalive=${NGINX_KEEPALIVE:-0} pass="\"unix:$run/$name.sock\"" keep_conn=off
+		local poll_pass="\"unix:$run/$name-poll.sock\""
 		case "$keepalive" in '' | *[!0-9]*)
 			_stack_err "NGINX_KEEPALIVE must be a number (got '$keepalive')"
 			return 1
 			;;
 		esac
 		if [ -n "${NGINX_UPSTREAM:-}" ]; then
-			local h servers=""
-			for h in $NGINX_UPSTREAM; do
-				servers+="server $h max_fails=1 fail_timeout=${NGINX_FAIL_TIMEOUT:-2s}; "
-			done
-			_stack_subst "$STACK_ROOT/nginx/upstream-hosts.conf.in" PORT="$port" \
-				SERVERS="$servers" >>"$run/nginx-servers.conf.new" || return 1
-			pass="terrarium_$port"
+			# shellcheck disable=SC2086 # one HOST:PORT per word
+			_stack_upstream_hosts "terrarium_$port" round-robin $NGINX_UPSTREAM \
+				>>"$run/nginx-servers.conf.new" || return 1
+			pass="terrarium_$port" poll_pass="terrarium_$port"
+			if [ -n "${NGINX_POLL_UPSTREAM:-}" ]; then
+				# shellcheck disable=SC2086
+				_stack_upstream_hosts "terrarium_poll_$port" uri $NGINX_POLL_UPSTREAM \
+					>>"$run/nginx-servers.conf.new" || return 1
+				poll_pass="terrarium_poll_$port"
+			fi
 		elif [ "$keepalive" -gt 0 ]; then
 			_stack_subst "$STACK_ROOT/nginx/upstream.conf.in" PORT="$port" NAME="$name" \
 				SOCKET="$run/$name.sock" KEEPALIVE="$keepalive" \
@@ -775,7 +824,7 @@ nginx_start() {
 		_stack_subst "$STACK_ROOT/nginx/server.conf.in" RUN="$run" PORT="$port" NAME="$name" \
 			SOCKET="$run/$name.sock" RATE="$rate" BURST="$burst" PASS="$pass" \
 			HEAVY_RATE="$heavy_rate" HEAVY_BURST="$heavy_burst" \
-			KEEP_CONN="$keep_conn" POLL_PASS="\"unix:$run/$name-poll.sock\"" \
+			KEEP_CONN="$keep_conn" POLL_PASS="$poll_pass" \
 			>>"$run/nginx-servers.conf.new" || return 1
 	done
 	_stack_subst "$STACK_ROOT/nginx/terrarium.conf.in" RUN="$run" USER="$user_line" \
