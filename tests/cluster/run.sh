@@ -5,9 +5,14 @@
 #               recorded once and a no-op on the other nodes, a workspace name created at once
 #               through two nodes exists once
 #   suites      the single-node HTTP cases (build/e2e-runner tests/cases), the official SDK
-#               suite, the idempotency suite and the session-create vs environment delete/archive
-#               race, all through nginx (requests alternate between the API hosts)
+#               suite, the work queue's WorkPoller suite and documented example, the idempotency
+#               suite and the session-create vs environment delete/archive race, all through
+#               nginx (requests alternate between the API hosts; long polls go to the hosts' poll
+#               pools, one environment's on one host)
 #   cross-node  one Idempotency-Key sent 8 times at once through both hosts creates one object;
+#               items queued by creates alternating between the hosts each reach a poll blocked
+#               at block_ms=999 before its deadline (half of them through the other node, whose
+#               processlist the poll is not in: [api] poll_recheck_ms);
 #               sessions provisioned by three reconcilers: each intent bound once, claimed once
 #   faults      under a bounded create load through both API hosts: kill -9 of Galera node 2,
 #               kill -9 of API host 1 (supervisor and workers), kill -9 of host 3's reconciler
@@ -29,6 +34,10 @@ LOAD_SECONDS=${LOAD_SECONDS:-14}
 FAULT_SECONDS=${FAULT_SECONDS:-5}
 REJOIN_LIMIT=180 # seconds a rejoin may take before the fault fails
 SESSIONS=30      # sessions created for the provisioning checks
+POLL_ROUNDS=6    # items queued while a poll is blocked (creates alternate between the hosts)
+POLL_BLOCK_MS=999 # the polls' block_ms: an item seen only at the deadline is late
+POLL_LATE_MS=900  # a poll answering after this long was not woken (nor rechecked) in time
+POLL_CREATE_MS=300 # ... checked only when the create answered within this (a loaded machine)
 
 export CLUSTER_PREFIX=${CLUSTER_PREFIX:-trmt} CLUSTER_NET=${CLUSTER_NET:-10.213.8}
 export CLUSTER_LEASE_SECONDS=${CLUSTER_LEASE_SECONDS:-15}
@@ -140,6 +149,10 @@ suite() { # NAME CMD...: run CMD, keep its output in RUN, show the tail
 for i in 1 2 3; do recon_stop "$RUN/h$i" >/dev/null 2>&1; done
 suite "HTTP cases (e2e-runner tests/cases)" "$BUILD/e2e-runner" "$ROOT/tests/cases"
 suite "official SDK (tests/sdk/run.sh)" bash "$ROOT/tests/sdk/run.sh"
+suite "self-hosted work queue through the SDK's WorkPoller (tests/work/run.sh)" \
+	bash "$ROOT/tests/work/run.sh"
+suite "the work queue example of docs/work-queue.md (tests/work/example.sh)" \
+	bash "$ROOT/tests/work/example.sh"
 suite "idempotency keys (tests/idempotency/run.sh)" bash "$ROOT/tests/idempotency/run.sh"
 suite "session create vs environment delete/archive (tests/race/race.mjs)" \
 	env ROUNDS=100 node "$ROOT/tests/race/race.mjs"
@@ -162,6 +175,40 @@ agent_id=$(curl -sS "$URL/v1/agents" -H "x-api-key: $KEY" "${H[@]}" \
 	-d '{"name":"cluster-agent","model":"claude-sonnet-4-5"}' | jq -r .id)
 env_id=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" "${H[@]}" \
 	-d '{"name":"cluster-env"}' | jq -r .id)
+
+# A poll blocked through nginx (its environment's poll host) while a session of that
+# environment is created; nginx alternates the creates between the two hosts, so half of them
+# commit on the other Galera node, whose processlist does not hold the poll.
+poll_env=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" "${H[@]}" \
+	-d "{\"name\":\"cluster-poll-$RANDOM\",\"config\":{\"type\":\"self_hosted\"}}" | jq -r .id)
+poll_key=$(cli 1 key create-environment "$poll_env") || check "environment key" false
+delivered=0 timed=0 late=0 poll_ms=""
+for r in $(seq $POLL_ROUNDS); do
+	curl -sS -o "$RUN/poll-$r.json" -w '%{http_code} %{time_total}\n' --max-time 10 \
+		"$URL/v1/environments/$poll_env/work/poll?block_ms=$POLL_BLOCK_MS" \
+		-H "authorization: Bearer $poll_key" "${H[@]}" >"$RUN/poll-$r.code" &
+	p=$!
+	sleep 0.3
+	t=$(date +%s%3N)
+	sid=$(curl -sS "$URL/v1/sessions" -H "x-api-key: $KEY" "${H[@]}" \
+		-d "{\"agent\":\"$agent_id\",\"environment_id\":\"$poll_env\"}" | jq -r .id)
+	c=$(($(date +%s%3N) - t))
+	wait $p
+	read -r code total <"$RUN/poll-$r.code"
+	ms=$(awk -v t="$total" 'BEGIN { printf "%d", t * 1000 }')
+	[ "$code" = 200 ] && [ "$(jq -r .data.id "$RUN/poll-$r.json")" = "$sid" ] &&
+		delivered=$((delivered + 1))
+	if [ "$c" -le $POLL_CREATE_MS ]; then
+		timed=$((timed + 1))
+		[ "$ms" -ge $POLL_LATE_MS ] && late=$((late + 1))
+	fi
+	poll_ms+="$ms "
+done
+echo "  polls answered after (ms): $poll_ms(each create was sent 300 ms after its poll)"
+check "$POLL_ROUNDS items queued through both hosts each reached a blocked poll ($delivered)" \
+	test "$delivered" = $POLL_ROUNDS
+check "... before block_ms ended: $late of $timed answered after ${POLL_LATE_MS} ms (rounds whose create took over ${POLL_CREATE_MS} ms are not timed; at least $((POLL_ROUNDS / 2)) must be)" \
+	bash -c '[ "$1" = 0 ] && [ "$2" -ge "$3" ]' _ "$late" "$timed" $((POLL_ROUNDS / 2))
 
 # create N sessions through both hosts; print the time the last one was bound (epoch s)
 make_sessions() { # N TAG
