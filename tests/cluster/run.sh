@@ -38,9 +38,10 @@ POLL_ROUNDS=6    # timed rounds wanted: an item queued while a poll is blocked (
                  # alternate between the hosts); at most 3 x as many rounds in all
 POLL_RECLAIM_MS=86400000 # the polls' reclaim_older_than_ms (a day, the most): the items are not
                  # acknowledged, and an earlier round's must not be delivered again
-POLL_BLOCK_MS=999 # the polls' block_ms: an item seen only at the deadline is late
-POLL_LATE_MS=900  # a poll answering after this long was not woken (nor rechecked) in time
-POLL_CREATE_MS=300 # ... checked only when the create answered within this (a loaded machine)
+POLL_BLOCK_MS=999 # the polls' block_ms: a poll that missed the item answers at this deadline
+POLL_QUEUED_MS=500 # a round is timed when its item was queued within this of its poll's start
+POLL_QUEUED_MIN_MS=50 # ... and not sooner (the poll was asleep by then, not about to look)
+POLL_LATE_MS=900  # ... and then late when its poll answered after this long
 
 export CLUSTER_PREFIX=${CLUSTER_PREFIX:-trmt} CLUSTER_NET=${CLUSTER_NET:-10.213.8}
 export CLUSTER_LEASE_SECONDS=${CLUSTER_LEASE_SECONDS:-15}
@@ -186,34 +187,40 @@ poll_env=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" "${H[@]}" \
 	-d "{\"name\":\"cluster-poll-$RANDOM\",\"config\":{\"type\":\"self_hosted\"}}" | jq -r .id)
 poll_key=$(cli 1 key create-environment "$poll_env") || check "environment key" false
 rounds=0 delivered=0 timed=0 late=0 poll_ms=""
-# a round whose create answered late proves nothing about the wake-up (a loaded machine): more
-# rounds then, until POLL_ROUNDS were timed
+# Server times (one machine clock): the poll's start is its worker id's first sighting
+# (work_pollers), the queueing the item's created_at. A round whose create was slow to reach the
+# database (a loaded machine) proves nothing about the wake-up: more rounds then, until
+# POLL_ROUNDS were timed.
 while [ $timed -lt $POLL_ROUNDS ] && [ $rounds -lt $((3 * POLL_ROUNDS)) ]; do
 	r=$((rounds += 1))
+	wid="cluster-poll-$r-$RANDOM"
 	curl -sS -o "$RUN/poll-$r.json" -w '%{http_code} %{time_total}\n' --max-time 10 \
 		"$URL/v1/environments/$poll_env/work/poll?block_ms=$POLL_BLOCK_MS&reclaim_older_than_ms=$POLL_RECLAIM_MS" \
-		-H "authorization: Bearer $poll_key" "${H[@]}" >"$RUN/poll-$r.code" &
+		-H "authorization: Bearer $poll_key" -H "anthropic-worker-id: $wid" "${H[@]}" \
+		>"$RUN/poll-$r.code" &
 	p=$!
 	sleep 0.3
-	t=$(date +%s%3N)
 	sid=$(curl -sS "$URL/v1/sessions" -H "x-api-key: $KEY" "${H[@]}" \
 		-d "{\"agent\":\"$agent_id\",\"environment_id\":\"$poll_env\"}" | jq -r .id)
-	c=$(($(date +%s%3N) - t))
 	wait $p
 	read -r code total <"$RUN/poll-$r.code"
 	ms=$(awk -v t="$total" 'BEGIN { printf "%d", t * 1000 }')
 	[ "$code" = 200 ] && [ "$(jq -r .data.id "$RUN/poll-$r.json")" = "$sid" ] &&
 		delivered=$((delivered + 1))
-	if [ "$c" -le $POLL_CREATE_MS ]; then
+	q=$(sql 1 "SELECT TIMESTAMPDIFF(MICROSECOND, p.last_seen_at, w.created_at) DIV 1000
+		FROM work_pollers p JOIN work_items w ON w.environment_id = p.environment_id
+		WHERE p.environment_id = '$poll_env' AND p.worker_id = '$wid' AND w.session_id = '$sid'")
+	case "$q" in '' | *[!0-9]*) q="" ;; esac # none, NULL or negative: not timed
+	if [ -n "$q" ] && [ "$q" -ge $POLL_QUEUED_MIN_MS ] && [ "$q" -le $POLL_QUEUED_MS ]; then
 		timed=$((timed + 1))
 		[ "$ms" -ge $POLL_LATE_MS ] && late=$((late + 1))
 	fi
-	poll_ms+="$ms$([ "$c" -le $POLL_CREATE_MS ] || echo "(create ${c} ms)") "
+	poll_ms+="${q:-?}/$ms "
 done
-echo "  polls answered after (ms): $poll_ms(each create was sent 300 ms after its poll)"
+echo "  item queued / poll answered, ms after the poll began: $poll_ms"
 check "$rounds items queued through both hosts each reached a blocked poll ($delivered)" \
 	test "$delivered" = $rounds
-check "... before block_ms ended: $late of $timed timed rounds answered after ${POLL_LATE_MS} ms (a round is timed when its create answered within ${POLL_CREATE_MS} ms)" \
+check "... before block_ms ended: $late of $timed timed rounds answered after ${POLL_LATE_MS} ms (timed: the item queued ${POLL_QUEUED_MIN_MS}-${POLL_QUEUED_MS} ms into the poll)" \
 	bash -c '[ "$1" = 0 ] && [ "$2" -ge "$3" ]' _ "$late" "$timed" $POLL_ROUNDS
 
 # create N sessions through both hosts; print the time the last one was bound (epoch s)
