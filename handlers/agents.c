@@ -15,7 +15,6 @@
 #include "handlers.h"
 
 #define AGENT_ID_PREFIX "agent_"
-#define AGENT_ID_MAX 40
 #define AGENT_LIST_DEFAULT_LIMIT 100
 #define AGENT_LIST_MAX_LIMIT 1000
 #define AGENT_CURSOR_KIND "agent"
@@ -57,12 +56,12 @@ static json_t *agent_object(const struct db_rows *rows, unsigned r)
 
 static void respond_row(struct request *req, struct response *resp, const struct db_rows *rows)
 {
-	respond_resource(req, resp, rows, agent_object, "agent");
+	respond_resource(req, resp, rows, agent_object, "agent", NULL, req->params[0]);
 }
 
 static int check_id(struct request *req, struct response *resp)
 {
-	return resource_check_id(req, resp, AGENT_ID_PREFIX, "agent");
+	return resource_check_id(req, resp, AGENT_ID_PREFIX, "agent", NULL);
 }
 
 /* --- create ----------------------------------------------------------------------------- */
@@ -74,7 +73,7 @@ static enum db_status create_tx(struct db *db, void *arg)
 
 void agent_create(struct worker *w, struct request *req, struct response *resp)
 {
-	char id[AGENT_ID_MAX], now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
+	char id[RESOURCE_ID_MAX], now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
 	struct verr err = { 0 };
 	char *text = NULL;
 	enum db_status st;
@@ -236,11 +235,31 @@ void agent_update(struct worker *w, struct request *req, struct response *resp)
 
 /* --- archive ---------------------------------------------------------------------------- */
 
-void agent_archive(struct worker *w, struct request *req, struct response *resp)
+struct archive_ctx {
+	struct request *req;
+	struct db_rows rows; /* the row after archiving */
+};
+
+/* Archiving twice is fine: the second UPDATE matches nothing and the row is unchanged. */
+static enum db_status archive_tx(struct db *db, void *arg)
 {
+	struct archive_ctx *c = arg;
+	struct request *req = c->req;
 	char now_db[CLOCK_DB_LEN];
 	unsigned long long n = 0;
-	struct db_rows rows;
+	enum db_status st;
+
+	db_rows_free(&c->rows);
+	clock_now(now_db, NULL);
+	st = agentdb_archive(db, req->auth.workspace_id, req->params[0], now_db, &n);
+	if (!st)
+		st = agentdb_get(db, req->auth.workspace_id, req->params[0], 0, 0, &c->rows);
+	return st;
+}
+
+void agent_archive(struct worker *w, struct request *req, struct response *resp)
+{
+	struct archive_ctx c = { .req = req };
 	enum db_status st;
 
 	if (check_id(req, resp))
@@ -250,17 +269,12 @@ void agent_archive(struct worker *w, struct request *req, struct response *resp)
 		resp_error(resp, req, 400, NULL, "unknown field '%.64s': archive takes no fields", k);
 		return;
 	}
-	clock_now(now_db, NULL);
-	/* archiving twice is fine: the second UPDATE matches nothing and the row is unchanged */
-	st = agentdb_archive(w->db, req->auth.workspace_id, req->params[0], now_db, &n);
-	if (!st)
-		st = agentdb_get(w->db, req->auth.workspace_id, req->params[0], 0, 0, &rows);
-	if (st) {
+	st = db_tx(w->db, archive_tx, &c);
+	if (st)
 		handle_db_error(w, req, resp, st);
-		return;
-	}
-	respond_row(req, resp, &rows);
-	db_rows_free(&rows);
+	else
+		respond_row(req, resp, &c.rows);
+	db_rows_free(&c.rows);
 }
 
 /* --- list ------------------------------------------------------------------------------- */

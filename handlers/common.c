@@ -180,8 +180,6 @@ int worker_cursor_key(struct worker *w, struct request *req, struct response *re
 	return 0;
 }
 
-#define RESOURCE_ID_MAX 64
-
 int resource_id_valid(const char *s, const char *prefix)
 {
 	size_t n = strlen(s), p = strlen(prefix);
@@ -192,26 +190,26 @@ int resource_id_valid(const char *s, const char *prefix)
 }
 
 int resource_check_id(struct request *req, struct response *resp, const char *prefix,
-		      const char *kind)
+		      const char *kind, const char *code)
 {
 	if (resource_id_valid(req->params[0], prefix))
 		return 0;
-	resp_error(resp, req, 404, NULL, "%s '%.64s' not found", kind, req->params[0]);
+	resp_error(resp, req, 404, code, "%s '%.64s' not found", kind, req->params[0]);
 	return -1;
 }
 
 void respond_resource(struct request *req, struct response *resp, const struct db_rows *rows,
-		      row_render render, const char *kind)
+		      row_render render, const char *kind, const char *code, const char *id)
 {
 	json_t *obj;
 
 	if (!rows->nrows) {
-		resp_error(resp, req, 404, NULL, "%s '%s' not found", kind, req->params[0]);
+		resp_error(resp, req, 404, code, "%s '%s' not found", kind, id);
 		return;
 	}
 	obj = render(rows, 0);
 	if (!obj) {
-		log_error("%s %s: stored JSON does not parse", kind, req->params[0]);
+		log_error("%s %s: stored JSON does not parse", kind, id);
 		resp_error(resp, req, 500, NULL, "internal error");
 		return;
 	}

@@ -11,7 +11,6 @@
 #include "handlers.h"
 
 #define ENV_ID_PREFIX "env_"
-#define ENV_ID_MAX 40
 #define ENV_LIST_DEFAULT_LIMIT 100
 #define ENV_LIST_MAX_LIMIT 1000
 #define ENV_CURSOR_KIND "env"
@@ -194,23 +193,9 @@ static void respond_row(struct worker *w, struct request *req, struct response *
 	env_respond_buf(resp, req, 200, &b);
 }
 
-/* 1 when S looks like an environment id; anything else cannot exist, so it answers 404
- * without a query. */
-static int env_id_valid(const char *s)
-{
-	size_t n = strlen(s);
-	return n > strlen(ENV_ID_PREFIX) && n < ENV_ID_MAX &&
-	       !strncmp(s, ENV_ID_PREFIX, strlen(ENV_ID_PREFIX)) &&
-	       strspn(s + 4, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") ==
-		       n - 4;
-}
-
 static int check_id(struct request *req, struct response *resp)
 {
-	if (env_id_valid(req->params[0]))
-		return 0;
-	resp_error(resp, req, 404, ENV_NOT_FOUND_CODE, "environment '%.64s' not found", req->params[0]);
-	return -1;
+	return resource_check_id(req, resp, ENV_ID_PREFIX, "environment", ENV_NOT_FOUND_CODE);
 }
 
 /* Serialised forms of the fields for the row writers. Strings are owned (env_text_free). */
@@ -248,7 +233,7 @@ void env_create(struct worker *w, struct request *req, struct response *resp)
 	struct env_text t = { 0 };
 	struct verr err = { 0 };
 	struct env_buf b = { 0 };
-	char id[ENV_ID_MAX], now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
+	char id[RESOURCE_ID_MAX], now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
 	enum db_status st;
 
 	if (env_validate_create(req->json, w->caps, &f, &err)) {

@@ -38,7 +38,9 @@ typedef void (*handler_fn)(struct worker *w, struct request *req, struct respons
 void handle_db_error(struct worker *w, struct request *req, struct response *resp,
 		     enum db_status st);
 
-/* Load the deployment's list-cursor key into W once. 0, or -1 with RESP filled (503/500). */
+/* Load the deployment's list-cursor key into W once, the one loader every list uses. 0, or -1
+ * with RESP filled: 503 when the database is unavailable (docs/api.md §2: retry later); a
+ * missing secret (migrations not applied) is the deployment's fault, not transient: 500. */
 int worker_cursor_key(struct worker *w, struct request *req, struct response *resp);
 
 /* Authenticate REQ (x-api-key or Authorization: Bearer) and fill req->auth. On failure fills
@@ -76,18 +78,23 @@ void idem_run(struct worker *w, struct request *req, struct response *resp, hand
 /* Renders row R of a resource SELECT: new reference, or NULL when stored JSON is corrupt. */
 typedef json_t *(*row_render)(const struct db_rows *rows, unsigned r);
 
-/* Respond 200 with RENDER(rows, 0), 404 "KIND 'id' not found" when ROWS is empty, or 500 when
- * the stored row does not render. The id is req->params[0]. */
+/* Respond 200 with RENDER(rows, 0), 404 "KIND 'ID' not found" (error_code CODE, or none when
+ * NULL) when ROWS is empty, or 500 when the stored row does not render. */
 void respond_resource(struct request *req, struct response *resp, const struct db_rows *rows,
-		      row_render render, const char *kind);
+		      row_render render, const char *kind, const char *code, const char *id);
 
-/* 1 when S is PREFIX followed by [0-9A-Za-z] (the shape of every id this API makes). */
+/* Size of an id buffer: the longest id accepted in a path or a body is RESOURCE_ID_MAX - 1
+ * characters (the ids this API makes are a prefix and ID_RANDOM_LEN characters). */
+#define RESOURCE_ID_MAX AUTH_ID_MAX
+
+/* 1 when S is PREFIX followed by [0-9A-Za-z], shorter than RESOURCE_ID_MAX (the shape of every
+ * id this API makes). */
 int resource_id_valid(const char *s, const char *prefix);
 
-/* 0 when req->params[0] has PREFIX's id shape; else -1 with RESP a 404 naming KIND (an id of
- * another shape cannot exist, so no query is made). */
+/* 0 when req->params[0] has PREFIX's id shape; else -1 with RESP a 404 naming KIND, with
+ * error_code CODE when not NULL (an id of another shape cannot exist, so no query is made). */
 int resource_check_id(struct request *req, struct response *resp, const char *prefix,
-		      const char *kind);
+		      const char *kind, const char *code);
 
 /* Check the list cursor PAGE against KIND and FILTER (worker_cursor_key first) into CREATED and
  * ID (CURSOR_FIELD_MAX each). 0, or -1 with RESP a 400 (FILTERS_TEXT, when given, names the

@@ -18,7 +18,6 @@
 #include "env_validate.h"
 #include "handlers.h"
 
-#define SES_ID_MAX 40
 #define SES_TITLE_MAX 500 /* characters */
 #define SES_LIST_DEFAULT_LIMIT 100
 #define SES_LIST_MAX_LIMIT 1000
@@ -84,14 +83,15 @@ static json_t *session_object(const struct db_rows *rows, unsigned r)
 	return obj;
 }
 
-static void respond_row(struct request *req, struct response *resp, const struct db_rows *rows)
+static void respond_row(struct request *req, struct response *resp, const struct db_rows *rows,
+			const char *id)
 {
-	respond_resource(req, resp, rows, session_object, "session");
+	respond_resource(req, resp, rows, session_object, "session", NULL, id);
 }
 
 static int check_id(struct request *req, struct response *resp)
 {
-	return resource_check_id(req, resp, SES_ID_PREFIX, "session");
+	return resource_check_id(req, resp, SES_ID_PREFIX, "session", NULL);
 }
 
 /* Fields the SDK defines that this server does not support: accepted only when empty. */
@@ -125,7 +125,7 @@ struct create_ctx {
 	long long agent_version;  /* 0: latest */
 	json_t *metadata;         /* validated */
 	const char *title;        /* NULL: null */
-	char id[SES_ID_MAX];
+	char id[RESOURCE_ID_MAX];
 	char now_db[CLOCK_DB_LEN];
 	int work_queued;          /* a self_hosted environment's work item was queued */
 	struct db_rows rows;      /* the created session */
@@ -290,7 +290,7 @@ static enum db_status create_tx(struct db *db, void *arg)
 			goto out;
 	} else {
 		/* self_hosted: the customer's workers learn of the session from its work item */
-		char work_id[SES_ID_MAX];
+		char work_id[RESOURCE_ID_MAX];
 
 		if (random_id(work_id, sizeof(work_id), WORK_ID_PREFIX, ID_RANDOM_LEN)) {
 			st = DB_FATAL;
@@ -328,8 +328,7 @@ void session_create(struct worker *w, struct request *req, struct response *resp
 	else if (c.err.status)
 		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
 	else {
-		req->params[0] = c.id;
-		respond_row(req, resp, &c.rows);
+		respond_row(req, resp, &c.rows, c.id);
 		/* after the commit: polls blocked on this environment take the item now */
 		if (c.work_queued && (st = workdb_wake(w->db, c.env_id)))
 			log_warn("waking polls of %s: database %s: %s", c.env_id,
@@ -353,7 +352,7 @@ void session_retrieve(struct worker *w, struct request *req, struct response *re
 		handle_db_error(w, req, resp, st);
 		return;
 	}
-	respond_row(req, resp, &rows);
+	respond_row(req, resp, &rows, req->params[0]);
 	db_rows_free(&rows);
 }
 
@@ -516,17 +515,41 @@ void session_update(struct worker *w, struct request *req, struct response *resp
 	else if (c.err.status)
 		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
 	else
-		respond_row(req, resp, &c.rows);
+		respond_row(req, resp, &c.rows, req->params[0]);
 out:
 	json_decref(c.mcp);
 	db_rows_free(&c.rows);
 }
 
-void session_archive(struct worker *w, struct request *req, struct response *resp)
+struct archive_ctx {
+	struct request *req;
+	struct db_rows rows; /* the row after archiving */
+};
+
+/* The archive and the stop of the session's work item commit together. */
+static enum db_status archive_tx(struct db *db, void *arg)
 {
+	struct archive_ctx *c = arg;
+	struct request *req = c->req;
 	char now_db[CLOCK_DB_LEN];
 	unsigned long long n = 0;
-	struct db_rows rows;
+	enum db_status st;
+
+	db_rows_free(&c->rows);
+	clock_now(now_db, NULL);
+	st = sesdb_archive(db, req->params[0], req->auth.workspace_id, req->auth.account_id,
+			   now_db, &n);
+	if (!st && n) /* an archived session's work item is asked to stop */
+		st = workdb_stop_session(db, req->params[0], req->auth.workspace_id, now_db);
+	if (!st)
+		st = sesdb_get(db, req->params[0], req->auth.workspace_id, req->auth.account_id, 0,
+			       &c->rows);
+	return st;
+}
+
+void session_archive(struct worker *w, struct request *req, struct response *resp)
+{
+	struct archive_ctx c = { .req = req };
 	enum db_status st;
 
 	if (check_id(req, resp))
@@ -536,20 +559,12 @@ void session_archive(struct worker *w, struct request *req, struct response *res
 			   json_object_iter_key(json_object_iter(req->json)));
 		return;
 	}
-	clock_now(now_db, NULL);
-	st = sesdb_archive(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id,
-			   now_db, &n);
-	if (!st && n) /* an archived session's work item is asked to stop */
-		st = workdb_stop_session(w->db, req->params[0], req->auth.workspace_id, now_db);
-	if (!st)
-		st = sesdb_get(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id,
-			       0, &rows);
-	if (st) {
+	st = db_tx(w->db, archive_tx, &c);
+	if (st)
 		handle_db_error(w, req, resp, st);
-		return;
-	}
-	respond_row(req, resp, &rows);
-	db_rows_free(&rows);
+	else
+		respond_row(req, resp, &c.rows, req->params[0]);
+	db_rows_free(&c.rows);
 }
 
 /* ---- delete ---- */

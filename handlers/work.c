@@ -90,7 +90,7 @@ static void respond_work(struct request *req, struct response *resp, const struc
 	if (!rows->nrows)
 		work_not_found(req, resp);
 	else
-		respond_resource(req, resp, rows, work_object, WORK_KIND);
+		respond_resource(req, resp, rows, work_object, WORK_KIND, NULL, req->params[1]);
 }
 
 /* ---- credentials ---- */
