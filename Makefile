@@ -97,6 +97,12 @@ $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(RECON_LIBS)
 UNIT_TESTS += $(BUILD)/test_cache
 
+# db/db.c without a server: error classes and the failure a handle reports
+$(BUILD)/test_db: $(call obj,tests/unit/test_db.c db/db.c common/crypto.c common/log.c \
+	common/config.c common/backend.c common/clock.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB)
+UNIT_TESTS += $(BUILD)/test_db
+
 # the unknown-key guard's shared budget, raced by forked processes (handlers/auth_guard.c)
 $(BUILD)/test_auth_guard: $(call obj,tests/unit/test_auth_guard.c handlers/auth_guard.c \
 	common/crypto.c)

@@ -158,9 +158,10 @@ enum db_status agentdb_snapshot(struct db *db, const char *ws, const char *agent
 	def = json_loads(db_cell(&rows, 0, AGENT_C_DEFINITION), 0, NULL);
 	*snapshot = snapshot_make(db_cell(&rows, 0, AGENT_C_ID),
 				  atoll(db_cell(&rows, 0, AGENT_C_VERSION)), def);
-	json_decref(def);
 	if (!*snapshot)
-		st = DB_FATAL;
+		st = db_fail(db, def ? DB_NOMEM : DB_CORRUPT, "agent %s: %s", agent_id,
+			     def ? "out of memory" : "stored definition does not parse");
+	json_decref(def);
 out:
 	db_rows_free(&rows);
 	return st;

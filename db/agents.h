@@ -63,7 +63,7 @@ enum db_status agentdb_versions(struct db *db, const char *ws, const char *id,
  * AGENT_ID at VERSION (0 = latest) in workspace WS. DB_OK with *SNAPSHOT a new reference (caller
  * decrefs) or NULL when no such agent/version; *ARCHIVED set to 1 when the agent is archived
  * (else 0). Plain SELECTs through db_exec: safe inside a db_tx transaction (takes no lock).
- * DB_FATAL when the stored definition does not parse or memory runs out. */
+ * DB_CORRUPT when the stored definition does not parse, DB_NOMEM when memory runs out. */
 enum db_status agentdb_snapshot(struct db *db, const char *ws, const char *agent_id,
 				long long version, json_t **snapshot, int *archived);
 

@@ -1,6 +1,7 @@
 #include "db.h"
 
 #include <errmsg.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <mysql.h>
 #include <mysqld_error.h>
@@ -35,7 +36,8 @@ struct db {
 	enum db_status tx_failed; /* first DB_RETRY/DB_GONE inside the open transaction */
 	struct stmt_entry cache[DB_STMT_CACHE_MAX];
 	int ncache;
-	char error[512];
+	enum db_status status;    /* of the last failure; DB_OK after a success */
+	char error[DB_ERROR_MAX]; /* its message; "" after a success */
 };
 
 enum db_status db_classify(unsigned err)
@@ -46,7 +48,13 @@ enum db_status db_classify(unsigned err)
 	case ER_LOCK_DEADLOCK:      /* also Galera's certification failure, at COMMIT */
 	case ER_LOCK_WAIT_TIMEOUT:
 	case ER_UNKNOWN_COM_ERROR: /* 1047: Galera node outside the primary component */
+	case ER_UNKNOWN_STMT_HANDLER: /* the server forgot a prepared statement (a migration): */
+	case ER_NEED_REPREPARE:       /* prepared again on the retry */
 		return DB_RETRY;
+	case CR_OUT_OF_MEMORY:
+	case ER_OUTOFMEMORY:
+	case ER_OUT_OF_RESOURCES:
+		return DB_NOMEM;
 	case ER_DUP_ENTRY:
 	case ER_ROW_IS_REFERENCED_2:
 	case ER_NO_REFERENCED_ROW_2:
@@ -69,13 +77,48 @@ enum db_status db_classify(unsigned err)
 
 const char *db_status_name(enum db_status status)
 {
-	static const char *names[] = { "ok", "conflict", "retry", "gone", "fatal" };
-	return (unsigned)status < 5 ? names[status] : "?";
+	static const char *const names[] = { "ok",    "conflict",	"retry",  "gone",
+					     "fatal", "out of memory", "corrupt" };
+	return (unsigned)status < sizeof(names) / sizeof(names[0]) ? names[status] : "?";
 }
 
 const char *db_error(const struct db *db)
 {
 	return db->error;
+}
+
+enum db_status db_last_status(const struct db *db)
+{
+	return db->status;
+}
+
+/* Set the failure ST with the message FMT/AP: formatted into a buffer of its own first, so an
+ * argument that is db->error itself is read whole before it is replaced. */
+static enum db_status fail_set(struct db *db, enum db_status st, const char *fmt, va_list ap)
+{
+	char msg[DB_ERROR_MAX];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	memcpy(db->error, msg, sizeof(msg));
+	db->status = st;
+	return st;
+}
+
+enum db_status db_fail(struct db *db, enum db_status st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fail_set(db, st, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+/* A call succeeded: no failure to report. */
+static void fail_clear(struct db *db)
+{
+	db->status = DB_OK;
+	db->error[0] = '\0';
 }
 
 struct db *db_new(const struct config *cfg)
@@ -108,11 +151,12 @@ void db_free(struct db *db)
 	free(db);
 }
 
+/* The server or client library reported ERR with MSG: classify it, record both, and end what
+ * the class ends (the transaction's attempt, the connection). */
 static enum db_status fail(struct db *db, unsigned err, const char *msg)
 {
-	enum db_status st = db_classify(err);
+	enum db_status st = db_fail(db, db_classify(err), "%u: %s", err, msg);
 
-	snprintf(db->error, sizeof(db->error), "%u: %s", err, msg);
 	if ((st == DB_GONE || st == DB_RETRY) && db->tx_open && !db->tx_failed)
 		db->tx_failed = st;
 	/* On Galera a transaction aborted for a conflict (1213, 1047) can leave the connection
@@ -134,7 +178,7 @@ enum db_status db_connect(struct db *db)
 		return DB_OK;
 	m = mysql_init(NULL);
 	if (!m)
-		return DB_FATAL;
+		return db_fail(db, DB_NOMEM, "connecting: out of memory");
 	mysql_options(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
 	mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
 	mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &io);
@@ -146,10 +190,12 @@ enum db_status db_connect(struct db *db)
 				c->db_password, c->db_name, c->db_port,
 				c->db_socket[0] ? c->db_socket : NULL, 0)) {
 		unsigned err = mysql_errno(m);
-		snprintf(db->error, sizeof(db->error), "%u: %s", err, mysql_error(m));
+		enum db_status st = db_fail(db, db_classify(err), "%u: %s", err, mysql_error(m));
+
 		mysql_close(m);
-		return db_classify(err) == DB_GONE || err == 2002 || err == 2003 ? DB_GONE
-										 : DB_FATAL;
+		/* a refused login is not retried; a deadlock cannot happen here */
+		return st == DB_RETRY || st == DB_CONFLICT ? db_fail(db, DB_FATAL, "%s", db->error)
+							   : st;
 	}
 	db->conn = m;
 	db->galera = db->sync_wait = false;
@@ -181,6 +227,8 @@ enum db_status db_query(struct db *db, const char *sql)
 	} while (mysql_next_result(db->conn) == 0);
 	if (mysql_errno(db->conn))
 		return fail(db, mysql_errno(db->conn), mysql_error(db->conn));
+	if (!db->tx_open)
+		fail_clear(db);
 	return DB_OK;
 }
 
@@ -235,7 +283,9 @@ static enum db_status tx_verify(struct db *db)
 	return tx_still_open(db, "before the next statement");
 }
 
-static MYSQL_STMT *stmt_get(struct db *db, const char *sql, unsigned *err)
+/* The cached statement for SQL, prepared now when missing. NULL with *ST and the failure
+ * recorded. */
+static MYSQL_STMT *stmt_get(struct db *db, const char *sql, enum db_status *st)
 {
 	MYSQL_STMT *stmt;
 	my_bool on = 1;
@@ -247,13 +297,17 @@ static MYSQL_STMT *stmt_get(struct db *db, const char *sql, unsigned *err)
 		db->tx_unsure = true;
 	stmt = mysql_stmt_init(db->conn);
 	if (!stmt) {
-		*err = CR_OUT_OF_MEMORY;
+		*st = fail(db, CR_OUT_OF_MEMORY, "preparing a statement: out of memory");
 		return NULL;
 	}
 	if (mysql_stmt_prepare(stmt, sql, strlen(sql))) {
-		*err = mysql_stmt_errno(stmt);
-		snprintf(db->error, sizeof(db->error), "%u: %s", *err, mysql_stmt_error(stmt));
+		unsigned err = mysql_stmt_errno(stmt);
+		char msg[DB_ERROR_MAX];
+
+		/* copied before the close frees the statement's message */
+		snprintf(msg, sizeof(msg), "%s", mysql_stmt_error(stmt));
 		mysql_stmt_close(stmt);
+		*st = fail(db, err, msg);
 		return NULL;
 	}
 	mysql_stmt_attr_set(stmt, STMT_ATTR_UPDATE_MAX_LENGTH, &on);
@@ -427,7 +481,7 @@ static enum db_status exec_once(struct db *db, const char *sql, const struct db_
 	unsigned err = 0;
 
 	if (nparams > DB_MAX_PARAMS)
-		return fail(db, CR_UNKNOWN_ERROR, "too many parameters");
+		return db_fail(db, DB_FATAL, "%u parameters: more than DB_MAX_PARAMS", nparams);
 	if (db->tx_lost) /* never on a new connection, outside the transaction */
 		return DB_RETRY;
 	st = db_connect(db);
@@ -436,9 +490,9 @@ static enum db_status exec_once(struct db *db, const char *sql, const struct db_
 	st = tx_verify(db); /* a statement closed by the previous call */
 	if (st)
 		return st;
-	stmt = stmt_get(db, sql, &err);
+	stmt = stmt_get(db, sql, &st);
 	if (!stmt)
-		return fail(db, err, db->error);
+		return st;
 	if (db->tx_unsure) { /* STMT was prepared just now */
 		bool cached = false;
 		for (int i = 0; i < db->ncache; i++)
@@ -498,22 +552,25 @@ static enum db_status exec_once(struct db *db, const char *sql, const struct db_
 
 stmt_fail:
 	err = mysql_stmt_errno(stmt);
-	snprintf(db->error, sizeof(db->error), "%u: %s", err, mysql_stmt_error(stmt));
-	if (meta)
-		mysql_free_result(meta);
-	stmt_done(db, stmt);
-	if (err == ER_UNKNOWN_STMT_HANDLER || err == ER_NEED_REPREPARE) {
-		/* the server forgot the statement (e.g. after a migration): drop the cache */
-		bool tx = db->in_tx;
-		for (int i = 0; i < db->ncache; i++)
-			mysql_stmt_close(db->cache[i].stmt);
-		db->ncache = 0;
-		db->in_tx = tx;
-		if (db->in_tx && db->galera)
-			db->tx_unsure = true; /* COM_STMT_CLOSE: no result (tx_verify) */
-		return DB_RETRY;
+	{
+		char msg[DB_ERROR_MAX];
+
+		/* copied before stmt_done may free the statement's message */
+		snprintf(msg, sizeof(msg), "%s", mysql_stmt_error(stmt));
+		if (meta)
+			mysql_free_result(meta);
+		stmt_done(db, stmt);
+		if (err == ER_UNKNOWN_STMT_HANDLER || err == ER_NEED_REPREPARE) {
+			/* the server forgot the statement (e.g. after a migration): drop the
+			 * cache, so that the retry prepares it again */
+			for (int i = 0; i < db->ncache; i++)
+				mysql_stmt_close(db->cache[i].stmt);
+			db->ncache = 0;
+			if (db->in_tx && db->galera)
+				db->tx_unsure = true; /* COM_STMT_CLOSE: no result (tx_verify) */
+		}
+		return fail(db, err, msg);
 	}
-	return fail(db, err, db->error);
 }
 
 enum db_status db_exec(struct db *db, const char *sql, const struct db_val *params,
@@ -527,6 +584,8 @@ enum db_status db_exec(struct db *db, const char *sql, const struct db_val *para
 		log_warn("database: %s (%s); retrying once", db_status_name(st), db->error);
 		st = exec_once(db, sql, params, nparams, rows, affected);
 	}
+	if (!st && !db->tx_open)
+		fail_clear(db);
 	return st;
 }
 
@@ -634,6 +693,8 @@ static enum db_status tx_run(struct db *db, db_tx_fn fn, void *ctx, bool read_co
 	st = tx_attempts(db, fn, ctx, read_committed);
 	db->tx_open = false;
 	db->tx_failed = DB_OK;
+	if (!st)
+		fail_clear(db);
 	return st;
 }
 

@@ -25,8 +25,12 @@ enum db_status {
 		      * (1205), Galera node not in the primary component (1047): nothing was
 		      * committed; retry the transaction */
 	DB_GONE,     /* the server is unreachable or went away */
-	DB_FATAL,    /* anything else: a bug or bad state */
+	DB_FATAL,    /* the server refused the statement for another reason: a bug or bad state */
+	DB_NOMEM,    /* out of memory on this side (the client library or the caller) */
+	DB_CORRUPT,  /* stored data is not what the code expects: JSON that does not parse, a
+		      * value longer than its buffer, a missing server secret */
 };
+#define DB_ERROR_MAX 512 /* bytes of the message kept with a failure */
 
 enum db_type { DBT_NULL, DBT_STR, DBT_INT };
 
@@ -58,7 +62,7 @@ struct db;
 struct db *db_new(const struct config *cfg);
 void db_free(struct db *db);
 
-/* Connect if not connected. DB_OK or DB_GONE / DB_FATAL. */
+/* Connect if not connected. DB_OK or DB_GONE / DB_FATAL / DB_NOMEM. */
 enum db_status db_connect(struct db *db);
 
 /* Execute SQL (a string literal: its address keys the statement cache) with PARAMS. When ROWS
@@ -101,13 +105,28 @@ enum db_status db_tx(struct db *db, db_tx_fn fn, void *ctx);
  * batches. */
 enum db_status db_tx_read_committed(struct db *db, db_tx_fn fn, void *ctx);
 
-/* Last server error message (for logs only; never sent to clients). */
+/* The message of the last failure ("" after a call that succeeded): the server's error number
+ * and text, or what db_fail recorded. For logs only; never sent to clients. Borrowed from DB. */
 const char *db_error(const struct db *db);
+
+/* The status of the last failure, DB_OK after a call that succeeded. Status and message are
+ * set together where the failure is found and cleared together by the next db_exec, db_query
+ * or db_tx that succeeds (inside a transaction, a failure stays until the transaction ends:
+ * it is what the transaction reports). */
+enum db_status db_last_status(const struct db *db);
+
+/* Record a failure found by the caller rather than the server (stored JSON that does not parse,
+ * out of memory inside a transaction function): ST with the message FMT, formatted at once (an
+ * argument may be db_error(DB) itself). Returns ST, so a transaction function can end with
+ * `return db_fail(db, DB_CORRUPT, ...)`. */
+enum db_status db_fail(struct db *db, enum db_status st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Human-readable name of STATUS. */
 const char *db_status_name(enum db_status status);
 
-/* Classify a MariaDB client or server error number. */
+/* Classify a MariaDB client or server error number: one table for every path (statements,
+ * COMMIT, connect). */
 enum db_status db_classify(unsigned err);
 
 #endif

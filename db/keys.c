@@ -30,7 +30,8 @@ enum db_status keys_lookup(struct db *db, const unsigned char hash[32], struct k
 		if (copy_cell(out->key_id, out->key_id_sz, db_cell(&rows, 0, 0)) ||
 		    copy_cell(out->workspace_id, out->workspace_id_sz, db_cell(&rows, 0, 1)) ||
 		    copy_cell(out->account_id, out->account_id_sz, db_cell(&rows, 0, 2)))
-			st = DB_FATAL;
+			st = db_fail(db, DB_CORRUPT, "api key %.64s: a stored id is longer than its buffer",
+				     db_cell(&rows, 0, 0));
 		else
 			*found = 1;
 	}
@@ -50,7 +51,7 @@ enum db_status workspace_lookup(struct db *db, const char *name, char *out, size
 		return st;
 	if (rows.nrows) {
 		if (copy_cell(out, sz, db_cell(&rows, 0, 0)))
-			st = DB_FATAL;
+			st = db_fail(db, DB_CORRUPT, "workspace id longer than its buffer");
 		else
 			*found = 1;
 	}
@@ -139,7 +140,8 @@ enum db_status secret_get(struct db *db, const char *name, unsigned char *out, s
 	if (st)
 		return st;
 	if (rows.nrows != 1 || !db_cell(&rows, 0, 0) || rows.len[0] < len)
-		st = DB_FATAL;
+		st = db_fail(db, DB_CORRUPT, "server secret '%s' is missing or short (run migrate)",
+			     name);
 	else
 		memcpy(out, db_cell(&rows, 0, 0), len);
 	db_rows_free(&rows);

@@ -17,7 +17,7 @@ struct key_identity {
 };
 
 /* Find the active key whose hash is HASH. DB_OK with *FOUND set; on a hit fills OUT's key id,
- * workspace id and account. A stored value longer than its buffer is DB_FATAL (never
+ * workspace id and account. A stored value longer than its buffer is DB_CORRUPT (never
  * truncated: two accounts sharing a prefix must not become one). */
 enum db_status keys_lookup(struct db *db, const unsigned char hash[32], struct key_identity *out,
 			   int *found);
@@ -62,7 +62,8 @@ enum db_status keys_lookup_hash(struct db *db, const char *sql, const unsigned c
 /* Workspace id of NAME into OUT. *FOUND = 0 when there is none. */
 enum db_status workspace_lookup(struct db *db, const char *name, char *out, size_t sz, int *found);
 
-/* The deployment's secret NAME (created by migrations) into OUT (LEN bytes). */
+/* The deployment's secret NAME (created by migrations) into OUT (LEN bytes); DB_CORRUPT when
+ * it is missing or shorter. */
 enum db_status secret_get(struct db *db, const char *name, unsigned char *out, size_t len);
 
 /* Apply every migration in DIR not yet in schema_migrations, in name order, each recorded.

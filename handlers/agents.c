@@ -86,7 +86,7 @@ void agent_create(struct worker *w, struct request *req, struct response *resp)
 	}
 	text = json_dumps(def, JSON_COMPACT);
 	if (!text || random_id(id, sizeof(id), AGENT_ID_PREFIX, ID_RANDOM_LEN)) {
-		resp_error(resp, req, 500, NULL, "internal error");
+		respond_internal(req, resp, text ? "no random id" : "out of memory");
 		goto out;
 	}
 	clock_now(now_db, now_api);
@@ -108,7 +108,7 @@ void agent_create(struct worker *w, struct request *req, struct response *resp)
 	    json_object_set_new(obj, "updated_at", json_string(now_api)) ||
 	    json_object_set_new(obj, "archived_at", json_null())) {
 		json_decref(obj);
-		resp_error(resp, req, 500, NULL, "internal error");
+		respond_internal(req, resp, "out of memory");
 		goto out;
 	}
 	resp_json(resp, 200, obj);
@@ -180,17 +180,15 @@ static enum db_status update_tx(struct db *db, void *arg)
 		return DB_OK;
 	}
 	cur = json_loads(db_cell(&c->rows, 0, AGENT_C_DEFINITION), 0, NULL);
-	if (!cur) {
-		log_error("agent %s: stored definition does not parse", req->params[0]);
-		verr_set(&c->err, 500, NULL, "internal error");
-		return DB_OK;
-	}
+	if (!cur)
+		return db_fail(db, DB_CORRUPT, "agent %s: stored definition does not parse",
+			       req->params[0]);
 	next = agent_validate_update(req->json, cur, &changed, &c->err);
 	if (!next || !changed)
 		goto out; /* refused, or nothing to write: no new version */
 	text = json_dumps(next, JSON_COMPACT);
 	if (!text) {
-		verr_set(&c->err, 500, NULL, "internal error");
+		st = db_fail(db, DB_NOMEM, "agent %s: serialising the definition", req->params[0]);
 		goto out;
 	}
 	clock_now(now_db, NULL);

@@ -17,12 +17,27 @@
 void handle_db_error(struct worker *w, struct request *req, struct response *resp,
 		     enum db_status st)
 {
-	log_error("%s %s: database %s: %s (%s)", req->method, req->path, db_status_name(st),
-		  db_error(w->db), req->request_id);
+	/* the log names the class: only DB_FATAL and DB_CONFLICT are the database's refusals */
+	static const char *const what[] = {
+		[DB_CONFLICT] = "database conflict", [DB_RETRY] = "database busy",
+		[DB_GONE] = "database unavailable",  [DB_FATAL] = "database error",
+		[DB_NOMEM] = "out of memory",	     [DB_CORRUPT] = "corrupt stored data",
+	};
+	const char *msg = db_last_status(w->db) == st ? db_error(w->db) : "";
+
+	log_error("%s %s: %s: %s (%s)", req->method, req->path,
+		  (unsigned)st < sizeof(what) / sizeof(what[0]) && what[st] ? what[st] : "?", msg,
+		  req->request_id);
 	if (st == DB_GONE || st == DB_RETRY)
 		resp_error(resp, req, 503, NULL, "the database is unavailable; retry later");
 	else
 		resp_error(resp, req, 500, NULL, "internal error");
+}
+
+void respond_internal(const struct request *req, struct response *resp, const char *what)
+{
+	log_error("%s %s: %s (%s)", req->method, req->path, what, req->request_id);
+	resp_error(resp, req, 500, NULL, "internal error");
 }
 
 /* The live cache entry for HASH, or NULL. */
@@ -210,7 +225,7 @@ void respond_resource(struct request *req, struct response *resp, const struct d
 	obj = render(rows, 0);
 	if (!obj) {
 		log_error("%s %s: stored JSON does not parse", kind, id);
-		resp_error(resp, req, 500, NULL, "internal error");
+		respond_internal(req, resp, "a stored row does not render");
 		return;
 	}
 	resp_json(resp, 200, obj);
@@ -321,7 +336,7 @@ void respond_page(struct worker *w, struct request *req, struct response *resp,
 			json_object_set_new(body, "next_page", json_string(next));
 	}
 	if (!body) {
-		resp_error(resp, req, 500, NULL, "internal error");
+		respond_internal(req, resp, "out of memory building a list page");
 		return;
 	}
 	resp_json(resp, 200, body);

@@ -168,7 +168,7 @@ static void env_respond_buf(struct response *resp, const struct request *req, in
 {
 	if (b->oom || !b->p) {
 		free(b->p);
-		resp_error(resp, req, 500, NULL, "out of memory");
+		respond_internal(req, resp, "out of memory building the body");
 		return;
 	}
 	free(resp->body);
@@ -241,7 +241,7 @@ void env_create(struct worker *w, struct request *req, struct response *resp)
 		return;
 	}
 	if (env_text_make(&f, &t) || random_id(id, sizeof(id), ENV_ID_PREFIX, ID_RANDOM_LEN)) {
-		resp_error(resp, req, 500, NULL, "internal error");
+		respond_internal(req, resp, "out of memory or no random id");
 		goto out;
 	}
 	clock_now(now_db, now_api);
@@ -342,14 +342,13 @@ static enum db_status update_tx(struct db *db, void *arg)
 			 "environment '%s' is archived and cannot be updated", req->params[0]);
 		return DB_OK;
 	}
-	if (fields_from_row(&c->rows, &f)) {
-		verr_set(&c->err, 500, NULL, "internal error");
-		return DB_OK;
-	}
+	if (fields_from_row(&c->rows, &f))
+		return db_fail(db, DB_CORRUPT, "environment %s: stored JSON does not parse",
+			       req->params[0]);
 	if (env_validate_update(req->json, c->w->caps, &f, &changed, &c->err) || !changed)
 		goto out;
 	if (env_text_make(&f, &t)) {
-		verr_set(&c->err, 500, NULL, "internal error");
+		st = db_fail(db, DB_NOMEM, "environment %s: serialising the fields", req->params[0]);
 		goto out;
 	}
 	clock_now(now_db, now_api);

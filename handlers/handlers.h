@@ -34,9 +34,14 @@ struct worker {
 typedef void (*handler_fn)(struct worker *w, struct request *req, struct response *resp);
 
 /* Map a database failure to the response: DB_GONE/DB_RETRY -> 503 overloaded_error with
- * retry-after; anything else -> 500 api_error. Logs the server's message. */
+ * retry-after; anything else -> 500 api_error. Logs the failure's class (database error, out of
+ * memory, corrupt stored data...) and its message (db_error). */
 void handle_db_error(struct worker *w, struct request *req, struct response *resp,
 		     enum db_status st);
+
+/* A failure on the handler's side (out of memory, a row that does not render): logs WHAT with
+ * the request and responds 500 api_error. */
+void respond_internal(const struct request *req, struct response *resp, const char *what);
 
 /* Load the deployment's list-cursor key into W once, the one loader every list uses. 0, or -1
  * with RESP filled: 503 when the database is unavailable (docs/api.md §2: retry later); a

@@ -249,9 +249,14 @@ static enum db_status create_tx(struct db *db, void *arg)
 	config = json_loads(db_cell(&env, 0, ENV_C_CONFIG), 0, NULL);
 	snap_text = json_dumps(snapshot, JSON_COMPACT);
 	meta_text = json_dumps(c->metadata, JSON_COMPACT);
-	if (!config || !snap_text || !meta_text ||
+	if (!config) {
+		st = db_fail(db, DB_CORRUPT, "environment %s: stored config does not parse",
+			     c->env_id);
+		goto out;
+	}
+	if (!snap_text || !meta_text ||
 	    random_id(c->id, sizeof(c->id), SES_ID_PREFIX, ID_RANDOM_LEN)) {
-		st = DB_FATAL;
+		st = db_fail(db, DB_NOMEM, "session create: out of memory or no random id");
 		goto out;
 	}
 	clock_now(c->now_db, NULL);
@@ -281,7 +286,7 @@ static enum db_status create_tx(struct db *db, void *arg)
 				 json_object_get(config, "networking"));
 		spec_text = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
 		if (!spec_text) {
-			st = DB_FATAL;
+			st = db_fail(db, DB_NOMEM, "session %s: serialising the intent", c->id);
 			goto out;
 		}
 		st = sesdb_insert_intent(db, c->id, a->workspace_id, INTENT_PROVISION, spec_text,
@@ -293,7 +298,7 @@ static enum db_status create_tx(struct db *db, void *arg)
 		char work_id[RESOURCE_ID_MAX];
 
 		if (random_id(work_id, sizeof(work_id), WORK_ID_PREFIX, ID_RANDOM_LEN)) {
-			st = DB_FATAL;
+			st = db_fail(db, DB_FATAL, "session %s: no random work id", c->id);
 			goto out;
 		}
 		st = workdb_enqueue(db, work_id, a->workspace_id, c->env_id, c->id, c->now_db);
@@ -459,7 +464,8 @@ static enum db_status update_tx(struct db *db, void *arg)
 		return DB_OK;
 	old_meta = json_loads(db_cell(&c->rows, 0, SES_C_METADATA), 0, NULL);
 	if (!old_meta) {
-		st = DB_FATAL;
+		st = db_fail(db, DB_CORRUPT, "session %s: stored metadata does not parse",
+			     req->params[0]);
 		goto out;
 	}
 	patch = json_object_get(body, "metadata");
@@ -473,7 +479,7 @@ static enum db_status update_tx(struct db *db, void *arg)
 	mcp_text = c->mcp ? json_dumps(c->mcp, JSON_COMPACT) : old_mcp ? strdup(old_mcp) : NULL;
 	meta_text = json_dumps(meta, JSON_COMPACT);
 	if (!meta_text || ((c->mcp || old_mcp) && !mcp_text)) {
-		st = DB_FATAL;
+		st = db_fail(db, DB_NOMEM, "session %s: serialising the update", req->params[0]);
 		goto out;
 	}
 	changed = !json_equal(meta, old_meta) ||

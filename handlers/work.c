@@ -318,7 +318,7 @@ void work_poll(struct worker *w, struct request *req, struct response *resp)
 		int woken;
 
 		if (random_id(token, sizeof(token), WORK_TOKEN_PREFIX, WORK_TOKEN_RANDOM_LEN)) {
-			resp_error(resp, req, 500, NULL, "internal error");
+			respond_internal(req, resp, "no random token");
 			return;
 		}
 		sha256(token, strlen(token), hash);
@@ -348,7 +348,7 @@ void work_poll(struct worker *w, struct request *req, struct response *resp)
 	secret = work_secret(req, token);
 	if (!obj || !secret) {
 		json_decref(obj);
-		resp_error(resp, req, 500, NULL, "internal error");
+		respond_internal(req, resp, obj ? "out of memory" : "stored work metadata does not parse");
 	} else {
 		json_object_set_new(obj, "secret", json_string(secret));
 		resp_json(resp, 200, obj);
@@ -613,16 +613,15 @@ static enum db_status update_tx_run(struct db *db, void *arg)
 	if (st || !c->rows.nrows)
 		return st;
 	old = json_loads(db_cell(&c->rows, 0, WORK_C_METADATA), 0, NULL);
-	if (!old) {
-		st = DB_FATAL;
-		goto out;
-	}
+	if (!old)
+		return db_fail(db, DB_CORRUPT, "work %s: stored metadata does not parse",
+			       req->params[1]);
 	merged = meta_patch(old, c->patch, "metadata", &c->err);
 	if (!merged || json_equal(merged, old))
 		goto out;
 	text = json_dumps(merged, JSON_COMPACT);
 	if (!text) {
-		st = DB_FATAL;
+		st = db_fail(db, DB_NOMEM, "work %s: serialising metadata", req->params[1]);
 		goto out;
 	}
 	clock_now(now, NULL);

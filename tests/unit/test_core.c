@@ -502,21 +502,6 @@ static void test_error_mapping(void **state)
 	}
 }
 
-static void test_db_error_classes(void **state)
-{
-	(void)state;
-	assert_int_equal(db_classify(0), DB_OK);
-	assert_int_equal(db_classify(1213), DB_RETRY);
-	assert_int_equal(db_classify(1205), DB_RETRY);
-	assert_int_equal(db_classify(1047), DB_RETRY); /* Galera: not in the primary component */
-	assert_int_equal(db_classify(1062), DB_CONFLICT);
-	assert_int_equal(db_classify(1451), DB_CONFLICT);
-	assert_int_equal(db_classify(2006), DB_GONE);
-	assert_int_equal(db_classify(2013), DB_GONE);
-	assert_int_equal(db_classify(2002), DB_GONE);
-	assert_int_equal(db_classify(1064), DB_FATAL);
-	assert_string_equal(db_status_name(DB_RETRY), "retry");
-}
 
 /* ---- crypto and cursor ---- */
 
@@ -594,7 +579,6 @@ int main(void)
 		cmocka_unit_test(test_header_parsing),
 		cmocka_unit_test(test_query_parsing),
 		cmocka_unit_test(test_error_mapping),
-		cmocka_unit_test(test_db_error_classes),
 		cmocka_unit_test(test_sha256_vectors),
 		cmocka_unit_test(test_ids),
 		cmocka_unit_test(test_cursor),
