@@ -11,12 +11,13 @@ COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c comm
 	common/egress.c common/redact.c common/privs.c common/strbuf.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
 	db/work.c db/intent.c
+HTTP_SRC := http/request.c http/response.c http/router.c
 HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth_guard.c handlers/env_validate.c \
-	handlers/cursor.c \
+	handlers/cursor.c handlers/router.c handlers/routes.c \
 	handlers/sessions.c handlers/idempotency.c \
 	handlers/environments.c handlers/agent_validate.c handlers/agents.c handlers/work.c
-FCGI_SRC := fcgi/request.c fcgi/response.c fcgi/router.c fcgi/serve.c
-API_SRC := fcgi/main.c $(FCGI_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
+FCGI_SRC := fcgi/serve.c
+API_SRC := api/main.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
 RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/cache.c reconciler/drift.c \
 	db/sandboxes.c reconciler/backends/process.c \
 	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
@@ -55,8 +56,9 @@ $(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/e
 	handlers/verr.c common/backend.c tests/unit/unit_json.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
-$(BUILD)/test_core: $(call obj,tests/unit/test_core.c fcgi/request.c fcgi/response.c \
-	fcgi/router.c handlers/cursor.c db/db.c $(COMMON_SRC)) $(BUILD)/obj/tests/unit/stubs.o
+# the API policy (handlers/router.c) over a fake route table: tests/unit/stubs.c
+$(BUILD)/test_core: $(call obj,tests/unit/test_core.c $(HTTP_SRC) handlers/router.c \
+	handlers/cursor.c db/db.c $(COMMON_SRC)) $(BUILD)/obj/tests/unit/stubs.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB)
 
 $(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c)
@@ -96,6 +98,11 @@ $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
 	$(filter-out reconciler/main.c,$(RECON_SRC)))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(RECON_LIBS)
 UNIT_TESTS += $(BUILD)/test_cache
+
+# http/router.c with a two-line table of its own (no handlers)
+$(BUILD)/test_router: $(call obj,tests/unit/test_router.c $(HTTP_SRC) common/crypto.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
+UNIT_TESTS += $(BUILD)/test_router
 
 # db/db.c without a server: error classes and the failure a handle reports
 $(BUILD)/test_db: $(call obj,tests/unit/test_db.c db/db.c common/crypto.c common/log.c \
@@ -201,7 +208,7 @@ $(BUILD)/fuzz/obj/%.o: %.c
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c -o $@ $<
 
 $(BUILD)/fuzz/fuzz_request: $(call fobj,tests/fuzz/fuzz_request.c tests/unit/stubs.c \
-	fcgi/request.c fcgi/response.c fcgi/router.c common/crypto.c)
+	$(HTTP_SRC) handlers/router.c common/crypto.c)
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
 
 $(BUILD)/fuzz/fuzz_cursor: $(call fobj,tests/fuzz/fuzz_cursor.c handlers/cursor.c common/crypto.c)

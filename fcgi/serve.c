@@ -22,8 +22,6 @@
 #include "../common/crypto.h"
 #include "../common/log.h"
 #include "../common/privs.h"
-#include "../handlers/auth_guard.h"
-#include "router.h"
 
 extern char **environ;
 
@@ -101,15 +99,15 @@ static int format_head(const struct request *req, const struct response *resp, c
 	return n;
 }
 
-/* Handle one request whose parameters are ENV: read, dispatch, and leave the response. */
-static void handle(struct worker *w, char **env, struct body_src *src, struct request *req,
-		   struct response *resp)
+/* Handle one request whose parameters are ENV: read, hand it to APP, and leave the response. */
+static void handle(const struct serve_app *app, void *w, char **env, struct body_src *src,
+		   struct request *req, struct response *resp)
 {
 	memset(req, 0, sizeof(*req));
 	memset(resp, 0, sizeof(*resp));
 	req->env = env;
 	if (req_read(req, resp, src_read, src) == 0)
-		route_dispatch(w, req, resp);
+		app->handle(w, req, resp);
 	if (!resp->body)
 		resp_error(resp, req, 500, NULL, "handler produced no response");
 	log_debug("%s %s -> %d %s", req->method, req->path, resp->status, req->request_id);
@@ -128,14 +126,6 @@ static void write_fcgx(FCGX_Stream *out, const struct request *req, const struct
 	}
 }
 
-static void worker_init(struct worker *w, const struct config *cfg)
-{
-	memset(w, 0, sizeof(*w));
-	w->cfg = cfg;
-	w->caps = backend_lookup(cfg->backend);
-	w->db = db_new(cfg);
-}
-
 /* 1 when this worker's peak resident set passed [api] max_rss_mb: one request made it grow
  * (a large page, a large body) and the memory stays with the process, so it is recycled.
  * getrusage is one system call, no file read, on every request. */
@@ -150,9 +140,10 @@ static int worker_too_big(const struct config *cfg)
 
 /* Accept and serve until asked to stop, MAX requests are served (0: no limit), the worker grew
  * past [api] max_rss_mb, or (SUPERVISOR > 0) the supervisor is gone. */
-static int worker_loop(const struct config *cfg, int listen_fd, long max, pid_t supervisor)
+static int worker_loop(const struct config *cfg, const struct serve_app *app, int listen_fd,
+		       long max, pid_t supervisor)
 {
-	struct worker w;
+	void *w;
 	struct request req;
 	struct response resp;
 	FCGX_Request fr;
@@ -171,9 +162,10 @@ static int worker_loop(const struct config *cfg, int listen_fd, long max, pid_t 
 	/* SIGTERM is only delivered while waiting in accept(): an in-flight request finishes */
 	sigprocmask(SIG_BLOCK, &term, &old);
 
-	worker_init(&w, cfg);
-	if (!w.db || FCGX_InitRequest(&fr, listen_fd, FCGI_FAIL_ACCEPT_ON_INTR)) {
+	w = app->worker_new(cfg);
+	if (!w || FCGX_InitRequest(&fr, listen_fd, FCGI_FAIL_ACCEPT_ON_INTR)) {
 		log_error("worker: out of memory at start");
+		app->worker_free(w);
 		return 1;
 	}
 	while (!max || served < max) {
@@ -192,7 +184,7 @@ static int worker_loop(const struct config *cfg, int listen_fd, long max, pid_t 
 		}
 		{
 			struct body_src src = { fr.in };
-			handle(&w, fr.envp, &src, &req, &resp);
+			handle(app, w, fr.envp, &src, &req, &resp);
 			write_fcgx(fr.out, &req, &resp);
 			req_release(&req);
 			resp_release(&resp);
@@ -210,35 +202,39 @@ static int worker_loop(const struct config *cfg, int listen_fd, long max, pid_t 
 		}
 	}
 	FCGX_Free(&fr, 0);
-	db_free(w.db);
+	app->worker_free(w);
 	return 0;
 }
 
-int serve_fd0(const struct config *cfg)
+int serve_fd0(const struct config *cfg, const struct serve_app *app)
 {
 	if (FCGX_Init())
 		return 1;
-	return worker_loop(cfg, 0, 0, 0);
+	return worker_loop(cfg, app, 0, 0, 0);
 }
 
-int serve_cgi(const struct config *cfg)
+int serve_cgi(const struct config *cfg, const struct serve_app *app)
 {
-	struct worker w;
+	void *w;
 	struct request req;
 	struct response resp;
 	struct body_src src = { NULL };
 	char head[RESP_MAX_HEADERS * RESP_HEADER_MAX + 512];
 	int n;
 
-	worker_init(&w, cfg);
-	handle(&w, environ, &src, &req, &resp);
+	w = app->worker_new(cfg);
+	if (!w) {
+		log_error("out of memory at start");
+		return 1;
+	}
+	handle(app, w, environ, &src, &req, &resp);
 	n = format_head(&req, &resp, head, sizeof(head));
 	fwrite(head, 1, (size_t)n, stdout);
 	fwrite(resp.body, 1, resp.body_len, stdout);
 	fflush(stdout);
 	req_release(&req);
 	resp_release(&resp);
-	db_free(w.db);
+	app->worker_free(w);
 	return 0;
 }
 
@@ -271,7 +267,8 @@ static void scrub_environment(void)
 }
 
 /* Fork a worker serving LISTEN_FD; its process name (ps, pgrep) is NAME. */
-static pid_t spawn(const struct config *cfg, int listen_fd, long max, const char *name)
+static pid_t spawn(const struct config *cfg, const struct serve_app *app, int listen_fd, long max,
+		   const char *name)
 {
 	pid_t supervisor = getpid();
 	pid_t pid = fork();
@@ -291,7 +288,7 @@ static pid_t spawn(const struct config *cfg, int listen_fd, long max, const char
 		 * before this line, so check too */
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != supervisor)
 			_exit(1);
-		_exit(worker_loop(cfg, listen_fd, max, supervisor));
+		_exit(worker_loop(cfg, app, listen_fd, max, supervisor));
 	}
 	if (pid < 0)
 		log_error("supervisor: fork: %s", strerror(errno));
@@ -382,7 +379,7 @@ static void pool_signal(const struct pool *p, int sig)
 			kill(p->pids[i], sig);
 }
 
-int serve_supervisor(const struct config *cfg)
+int serve_supervisor(const struct config *cfg, const struct serve_app *app)
 {
 	struct pool pools[SERVE_POOLS] = {
 		{ SERVE_WORKER_NAME, cfg->api_socket, -1, worker_count(cfg), NULL },
@@ -395,10 +392,9 @@ int serve_supervisor(const struct config *cfg)
 
 	if (FCGX_Init())
 		return 1;
-	/* before the fork: every worker shares the unknown-key cache and per-address budgets */
-	if (auth_guard_init())
-		log_warn("supervisor: no shared memory for the unknown-key guard: %s",
-			 strerror(errno));
+	/* before the fork: what every worker shares */
+	if (app->init && app->init())
+		return 1;
 	for (int k = 0; k < npools; k++) {
 		pools[k].pids = calloc((size_t)pools[k].n, sizeof(pid_t));
 		pools[k].fd = pools[k].pids ? bind_socket(cfg, pools[k].socket) : -1;
@@ -424,7 +420,7 @@ int serve_supervisor(const struct config *cfg)
 	for (int k = 0; k < npools; k++) {
 		int alive = 0;
 		for (int i = 0; i < pools[k].n; i++) {
-			pools[k].pids[i] = spawn(cfg, pools[k].fd, cfg->api_max_requests,
+			pools[k].pids[i] = spawn(cfg, app, pools[k].fd, cfg->api_max_requests,
 						 pools[k].name);
 			alive += pools[k].pids[i] > 0;
 		}
@@ -461,7 +457,7 @@ int serve_supervisor(const struct config *cfg)
 					log_error("workers die too fast; slowing down");
 					sleep(1);
 				}
-				p->pids[i] = spawn(cfg, p->fd, cfg->api_max_requests, p->name);
+				p->pids[i] = spawn(cfg, app, p->fd, cfg->api_max_requests, p->name);
 			}
 		}
 	}

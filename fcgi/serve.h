@@ -3,6 +3,7 @@
 #define TERRARIUM_SERVE_H
 
 #include "../common/config.h"
+#include "../http/http.h"
 
 #define SERVE_BACKLOG 1024
 #define SERVE_STOP_GRACE_S 10     /* SIGTERM -> wait this long for in-flight requests */
@@ -14,16 +15,28 @@
 #define SERVE_WORKER_NAME      "terrarium-api"  /* process names of the two pools' workers */
 #define SERVE_POLL_WORKER_NAME "terrarium-poll"
 
+/* What the served application provides (registered by main: fcgi/ knows nothing of it). */
+struct serve_app {
+	/* In the supervisor before the first fork (state the workers share); 0, or -1 to stop
+	 * serving (logged by the application). NULL: nothing. */
+	int (*init)(void);
+	/* A worker's state for CFG (borrowed; outlives it), or NULL when out of memory. */
+	void *(*worker_new)(const struct config *cfg);
+	void (*worker_free)(void *worker); /* NULL is fine */
+	/* Answer REQ (parsed) into RESP; always leaves a complete response. */
+	void (*handle)(void *worker, struct request *req, struct response *resp);
+};
+
 /* Supervisor: bind cfg->api_socket (and cfg->api_poll_socket when set, with its own
  * api_poll_workers), prefork workers on each, restart and recycle them, stop gracefully on
  * SIGTERM/SIGINT. Returns the process exit status. */
-int serve_supervisor(const struct config *cfg);
+int serve_supervisor(const struct config *cfg, const struct serve_app *app);
 
 /* One worker loop on the listening socket already on fd 0 (spawn-fcgi, mod_fcgid). */
-int serve_fd0(const struct config *cfg);
+int serve_fd0(const struct config *cfg, const struct serve_app *app);
 
 /* Serve one request as plain CGI from the environment and stdin to stdout. */
-int serve_cgi(const struct config *cfg);
+int serve_cgi(const struct config *cfg, const struct serve_app *app);
 
 enum { SERVE_FASTCGI = 1, SERVE_CGI = 2 };
 

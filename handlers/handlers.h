@@ -8,7 +8,7 @@
 #include "../common/config.h"
 #include "../common/crypto.h"
 #include "../db/db.h"
-#include "../fcgi/http.h"
+#include "../http/http.h"
 
 /* API keys a worker authenticated recently (handlers/common.c, auth_request). An entry is
  * used for AUTH_CACHE_TTL_MS after its lookup and never extended, so a revoked key is refused

@@ -1,5 +1,6 @@
-/* libFuzzer target: the request layer (fcgi/request.c, fcgi/router.c, fcgi/response.c) as
- * serve.c drives it, with the stub handlers of tests/unit/stubs.c (no database).
+/* libFuzzer target: the request layer (http/request.c, http/router.c, http/response.c) and the
+ * API policy (handlers/router.c) as
+ * serve.c drives them, over the fake route table of tests/unit/stubs.c (no database).
  *
  * Input: CGI parameters, one "NAME=value" line each (REQUEST_METHOD, REQUEST_URI, QUERY_STRING,
  * CONTENT_LENGTH, REQUEST_ID, HTTP_ANTHROPIC_BETA, ...; repeats allowed), then an empty line,
@@ -222,7 +223,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	read_ok = req_read(&req, &resp, src_read, &body) == 0;
 	if (read_ok)
-		route_dispatch(&w, &req, &resp);
+		stub_dispatch(&w, &req, &resp);
 	FUZZ_CHECK(request_id_valid(req.request_id), "request id '%s'", req.request_id);
 	check_response(&req, &resp, read_ok);
 	if (read_ok)

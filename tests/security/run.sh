@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Isolation and secrets, against the running stack:
-#   every authenticated route of the route table (read from fcgi/router.c, so a new route is
+#   every authenticated route of the route table (read from handlers/routes.c, so a new route is
 #   probed without editing this file) with another workspace's key and this workspace's ids:
 #   404 (and lists and creates show nothing of the other workspace); with a revoked key: 401;
 #   scope: account environments hidden from another account of the same workspace;
@@ -33,10 +33,10 @@ id_for() {
 	esac
 }
 
-# { "METHOD", "/pattern", handler, FLAGS } entries; continuation lines joined
-routes=$(sed -n '/^static const struct route routes/,/^};/p' "$ROOT/fcgi/router.c" | tr -d '\n\t' |
-	grep -o '{ *"[A-Z]*", *"[^"]*", *[a-z_]*, *[^}]*}' | grep ROUTE_AUTH |
-	sed -E 's/\{ *"([A-Z]+)", *"([^"]+)".*/\1 \2/')
+# { { "METHOD", "/pattern" }, handler, FLAGS } entries; continuation lines joined
+routes=$(sed -n '/^static const struct api_route routes/,/^};/p' "$ROOT/handlers/routes.c" | tr -d '\n\t' |
+	grep -o '{ *{ *"[A-Z]*", *"[^"]*" *}, *[a-z_]*, *[^}]*}' | grep ROUTE_AUTH |
+	sed -E 's/\{ *\{ *"([A-Z]+)", *"([^"]+)".*/\1 \2/')
 nroutes=$(wc -l <<<"$routes")
 check "the route table was read ($nroutes authenticated routes)" test "$nroutes" -ge 10
 probes=0

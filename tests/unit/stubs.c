@@ -1,5 +1,5 @@
-/* Stand-ins for the handlers and database calls the router links against, so router, request
- * and response code can be tested without a database. Each records that it ran. */
+/* A fake route table over the real API policy (handlers/router.c): each handler records that it
+ * ran; the policy's own calls (auth_request, work_scope_check, idem_run) are stand-ins. */
 #include "stubs.h"
 
 #include <string.h>
@@ -21,55 +21,6 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 	return stub_auth_result;
 }
 
-void handle_db_error(struct worker *w, struct request *req, struct response *resp,
-		     enum db_status st)
-{
-	(void)w;
-	(void)st;
-	resp_error(resp, req, 503, NULL, "the database is unavailable");
-}
-
-void idem_run(struct worker *w, struct request *req, struct response *resp, handler_fn handler)
-{
-	handler(w, req, resp);
-}
-
-#define STUB(fn)                                                                   \
-	void fn(struct worker *w, struct request *req, struct response *resp)      \
-	{                                                                          \
-		(void)w;                                                           \
-		(void)req;                                                         \
-		record(#fn, resp);                                                 \
-	}
-STUB(health_live)
-STUB(health_ready)
-STUB(env_create)
-STUB(env_retrieve)
-STUB(env_update)
-STUB(env_list)
-STUB(env_archive)
-STUB(env_delete)
-STUB(agent_create)
-STUB(agent_retrieve)
-STUB(agent_update)
-STUB(agent_list)
-STUB(agent_archive)
-STUB(agent_versions)
-STUB(session_create)
-STUB(session_retrieve)
-STUB(session_update)
-STUB(session_list)
-STUB(session_archive)
-STUB(session_delete)
-STUB(work_poll)
-STUB(work_ack)
-STUB(work_heartbeat)
-STUB(work_stop)
-STUB(work_retrieve)
-STUB(work_update)
-STUB(work_list)
-STUB(work_stats)
-
 int work_scope_check(struct request *req, struct response *resp, int env_key_route,
 		     int token_route)
 {
@@ -78,4 +29,41 @@ int work_scope_check(struct request *req, struct response *resp, int env_key_rou
 	(void)env_key_route;
 	(void)token_route;
 	return 0;
+}
+
+void idem_run(struct worker *w, struct request *req, struct response *resp, handler_fn handler)
+{
+	handler(w, req, resp);
+}
+
+#define STUB(fn)                                                                   \
+	static void fake_##fn(struct worker *w, struct request *req, struct response *resp) \
+	{                                                                          \
+		(void)w;                                                           \
+		(void)req;                                                         \
+		record(#fn, resp);                                                 \
+	}
+STUB(health_live)
+STUB(env_create)
+STUB(env_list)
+STUB(env_retrieve)
+STUB(env_update)
+STUB(env_delete)
+STUB(env_archive)
+
+static const struct api_route fake_routes[] = {
+	{ { "GET", "/healthz" }, fake_health_live, 0 },
+	{ { "POST", "/v1/environments" }, fake_env_create,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT },
+	{ { "GET", "/v1/environments" }, fake_env_list, ROUTE_AUTH | ROUTE_BETA },
+	{ { "GET", "/v1/environments/{id}" }, fake_env_retrieve, ROUTE_AUTH | ROUTE_BETA },
+	{ { "POST", "/v1/environments/{id}" }, fake_env_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
+	{ { "DELETE", "/v1/environments/{id}" }, fake_env_delete, ROUTE_AUTH | ROUTE_BETA },
+	{ { "POST", "/v1/environments/{id}/archive" }, fake_env_archive,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT },
+};
+
+void stub_dispatch(struct worker *w, struct request *req, struct response *resp)
+{
+	api_dispatch(w, fake_routes, sizeof(fake_routes) / sizeof(fake_routes[0]), req, resp);
 }

@@ -1,9 +1,17 @@
+/* A fake route table for the API policy (handlers/router.c) and stand-ins for the three calls
+ * the policy makes (authentication, scope, idempotency), so dispatch is tested without the
+ * handlers or a database. */
 #ifndef TERRARIUM_TEST_STUBS_H
 #define TERRARIUM_TEST_STUBS_H
 
-#include "../../fcgi/router.h"
+#include "../../handlers/router.h"
 
 extern int stub_auth_result;          /* 0: authenticated; -1: 401 */
 extern const char *stub_last_handler; /* name of the handler that ran, or NULL */
+
+/* api_dispatch over the fake table: health_live (GET /healthz, no flags), env_create,
+ * env_list, env_retrieve, env_update, env_delete, env_archive (the /v1/environments routes
+ * with the real table's flags). */
+void stub_dispatch(struct worker *w, struct request *req, struct response *resp);
 
 #endif

@@ -1,5 +1,5 @@
-/* The parsed request and the response under construction: what handlers see. Nothing here
- * depends on libfcgi; fcgi/serve.c fills a request from FastCGI or CGI and writes the response. */
+/* The parsed request and the response under construction: what handlers see. Transport-neutral:
+ * fcgi/serve.c fills a request from FastCGI or CGI and writes the response. */
 #ifndef TERRARIUM_HTTP_H
 #define TERRARIUM_HTTP_H
 

@@ -21,7 +21,8 @@
 #include "../common/log.h"
 #include "../db/keys.h"
 #include "../db/work.h"
-#include "serve.h"
+#include "../fcgi/serve.h"
+#include "../handlers/router.h"
 
 #define MAIN_DEFAULT_ACCOUNT "default"
 #define MAIN_KEY_ID_PREFIX   "apikey_"
@@ -178,7 +179,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		log_set_level(cfg.log_level);
-		return mode == SERVE_FASTCGI ? serve_fd0(&cfg) : serve_cgi(&cfg);
+		return mode == SERVE_FASTCGI ? serve_fd0(&cfg, &api_app) : serve_cgi(&cfg, &api_app);
 	}
 	if (config_load(&cfg, path)) {
 		fprintf(stderr, "config: %s\n", cfg.error);
@@ -186,7 +187,7 @@ int main(int argc, char **argv)
 	}
 	log_set_level(cfg.log_level);
 	if (!strcmp(argv[i], "serve"))
-		return serve_supervisor(&cfg);
+		return serve_supervisor(&cfg, &api_app);
 	if (!strcmp(argv[i], "config") && argc - i == 2 && !strcmp(argv[i + 1], "dump"))
 		return config_dump(&cfg, stdout) ? 1 : 0;
 	return admin(&cfg, argc - i, argv + i);

@@ -1,0 +1,104 @@
+/* The API's route table (docs/api.md): every route with the checks its flags ask for
+ * (handlers/router.c). */
+#include "router.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "auth_guard.h"
+
+static const struct api_route routes[] = {
+	{ { "GET", "/healthz" }, health_live, 0 },
+	{ { "GET", "/readyz" }, health_ready, 0 },
+	{ { "POST", "/v1/environments" }, env_create,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT },
+	{ { "GET", "/v1/environments" }, env_list, ROUTE_AUTH | ROUTE_BETA },
+	{ { "GET", "/v1/environments/{id}" }, env_retrieve, ROUTE_AUTH | ROUTE_BETA },
+	{ { "POST", "/v1/environments/{id}" }, env_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
+	{ { "DELETE", "/v1/environments/{id}" }, env_delete, ROUTE_AUTH | ROUTE_BETA },
+	{ { "POST", "/v1/environments/{id}/archive" }, env_archive,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT },
+	/* the work queue (docs/api.md §6): poll and stats before the {work_id} routes they also match */
+	{ { "GET", "/v1/environments/{id}/work/poll" }, work_poll,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_ENV_KEY },
+	{ { "GET", "/v1/environments/{id}/work/stats" }, work_stats,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_ENV_KEY },
+	{ { "GET", "/v1/environments/{id}/work" }, work_list, ROUTE_AUTH | ROUTE_BETA | ROUTE_ENV_KEY },
+	{ { "GET", "/v1/environments/{id}/work/{work_id}" }, work_retrieve,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_ENV_KEY | ROUTE_WORK_TOKEN },
+	{ { "POST", "/v1/environments/{id}/work/{work_id}" }, work_update,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_ENV_KEY },
+	{ { "POST", "/v1/environments/{id}/work/{work_id}/ack" }, work_ack,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT | ROUTE_ENV_KEY | ROUTE_WORK_TOKEN },
+	{ { "POST", "/v1/environments/{id}/work/{work_id}/heartbeat" }, work_heartbeat,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT | ROUTE_ENV_KEY | ROUTE_WORK_TOKEN },
+	{ { "POST", "/v1/environments/{id}/work/{work_id}/stop" }, work_stop,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT | ROUTE_ENV_KEY | ROUTE_WORK_TOKEN },
+	{ { "POST", "/v1/agents" }, agent_create, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT },
+	{ { "GET", "/v1/agents" }, agent_list, ROUTE_AUTH | ROUTE_BETA },
+	{ { "GET", "/v1/agents/{id}" }, agent_retrieve, ROUTE_AUTH | ROUTE_BETA },
+	{ { "POST", "/v1/agents/{id}" }, agent_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
+	{ { "POST", "/v1/agents/{id}/archive" }, agent_archive,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT },
+	{ { "GET", "/v1/agents/{id}/versions" }, agent_versions, ROUTE_AUTH | ROUTE_BETA },
+	{ { "POST", "/v1/sessions" }, session_create,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT },
+	{ { "GET", "/v1/sessions" }, session_list, ROUTE_AUTH | ROUTE_BETA },
+	{ { "GET", "/v1/sessions/{id}" }, session_retrieve, ROUTE_AUTH | ROUTE_BETA | ROUTE_WORK_TOKEN },
+	{ { "POST", "/v1/sessions/{id}" }, session_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
+	{ { "DELETE", "/v1/sessions/{id}" }, session_delete, ROUTE_AUTH | ROUTE_BETA },
+	{ { "POST", "/v1/sessions/{id}/archive" }, session_archive,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT },
+};
+
+void api_handle(void *worker, struct request *req, struct response *resp)
+{
+	api_dispatch(worker, routes, sizeof(routes) / sizeof(routes[0]), req, resp);
+}
+
+/* ---- the application fcgi/serve.c runs (registered by api/main.c) ---- */
+
+static int api_init(void)
+{
+	/* every worker shares the unknown-key cache and per-address budgets; without shared
+	 * memory each worker keeps its own (the guard still holds, per worker) */
+	if (auth_guard_init())
+		log_warn("supervisor: no shared memory for the unknown-key guard: %s",
+			 strerror(errno));
+	return 0;
+}
+
+static void *api_worker_new(const struct config *cfg)
+{
+	struct worker *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->cfg = cfg;
+	w->caps = backend_lookup(cfg->backend);
+	w->db = db_new(cfg);
+	if (!w->db) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void api_worker_free(void *worker)
+{
+	struct worker *w = worker;
+
+	if (!w)
+		return;
+	db_free(w->db);
+	free(w);
+}
+
+const struct serve_app api_app = {
+	.init = api_init,
+	.worker_new = api_worker_new,
+	.worker_free = api_worker_free,
+	.handle = api_handle,
+};
