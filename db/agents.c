@@ -22,11 +22,11 @@ enum db_status agentdb_get(struct db *db, const char *ws, const char *id, long l
 		"WHERE a.workspace_id = ? AND a.id = ? AND v.version = a.version FOR UPDATE";
 	static const char at[] =
 		AGENT_SELECT "WHERE a.workspace_id = ? AND a.id = ? AND v.version = ?";
-	struct db_val p[] = { DB_STR(ws), DB_STR(id), DB_INT(version) };
-
 	if (version > 0)
-		return db_exec(db, at, p, 3, rows, NULL);
-	return db_exec(db, for_update ? current_lock : current, p, 2, rows, NULL);
+		return db_exec(db, at, DB_PARAMS(DB_STR(ws), DB_STR(id), DB_INT(version)), rows,
+			       NULL);
+	return db_exec(db, for_update ? current_lock : current, DB_PARAMS(DB_STR(ws), DB_STR(id)),
+		       rows, NULL);
 }
 
 enum db_status agentdb_insert(struct db *db, const struct agent_row_in *in)
@@ -39,9 +39,9 @@ enum db_status agentdb_insert(struct db *db, const struct agent_row_in *in)
 	struct db_val pa[] = { DB_STR(in->id), DB_STR(in->workspace_id), DB_STR(in->account_id),
 			       DB_STR(in->now), DB_STR(in->now) };
 	struct db_val pv[] = { DB_STR(in->id), DB_STR(in->definition), DB_STR(in->now) };
-	enum db_status st = db_exec(db, agent, pa, 5, NULL, NULL);
+	enum db_status st = db_exec(db, agent, DB_ARRAY(pa), NULL, NULL);
 
-	return st ? st : db_exec(db, first, pv, 3, NULL, NULL);
+	return st ? st : db_exec(db, first, DB_ARRAY(pv), NULL, NULL);
 }
 
 enum db_status agentdb_add_version(struct db *db, const struct agent_row_in *in,
@@ -56,10 +56,10 @@ enum db_status agentdb_add_version(struct db *db, const struct agent_row_in *in,
 	struct db_val pa[] = { DB_INT(version), DB_STR(in->now), DB_STR(in->id),
 			       DB_STR(in->workspace_id), DB_INT(version - 1) };
 	unsigned long long n = 0;
-	enum db_status st = db_exec(db, add, pv, 4, NULL, NULL);
+	enum db_status st = db_exec(db, add, DB_ARRAY(pv), NULL, NULL);
 
 	if (!st)
-		st = db_exec(db, bump, pa, 5, NULL, &n);
+		st = db_exec(db, bump, DB_ARRAY(pa), NULL, &n);
 	/* the caller holds the row lock: a miss means the caller's version was not current */
 	return st ? st : n == 1 ? DB_OK : DB_CONFLICT;
 }
@@ -71,7 +71,7 @@ enum db_status agentdb_archive(struct db *db, const char *ws, const char *id, co
 				  " WHERE id = ? AND workspace_id = ? AND archived_at IS NULL";
 	struct db_val p[] = { DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws) };
 
-	return db_exec(db, sql, p, 4, NULL, affected);
+	return db_exec(db, sql, DB_ARRAY(p), NULL, affected);
 }
 
 enum db_status agentdb_list(struct db *db, const char *ws, int include_archived, const char *gte,
@@ -90,13 +90,13 @@ enum db_status agentdb_list(struct db *db, const char *ws, int include_archived,
 	if (!after_created) {
 		struct db_val p[] = { DB_STR(ws), DB_INT(!!include_archived), g, g, l, l,
 				      DB_INT(limit) };
-		return db_exec(db, first, p, 7, rows, NULL);
+		return db_exec(db, first, DB_ARRAY(p), rows, NULL);
 	}
 	{
 		struct db_val p[] = { DB_STR(ws), DB_INT(!!include_archived), g, g, l, l,
 				      DB_STR(after_created), DB_STR(after_created),
 				      DB_STR(after_id), DB_INT(limit) };
-		return db_exec(db, next, p, 10, rows, NULL);
+		return db_exec(db, next, DB_ARRAY(p), rows, NULL);
 	}
 }
 
@@ -116,7 +116,7 @@ enum db_status agentdb_versions(struct db *db, const char *ws, const char *id,
 	struct db_val p[] = { DB_STR(ws), DB_STR(id), DB_INT(before_version),
 			      DB_INT(before_version), DB_INT(limit) };
 
-	return db_exec(db, sql, p, 5, rows, NULL);
+	return db_exec(db, sql, DB_ARRAY(p), rows, NULL);
 }
 
 /* The snapshot of definition DEF (borrowed) as agent ID at VERSION. New reference or NULL. */

@@ -504,6 +504,12 @@ static enum db_status exec_once(struct db *db, const char *sql, const struct db_
 			return st;
 		}
 	}
+	if (mysql_stmt_param_count(stmt) != nparams) {
+		db_fail(db, DB_FATAL, "%lu parameters in the statement, %u given: %.80s",
+			mysql_stmt_param_count(stmt), nparams, sql);
+		stmt_done(db, stmt);
+		return DB_FATAL;
+	}
 	memset(bind, 0, sizeof(bind));
 	for (unsigned i = 0; i < nparams; i++) {
 		switch (params[i].type) {

@@ -46,6 +46,19 @@ struct db_val {
 #define DB_INT(x) ((struct db_val){ DBT_INT, NULL, 0, (x) })
 #define DB_NULL ((struct db_val){ DBT_NULL, NULL, 0, 0 })
 
+/* The PARAMS and NPARAMS arguments of db_exec, the count derived rather than written: */
+/* ...from the values themselves: db_exec(db, sql, DB_PARAMS(DB_STR(id), DB_INT(n)), ...) */
+#define DB_PARAMS(...)                                     \
+	((const struct db_val[]){ __VA_ARGS__ }),          \
+		(unsigned)(sizeof((const struct db_val[]){ __VA_ARGS__ }) / sizeof(struct db_val))
+/* ...from an array of values (a pointer does not compile) */
+#define DB_ARRAY(a)                                                                         \
+	(a), (unsigned)(sizeof(a) / sizeof((a)[0]) +                                         \
+			0 * sizeof(char[1 - 2 * __builtin_types_compatible_p(__typeof__(a),  \
+								     __typeof__(&(a)[0]))]))
+/* ...for a statement without parameters */
+#define DB_NONE NULL, 0u
+
 /* A fully fetched result set: cell[r * ncols + c] is a NUL-terminated string, or NULL for SQL
  * NULL; len[] the matching lengths. Owned by the struct (db_rows_free). Everything lives in
  * one arena of a few large blocks (usually one), not one allocation per cell. */
@@ -65,7 +78,9 @@ void db_free(struct db *db);
 /* Connect if not connected. DB_OK or DB_GONE / DB_FATAL / DB_NOMEM. */
 enum db_status db_connect(struct db *db);
 
-/* Execute SQL (a string literal: its address keys the statement cache) with PARAMS. When ROWS
+/* Execute SQL (a string literal: its address keys the statement cache) with PARAMS, passed as
+ * DB_PARAMS(...), DB_ARRAY(p) or DB_NONE: NPARAMS must be the number of `?` in SQL, which the
+ * server counted at prepare (another count is DB_FATAL before anything runs). When ROWS
  * is given the result set is fetched into it (caller db_rows_free). AFFECTED, when given,
  * receives the affected row count. Outside a transaction a server-gone error reconnects and
  * retries once. */

@@ -22,8 +22,7 @@ enum db_status envdb_get(struct db *db, const char *id, const char *ws, const ch
 	return db_exec(db,
 		       lock == ENVDB_LOCK_UPDATE  ? sql_update
 		       : lock == ENVDB_LOCK_SHARE ? sql_share
-						  : sql,
-		       p, 3, rows, NULL);
+						  : sql, DB_ARRAY(p), rows, NULL);
 }
 
 static struct db_val opt(const char *s)
@@ -42,19 +41,22 @@ enum db_status envdb_insert(struct db *db, const struct env_row_in *in)
 			      DB_STR(in->type),	    opt(in->scope),	      DB_STR(in->config),
 			      DB_STR(in->now),	    DB_STR(in->now) };
 
-	return db_exec(db, sql, p, 11, NULL, NULL);
+	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
 
-enum db_status envdb_update(struct db *db, const struct env_row_in *in)
+enum db_status envdb_update(struct db *db, const struct env_row_in *in, long long revision,
+			    unsigned long long *affected)
 {
 	static const char sql[] =
 		"UPDATE environments SET name = ?, description = ?, metadata = ?, type = ?, scope = ?,"
-		" config = ?, revision = revision + 1, updated_at = ? WHERE id = ? AND workspace_id = ?";
+		" config = ?, revision = revision + 1, updated_at = ? WHERE id = ? AND workspace_id = ?"
+		" AND revision = ? AND archived_at IS NULL";
 	struct db_val p[] = { DB_STR(in->name),	  opt(in->description), DB_STR(in->metadata),
 			      DB_STR(in->type),	  opt(in->scope),	DB_STR(in->config),
-			      DB_STR(in->now),	  DB_STR(in->id),	DB_STR(in->workspace_id) };
+			      DB_STR(in->now),	  DB_STR(in->id),	DB_STR(in->workspace_id),
+			      DB_INT(revision) };
 
-	return db_exec(db, sql, p, 9, NULL, NULL);
+	return db_exec(db, sql, DB_ARRAY(p), NULL, affected);
 }
 
 enum db_status envdb_hold_for_session(struct db *db, const char *id, const char *ws,
@@ -64,7 +66,7 @@ enum db_status envdb_hold_for_session(struct db *db, const char *id, const char 
 				  " WHERE id = ? AND" ENV_VISIBLE;
 	struct db_val p[] = { DB_STR(id), DB_STR(ws), DB_STR(account) };
 
-	return db_exec(db, sql, p, 3, NULL, NULL);
+	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
 
 enum db_status envdb_archive(struct db *db, const char *id, const char *ws, const char *account,
@@ -74,7 +76,7 @@ enum db_status envdb_archive(struct db *db, const char *id, const char *ws, cons
 				  " WHERE id = ? AND archived_at IS NULL AND" ENV_VISIBLE;
 	struct db_val p[] = { DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws), DB_STR(account) };
 
-	return db_exec(db, sql, p, 5, NULL, affected);
+	return db_exec(db, sql, DB_ARRAY(p), NULL, affected);
 }
 
 enum db_status envdb_delete(struct db *db, const char *id, const char *ws, const char *account,
@@ -85,7 +87,7 @@ enum db_status envdb_delete(struct db *db, const char *id, const char *ws, const
 		"AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.environment_id = environments.id)";
 	struct db_val p[] = { DB_STR(id), DB_STR(ws), DB_STR(account) };
 
-	return db_exec(db, sql, p, 3, NULL, affected);
+	return db_exec(db, sql, DB_ARRAY(p), NULL, affected);
 }
 
 enum db_status envdb_references(struct db *db, const char *id, const char *ws,
@@ -97,7 +99,7 @@ enum db_status envdb_references(struct db *db, const char *id, const char *ws,
 		" e.workspace_id = ? AND (e.scope IS NULL OR e.scope <> 'account' OR e.account_id = ?)";
 	struct db_val p[] = { DB_STR(id), DB_STR(ws), DB_STR(account) };
 	struct db_rows rows;
-	enum db_status st = db_exec(db, sql, p, 3, &rows, NULL);
+	enum db_status st = db_exec(db, sql, DB_ARRAY(p), &rows, NULL);
 
 	if (st)
 		return st;
@@ -122,11 +124,11 @@ enum db_status envdb_list(struct db *db, const char *ws, const char *account, in
 	struct db_val first[] = { DB_STR(ws), DB_STR(account), DB_INT(limit) };
 
 	if (!after_created)
-		return db_exec(db, include_archived ? all_first : live_first, first, 3, rows, NULL);
+		return db_exec(db, include_archived ? all_first : live_first, DB_ARRAY(first), rows, NULL);
 	{
 		struct db_val next[] = { DB_STR(ws),		 DB_STR(account),
 					 DB_STR(after_created), DB_STR(after_created),
 					 DB_STR(after_id),	 DB_INT(limit) };
-		return db_exec(db, include_archived ? all_next : live_next, next, 6, rows, NULL);
+		return db_exec(db, include_archived ? all_next : live_next, DB_ARRAY(next), rows, NULL);
 	}
 }

@@ -35,8 +35,11 @@ enum envdb_lock { ENVDB_NO_LOCK, ENVDB_LOCK_UPDATE, ENVDB_LOCK_SHARE };
 enum db_status envdb_get(struct db *db, const char *id, const char *ws, const char *account,
 			 enum envdb_lock lock, struct db_rows *rows);
 enum db_status envdb_insert(struct db *db, const struct env_row_in *in);
-/* Replace the user-settable fields, revision + 1, updated_at = in->now. */
-enum db_status envdb_update(struct db *db, const struct env_row_in *in);
+/* Replace the user-settable fields, revision + 1, updated_at = in->now, when the row is still
+ * at REVISION and not archived (compare and set: one statement, no lock held across the
+ * caller's read). *AFFECTED = 1 when written, 0 when the row changed, went or was archived. */
+enum db_status envdb_update(struct db *db, const struct env_row_in *in, long long revision,
+			    unsigned long long *affected);
 /* Session creation's write to its environment's row (session_writes + 1), before it reads the
  * row: the row lock is exclusive from the start, and on a Galera cluster, where locks are local
  * to one node, the write makes an archive or delete of the environment committed on another

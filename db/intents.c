@@ -88,7 +88,7 @@ static enum db_status claim_chunk(struct db *db, struct claim_ctx *c,
 
 	for (unsigned k = 0; k < CLAIM_CHUNK; k++)
 		p[3 + k] = DB_INT(cand[k < n ? k : n - 1].id);
-	st = db_exec(db, take, p, 3 + CLAIM_CHUNK, NULL, NULL);
+	st = db_exec(db, take, DB_ARRAY(p), NULL, NULL);
 	if (!st)
 		st = db_exec(db, load, p + 3, CLAIM_CHUNK, &rows, NULL);
 	for (unsigned i = 0; !st && i < n; i++) {
@@ -130,7 +130,7 @@ static enum db_status claim_tx(struct db *db, void *arg)
 	/* the first MAX of the states' candidates by (next_attempt_at, id), as one query over all
 	 * states would order them; the rest stay locked (skipped by others) until this commits */
 	for (unsigned s = 0; !st && s < CLAIM_STATES; s++) {
-		st = db_exec(db, claim_due[s], (struct db_val[]){ DB_STR(c->now), DB_INT(c->max) }, 2,
+		st = db_exec(db, claim_due[s], DB_PARAMS(DB_STR(c->now), DB_INT(c->max)),
 			     &due[s], NULL);
 		for (unsigned i = 0; !st && i < due[s].nrows && ncand < sizeof(cand) / sizeof(cand[0]);
 		     i++)
@@ -180,7 +180,7 @@ enum db_status intents_due(struct db *db, const char *now, int max, struct db_ro
 		"SELECT id, session_id, kind, state, attempts, steps_done FROM provisioning_intents"
 		DUE_WHERE " ORDER BY next_attempt_at, id LIMIT ?";
 
-	return db_exec(db, sql, (struct db_val[]){ DB_STR(now), DB_STR(now), DB_INT(max) }, 3, rows,
+	return db_exec(db, sql, DB_PARAMS(DB_STR(now), DB_STR(now), DB_INT(max)), rows,
 		       NULL);
 }
 
@@ -192,17 +192,15 @@ enum db_status intents_renew(struct db *db, const struct intent_fence *f, int ma
 	static const char mark[] = "UPDATE provisioning_intents SET lease_expires_at = ?,"
 				   " updated_at = ?, sandbox_may_exist = 1" FENCE;
 	unsigned long long n = 0;
-	enum db_status st = db_exec(db, mark_sandbox ? mark : renew,
-				    (struct db_val[]){ DB_STR(lease_until), DB_STR(now),
-						       FENCE_PARAMS(f) },
-				    5, NULL, &n);
+	enum db_status st = db_exec(db, mark_sandbox ? mark : renew, DB_PARAMS(DB_STR(lease_until), DB_STR(now),
+						       FENCE_PARAMS(f)), NULL, &n);
 
 	/* the lease may be renewed within the same microsecond: a match changes no row then,
 	 * which is not a loss; only a fence that matches nothing is */
 	if (!st && n == 0) {
 		static const char check[] = "SELECT id FROM provisioning_intents" FENCE;
 		struct db_rows rows;
-		st = db_exec(db, check, (struct db_val[]){ FENCE_PARAMS(f) }, 3, &rows, NULL);
+		st = db_exec(db, check, DB_PARAMS(FENCE_PARAMS(f)), &rows, NULL);
 		if (!st) {
 			n = rows.nrows;
 			db_rows_free(&rows);
@@ -216,7 +214,7 @@ enum db_status intents_session_gone(struct db *db, const char *session_id, int *
 {
 	static const char sql[] = "SELECT id FROM sessions WHERE id = ? AND deleted_at IS NULL";
 	struct db_rows rows;
-	enum db_status st = db_exec(db, sql, (struct db_val[]){ DB_STR(session_id) }, 1, &rows,
+	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(session_id)), &rows,
 				    NULL);
 
 	*gone = !st && rows.nrows == 0;
@@ -239,7 +237,7 @@ enum db_status intents_sessions_exist(struct db *db, const char *const *ids, int
 		return DB_FATAL;
 	for (int i = 0; i < INTENT_OWNED_IDS; i++)
 		p[i] = DB_STR(ids[i < n ? i : n - 1]);
-	st = db_exec(db, sql, p, INTENT_OWNED_IDS, &rows, NULL);
+	st = db_exec(db, sql, DB_ARRAY(p), &rows, NULL);
 	if (st)
 		return st;
 	for (int i = 0; i < n; i++) {
@@ -259,12 +257,10 @@ enum db_status intents_progress(struct db *db, const struct intent_fence *f, con
 	static const char sql[] = "UPDATE provisioning_intents SET steps_done = ?, sandbox_id = ?,"
 				  " lease_expires_at = ?, updated_at = ?" FENCE;
 	unsigned long long n = 0;
-	enum db_status st = db_exec(db, sql,
-				    (struct db_val[]){ DB_STR(steps),
+	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(steps),
 						       sandbox_id && *sandbox_id ? DB_STR(sandbox_id)
 										 : DB_NULL,
-						       DB_STR(lease_until), DB_STR(now), FENCE_PARAMS(f) },
-				    7, NULL, &n);
+						       DB_STR(lease_until), DB_STR(now), FENCE_PARAMS(f)), NULL, &n);
 
 	*lost = !st && n == 0;
 	return st;
@@ -289,19 +285,15 @@ static enum db_status fail_tx(struct db *db, void *arg)
 
 	c->lost = 0;
 	st = db_exec(db, intent,
-		     (struct db_val[]){ DB_STR(intent_state_name(c->terminal ? INTENT_TERMINATED
-										   : INTENT_FAILED)),
+		     DB_PARAMS(DB_STR(intent_state_name(c->terminal ? INTENT_TERMINATED : INTENT_FAILED)),
 					DB_STR(c->last_error), DB_STR(c->next), DB_STR(c->now),
-					FENCE_PARAMS(c->f) },
-		     7, NULL, &n);
+					FENCE_PARAMS(c->f)), NULL, &n);
 	if (st || !n) {
 		c->lost = !st;
 		return st;
 	}
-	return db_exec(db, session,
-		       (struct db_val[]){ DB_STR(c->terminal ? "terminated" : "rescheduling"),
-					  DB_STR(c->now), DB_STR(c->session_id) },
-		       3, NULL, NULL);
+	return db_exec(db, session, DB_PARAMS(DB_STR(c->terminal ? "terminated" : "rescheduling"),
+					  DB_STR(c->now), DB_STR(c->session_id)), NULL, NULL);
 }
 
 enum db_status intents_fail(struct db *db, const struct intent_fence *f, const char *session_id,
@@ -337,19 +329,16 @@ static enum db_status bind_tx(struct db *db, void *arg)
 	enum db_status st;
 
 	c->lost = 0;
-	st = db_exec(db, done, (struct db_val[]){ DB_STR(c->now), FENCE_PARAMS(c->f) }, 4, NULL, &n);
+	st = db_exec(db, done, DB_PARAMS(DB_STR(c->now), FENCE_PARAMS(c->f)), NULL, &n);
 	if (st || !n) {
 		c->lost = !st;
 		return st;
 	}
-	st = db_exec(db, binding,
-		     (struct db_val[]){ DB_STR(c->session_id), DB_STR(c->backend),
+	st = db_exec(db, binding, DB_PARAMS(DB_STR(c->session_id), DB_STR(c->backend),
 					DB_STR(c->sandbox_id), c->egress ? DB_STR(c->egress) : DB_NULL,
-					DB_STR(c->now) },
-		     5, NULL, NULL);
+					DB_STR(c->now)), NULL, NULL);
 	if (!st)
-		st = db_exec(db, session, (struct db_val[]){ DB_STR(c->now), DB_STR(c->session_id) },
-			     2, NULL, NULL);
+		st = db_exec(db, session, DB_PARAMS(DB_STR(c->now), DB_STR(c->session_id)), NULL, NULL);
 	return st;
 }
 
@@ -383,18 +372,18 @@ static enum db_status teardown_tx(struct db *db, void *arg)
 	enum db_status st;
 
 	c->lost = 0;
-	st = db_exec(db, lock, (struct db_val[]){ FENCE_PARAMS(c->f) }, 3, &rows, NULL);
+	st = db_exec(db, lock, DB_PARAMS(FENCE_PARAMS(c->f)), &rows, NULL);
 	if (st)
 		return st;
 	c->lost = rows.nrows == 0;
 	db_rows_free(&rows);
 	if (c->lost)
 		return DB_OK;
-	st = db_exec(db, intents, sid, 1, NULL, NULL);
+	st = db_exec(db, intents, DB_ARRAY(sid), NULL, NULL);
 	if (!st)
-		st = db_exec(db, binding, sid, 1, NULL, NULL);
+		st = db_exec(db, binding, DB_ARRAY(sid), NULL, NULL);
 	if (!st)
-		st = db_exec(db, session, sid, 1, NULL, NULL);
+		st = db_exec(db, session, DB_ARRAY(sid), NULL, NULL);
 	return st;
 }
 
@@ -414,7 +403,7 @@ enum db_status intents_session_mcp(struct db *db, const char *session_id, char *
 		"SELECT COALESCE(mcp_servers, JSON_EXTRACT(agent_snapshot, '$.mcp_servers'))"
 		" FROM sessions WHERE id = ?";
 	struct db_rows rows;
-	enum db_status st = db_exec(db, sql, (struct db_val[]){ DB_STR(session_id) }, 1, &rows, NULL);
+	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(session_id)), &rows, NULL);
 
 	*mcp_json = NULL;
 	if (st)
@@ -438,13 +427,11 @@ enum db_status intents_retry(struct db *db, const char *session_id, const char *
 	static const char session[] =
 		"UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ? AND deleted_at IS NULL";
 	unsigned long long n = 0;
-	enum db_status st = db_exec(db, intent,
-				    (struct db_val[]){ DB_STR(now), DB_STR(now), DB_STR(session_id) },
-				    3, NULL, &n);
+	enum db_status st = db_exec(db, intent, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(session_id)), NULL, &n);
 
 	*found = n > 0;
 	if (!st && n)
-		st = db_exec(db, session, (struct db_val[]){ DB_STR(now), DB_STR(session_id) }, 2,
+		st = db_exec(db, session, DB_PARAMS(DB_STR(now), DB_STR(session_id)),
 			     NULL, NULL);
 	return st;
 }
@@ -453,7 +440,7 @@ enum db_status intents_counts(struct db *db, struct db_rows *rows)
 {
 	static const char sql[] = "SELECT kind, state, COUNT(*) FROM provisioning_intents"
 				  " GROUP BY kind, state ORDER BY kind, state";
-	return db_exec(db, sql, NULL, 0, rows, NULL);
+	return db_exec(db, sql, DB_NONE, rows, NULL);
 }
 
 enum db_status intents_oldest_due(struct db *db, const char *now, struct db_rows *rows)
@@ -462,7 +449,7 @@ enum db_status intents_oldest_due(struct db *db, const char *now, struct db_rows
 		"SELECT DATE_FORMAT(MIN(" DUE_SINCE "), '%Y-%m-%dT%H:%i:%s.%fZ'), COUNT(*),"
 		" COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(" DUE_SINCE "), ?) / 1000000, 0)"
 		" FROM provisioning_intents" DUE_WHERE;
-	return db_exec(db, sql, (struct db_val[]){ DB_STR(now), DB_STR(now), DB_STR(now) }, 3,
+	return db_exec(db, sql, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(now)),
 		       rows, NULL);
 }
 
@@ -473,7 +460,7 @@ enum db_status intents_failures(struct db *db, int max, struct db_rows *rows)
 		" DATE_FORMAT(next_attempt_at, '%Y-%m-%dT%H:%i:%sZ'), last_error"
 		" FROM provisioning_intents WHERE state IN ('failed', 'terminated')"
 		" ORDER BY updated_at DESC LIMIT ?";
-	return db_exec(db, sql, (struct db_val[]){ DB_INT(max) }, 1, rows, NULL);
+	return db_exec(db, sql, DB_PARAMS(DB_INT(max)), rows, NULL);
 }
 
 enum db_status intents_binding(struct db *db, const char *session_id, struct db_rows *rows)
@@ -482,7 +469,7 @@ enum db_status intents_binding(struct db *db, const char *session_id, struct db_
 		"SELECT b.backend, b.sandbox_id, b.egress_policy FROM session_sandboxes b"
 		" JOIN sessions s ON s.id = b.session_id AND s.deleted_at IS NULL"
 		" WHERE b.session_id = ?";
-	return db_exec(db, sql, (struct db_val[]){ DB_STR(session_id) }, 1, rows, NULL);
+	return db_exec(db, sql, DB_PARAMS(DB_STR(session_id)), rows, NULL);
 }
 
 enum db_status intents_any_due(struct db *db, const char *now, int *any)
@@ -494,8 +481,7 @@ enum db_status intents_any_due(struct db *db, const char *now, int *any)
 		" WHERE state = 'failed' AND next_attempt_at <= ?) OR EXISTS(SELECT 1"
 		" FROM provisioning_intents WHERE state = 'claimed' AND lease_expires_at < ?)";
 	struct db_rows rows;
-	enum db_status st = db_exec(db, sql,
-				    (struct db_val[]){ DB_STR(now), DB_STR(now), DB_STR(now) }, 3,
+	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(now)),
 				    &rows, NULL);
 
 	*any = !st && rows.nrows && db_cell(&rows, 0, 0) && strcmp(db_cell(&rows, 0, 0), "0");

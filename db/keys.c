@@ -21,7 +21,7 @@ enum db_status keys_lookup(struct db *db, const unsigned char hash[32], struct k
 				  "WHERE key_hash = ? AND revoked_at IS NULL";
 	struct db_val p[] = { DB_STRN((const char *)hash, 32) };
 	struct db_rows rows;
-	enum db_status st = db_exec(db, sql, p, 1, &rows, NULL);
+	enum db_status st = db_exec(db, sql, DB_ARRAY(p), &rows, NULL);
 
 	*found = 0;
 	if (st)
@@ -44,7 +44,7 @@ enum db_status workspace_lookup(struct db *db, const char *name, char *out, size
 	static const char sql[] = "SELECT id FROM workspaces WHERE name = ?";
 	struct db_val p[] = { DB_STR(name) };
 	struct db_rows rows;
-	enum db_status st = db_exec(db, sql, p, 1, &rows, NULL);
+	enum db_status st = db_exec(db, sql, DB_ARRAY(p), &rows, NULL);
 
 	*found = 0;
 	if (st)
@@ -79,16 +79,14 @@ static enum db_status create_tx(struct db *db, void *arg)
 	    random_id(c->key_id, c->key_id_sz, "apikey_", ID_RANDOM_LEN) ||
 	    random_id(c->key, c->keysz, KEY_PREFIX, KEY_RANDOM_LEN))
 		return DB_FATAL;
-	st = db_exec(db, ins_ws, (struct db_val[]){ DB_STR(ws_id), DB_STR(c->workspace) }, 2, NULL,
+	st = db_exec(db, ins_ws, DB_PARAMS(DB_STR(ws_id), DB_STR(c->workspace)), NULL,
 		     NULL);
 	if (st)
 		return st;
 	sha256(c->key, strlen(c->key), hash);
-	return db_exec(db, ins_key,
-		       (struct db_val[]){DB_STR(c->key_id), DB_STR(c->account),
+	return db_exec(db, ins_key, DB_PARAMS(DB_STR(c->key_id), DB_STR(c->account),
 					 DB_STRN((const char *)hash, SHA256_LEN),
-					 DB_STR(c->workspace)},
-		       4, NULL, NULL);
+					 DB_STR(c->workspace)), NULL, NULL);
 }
 
 enum db_status keys_create(struct db *db, const char *workspace, const char *account, char *key,
@@ -106,7 +104,7 @@ static enum db_status revoke_hash(struct db *db, const char *sql, const char *ke
 	enum db_status st;
 
 	sha256(key, strlen(key), hash);
-	st = db_exec(db, sql, (struct db_val[]){ DB_STRN((const char *)hash, SHA256_LEN) }, 1, NULL,
+	st = db_exec(db, sql, DB_PARAMS(DB_STRN((const char *)hash, SHA256_LEN)), NULL,
 		     &n);
 	*found = n > 0;
 	return st;
@@ -117,7 +115,7 @@ enum db_status keys_revoke_id(struct db *db, const char *key_id, int *found)
 	static const char sql[] = "UPDATE api_keys SET revoked_at = UTC_TIMESTAMP(6) "
 				  "WHERE id = ? AND revoked_at IS NULL";
 	unsigned long long n = 0;
-	enum db_status st = db_exec(db, sql, (struct db_val[]){DB_STR(key_id)}, 1, NULL, &n);
+	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(key_id)), NULL, &n);
 
 	*found = n > 0;
 	return st;
@@ -135,7 +133,7 @@ enum db_status secret_get(struct db *db, const char *name, unsigned char *out, s
 {
 	static const char sql[] = "SELECT secret FROM server_secrets WHERE name = ?";
 	struct db_rows rows;
-	enum db_status st = db_exec(db, sql, (struct db_val[]){ DB_STR(name) }, 1, &rows, NULL);
+	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(name)), &rows, NULL);
 
 	if (st)
 		return st;
@@ -164,7 +162,7 @@ static enum db_status envkey_create_tx(struct db *db, void *arg)
 	unsigned char hash[SHA256_LEN];
 	char key_id[48];
 	struct db_rows rows;
-	enum db_status st = db_exec(db, get, (struct db_val[]){ DB_STR(c->env_id) }, 1, &rows,
+	enum db_status st = db_exec(db, get, DB_PARAMS(DB_STR(c->env_id)), &rows,
 				    NULL);
 
 	if (st)
@@ -179,10 +177,8 @@ static enum db_status envkey_create_tx(struct db *db, void *arg)
 	    random_id(c->key, c->keysz, ENVKEY_PREFIX, KEY_RANDOM_LEN))
 		return DB_FATAL;
 	sha256(c->key, strlen(c->key), hash);
-	return db_exec(db, ins,
-		       (struct db_val[]){ DB_STR(key_id), DB_STR(c->env_id),
-					  DB_STRN((const char *)hash, SHA256_LEN) },
-		       3, NULL, NULL);
+	return db_exec(db, ins, DB_PARAMS(DB_STR(key_id), DB_STR(c->env_id),
+					  DB_STRN((const char *)hash, SHA256_LEN)), NULL, NULL);
 }
 
 enum db_status envkeys_create(struct db *db, const char *env_id, char *key, size_t keysz,
@@ -204,8 +200,7 @@ enum db_status keys_lookup_hash(struct db *db, const char *sql, const unsigned c
 				char *const *out, const size_t *sz, unsigned n, int *found)
 {
 	struct db_rows rows;
-	enum db_status st = db_exec(db, sql, (struct db_val[]){ DB_STRN((const char *)hash, 32) },
-				    1, &rows, NULL);
+	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STRN((const char *)hash, 32)), &rows, NULL);
 
 	*found = 0;
 	if (st)

@@ -97,7 +97,7 @@ enum db_status migrate_dir(struct db *db, const char *dir)
 		char path[4096];
 		char *sql;
 
-		st = db_exec(db, applied_sql, (struct db_val[]){ DB_STR(names[i]) }, 1, &rows, NULL);
+		st = db_exec(db, applied_sql, DB_PARAMS(DB_STR(names[i])), &rows, NULL);
 		if (st)
 			break;
 		if (rows.nrows) {
@@ -116,7 +116,7 @@ enum db_status migrate_dir(struct db *db, const char *dir)
 		st = run_script(db, sql, names[i]);
 		free(sql);
 		if (!st)
-			st = db_exec(db, record_sql, (struct db_val[]){ DB_STR(names[i]) }, 1, NULL,
+			st = db_exec(db, record_sql, DB_PARAMS(DB_STR(names[i])), NULL,
 				     NULL);
 		applied += !st;
 	}

@@ -10,10 +10,8 @@ enum db_status scache_touch(struct db *db, const char *backend, const char *key,
 		" last_used_at) VALUES (?, ?, ?, ?, ?)"
 		" ON DUPLICATE KEY UPDATE last_used_at = GREATEST(last_used_at, VALUES(last_used_at))";
 
-	return db_exec(db, sql,
-		       (struct db_val[]){ DB_STR(backend), DB_STR(key), DB_STR(environment_id),
-					  DB_STR(now), DB_STR(now) },
-		       5, NULL, NULL);
+	return db_exec(db, sql, DB_PARAMS(DB_STR(backend), DB_STR(key), DB_STR(environment_id),
+					  DB_STR(now), DB_STR(now)), NULL, NULL);
 }
 
 enum db_status scache_stale(struct db *db, const char *backend, const char *before, int max,
@@ -25,7 +23,7 @@ enum db_status scache_stale(struct db *db, const char *backend, const char *befo
 		" WHERE c.backend = ? AND (c.last_used_at < ? OR e.id IS NULL)"
 		" ORDER BY c.last_used_at LIMIT ?";
 
-	return db_exec(db, sql, (struct db_val[]){ DB_STR(backend), DB_STR(before), DB_INT(max) }, 3,
+	return db_exec(db, sql, DB_PARAMS(DB_STR(backend), DB_STR(before), DB_INT(max)),
 		       rows, NULL);
 }
 
@@ -36,7 +34,7 @@ enum db_status scache_forget(struct db *db, const char *backend, const char *key
 		"DELETE c FROM sandbox_cache c LEFT JOIN environments e ON e.id = c.environment_id"
 		" WHERE c.backend = ? AND c.cache_key = ? AND (c.last_used_at < ? OR e.id IS NULL)";
 
-	return db_exec(db, sql, (struct db_val[]){ DB_STR(backend), DB_STR(key), DB_STR(before) }, 3,
+	return db_exec(db, sql, DB_PARAMS(DB_STR(backend), DB_STR(key), DB_STR(before)),
 		       NULL, NULL);
 }
 
@@ -48,14 +46,14 @@ enum db_status drift_candidates(struct db *db, const char *backend, int max,
 		" JOIN sessions s ON s.id = b.session_id AND s.deleted_at IS NULL"
 		" WHERE b.backend = ? ORDER BY b.checked_at IS NOT NULL, b.checked_at LIMIT ?";
 
-	return db_exec(db, sql, (struct db_val[]){ DB_STR(backend), DB_INT(max) }, 2, rows, NULL);
+	return db_exec(db, sql, DB_PARAMS(DB_STR(backend), DB_INT(max)), rows, NULL);
 }
 
 enum db_status drift_checked(struct db *db, const char *session_id, const char *now)
 {
 	static const char sql[] = "UPDATE session_sandboxes SET checked_at = ? WHERE session_id = ?";
 
-	return db_exec(db, sql, (struct db_val[]){ DB_STR(now), DB_STR(session_id) }, 2, NULL, NULL);
+	return db_exec(db, sql, DB_PARAMS(DB_STR(now), DB_STR(session_id)), NULL, NULL);
 }
 
 struct drift_ctx {
@@ -79,18 +77,15 @@ static enum db_status drift_tx(struct db *db, void *arg)
 	enum db_status st;
 
 	c->reset = 0;
-	st = db_exec(db, unbind, (struct db_val[]){ DB_STR(c->session_id), DB_STR(c->sandbox_id) },
-		     2, NULL, &n);
+	st = db_exec(db, unbind, DB_PARAMS(DB_STR(c->session_id), DB_STR(c->sandbox_id)), NULL, &n);
 	if (st || !n)
 		return st;
-	st = db_exec(db, intent,
-		     (struct db_val[]){ DB_STR(c->now), DB_STR(c->last_error), DB_STR(c->now),
-					DB_STR(c->session_id) },
-		     4, NULL, &n);
+	st = db_exec(db, intent, DB_PARAMS(DB_STR(c->now), DB_STR(c->last_error), DB_STR(c->now),
+					DB_STR(c->session_id)), NULL, &n);
 	if (st)
 		return st;
 	c->reset = n > 0;
-	return db_exec(db, session, (struct db_val[]){ DB_STR(c->now), DB_STR(c->session_id) }, 2,
+	return db_exec(db, session, DB_PARAMS(DB_STR(c->now), DB_STR(c->session_id)),
 		       NULL, NULL);
 }
 

@@ -36,7 +36,7 @@ enum db_status sesdb_get(struct db *db, const char *id, const char *ws, const ch
 		"FOR UPDATE";
 	struct db_val p[] = {DB_STR(id), DB_STR(ws), DB_STR(account)};
 
-	return db_exec(db, for_update ? sql_lock : sql, p, 3, rows, NULL);
+	return db_exec(db, for_update ? sql_lock : sql, DB_ARRAY(p), rows, NULL);
 }
 
 enum db_status sesdb_insert(struct db *db, const struct session_row_in *in)
@@ -58,7 +58,7 @@ enum db_status sesdb_insert(struct db *db, const struct session_row_in *in)
 			      DB_STR(in->now),
 			      DB_STR(in->now) };
 
-	return db_exec(db, sql, p, 12, NULL, NULL);
+	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
 
 enum db_status sesdb_insert_intent(struct db *db, const char *session_id, const char *ws,
@@ -73,7 +73,7 @@ enum db_status sesdb_insert_intent(struct db *db, const char *session_id, const 
 			      DB_STR(spec),	  DB_STR(now),	      opt(sandbox_id),
 			      DB_STR(now),	  DB_STR(now) };
 
-	return db_exec(db, sql, p, 8, NULL, NULL);
+	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
 
 enum db_status sesdb_update(struct db *db, const char *id, const char *ws, const char *title,
@@ -84,7 +84,7 @@ enum db_status sesdb_update(struct db *db, const char *id, const char *ws, const
 	struct db_val p[] = { opt(title), DB_STR(metadata), opt(mcp_servers),
 			      DB_STR(now), DB_STR(id),	     DB_STR(ws) };
 
-	return db_exec(db, sql, p, 6, NULL, NULL);
+	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
 
 enum db_status sesdb_archive(struct db *db, const char *id, const char *ws, const char *account,
@@ -95,7 +95,7 @@ enum db_status sesdb_archive(struct db *db, const char *id, const char *ws, cons
 				  " AND archived_at IS NULL AND deleted_at IS NULL" SES_VISIBLE;
 	struct db_val p[] = {DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws), DB_STR(account)};
 
-	return db_exec(db, sql, p, 5, NULL, affected);
+	return db_exec(db, sql, DB_ARRAY(p), NULL, affected);
 }
 
 enum db_status sesdb_remove(struct db *db, const char *id, const char *ws)
@@ -104,9 +104,9 @@ enum db_status sesdb_remove(struct db *db, const char *id, const char *ws)
 		"DELETE FROM provisioning_intents WHERE session_id = ? AND workspace_id = ?";
 	static const char del_session[] = "DELETE FROM sessions WHERE id = ? AND workspace_id = ?";
 	struct db_val p[] = { DB_STR(id), DB_STR(ws) };
-	enum db_status st = db_exec(db, del_intents, p, 2, NULL, NULL);
+	enum db_status st = db_exec(db, del_intents, DB_ARRAY(p), NULL, NULL);
 
-	return st ? st : db_exec(db, del_session, p, 2, NULL, NULL);
+	return st ? st : db_exec(db, del_session, DB_ARRAY(p), NULL, NULL);
 }
 
 enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const char *sandbox_id,
@@ -120,10 +120,9 @@ enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const
 		INTENT_PROVISION "'";
 	enum db_status st;
 
-	st = db_exec(db, hide, (struct db_val[]){ DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws) },
-		     4, NULL, NULL);
+	st = db_exec(db, hide, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws)), NULL, NULL);
 	if (!st)
-		st = db_exec(db, cancel, (struct db_val[]){ DB_STR(now), DB_STR(id) }, 2, NULL, NULL);
+		st = db_exec(db, cancel, DB_PARAMS(DB_STR(now), DB_STR(id)), NULL, NULL);
 	if (!st)
 		st = sesdb_insert_intent(db, id, ws, INTENT_TEARDOWN, "{}", sandbox_id,
 					 not_before && strcmp(not_before, now) > 0 ? not_before : now);
@@ -150,5 +149,5 @@ enum db_status sesdb_list(struct db *db, const char *ws, const char *account, in
 		DB_STR(account), DB_STR(ts),	DB_STR(ts),    DB_STR(id),
 		DB_INT(limit)};
 
-	return db_exec(db, asc ? asc_sql : desc, p, 9, rows, NULL);
+	return db_exec(db, asc ? asc_sql : desc, DB_ARRAY(p), rows, NULL);
 }

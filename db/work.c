@@ -55,7 +55,7 @@ enum db_status workdb_enqueue(struct db *db, const char *id, const char *ws, con
 	struct db_val p[] = { DB_STR(id),	  DB_STR(ws),  DB_STR(env_id),
 			      DB_STR(session_id), DB_STR(now), DB_STR(now) };
 
-	return db_exec(db, sql, p, 6, NULL, NULL);
+	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
 
 enum db_status workdb_get(struct db *db, const char *env_id, const char *ws, const char *work_id,
@@ -67,7 +67,7 @@ enum db_status workdb_get(struct db *db, const char *env_id, const char *ws, con
 		WORK_SELECT "WHERE id = ? AND environment_id = ? AND workspace_id = ? FOR UPDATE";
 	struct db_val p[] = { DB_STR(work_id), DB_STR(env_id), DB_STR(ws) };
 
-	return db_exec(db, for_update ? sql_lock : sql, p, 3, rows, NULL);
+	return db_exec(db, for_update ? sql_lock : sql, DB_ARRAY(p), rows, NULL);
 }
 
 enum db_status workdb_write(struct db *db, const char *work_id, const struct work_row *row,
@@ -92,11 +92,11 @@ enum db_status workdb_write(struct db *db, const char *work_id, const struct wor
 			      DB_STR(row->metadata),
 			      DB_STR(now),
 			      DB_STR(work_id) };
-	enum db_status st = db_exec(db, sql, p, 12, NULL, NULL);
+	enum db_status st = db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 
 	if (st || strcmp(row->state, "stopped"))
 		return st;
-	return db_exec(db, revoke, (struct db_val[]){ DB_STR(now), DB_STR(work_id) }, 2, NULL,
+	return db_exec(db, revoke, DB_PARAMS(DB_STR(now), DB_STR(work_id)), NULL,
 		       NULL);
 }
 
@@ -116,14 +116,12 @@ enum db_status workdb_stop_session(struct db *db, const char *session_id, const 
 		"UPDATE work_tokens t JOIN work_items w ON w.id = t.work_id SET t.revoked_at = ?"
 		" WHERE w.session_id = ? AND w.state = 'stopped' AND t.revoked_at IS NULL";
 	unsigned long long n = 0;
-	enum db_status st = db_exec(db, sql,
-				    (struct db_val[]){ DB_STR(now), DB_STR(now), DB_STR(now),
-						       DB_STR(session_id), DB_STR(ws) },
-				    5, NULL, &n);
+	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(now),
+						       DB_STR(session_id), DB_STR(ws)), NULL, &n);
 
 	if (st || !n)
 		return st;
-	return db_exec(db, revoke, (struct db_val[]){ DB_STR(now), DB_STR(session_id) }, 2, NULL,
+	return db_exec(db, revoke, DB_PARAMS(DB_STR(now), DB_STR(session_id)), NULL,
 		       NULL);
 }
 
@@ -147,11 +145,11 @@ enum db_status workdb_expire(struct db *db, const char *env_id)
 		" SET t.revoked_at = UTC_TIMESTAMP(6)"
 		" WHERE w.environment_id = ? AND w.state = 'stopped' AND t.revoked_at IS NULL";
 	unsigned long long n = 0;
-	enum db_status st = db_exec(db, sql, (struct db_val[]){ DB_STR(env_id) }, 1, NULL, &n);
+	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(env_id)), NULL, &n);
 
 	if (st || !n)
 		return st;
-	return db_exec(db, revoke, (struct db_val[]){ DB_STR(env_id) }, 1, NULL, NULL);
+	return db_exec(db, revoke, DB_PARAMS(DB_STR(env_id)), NULL, NULL);
 }
 
 struct claim_ctx {
@@ -184,8 +182,7 @@ static enum db_status claim_tx(struct db *db, void *arg)
 
 	db_rows_free(c->rows);
 	memset(c->rows, 0, sizeof(*c->rows));
-	st = db_exec(db, pick,
-		     (struct db_val[]){ DB_STR(c->env_id), DB_INT(c->reclaim_ms * 1000) }, 2,
+	st = db_exec(db, pick, DB_PARAMS(DB_STR(c->env_id), DB_INT(c->reclaim_ms * 1000)),
 		     &picked, NULL);
 	if (st)
 		return st;
@@ -196,17 +193,13 @@ static enum db_status claim_tx(struct db *db, void *arg)
 	snprintf(id, sizeof(id), "%s", db_cell(&picked, 0, 0));
 	redelivery = strcmp(db_cell(&picked, 0, 1), "0");
 	db_rows_free(&picked);
-	st = db_exec(db, deliver,
-		     (struct db_val[]){ c->worker_id ? DB_STR(c->worker_id) : DB_NULL, DB_STR(id) },
-		     2, NULL, NULL);
+	st = db_exec(db, deliver, DB_PARAMS(c->worker_id ? DB_STR(c->worker_id) : DB_NULL, DB_STR(id)), NULL, NULL);
 	if (!st && redelivery) /* a first delivery has no earlier token */
-		st = db_exec(db, revoke, (struct db_val[]){ DB_STR(id) }, 1, NULL, NULL);
+		st = db_exec(db, revoke, DB_PARAMS(DB_STR(id)), NULL, NULL);
 	if (!st)
-		st = db_exec(db, token,
-			     (struct db_val[]){ DB_STRN((const char *)c->token_hash, 32), DB_STR(id) },
-			     2, NULL, NULL);
+		st = db_exec(db, token, DB_PARAMS(DB_STRN((const char *)c->token_hash, 32), DB_STR(id)), NULL, NULL);
 	if (!st)
-		st = db_exec(db, get, (struct db_val[]){ DB_STR(id) }, 1, c->rows, NULL);
+		st = db_exec(db, get, DB_PARAMS(DB_STR(id)), c->rows, NULL);
 	return st;
 }
 
@@ -263,7 +256,7 @@ enum db_status workdb_wake(struct db *db, const char *env_id)
 	if (!id_plain(env_id))
 		return DB_FATAL;
 	snprintf(pattern, sizeof(pattern), "%%'" WORK_WAIT_TAG "%s'", env_id);
-	st = db_exec(db, sql, (struct db_val[]){ DB_STR(pattern) }, 1, &rows, NULL);
+	st = db_exec(db, sql, DB_PARAMS(DB_STR(pattern)), &rows, NULL);
 	if (st)
 		return st;
 	for (unsigned r = 0; r < rows.nrows; r++) {
@@ -289,15 +282,12 @@ enum db_status workdb_seen(struct db *db, const char *env_id, const char *worker
 	static const char prune[] = "DELETE FROM work_pollers WHERE environment_id = ? AND"
 				    " last_seen_at < UTC_TIMESTAMP(6) - INTERVAL ? SECOND";
 	/* a row changes at most every WORK_POLLERS_REFRESH_S: an unchanged row is not written */
-	enum db_status st = db_exec(db, upsert,
-				    (struct db_val[]){ DB_STR(env_id), DB_STR(worker_id),
-						       DB_INT(WORK_POLLERS_REFRESH_S) },
-				    3, NULL, NULL);
+	enum db_status st = db_exec(db, upsert, DB_PARAMS(DB_STR(env_id), DB_STR(worker_id),
+						       DB_INT(WORK_POLLERS_REFRESH_S)), NULL, NULL);
 
 	if (st)
 		return st;
-	return db_exec(db, prune,
-		       (struct db_val[]){ DB_STR(env_id), DB_INT(WORK_POLLERS_WINDOW_S) }, 2, NULL,
+	return db_exec(db, prune, DB_PARAMS(DB_STR(env_id), DB_INT(WORK_POLLERS_WINDOW_S)), NULL,
 		       NULL);
 }
 
@@ -310,10 +300,8 @@ enum db_status workdb_stats(struct db *db, const char *env_id, struct db_rows *r
 		"  AND last_seen_at >= UTC_TIMESTAMP(6) - INTERVAL ? SECOND)"
 		" FROM work_items WHERE environment_id = ? AND state = 'queued'";
 
-	return db_exec(db, sql,
-		       (struct db_val[]){ DB_STR(env_id), DB_INT(WORK_POLLERS_WINDOW_S),
-					  DB_STR(env_id) },
-		       3, rows, NULL);
+	return db_exec(db, sql, DB_PARAMS(DB_STR(env_id), DB_INT(WORK_POLLERS_WINDOW_S),
+					  DB_STR(env_id)), rows, NULL);
 }
 
 enum db_status workdb_list(struct db *db, const char *env_id, const char *ws,
@@ -327,10 +315,8 @@ enum db_status workdb_list(struct db *db, const char *env_id, const char *ws,
 	const char *c = after_created ? after_created : WORK_LAST_TS;
 	const char *i = after_id ? after_id : WORK_LAST_ID;
 
-	return db_exec(db, sql,
-		       (struct db_val[]){ DB_STR(env_id), DB_STR(ws), DB_STR(c), DB_STR(c),
-					  DB_STR(i), DB_INT(limit) },
-		       6, rows, NULL);
+	return db_exec(db, sql, DB_PARAMS(DB_STR(env_id), DB_STR(ws), DB_STR(c), DB_STR(c),
+					  DB_STR(i), DB_INT(limit)), rows, NULL);
 }
 
 enum db_status workdb_set_metadata(struct db *db, const char *work_id, const char *metadata,
@@ -338,8 +324,7 @@ enum db_status workdb_set_metadata(struct db *db, const char *work_id, const cha
 {
 	static const char sql[] = "UPDATE work_items SET metadata = ?, updated_at = ? WHERE id = ?";
 
-	return db_exec(db, sql,
-		       (struct db_val[]){ DB_STR(metadata), DB_STR(now), DB_STR(work_id) }, 3, NULL,
+	return db_exec(db, sql, DB_PARAMS(DB_STR(metadata), DB_STR(now), DB_STR(work_id)), NULL,
 		       NULL);
 }
 
@@ -373,5 +358,5 @@ enum db_status workdb_queues(struct db *db, struct db_rows *rows)
 		" LEFT JOIN work_items w ON w.environment_id = e.id AND w.state <> 'stopped'"
 		" WHERE e.type = 'self_hosted' GROUP BY e.id, ws.name ORDER BY ws.name, e.id";
 
-	return db_exec(db, sql, (struct db_val[]){ DB_INT(WORK_POLLERS_WINDOW_S) }, 1, rows, NULL);
+	return db_exec(db, sql, DB_PARAMS(DB_INT(WORK_POLLERS_WINDOW_S)), rows, NULL);
 }

@@ -169,7 +169,7 @@ void health_ready(struct worker *w, struct request *req, struct response *resp)
 {
 	static const char sql[] = "SELECT 1";
 	struct db_rows rows;
-	enum db_status st = db_exec(w->db, sql, NULL, 0, &rows, NULL);
+	enum db_status st = db_exec(w->db, sql, DB_NONE, &rows, NULL);
 
 	if (st) {
 		log_warn("readyz: database %s: %s", db_status_name(st), db_error(w->db));

@@ -311,92 +311,106 @@ static int fields_from_row(const struct db_rows *rows, struct env_fields *f)
 	return 0;
 }
 
-struct update_ctx {
-	struct worker *w;
-	struct request *req;
-	struct db_rows rows;   /* the row as read (answered when nothing changed) */
-	struct env_buf body;   /* the object after the update, when it was written */
-	struct verr err;       /* set when the update is refused */
-};
+/* An update reads the row and writes it back only if it is still at the revision read: two
+ * statements in autocommit, no transaction (which cost START TRANSACTION, a locking read and
+ * COMMIT: four round trips). A row that changed in between is read again. */
+#define ENV_UPDATE_ATTEMPTS 5
 
-static enum db_status update_tx(struct db *db, void *arg)
+/* One attempt of env_update: read, validate against what was read, compare-and-set. 1 when RESP
+ * was filled (answered), 0 when the row changed meanwhile (try again). */
+static int update_once(struct worker *w, struct request *req, struct response *resp)
 {
-	struct update_ctx *c = arg;
-	struct request *req = c->req;
-	struct env_fields f;
+	struct env_fields f = { 0 };
 	struct env_text t = { 0 };
+	struct verr err = { 0 };
+	struct env_buf b = { 0 };
+	struct db_rows rows = { 0 };
 	char now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
+	unsigned long long n = 0;
 	enum db_status st;
-	int changed = 0;
+	int changed = 0, answered = 1;
 
-	db_rows_free(&c->rows);
-	free(c->body.p);
-	memset(&c->body, 0, sizeof(c->body));
-	memset(&c->err, 0, sizeof(c->err));
-	st = envdb_get(db, req->params[0], req->auth.workspace_id, req->auth.account_id, ENVDB_LOCK_UPDATE,
-		       &c->rows);
-	if (st || !c->rows.nrows)
-		return st;
-	if (db_cell(&c->rows, 0, ENV_C_ARCHIVED)) {
-		verr_set(&c->err, 400, "environment_archived",
-			 "environment '%s' is archived and cannot be updated", req->params[0]);
-		return DB_OK;
+	st = envdb_get(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id,
+		       ENVDB_NO_LOCK, &rows);
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		return 1;
 	}
-	if (fields_from_row(&c->rows, &f))
-		return db_fail(db, DB_CORRUPT, "environment %s: stored JSON does not parse",
-			       req->params[0]);
-	if (env_validate_update(req->json, c->w->caps, &f, &changed, &c->err) || !changed)
+	if (!rows.nrows || db_cell(&rows, 0, ENV_C_ARCHIVED)) {
+		if (rows.nrows)
+			resp_error(resp, req, 400, "environment_archived",
+				   "environment '%s' is archived and cannot be updated",
+				   req->params[0]);
+		else
+			respond_row(w, req, resp, &rows);
 		goto out;
+	}
+	if (fields_from_row(&rows, &f)) {
+		handle_db_error(w, req, resp,
+				db_fail(w->db, DB_CORRUPT,
+					"environment %s: stored JSON does not parse",
+					req->params[0]));
+		goto out;
+	}
+	if (env_validate_update(req->json, w->caps, &f, &changed, &err)) {
+		resp_error(resp, req, err.status, err.code, "%s", err.msg);
+		goto out;
+	}
+	if (!changed) {
+		respond_row(w, req, resp, &rows);
+		goto out;
+	}
 	if (env_text_make(&f, &t)) {
-		st = db_fail(db, DB_NOMEM, "environment %s: serialising the fields", req->params[0]);
+		respond_internal(req, resp, "out of memory serialising the fields");
 		goto out;
 	}
 	clock_now(now_db, now_api);
-	st = envdb_update(db, &(struct env_row_in){ .id = req->params[0],
-						    .workspace_id = req->auth.workspace_id,
-						    .name = f.name,
-						    .description = t.description,
-						    .metadata = t.metadata,
-						    .type = config_type(&f),
-						    .scope = f.scope,
-						    .config = t.config,
-						    .now = now_db });
-	/* the row now holds what was validated, and the lock keeps it so until commit: answer
-	 * from it without reading it back (as create does) */
-	if (!st)
-		env_put_fields(&c->body, &(struct env_obj_text){
-						 .id = req->params[0],
-						 .name = f.name,
-						 .description = t.description,
-						 .metadata = t.metadata,
-						 .config = t.config,
-						 .created = db_cell(&c->rows, 0, ENV_C_CREATED),
-						 .updated = now_api,
-						 .scope = f.scope });
+	st = envdb_update(w->db,
+			  &(struct env_row_in){ .id = req->params[0],
+						.workspace_id = req->auth.workspace_id,
+						.name = f.name,
+						.description = t.description,
+						.metadata = t.metadata,
+						.type = config_type(&f),
+						.scope = f.scope,
+						.config = t.config,
+						.now = now_db },
+			  strtoll(db_cell(&rows, 0, ENV_C_REVISION), NULL, 10), &n);
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		goto out;
+	}
+	if (!n) {
+		answered = 0;
+		goto out;
+	}
+	/* the row holds what was validated: answer from it without reading it back */
+	env_put_fields(&b, &(struct env_obj_text){ .id = req->params[0],
+						   .name = f.name,
+						   .description = t.description,
+						   .metadata = t.metadata,
+						   .config = t.config,
+						   .created = db_cell(&rows, 0, ENV_C_CREATED),
+						   .updated = now_api,
+						   .scope = f.scope });
+	env_respond_buf(resp, req, 200, &b);
 out:
 	env_text_free(&t);
 	env_fields_release(&f);
-	return st;
+	db_rows_free(&rows);
+	return answered;
 }
 
 void env_update(struct worker *w, struct request *req, struct response *resp)
 {
-	struct update_ctx c = { .w = w, .req = req };
-	enum db_status st;
-
 	if (check_id(req, resp))
 		return;
-	st = db_tx(w->db, update_tx, &c);
-	if (st)
-		handle_db_error(w, req, resp, st);
-	else if (c.err.status)
-		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
-	else if (c.body.p || c.body.oom)
-		env_respond_buf(resp, req, 200, &c.body);
-	else
-		respond_row(w, req, resp, &c.rows);
-	free(c.body.p);
-	db_rows_free(&c.rows);
+	for (int attempt = 0; attempt < ENV_UPDATE_ATTEMPTS; attempt++)
+		if (update_once(w, req, resp))
+			return;
+	handle_db_error(w, req, resp,
+			db_fail(w->db, DB_RETRY, "environment %s: changed by %d other writes meanwhile",
+				req->params[0], ENV_UPDATE_ATTEMPTS));
 }
 
 struct archive_ctx {

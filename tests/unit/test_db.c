@@ -96,7 +96,7 @@ static void test_messages(void **state)
 
 		for (unsigned i = 0; i < DB_MAX_PARAMS + 1; i++)
 			p[i] = DB_INT(i);
-		assert_int_equal(db_exec(db, "SELECT 1", p, DB_MAX_PARAMS + 1, NULL, NULL),
+		assert_int_equal(db_exec(db, "SELECT 1", DB_ARRAY(p), NULL, NULL),
 				 DB_FATAL);
 		assert_non_null(strstr(db_error(db), "DB_MAX_PARAMS"));
 	}
