@@ -13,7 +13,7 @@ DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessio
 	db/work.c db/intent.c
 HTTP_SRC := http/request.c http/response.c http/router.c
 HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth_guard.c handlers/env_validate.c \
-	handlers/cursor.c handlers/router.c handlers/routes.c \
+	handlers/cursor.c handlers/router.c handlers/routes.c handlers/resource.c \
 	handlers/sessions.c handlers/idempotency.c \
 	handlers/environments.c handlers/agent_validate.c handlers/agents.c handlers/work.c
 FCGI_SRC := fcgi/serve.c

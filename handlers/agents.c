@@ -1,5 +1,6 @@
-/* /v1/agents: create, retrieve (optionally at a version), update (writes a new version),
- * list, archive, and the versions of one agent (docs/api.md §5; SDK resources/beta/agents). */
+/* /v1/agents (docs/api.md §5; SDK resources/beta/agents): create, update (writes a new version),
+ * the versions of one agent, and the resource table's entry (retrieve, optionally at a version,
+ * list and archive are handlers/resource.c's). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -13,13 +14,13 @@
 #include "agent_validate.h"
 #include "cursor.h"
 #include "handlers.h"
+#include "resource.h"
 
 #define AGENT_ID_PREFIX "agent_"
 #define AGENT_LIST_DEFAULT_LIMIT 100
 #define AGENT_LIST_MAX_LIMIT 1000
 #define AGENT_CURSOR_KIND "agent"
 #define AGENT_VERSIONS_CURSOR_KIND "agentv"
-#define AGENT_FILTER_MAX (2 * CLOCK_DB_LEN + 16)
 #define AGENT_VERSION_TEXT_MAX 24
 #define AGENT_Q_GTE "created_at[gte]"
 #define AGENT_Q_LTE "created_at[lte]"
@@ -56,12 +57,12 @@ static json_t *agent_object(const struct db_rows *rows, unsigned r)
 
 static void respond_row(struct request *req, struct response *resp, const struct db_rows *rows)
 {
-	respond_resource(req, resp, rows, agent_object, "agent", NULL, req->params[0]);
+	resource_respond(&RES_AGENT, req, resp, rows, req->params[0]);
 }
 
 static int check_id(struct request *req, struct response *resp)
 {
-	return resource_check_id(req, resp, AGENT_ID_PREFIX, "agent", NULL);
+	return resource_check(&RES_AGENT, req, resp, req->params[0]);
 }
 
 /* --- create ----------------------------------------------------------------------------- */
@@ -115,30 +116,6 @@ void agent_create(struct worker *w, struct request *req, struct response *resp)
 out:
 	free(text);
 	json_decref(def);
-}
-
-/* --- retrieve --------------------------------------------------------------------------- */
-
-void agent_retrieve(struct worker *w, struct request *req, struct response *resp)
-{
-	struct db_rows rows;
-	long long version;
-	enum db_status st;
-
-	if (check_id(req, resp) ||
-	    query_count(req, resp, "version", 1, LLONG_MAX, 0, &version))
-		return;
-	st = agentdb_get(w->db, req->auth.workspace_id, req->params[0], version, 0, &rows);
-	if (st) {
-		handle_db_error(w, req, resp, st);
-		return;
-	}
-	if (!rows.nrows && version)
-		resp_error(resp, req, 404, NULL, "agent '%s' version %lld not found", req->params[0],
-			   version);
-	else
-		respond_row(req, resp, &rows);
-	db_rows_free(&rows);
 }
 
 /* --- update ----------------------------------------------------------------------------- */
@@ -222,55 +199,7 @@ void agent_update(struct worker *w, struct request *req, struct response *resp)
 		return;
 	}
 	st = db_tx(w->db, update_tx, &c);
-	if (st)
-		handle_db_error(w, req, resp, st);
-	else if (c.err.status)
-		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
-	else
-		respond_row(req, resp, &c.rows);
-	db_rows_free(&c.rows);
-}
-
-/* --- archive ---------------------------------------------------------------------------- */
-
-struct archive_ctx {
-	struct request *req;
-	struct db_rows rows; /* the row after archiving */
-};
-
-/* Archiving twice is fine: the second UPDATE matches nothing and the row is unchanged. */
-static enum db_status archive_tx(struct db *db, void *arg)
-{
-	struct archive_ctx *c = arg;
-	struct request *req = c->req;
-	char now_db[CLOCK_DB_LEN];
-	unsigned long long n = 0;
-	enum db_status st;
-
-	db_rows_free(&c->rows);
-	clock_now(now_db, NULL);
-	st = agentdb_archive(db, req->auth.workspace_id, req->params[0], now_db, &n);
-	if (!st)
-		st = agentdb_get(db, req->auth.workspace_id, req->params[0], 0, 0, &c->rows);
-	return st;
-}
-
-void agent_archive(struct worker *w, struct request *req, struct response *resp)
-{
-	struct archive_ctx c = { .req = req };
-	enum db_status st;
-
-	if (check_id(req, resp))
-		return;
-	if (req->json && json_object_size(req->json)) {
-		const char *k = json_object_iter_key(json_object_iter(req->json));
-		resp_error(resp, req, 400, NULL, "unknown field '%.64s': archive takes no fields", k);
-		return;
-	}
-	st = db_tx(w->db, archive_tx, &c);
-	if (st)
-		handle_db_error(w, req, resp, st);
-	else
+	if (!respond_refusal(w, req, resp, st, &c.err))
 		respond_row(req, resp, &c.rows);
 	db_rows_free(&c.rows);
 }
@@ -294,68 +223,71 @@ static int query_time(struct request *req, struct response *resp, const char *na
 	return 0;
 }
 
-void agent_list(struct worker *w, struct request *req, struct response *resp)
+/* created_at[gte], created_at[lte]; the cursor is bound to every filter. */
+static int agent_list_query(struct request *req, struct response *resp, struct resource_list *l)
 {
-	char created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX], filter[AGENT_FILTER_MAX];
-	char gte[CLOCK_DB_LEN], lte[CLOCK_DB_LEN];
-	const char *ia = req_query(req, "include_archived"), *page = req_query(req, "page");
-	struct db_rows rows = { 0 };
-	int include_archived = 0;
-	long long limit;
-	enum db_status st;
-
-	if (query_limit(req, resp, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT, &limit) ||
-	    query_time(req, resp, AGENT_Q_GTE, gte) || query_time(req, resp, AGENT_Q_LTE, lte))
-		return;
-	if (ia && strcmp(ia, "false")) {
-		if (strcmp(ia, "true")) {
-			resp_error(resp, req, 400, NULL, "'include_archived' must be true or false");
-			return;
-		}
-		include_archived = 1;
-	}
-	if (page && !*page)
-		page = NULL;
-	if (worker_cursor_key(w, req, resp))
-		return;
-	/* the cursor is bound to every filter: a page of another list is refused */
-	snprintf(filter, sizeof(filter), "a%d;g%s;l%s", include_archived, gte, lte);
-	if (page && page_parse(w, req, resp, AGENT_CURSOR_KIND, filter, page, AGENT_FILTERS_TEXT, created,
-				 id))
-		return;
-	/* one row more than asked tells whether another page exists */
-	st = agentdb_list(w->db, req->auth.workspace_id, include_archived, *gte ? gte : NULL,
-			  *lte ? lte : NULL, page ? created : NULL, page ? id : NULL, limit + 1,
-			  &rows);
-	if (st) {
-		handle_db_error(w, req, resp, st);
-		return;
-	}
-	respond_page(w, req, resp, &rows, limit, agent_object, AGENT_CURSOR_KIND, filter,
-		     AGENT_C_CREATED_DB, AGENT_C_ID);
-	db_rows_free(&rows);
+	if (query_time(req, resp, AGENT_Q_GTE, l->gte) || query_time(req, resp, AGENT_Q_LTE, l->lte))
+		return -1;
+	snprintf(l->filter, sizeof(l->filter), "a%d;g%s;l%s", l->include_archived, l->gte, l->lte);
+	return 0;
 }
+
+static enum db_status agent_get(struct db *db, const struct resource_key *k, int for_update,
+				struct db_rows *rows)
+{
+	return agentdb_get(db, k->workspace_id, k->id, k->version, for_update, rows);
+}
+
+static enum db_status agent_list_rows(struct db *db, const struct resource_key *k,
+				      const struct resource_list *l, struct db_rows *rows)
+{
+	return agentdb_list(db, k->workspace_id, l->include_archived, *l->gte ? l->gte : NULL,
+			    *l->lte ? l->lte : NULL, l->after_created, l->after_id, l->limit + 1,
+			    rows);
+}
+
+static enum db_status agent_archive_row(struct db *db, const struct resource_key *k,
+					const char *now)
+{
+	unsigned long long n = 0;
+
+	return agentdb_archive(db, k->workspace_id, k->id, now, &n);
+}
+
+const struct resource RES_AGENT = {
+	.kind = "agent",
+	.id_prefix = AGENT_ID_PREFIX,
+	.visibility = RES_VIS_WORKSPACE,
+	.flags = RES_VERSIONED | RES_LIST_ARCHIVED,
+	.cursor_kind = AGENT_CURSOR_KIND,
+	.list_default = AGENT_LIST_DEFAULT_LIMIT,
+	.list_max = AGENT_LIST_MAX_LIMIT,
+	.filters_text = AGENT_FILTERS_TEXT,
+	.col_id = AGENT_C_ID,
+	.col_created_db = AGENT_C_CREATED_DB,
+	.col_archived = AGENT_C_ARCHIVED,
+	.render = agent_object,
+	.list_query = agent_list_query,
+	.get = agent_get,
+	.list = agent_list_rows,
+	.archive = agent_archive_row,
+};
 
 void agent_versions(struct worker *w, struct request *req, struct response *resp)
 {
 	char created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX];
-	const char *page = req_query(req, "page");
 	struct db_rows rows = { 0 };
 	long long limit, before = 0;
 	enum db_status st;
 	char *end;
+	int paged;
 
 	if (check_id(req, resp) ||
-	    query_limit(req, resp, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT, &limit))
+	    query_limit(req, resp, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT, &limit) ||
+	    page_parse(w, req, resp, AGENT_VERSIONS_CURSOR_KIND, req->params[0], NULL, created, id,
+		       &paged))
 		return;
-	if (page && !*page)
-		page = NULL;
-	if (worker_cursor_key(w, req, resp))
-		return;
-	if (page) {
-		if (page_parse(w, req, resp, AGENT_VERSIONS_CURSOR_KIND, req->params[0], page,
-			       NULL, created, id))
-			return;
+	if (paged) {
 		before = strtoll(id, &end, 10);
 		if (*end || before < 1) {
 			resp_error(resp, req, 400, NULL, "'page' is not a valid cursor");
@@ -379,8 +311,8 @@ void agent_versions(struct worker *w, struct request *req, struct response *resp
 		return;
 	}
 	if (!before || atoll(db_cell(&rows, 0, AGENT_C_VERSION)) < before)
-		respond_page(w, req, resp, &rows, limit, agent_object, AGENT_VERSIONS_CURSOR_KIND,
-			     req->params[0], AGENT_C_CREATED_DB, AGENT_C_VERSION);
+		resource_page(&RES_AGENT, w, req, resp, &rows, limit, AGENT_VERSIONS_CURSOR_KIND,
+			      req->params[0], AGENT_C_CREATED_DB, AGENT_C_VERSION);
 	else /* the existence probe's row is not a page */
 		resp_json(resp, 200, json_pack("{s:[], s:n}", "data", "next_page"));
 	db_rows_free(&rows);

@@ -204,33 +204,6 @@ int resource_id_valid(const char *s, const char *prefix)
 		       n - p;
 }
 
-int resource_check_id(struct request *req, struct response *resp, const char *prefix,
-		      const char *kind, const char *code)
-{
-	if (resource_id_valid(req->params[0], prefix))
-		return 0;
-	resp_error(resp, req, 404, code, "%s '%.64s' not found", kind, req->params[0]);
-	return -1;
-}
-
-void respond_resource(struct request *req, struct response *resp, const struct db_rows *rows,
-		      row_render render, const char *kind, const char *code, const char *id)
-{
-	json_t *obj;
-
-	if (!rows->nrows) {
-		resp_error(resp, req, 404, code, "%s '%s' not found", kind, id);
-		return;
-	}
-	obj = render(rows, 0);
-	if (!obj) {
-		log_error("%s %s: stored JSON does not parse", kind, id);
-		respond_internal(req, resp, "a stored row does not render");
-		return;
-	}
-	resp_json(resp, 200, obj);
-}
-
 /* Longest digit string query_count reads: 18 digits never overflow a long long. */
 #define QUERY_COUNT_DIGITS_MAX 18
 
@@ -290,12 +263,30 @@ unsigned list_page_rows(const struct db_rows *rows, long long limit)
 	return n;
 }
 
-int page_parse(struct worker *w, struct request *req, struct response *resp, const char *kind,
-	       const char *filter, const char *page, const char *filters_text, char *created,
-	       char *id)
+int respond_refusal(struct worker *w, struct request *req, struct response *resp,
+		    enum db_status st, const struct verr *err)
 {
-	enum cursor_status cs = cursor_parse(w->cursor_key, sizeof(w->cursor_key), kind, filter,
-					     page, created, id);
+	if (st)
+		handle_db_error(w, req, resp, st);
+	else if (err->status)
+		resp_error(resp, req, err->status, err->code, "%s", err->msg);
+	else
+		return 0;
+	return 1;
+}
+
+int page_parse(struct worker *w, struct request *req, struct response *resp, const char *kind,
+	       const char *filter, const char *filters_text, char *created, char *id, int *paged)
+{
+	const char *page = req_query(req, "page");
+	enum cursor_status cs;
+
+	*paged = 0;
+	if (worker_cursor_key(w, req, resp))
+		return -1;
+	if (!page || !*page)
+		return 0;
+	cs = cursor_parse(w->cursor_key, sizeof(w->cursor_key), kind, filter, page, created, id);
 
 	if (cs == CURSOR_OTHER_FILTER) {
 		resp_error(resp, req, 400, NULL, "'page' cursor belongs to a list with other filters%s%s%s",
@@ -307,37 +298,6 @@ int page_parse(struct worker *w, struct request *req, struct response *resp, con
 		resp_error(resp, req, 400, NULL, "'page' is not a valid cursor");
 		return -1;
 	}
+	*paged = 1;
 	return 0;
-}
-
-void respond_page(struct worker *w, struct request *req, struct response *resp,
-		  const struct db_rows *rows, long long limit, row_render render, const char *kind,
-		  const char *filter, unsigned created_col, unsigned id_col)
-{
-	char next[CURSOR_MAX];
-	json_t *data = json_array(), *body;
-	unsigned shown = list_page_rows(rows, limit);
-
-	for (unsigned r = 0; r < shown; r++) {
-		json_t *obj = render(rows, r);
-
-		if (!obj) {
-			log_error("%s %s: stored JSON does not parse", kind, db_cell(rows, r, id_col));
-			continue;
-		}
-		json_array_append_new(data, obj);
-	}
-	body = json_pack("{s:o, s:n}", "data", data, "next_page");
-	if (body && shown && rows->nrows > shown) {
-		unsigned last = shown - 1;
-
-		if (!cursor_make(w->cursor_key, sizeof(w->cursor_key), kind, filter,
-				 db_cell(rows, last, created_col), db_cell(rows, last, id_col), next))
-			json_object_set_new(body, "next_page", json_string(next));
-	}
-	if (!body) {
-		respond_internal(req, resp, "out of memory building a list page");
-		return;
-	}
-	resp_json(resp, 200, body);
 }

@@ -1,4 +1,5 @@
-/* /v1/environments: create, retrieve, update, list, archive, delete (docs/api.md §3). */
+/* /v1/environments (docs/api.md §3): create and update, and the resource table's entry (retrieve,
+ * list, archive and delete are handlers/resource.c's). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,101 +10,22 @@
 #include "cursor.h"
 #include "env_validate.h"
 #include "handlers.h"
+#include "resource.h"
 
 #define ENV_ID_PREFIX "env_"
 #define ENV_LIST_DEFAULT_LIMIT 100
 #define ENV_LIST_MAX_LIMIT 1000
 #define ENV_CURSOR_KIND "env"
-#define ENV_BUF_MIN 1024 /* first allocation of a response body built as text */
 #define ENV_NOT_FOUND_CODE "environment_not_found" /* the SDK maps it to BetaEnvironmentNotFoundError */
 
 /* Environment objects are written as text straight from the row, not built as Jansson values
  * and dumped (parse, pack, dump and free dominated a GET: README, Performance). The output is
  * byte for byte what json_dumps(JSON_COMPACT) makes of the packed object:
  *  - keys in the order the object was packed in, "scope" last and only when set;
- *  - strings escaped as Jansson escapes them (env_put_str);
+ *  - strings escaped as Jansson escapes them (text_put_str);
  *  - metadata and config spliced as stored: envdb_insert/envdb_update are their only writers
  *    and store json_dumps(JSON_COMPACT) output, which a load and a compact dump reproduce
  *    exactly, and the columns' CHECK (json_valid(...)) keeps anything else out. */
-struct env_buf {
-	char *p; /* owned; NUL-terminated */
-	size_t len, cap;
-	int oom;
-};
-
-/* Make room for N more bytes (and the NUL). 0, or -1 (and b->oom) when out of memory. */
-static int env_reserve(struct env_buf *b, size_t n)
-{
-	size_t cap;
-	char *p;
-
-	if (b->oom)
-		return -1;
-	if (b->len + n + 1 <= b->cap)
-		return 0;
-	cap = b->cap ? b->cap : ENV_BUF_MIN;
-	while (cap < b->len + n + 1)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p) {
-		b->oom = 1;
-		return -1;
-	}
-	b->p = p;
-	b->cap = cap;
-	return 0;
-}
-
-static void env_put(struct env_buf *b, const char *s, size_t n)
-{
-	if (env_reserve(b, n))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-#define ENV_PUT_LIT(b, lit) env_put((b), (lit), sizeof(lit) - 1)
-
-/* S[0..n) as a JSON string, escaped exactly as Jansson's dump does with no flags: '"' and
- * '\\', the five short escapes, other control characters as \u00XX (upper-case hex); UTF-8
- * passes through (the database's utf8mb4 columns hold valid UTF-8). */
-static void env_put_str(struct env_buf *b, const char *s, size_t n)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	if (env_reserve(b, 2 + 6 * n))
-		return;
-	b->p[b->len++] = '"';
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char *o = b->p + b->len;
-		if (c >= 0x20 && c != '"' && c != '\\') {
-			*o = (char)c;
-			b->len++;
-			continue;
-		}
-		o[0] = '\\';
-		switch (c) {
-		case '"': o[1] = '"'; break;
-		case '\\': o[1] = '\\'; break;
-		case '\b': o[1] = 'b'; break;
-		case '\f': o[1] = 'f'; break;
-		case '\n': o[1] = 'n'; break;
-		case '\r': o[1] = 'r'; break;
-		case '\t': o[1] = 't'; break;
-		default:
-			memcpy(o + 1, "u00", 3);
-			o[4] = hex[c >> 4];
-			o[5] = hex[c & 15];
-			b->len += 4;
-		}
-		b->len += 2;
-	}
-	b->p[b->len++] = '"';
-	b->p[b->len] = '\0';
-}
-
 /* An environment object's members as text: NUL-terminated, metadata and config serialised
  * JSON; NULL description/archived_at are null, a NULL scope is left out. */
 struct env_obj_text {
@@ -111,42 +33,34 @@ struct env_obj_text {
 		*scope;
 };
 
-static void env_put_opt_str(struct env_buf *b, const char *s)
-{
-	if (s)
-		env_put_str(b, s, strlen(s));
-	else
-		ENV_PUT_LIT(b, "null");
-}
-
 /* Append the API object O. */
-static void env_put_fields(struct env_buf *b, const struct env_obj_text *o)
+static void env_put_fields(struct text_buf *b, const struct env_obj_text *o)
 {
-	ENV_PUT_LIT(b, "{\"id\":");
-	env_put_opt_str(b, o->id);
-	ENV_PUT_LIT(b, ",\"type\":\"environment\",\"name\":");
-	env_put_opt_str(b, o->name);
-	ENV_PUT_LIT(b, ",\"description\":");
-	env_put_opt_str(b, o->description);
-	ENV_PUT_LIT(b, ",\"metadata\":");
-	env_put(b, o->metadata, strlen(o->metadata));
-	ENV_PUT_LIT(b, ",\"config\":");
-	env_put(b, o->config, strlen(o->config));
-	ENV_PUT_LIT(b, ",\"created_at\":");
-	env_put_opt_str(b, o->created);
-	ENV_PUT_LIT(b, ",\"updated_at\":");
-	env_put_opt_str(b, o->updated);
-	ENV_PUT_LIT(b, ",\"archived_at\":");
-	env_put_opt_str(b, o->archived);
+	TEXT_PUT_LIT(b, "{\"id\":");
+	text_put_opt_str(b, o->id);
+	TEXT_PUT_LIT(b, ",\"type\":\"environment\",\"name\":");
+	text_put_opt_str(b, o->name);
+	TEXT_PUT_LIT(b, ",\"description\":");
+	text_put_opt_str(b, o->description);
+	TEXT_PUT_LIT(b, ",\"metadata\":");
+	text_put(b, o->metadata, strlen(o->metadata));
+	TEXT_PUT_LIT(b, ",\"config\":");
+	text_put(b, o->config, strlen(o->config));
+	TEXT_PUT_LIT(b, ",\"created_at\":");
+	text_put_opt_str(b, o->created);
+	TEXT_PUT_LIT(b, ",\"updated_at\":");
+	text_put_opt_str(b, o->updated);
+	TEXT_PUT_LIT(b, ",\"archived_at\":");
+	text_put_opt_str(b, o->archived);
 	if (o->scope) {
-		ENV_PUT_LIT(b, ",\"scope\":");
-		env_put_opt_str(b, o->scope);
+		TEXT_PUT_LIT(b, ",\"scope\":");
+		text_put_opt_str(b, o->scope);
 	}
-	ENV_PUT_LIT(b, "}");
+	TEXT_PUT_LIT(b, "}");
 }
 
 /* Append the API object of row R of an environment SELECT. */
-static void env_put_object(struct env_buf *b, const struct db_rows *rows, unsigned r)
+static void env_put_object(struct text_buf *b, const struct db_rows *rows, unsigned r)
 {
 	env_put_fields(b, &(struct env_obj_text){
 				  .id = db_cell(rows, r, ENV_C_ID),
@@ -161,41 +75,15 @@ static void env_put_object(struct env_buf *b, const struct db_rows *rows, unsign
 			  });
 }
 
-/* Respond STATUS with B's text as the body (B's buffer is handed over), or 500 when building
- * it ran out of memory. */
-static void env_respond_buf(struct response *resp, const struct request *req, int status,
-			    struct env_buf *b)
-{
-	if (b->oom || !b->p) {
-		free(b->p);
-		respond_internal(req, resp, "out of memory building the body");
-		return;
-	}
-	free(resp->body);
-	resp->status = status;
-	resp->body = b->p;
-	resp->body_len = b->len;
-	b->p = NULL;
-}
-
 /* Respond with the object of row 0, or 404 when there is no row. */
-static void respond_row(struct worker *w, struct request *req, struct response *resp,
-			const struct db_rows *rows)
+static void respond_row(struct request *req, struct response *resp, const struct db_rows *rows)
 {
-	struct env_buf b = { 0 };
-
-	(void)w;
-	if (!rows->nrows) {
-		resp_error(resp, req, 404, ENV_NOT_FOUND_CODE, "environment '%s' not found", req->params[0]);
-		return;
-	}
-	env_put_object(&b, rows, 0);
-	env_respond_buf(resp, req, 200, &b);
+	resource_respond(&RES_ENVIRONMENT, req, resp, rows, req->params[0]);
 }
 
 static int check_id(struct request *req, struct response *resp)
 {
-	return resource_check_id(req, resp, ENV_ID_PREFIX, "environment", ENV_NOT_FOUND_CODE);
+	return resource_check(&RES_ENVIRONMENT, req, resp, req->params[0]);
 }
 
 /* Serialised forms of the fields for the row writers. Strings are owned (env_text_free). */
@@ -227,12 +115,31 @@ static const char *config_type(const struct env_fields *f)
 	return json_string_value(json_object_get(f->config, "type"));
 }
 
+/* The row writers' input for environment ID of REQ's key: F's fields, T their text. */
+static const struct env_row_in *env_row(struct env_row_in *in, const char *id,
+					const struct request *req, const struct env_fields *f,
+					const struct env_text *t, const char *now)
+{
+	*in = (struct env_row_in){ .id = id,
+				   .workspace_id = req->auth.workspace_id,
+				   .account_id = req->auth.account_id,
+				   .name = f->name,
+				   .description = t->description,
+				   .metadata = t->metadata,
+				   .type = config_type(f),
+				   .scope = f->scope,
+				   .config = t->config,
+				   .now = now };
+	return in;
+}
+
 void env_create(struct worker *w, struct request *req, struct response *resp)
 {
+	struct env_row_in in;
 	struct env_fields f = { 0 };
 	struct env_text t = { 0 };
 	struct verr err = { 0 };
-	struct env_buf b = { 0 };
+	struct text_buf b = { 0 };
 	char id[RESOURCE_ID_MAX], now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
 	enum db_status st;
 
@@ -245,16 +152,7 @@ void env_create(struct worker *w, struct request *req, struct response *resp)
 		goto out;
 	}
 	clock_now(now_db, now_api);
-	st = envdb_insert(w->db, &(struct env_row_in){ .id = id,
-						       .workspace_id = req->auth.workspace_id,
-						       .account_id = req->auth.account_id,
-						       .name = f.name,
-						       .description = t.description,
-						       .metadata = t.metadata,
-						       .type = config_type(&f),
-						       .scope = f.scope,
-						       .config = t.config,
-						       .now = now_db });
+	st = envdb_insert(w->db, env_row(&in, id, req, &f, &t, now_db));
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		goto out;
@@ -269,27 +167,10 @@ void env_create(struct worker *w, struct request *req, struct response *resp)
 						   .created = now_api,
 						   .updated = now_api,
 						   .scope = f.scope });
-	env_respond_buf(resp, req, 200, &b);
+	text_respond(resp, req, 200, &b);
 out:
 	env_text_free(&t);
 	env_fields_release(&f);
-}
-
-void env_retrieve(struct worker *w, struct request *req, struct response *resp)
-{
-	struct db_rows rows;
-	enum db_status st;
-
-	if (check_id(req, resp))
-		return;
-	st = envdb_get(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id, ENVDB_NO_LOCK,
-		       &rows);
-	if (st) {
-		handle_db_error(w, req, resp, st);
-		return;
-	}
-	respond_row(w, req, resp, &rows);
-	db_rows_free(&rows);
 }
 
 /* Load the stored fields of row 0 into F (owned). 0 or -1 when stored JSON is corrupt. */
@@ -320,10 +201,11 @@ static int fields_from_row(const struct db_rows *rows, struct env_fields *f)
  * was filled (answered), 0 when the row changed meanwhile (try again). */
 static int update_once(struct worker *w, struct request *req, struct response *resp)
 {
+	struct env_row_in in;
 	struct env_fields f = { 0 };
 	struct env_text t = { 0 };
 	struct verr err = { 0 };
-	struct env_buf b = { 0 };
+	struct text_buf b = { 0 };
 	struct db_rows rows = { 0 };
 	char now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
 	unsigned long long n = 0;
@@ -342,7 +224,7 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 				   "environment '%s' is archived and cannot be updated",
 				   req->params[0]);
 		else
-			respond_row(w, req, resp, &rows);
+			respond_row(req, resp, &rows);
 		goto out;
 	}
 	if (fields_from_row(&rows, &f)) {
@@ -357,7 +239,7 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 		goto out;
 	}
 	if (!changed) {
-		respond_row(w, req, resp, &rows);
+		respond_row(req, resp, &rows);
 		goto out;
 	}
 	if (env_text_make(&f, &t)) {
@@ -365,16 +247,7 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 		goto out;
 	}
 	clock_now(now_db, now_api);
-	st = envdb_update(w->db,
-			  &(struct env_row_in){ .id = req->params[0],
-						.workspace_id = req->auth.workspace_id,
-						.name = f.name,
-						.description = t.description,
-						.metadata = t.metadata,
-						.type = config_type(&f),
-						.scope = f.scope,
-						.config = t.config,
-						.now = now_db },
+	st = envdb_update(w->db, env_row(&in, req->params[0], req, &f, &t, now_db),
 			  strtoll(db_cell(&rows, 0, ENV_C_REVISION), NULL, 10), &n);
 	if (st) {
 		handle_db_error(w, req, resp, st);
@@ -393,7 +266,7 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 						   .created = db_cell(&rows, 0, ENV_C_CREATED),
 						   .updated = now_api,
 						   .scope = f.scope });
-	env_respond_buf(resp, req, 200, &b);
+	text_respond(resp, req, 200, &b);
 out:
 	env_text_free(&t);
 	env_fields_release(&f);
@@ -413,161 +286,74 @@ void env_update(struct worker *w, struct request *req, struct response *resp)
 				req->params[0], ENV_UPDATE_ATTEMPTS));
 }
 
-struct archive_ctx {
-	struct request *req;
-	struct db_rows rows; /* the row after archiving */
-};
+/* ---- the resource table's entry ---- */
 
-/* Lock the row first, then take the time: a session that held the environment's shared lock
- * has committed by then, so archived_at is later than every session created before it. */
-static enum db_status archive_tx(struct db *db, void *arg)
+static int env_put_row(struct text_buf *b, const struct db_rows *rows, unsigned r)
 {
-	struct archive_ctx *c = arg;
-	struct auth *a = &c->req->auth;
-	const char *id = c->req->params[0];
-	char now_db[CLOCK_DB_LEN];
+	env_put_object(b, rows, r);
+	return 0;
+}
+
+static enum db_status env_get(struct db *db, const struct resource_key *k, int for_update,
+			      struct db_rows *rows)
+{
+	return envdb_get(db, k->id, k->workspace_id, k->account_id,
+			 for_update ? ENVDB_LOCK_UPDATE : ENVDB_NO_LOCK, rows);
+}
+
+static enum db_status env_list_rows(struct db *db, const struct resource_key *k,
+				    const struct resource_list *l, struct db_rows *rows)
+{
+	return envdb_list(db, k->workspace_id, k->account_id, l->include_archived,
+			  l->after_created, l->after_id, l->limit + 1, rows);
+}
+
+static enum db_status env_archive_row(struct db *db, const struct resource_key *k,
+				      const char *now)
+{
 	unsigned long long n = 0;
-	enum db_status st;
 
-	db_rows_free(&c->rows);
-	st = envdb_get(db, id, a->workspace_id, a->account_id, ENVDB_LOCK_UPDATE, &c->rows);
-	if (st || !c->rows.nrows || db_cell(&c->rows, 0, ENV_C_ARCHIVED))
-		return st; /* archiving twice returns the row unchanged */
-	clock_now(now_db, NULL);
-	st = envdb_archive(db, id, a->workspace_id, a->account_id, now_db, &n);
-	if (!st) {
-		db_rows_free(&c->rows);
-		st = envdb_get(db, id, a->workspace_id, a->account_id, ENVDB_NO_LOCK, &c->rows);
-	}
-	return st;
+	return envdb_archive(db, k->id, k->workspace_id, k->account_id, now, &n);
 }
 
-void env_archive(struct worker *w, struct request *req, struct response *resp)
-{
-	struct archive_ctx c = { .req = req };
-	enum db_status st;
-
-	if (check_id(req, resp))
-		return;
-	if (req->json && json_object_size(req->json)) {
-		const char *k = json_object_iter_key(json_object_iter(req->json));
-		resp_error(resp, req, 400, NULL, "unknown field '%s': archive takes no fields", k);
-		return;
-	}
-	st = db_tx(w->db, archive_tx, &c);
-	if (st)
-		handle_db_error(w, req, resp, st);
-	else
-		respond_row(w, req, resp, &c.rows);
-	db_rows_free(&c.rows);
-}
-
-void env_delete(struct worker *w, struct request *req, struct response *resp)
+/* One statement deletes only while no session references the environment; when it deleted
+ * nothing, a second tells a missing environment (404) from a referenced one (409). */
+static enum db_status env_remove(struct db *db, const struct resource_key *k, int *found,
+				 struct verr *err)
 {
 	unsigned long long n = 0;
 	long long sessions = 0;
 	enum db_status st;
 	int exists = 0;
 
-	if (check_id(req, resp))
-		return;
-	st = envdb_delete(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id,
-			  &n);
+	st = envdb_delete(db, k->id, k->workspace_id, k->account_id, &n);
 	if (!st && !n)
-		st = envdb_references(w->db, req->params[0], req->auth.workspace_id,
-				      req->auth.account_id, &exists, &sessions);
-	if (st) {
-		handle_db_error(w, req, resp, st);
-		return;
-	}
-	if (n) {
-		resp_json(resp, 200, json_pack("{s:s, s:s}", "id", req->params[0], "type",
-					       "environment_deleted"));
-	} else if (!exists) {
-		resp_error(resp, req, 404, ENV_NOT_FOUND_CODE, "environment '%s' not found", req->params[0]);
-	} else {
-		resp_error(resp, req, 409, NULL,
-			   "environment '%s' is referenced by %lld session%s; delete %s first",
-			   req->params[0], sessions, sessions == 1 ? "" : "s",
-			   sessions == 1 ? "it" : "them");
-	}
+		st = envdb_references(db, k->id, k->workspace_id, k->account_id, &exists,
+				      &sessions);
+	*found = n || exists;
+	if (!st && !n && exists)
+		verr_set(err, 409, NULL,
+			 "environment '%s' is referenced by %lld session%s; delete %s first", k->id,
+			 sessions, sessions == 1 ? "" : "s", sessions == 1 ? "it" : "them");
+	return st;
 }
 
-/* Parse the list query: limit, include_archived, page. 0 or -1 with RESP filled. */
-static int list_params(struct request *req, struct response *resp, long long *limit,
-		       int *include_archived, const char **page)
-{
-	const char *ia = req_query(req, "include_archived");
-
-	if (query_limit(req, resp, ENV_LIST_MAX_LIMIT, ENV_LIST_DEFAULT_LIMIT, limit))
-		return -1;
-	*include_archived = 0;
-	if (ia && strcmp(ia, "false")) {
-		if (strcmp(ia, "true")) {
-			resp_error(resp, req, 400, NULL, "'include_archived' must be true or false");
-			return -1;
-		}
-		*include_archived = 1;
-	}
-	*page = req_query(req, "page");
-	if (*page && !**page)
-		*page = NULL;
-	return 0;
-}
-
-void env_list(struct worker *w, struct request *req, struct response *resp)
-{
-	char created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX], next[CURSOR_MAX];
-	const char *page, *filter;
-	struct db_rows rows = { 0 };
-	struct env_buf b = { 0 };
-	long long limit;
-	int include_archived;
-	enum db_status st;
-	unsigned shown;
-
-	if (list_params(req, resp, &limit, &include_archived, &page))
-		return;
-	if (worker_cursor_key(w, req, resp))
-		return;
-	filter = include_archived ? "a1" : "a0";
-	if (page) {
-		enum cursor_status cs = cursor_parse(w->cursor_key, sizeof(w->cursor_key),
-						     ENV_CURSOR_KIND, filter, page, created, id);
-		if (cs == CURSOR_OTHER_FILTER) {
-			resp_error(resp, req, 400, NULL,
-				   "'page' cursor belongs to a list with another include_archived");
-			return;
-		}
-		if (cs) {
-			resp_error(resp, req, 400, NULL, "'page' is not a valid cursor");
-			return;
-		}
-	}
-	/* one row more than asked tells whether another page exists */
-	st = envdb_list(w->db, req->auth.workspace_id, req->auth.account_id, include_archived,
-			page ? created : NULL, page ? id : NULL, limit + 1, &rows);
-	if (st) {
-		handle_db_error(w, req, resp, st);
-		return;
-	}
-	/* {"data":[...],"next_page":...}: the order json_pack gave these keys */
-	shown = list_page_rows(&rows, limit);
-	ENV_PUT_LIT(&b, "{\"data\":[");
-	for (unsigned r = 0; r < shown; r++) {
-		if (r)
-			ENV_PUT_LIT(&b, ",");
-		env_put_object(&b, &rows, r);
-	}
-	ENV_PUT_LIT(&b, "],\"next_page\":");
-	if (rows.nrows > shown &&
-	    !cursor_make(w->cursor_key, sizeof(w->cursor_key), ENV_CURSOR_KIND, filter,
-			 db_cell(&rows, shown - 1, ENV_C_CREATED_DB),
-			 db_cell(&rows, shown - 1, ENV_C_ID), next))
-		env_put_str(&b, next, strlen(next));
-	else
-		ENV_PUT_LIT(&b, "null");
-	ENV_PUT_LIT(&b, "}");
-	db_rows_free(&rows);
-	env_respond_buf(resp, req, 200, &b);
-}
+const struct resource RES_ENVIRONMENT = {
+	.kind = "environment",
+	.id_prefix = ENV_ID_PREFIX,
+	.not_found_code = ENV_NOT_FOUND_CODE,
+	.visibility = RES_VIS_ACCOUNT,
+	.flags = RES_LIST_ARCHIVED,
+	.cursor_kind = ENV_CURSOR_KIND,
+	.list_default = ENV_LIST_DEFAULT_LIMIT,
+	.list_max = ENV_LIST_MAX_LIMIT,
+	.filters_text = "include_archived",
+	.col_id = ENV_C_ID,
+	.col_created_db = ENV_C_CREATED_DB,
+	.col_archived = ENV_C_ARCHIVED,
+	.put = env_put_row,
+	.get = env_get,
+	.list = env_list_rows,
+	.archive = env_archive_row,
+	.remove = env_remove,
+};

@@ -9,6 +9,7 @@
 #include "../common/crypto.h"
 #include "../db/db.h"
 #include "../http/http.h"
+#include "verr.h"
 
 /* API keys a worker authenticated recently (handlers/common.c, auth_request). An entry is
  * used for AUTH_CACHE_TTL_MS after its lookup and never extended, so a revoked key is refused
@@ -83,11 +84,6 @@ void idem_run(struct worker *w, struct request *req, struct response *resp, hand
 /* Renders row R of a resource SELECT: new reference, or NULL when stored JSON is corrupt. */
 typedef json_t *(*row_render)(const struct db_rows *rows, unsigned r);
 
-/* Respond 200 with RENDER(rows, 0), 404 "KIND 'ID' not found" (error_code CODE, or none when
- * NULL) when ROWS is empty, or 500 when the stored row does not render. */
-void respond_resource(struct request *req, struct response *resp, const struct db_rows *rows,
-		      row_render render, const char *kind, const char *code, const char *id);
-
 /* Size of an id buffer: the longest id accepted in a path or a body is RESOURCE_ID_MAX - 1
  * characters (the ids this API makes are a prefix and ID_RANDOM_LEN characters). */
 #define RESOURCE_ID_MAX AUTH_ID_MAX
@@ -96,52 +92,33 @@ void respond_resource(struct request *req, struct response *resp, const struct d
  * id this API makes). */
 int resource_id_valid(const char *s, const char *prefix);
 
-/* 0 when req->params[0] has PREFIX's id shape; else -1 with RESP a 404 naming KIND, with
- * error_code CODE when not NULL (an id of another shape cannot exist, so no query is made). */
-int resource_check_id(struct request *req, struct response *resp, const char *prefix,
-		      const char *kind, const char *code);
-
-/* Check the list cursor PAGE against KIND and FILTER (worker_cursor_key first) into CREATED and
- * ID (CURSOR_FIELD_MAX each). 0, or -1 with RESP a 400 (FILTERS_TEXT, when given, names the
- * filters a cursor is bound to). */
+/* The list's `page` query parameter (absent or empty: none, *PAGED = 0) checked against KIND and
+ * FILTER into CREATED and ID (CURSOR_FIELD_MAX each); the cursor key is loaded first (the page
+ * writes the next cursor with it). 0, or -1 with RESP filled: a 400 (FILTERS_TEXT, when given,
+ * names the filters a cursor is bound to), or worker_cursor_key's. */
 int page_parse(struct worker *w, struct request *req, struct response *resp, const char *kind,
-	       const char *filter, const char *page, const char *filters_text, char *created,
-	       char *id);
+	       const char *filter, const char *filters_text, char *created, char *id, int *paged);
 
-/* Respond 200 {"data": RENDER of the first LIMIT rows within list_page_rows's byte budget,
- * "next_page": cursor|null}; the cursor (KIND, FILTER) points after the last row shown when
- * ROWS holds more than were shown (its
- * position: columns CREATED_COL, a DATETIME text, and ID_COL). Rows that do not render are
- * logged and left out. */
-void respond_page(struct worker *w, struct request *req, struct response *resp,
-		  const struct db_rows *rows, long long limit, row_render render, const char *kind,
-		  const char *filter, unsigned created_col, unsigned id_col);
+/* The end of a write: ST (handle_db_error) or a refusal ERR (its status, error_code and
+ * message) answered into RESP: 1; else 0 (nothing answered, the caller responds). */
+int respond_refusal(struct worker *w, struct request *req, struct response *resp,
+		    enum db_status st, const struct verr *err);
 
 void health_live(struct worker *w, struct request *req, struct response *resp);
 void health_ready(struct worker *w, struct request *req, struct response *resp);
 
 void env_create(struct worker *w, struct request *req, struct response *resp);
-void env_retrieve(struct worker *w, struct request *req, struct response *resp);
 void env_update(struct worker *w, struct request *req, struct response *resp);
-void env_list(struct worker *w, struct request *req, struct response *resp);
-void env_archive(struct worker *w, struct request *req, struct response *resp);
-void env_delete(struct worker *w, struct request *req, struct response *resp);
 
 void session_create(struct worker *w, struct request *req, struct response *resp);
-void session_retrieve(struct worker *w, struct request *req, struct response *resp);
 void session_update(struct worker *w, struct request *req, struct response *resp);
-void session_list(struct worker *w, struct request *req, struct response *resp);
-void session_archive(struct worker *w, struct request *req, struct response *resp);
-void session_delete(struct worker *w, struct request *req, struct response *resp);
 
 /* The self-hosted work queue (handlers/work.c, docs/work-queue.md). */
 void work_poll(struct worker *w, struct request *req, struct response *resp);
 void work_ack(struct worker *w, struct request *req, struct response *resp);
 void work_heartbeat(struct worker *w, struct request *req, struct response *resp);
 void work_stop(struct worker *w, struct request *req, struct response *resp);
-void work_retrieve(struct worker *w, struct request *req, struct response *resp);
 void work_update(struct worker *w, struct request *req, struct response *resp);
-void work_list(struct worker *w, struct request *req, struct response *resp);
 void work_stats(struct worker *w, struct request *req, struct response *resp);
 
 /* 1 when KEY has the shape of an environment key or a sessions token (not a workspace key). */
@@ -161,10 +138,7 @@ int work_scope_check(struct request *req, struct response *resp, int env_key_rou
 		     int token_route);
 
 void agent_create(struct worker *w, struct request *req, struct response *resp);
-void agent_retrieve(struct worker *w, struct request *req, struct response *resp);
 void agent_update(struct worker *w, struct request *req, struct response *resp);
-void agent_list(struct worker *w, struct request *req, struct response *resp);
-void agent_archive(struct worker *w, struct request *req, struct response *resp);
 void agent_versions(struct worker *w, struct request *req, struct response *resp);
 
 #endif

@@ -85,6 +85,7 @@ void api_dispatch(struct worker *w, const struct api_route *table, size_t n, str
 	if ((found->flags & (ROUTE_JSON | ROUTE_JSON_OPT)) &&
 	    parse_body(req, resp, !!(found->flags & ROUTE_JSON_OPT)))
 		return;
+	req->route_data = found->data;
 	if (found->flags & ROUTE_IDEMPOTENT)
 		idem_run(w, req, resp, found->handler);
 	else

@@ -25,10 +25,11 @@ struct api_route {
 	struct route_pattern route; /* first: what http/router.c matches */
 	handler_fn handler;
 	unsigned flags;
+	const void *data; /* req->route_data for the handler: the resource of resource.h's */
 };
 
 /* Answer REQ from TABLE (N routes): the web server's error page, 404/405, the route's flags,
- * then its handler. Always leaves a complete response in RESP. */
+ * then its handler with req->route_data set. Always leaves a complete response in RESP. */
 void api_dispatch(struct worker *w, const struct api_route *table, size_t n, struct request *req,
 		  struct response *resp);
 

@@ -1,4 +1,5 @@
-/* /v1/sessions: create, retrieve, update, list, archive, delete (docs/api.md §4). Creating a session
+/* /v1/sessions (docs/api.md §4): create, update and the resource table's entry (retrieve, list,
+ * archive and delete are handlers/resource.c's). Creating a session
  * captures its environment's configuration and revision and resolves its agent, and for a cloud
  * environment writes the pending provisioning intent, all in one transaction that first writes
  * the environment row (archive and delete of the environment serialise with it, on one MariaDB
@@ -17,6 +18,7 @@
 #include "cursor.h"
 #include "env_validate.h"
 #include "handlers.h"
+#include "resource.h"
 
 #define SES_TITLE_MAX 500 /* characters */
 #define SES_LIST_DEFAULT_LIMIT 100
@@ -86,12 +88,12 @@ static json_t *session_object(const struct db_rows *rows, unsigned r)
 static void respond_row(struct request *req, struct response *resp, const struct db_rows *rows,
 			const char *id)
 {
-	respond_resource(req, resp, rows, session_object, "session", NULL, id);
+	resource_respond(&RES_SESSION, req, resp, rows, id);
 }
 
 static int check_id(struct request *req, struct response *resp)
 {
-	return resource_check_id(req, resp, SES_ID_PREFIX, "session", NULL);
+	return resource_check(&RES_SESSION, req, resp, req->params[0]);
 }
 
 /* Fields the SDK defines that this server does not support: accepted only when empty. */
@@ -328,11 +330,7 @@ void session_create(struct worker *w, struct request *req, struct response *resp
 		goto out;
 	}
 	st = db_tx(w->db, create_tx, &c);
-	if (st)
-		handle_db_error(w, req, resp, st);
-	else if (c.err.status)
-		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
-	else {
+	if (!respond_refusal(w, req, resp, st, &c.err)) {
 		respond_row(req, resp, &c.rows, c.id);
 		/* after the commit: polls blocked on this environment take the item now */
 		if (c.work_queued && (st = workdb_wake(w->db, c.env_id)))
@@ -342,23 +340,6 @@ void session_create(struct worker *w, struct request *req, struct response *resp
 out:
 	json_decref(c.metadata);
 	db_rows_free(&c.rows);
-}
-
-void session_retrieve(struct worker *w, struct request *req, struct response *resp)
-{
-	struct db_rows rows;
-	enum db_status st;
-
-	if (check_id(req, resp))
-		return;
-	st = sesdb_get(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id, 0,
-		       &rows);
-	if (st) {
-		handle_db_error(w, req, resp, st);
-		return;
-	}
-	respond_row(req, resp, &rows, req->params[0]);
-	db_rows_free(&rows);
 }
 
 /* ---- update ---- */
@@ -516,86 +497,36 @@ void session_update(struct worker *w, struct request *req, struct response *resp
 		goto out;
 	}
 	st = db_tx(w->db, update_tx, &c);
-	if (st)
-		handle_db_error(w, req, resp, st);
-	else if (c.err.status)
-		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
-	else
+	if (!respond_refusal(w, req, resp, st, &c.err))
 		respond_row(req, resp, &c.rows, req->params[0]);
 out:
 	json_decref(c.mcp);
 	db_rows_free(&c.rows);
 }
 
-struct archive_ctx {
-	struct request *req;
-	struct db_rows rows; /* the row after archiving */
-};
-
-/* The archive and the stop of the session's work item commit together. */
-static enum db_status archive_tx(struct db *db, void *arg)
-{
-	struct archive_ctx *c = arg;
-	struct request *req = c->req;
-	char now_db[CLOCK_DB_LEN];
-	unsigned long long n = 0;
-	enum db_status st;
-
-	db_rows_free(&c->rows);
-	clock_now(now_db, NULL);
-	st = sesdb_archive(db, req->params[0], req->auth.workspace_id, req->auth.account_id,
-			   now_db, &n);
-	if (!st && n) /* an archived session's work item is asked to stop */
-		st = workdb_stop_session(db, req->params[0], req->auth.workspace_id, now_db);
-	if (!st)
-		st = sesdb_get(db, req->params[0], req->auth.workspace_id, req->auth.account_id, 0,
-			       &c->rows);
-	return st;
-}
-
-void session_archive(struct worker *w, struct request *req, struct response *resp)
-{
-	struct archive_ctx c = { .req = req };
-	enum db_status st;
-
-	if (check_id(req, resp))
-		return;
-	if (req->json && json_object_size(req->json)) {
-		resp_error(resp, req, 400, NULL, "unknown field '%.64s': archive takes no fields",
-			   json_object_iter_key(json_object_iter(req->json)));
-		return;
-	}
-	st = db_tx(w->db, archive_tx, &c);
-	if (st)
-		handle_db_error(w, req, resp, st);
-	else
-		respond_row(req, resp, &c.rows, req->params[0]);
-	db_rows_free(&c.rows);
-}
-
 /* ---- delete ---- */
 
 struct delete_ctx {
-	struct request *req;
+	const struct resource_key *key;
 	int found;
 };
 
 static enum db_status delete_tx(struct db *db, void *arg)
 {
 	struct delete_ctx *c = arg;
-	struct request *req = c->req;
+	const struct resource_key *k = c->key;
 	struct db_rows rows;
 	char now_db[CLOCK_DB_LEN];
 	const char *state, *mark, *lease;
 	enum db_status st;
 
 	c->found = 0;
-	st = sesdb_get(db, req->params[0], req->auth.workspace_id, req->auth.account_id, 1, &rows);
+	st = sesdb_get(db, k->id, k->workspace_id, k->account_id, 1, &rows);
 	if (st || !rows.nrows)
 		goto out;
 	c->found = 1;
 	clock_now(now_db, NULL);
-	st = workdb_stop_session(db, req->params[0], req->auth.workspace_id, now_db);
+	st = workdb_stop_session(db, k->id, k->workspace_id, now_db);
 	if (st)
 		goto out;
 	state = db_cell(&rows, 0, SES_C_INTENT_STATE);
@@ -606,11 +537,11 @@ static enum db_status delete_tx(struct db *db, void *arg)
 	 * this transaction's lock on the intent */
 	if (!state || !mark || !strcmp(mark, "0")) {
 		/* no sandbox was ever asked for: the rows can go now */
-		st = sesdb_remove(db, req->params[0], req->auth.workspace_id);
+		st = sesdb_remove(db, k->id, k->workspace_id);
 	} else {
 		/* a sandbox exists or may be half made: leave a teardown for the reconciler, due
 		 * once a provisioning in flight has lost its lease */
-		st = sesdb_retire(db, req->params[0], req->auth.workspace_id,
+		st = sesdb_retire(db, k->id, k->workspace_id,
 				  db_cell(&rows, 0, SES_C_SANDBOX_ID), now_db,
 				  intent_state_of(state) == INTENT_CLAIMED ? lease : NULL);
 	}
@@ -619,102 +550,84 @@ out:
 	return st;
 }
 
-void session_delete(struct worker *w, struct request *req, struct response *resp)
+static enum db_status session_remove(struct db *db, const struct resource_key *k, int *found,
+				     struct verr *err)
 {
-	struct delete_ctx c = { .req = req };
-	enum db_status st;
+	struct delete_ctx c = { .key = k };
+	enum db_status st = db_tx(db, delete_tx, &c);
 
-	if (check_id(req, resp))
-		return;
-	st = db_tx(w->db, delete_tx, &c);
-	if (st)
-		handle_db_error(w, req, resp, st);
-	else if (!c.found)
-		resp_error(resp, req, 404, NULL, "session '%s' not found", req->params[0]);
-	else
-		resp_json(resp, 200,
-			  json_pack("{s:s, s:s}", "id", req->params[0], "type", "session_deleted"));
+	(void)err;
+	*found = c.found;
+	return st;
 }
 
 /* ---- list ---- */
 
-void session_list(struct worker *w, struct request *req, struct response *resp)
+/* order and agent_id; the cursor is bound to every filter. */
+static int session_list_query(struct request *req, struct response *resp,
+			      struct resource_list *l)
 {
-	char created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX], next[CURSOR_MAX], filter[128];
-	const char *ia = req_query(req, "include_archived");
 	const char *order = req_query(req, "order"), *agent_id = req_query(req, "agent_id");
-	const char *page = req_query(req, "page");
-	struct db_rows rows = { 0 };
-	long long limit = SES_LIST_DEFAULT_LIMIT;
-	int include_archived = 0, asc = 0;
-	enum db_status st;
-	json_t *data, *body;
-	unsigned shown;
 
-	if (query_limit(req, resp, SES_LIST_MAX_LIMIT, SES_LIST_DEFAULT_LIMIT, &limit))
-		return;
-	if (ia && strcmp(ia, "false")) {
-		if (strcmp(ia, "true")) {
-			resp_error(resp, req, 400, NULL, "'include_archived' must be true or false");
-			return;
-		}
-		include_archived = 1;
-	}
 	if (order && strcmp(order, "desc")) {
 		if (strcmp(order, "asc")) {
 			resp_error(resp, req, 400, NULL, "'order' must be asc or desc");
-			return;
+			return -1;
 		}
-		asc = 1;
+		l->asc = 1;
 	}
 	if (agent_id && !*agent_id)
 		agent_id = NULL;
 	if (agent_id && !resource_id_valid(agent_id, "agent_")) {
 		resp_error(resp, req, 400, NULL, "'agent_id' is not an agent id");
-		return;
+		return -1;
 	}
-	if (page && !*page)
-		page = NULL;
-	snprintf(filter, sizeof(filter), "o%d;a%d;g%s", asc, include_archived,
+	l->agent_id = agent_id;
+	snprintf(l->filter, sizeof(l->filter), "o%d;a%d;g%s", l->asc, l->include_archived,
 		 agent_id ? agent_id : "");
-	if (worker_cursor_key(w, req, resp))
-		return;
-	if (page) {
-		enum cursor_status cs = cursor_parse(w->cursor_key, sizeof(w->cursor_key),
-						     SES_CURSOR_KIND, filter, page, created, id);
-		if (cs) {
-			resp_error(resp, req, 400, NULL,
-				   cs == CURSOR_OTHER_FILTER
-					   ? "'page' cursor belongs to a list with other filters"
-					   : "'page' is not a valid cursor");
-			return;
-		}
-	}
-	st = sesdb_list(w->db, req->auth.workspace_id, req->auth.account_id, asc, agent_id,
-			include_archived, page ? created : NULL, page ? id : NULL, limit + 1,
-			&rows);
-	if (st) {
-		handle_db_error(w, req, resp, st);
-		return;
-	}
-	shown = list_page_rows(&rows, limit);
-	data = json_array();
-	for (unsigned r = 0; r < shown; r++) {
-		json_t *obj = session_object(&rows, r);
-		if (obj)
-			json_array_append_new(data, obj);
-		else
-			log_error("session %s: stored JSON does not parse",
-				  db_cell(&rows, r, SES_C_ID));
-	}
-	body = json_pack("{s:o, s:n, s:n}", "data", data, "next_page", "prev_page");
-	if (rows.nrows > shown) {
-		unsigned last = shown - 1;
-		if (!cursor_make(w->cursor_key, sizeof(w->cursor_key), SES_CURSOR_KIND, filter,
-				 db_cell(&rows, last, SES_C_CREATED_DB), db_cell(&rows, last, SES_C_ID),
-				 next))
-			json_object_set_new(body, "next_page", json_string(next));
-	}
-	db_rows_free(&rows);
-	resp_json(resp, 200, body);
+	return 0;
 }
+
+static enum db_status session_get(struct db *db, const struct resource_key *k, int for_update,
+				  struct db_rows *rows)
+{
+	return sesdb_get(db, k->id, k->workspace_id, k->account_id, for_update, rows);
+}
+
+static enum db_status session_list_rows(struct db *db, const struct resource_key *k,
+					const struct resource_list *l, struct db_rows *rows)
+{
+	return sesdb_list(db, k->workspace_id, k->account_id, l->asc, l->agent_id,
+			  l->include_archived, l->after_created, l->after_id, l->limit + 1, rows);
+}
+
+/* The archive and the stop of the session's work item commit together. */
+static enum db_status session_archive_row(struct db *db, const struct resource_key *k,
+					  const char *now)
+{
+	unsigned long long n = 0;
+	enum db_status st = sesdb_archive(db, k->id, k->workspace_id, k->account_id, now, &n);
+
+	if (!st && n) /* an archived session's work item is asked to stop */
+		st = workdb_stop_session(db, k->id, k->workspace_id, now);
+	return st;
+}
+
+const struct resource RES_SESSION = {
+	.kind = "session",
+	.id_prefix = SES_ID_PREFIX,
+	.visibility = RES_VIS_ACCOUNT,
+	.flags = RES_LIST_ARCHIVED | RES_LIST_PREV_PAGE,
+	.cursor_kind = SES_CURSOR_KIND,
+	.list_default = SES_LIST_DEFAULT_LIMIT,
+	.list_max = SES_LIST_MAX_LIMIT,
+	.col_id = SES_C_ID,
+	.col_created_db = SES_C_CREATED_DB,
+	.col_archived = SES_C_ARCHIVED,
+	.render = session_object,
+	.list_query = session_list_query,
+	.get = session_get,
+	.list = session_list_rows,
+	.archive = session_archive_row,
+	.remove = session_remove,
+};

@@ -16,6 +16,7 @@
 #include "cursor.h"
 #include "env_validate.h"
 #include "handlers.h"
+#include "resource.h"
 
 #define WORK_KIND "work"
 #define WORK_CURSOR_KIND "work"
@@ -87,10 +88,7 @@ static void work_not_found(struct request *req, struct response *resp)
 /* Respond with the item in ROWS, or 404. */
 static void respond_work(struct request *req, struct response *resp, const struct db_rows *rows)
 {
-	if (!rows->nrows)
-		work_not_found(req, resp);
-	else
-		respond_resource(req, resp, rows, work_object, WORK_KIND, NULL, req->params[1]);
+	resource_respond(&RES_WORK, req, resp, rows, req->params[1]);
 }
 
 /* ---- credentials ---- */
@@ -215,11 +213,7 @@ static int work_item_route(struct worker *w, struct request *req, struct respons
 {
 	if (work_env(w, req, resp))
 		return -1;
-	if (!resource_id_valid(req->params[1], WORK_ID_PREFIX)) {
-		work_not_found(req, resp);
-		return -1;
-	}
-	return 0;
+	return resource_check(&RES_WORK, req, resp, req->params[1]);
 }
 
 /* Routes whose body is optional take no fields but those named in FIELDS (NULL-terminated). */
@@ -575,22 +569,6 @@ void work_stop(struct worker *w, struct request *req, struct response *resp)
 
 /* ---- retrieve, update, list, stats ---- */
 
-void work_retrieve(struct worker *w, struct request *req, struct response *resp)
-{
-	struct db_rows rows;
-	enum db_status st;
-
-	if (work_item_route(w, req, resp))
-		return;
-	st = workdb_get(w->db, req->params[0], req->auth.workspace_id, req->params[1], 0, &rows);
-	if (st) {
-		handle_db_error(w, req, resp, st);
-		return;
-	}
-	respond_work(req, resp, &rows);
-	db_rows_free(&rows);
-}
-
 struct update_tx {
 	struct request *req;
 	json_t *patch;
@@ -657,42 +635,49 @@ void work_update(struct worker *w, struct request *req, struct response *resp)
 		return;
 	}
 	st = db_tx(w->db, update_tx_run, &c);
-	if (st)
-		handle_db_error(w, req, resp, st);
-	else if (c.err.status)
-		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
-	else
+	if (!respond_refusal(w, req, resp, st, &c.err))
 		respond_work(req, resp, &c.rows);
 	db_rows_free(&c.rows);
 }
 
-void work_list(struct worker *w, struct request *req, struct response *resp)
+/* A cursor belongs to one environment's list. */
+static int work_list_query(struct request *req, struct response *resp, struct resource_list *l)
 {
-	char created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX];
-	const char *page = req_query(req, "page");
-	struct db_rows rows = { 0 };
-	long long limit;
-	enum db_status st;
-
-	if (query_limit(req, resp, WORK_LIST_MAX_LIMIT, WORK_LIST_DEFAULT_LIMIT, &limit) ||
-	    work_env(w, req, resp) || worker_cursor_key(w, req, resp))
-		return;
-	if (page && !*page)
-		page = NULL;
-	/* a cursor belongs to one environment's list */
-	if (page && page_parse(w, req, resp, WORK_CURSOR_KIND, req->params[0], page,
-			       "another environment", created, id))
-		return;
-	st = workdb_list(w->db, req->params[0], req->auth.workspace_id, page ? created : NULL,
-			 page ? id : NULL, limit + 1, &rows);
-	if (st) {
-		handle_db_error(w, req, resp, st);
-		return;
-	}
-	respond_page(w, req, resp, &rows, limit, work_object, WORK_CURSOR_KIND, req->params[0],
-		     WORK_C_CREATED, WORK_C_ID);
-	db_rows_free(&rows);
+	(void)resp;
+	snprintf(l->filter, sizeof(l->filter), "%s", req->params[0]);
+	return 0;
 }
+
+static enum db_status work_get(struct db *db, const struct resource_key *k, int for_update,
+			       struct db_rows *rows)
+{
+	return workdb_get(db, k->parent_id, k->workspace_id, k->id, for_update, rows);
+}
+
+static enum db_status work_list_rows(struct db *db, const struct resource_key *k,
+				     const struct resource_list *l, struct db_rows *rows)
+{
+	return workdb_list(db, k->parent_id, k->workspace_id, l->after_created, l->after_id,
+			   l->limit + 1, rows);
+}
+
+const struct resource RES_WORK = {
+	.kind = WORK_KIND,
+	.id_prefix = WORK_ID_PREFIX,
+	.id_param = 1,
+	.visibility = RES_VIS_ENVIRONMENT,
+	.cursor_kind = WORK_CURSOR_KIND,
+	.list_default = WORK_LIST_DEFAULT_LIMIT,
+	.list_max = WORK_LIST_MAX_LIMIT,
+	.filters_text = "another environment",
+	.col_id = WORK_C_ID,
+	.col_created_db = WORK_C_CREATED,
+	.render = work_object,
+	.route_check = work_env,
+	.list_query = work_list_query,
+	.get = work_get,
+	.list = work_list_rows,
+};
 
 void work_stats(struct worker *w, struct request *req, struct response *resp)
 {

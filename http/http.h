@@ -51,6 +51,7 @@ struct request {
 	json_t *json;                     /* parsed body when the route takes one; owned */
 	struct auth auth;
 	int server_error;                 /* REDIRECT_STATUS >= 400: the web server's own error */
+	const void *route_data;           /* the matched route's data for its handler (borrowed) */
 };
 
 struct response {

@@ -52,15 +52,15 @@ STUB(env_delete)
 STUB(env_archive)
 
 static const struct api_route fake_routes[] = {
-	{ { "GET", "/healthz" }, fake_health_live, 0 },
+	{ { "GET", "/healthz" }, fake_health_live, 0, NULL },
 	{ { "POST", "/v1/environments" }, fake_env_create,
-	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT },
-	{ { "GET", "/v1/environments" }, fake_env_list, ROUTE_AUTH | ROUTE_BETA },
-	{ { "GET", "/v1/environments/{id}" }, fake_env_retrieve, ROUTE_AUTH | ROUTE_BETA },
-	{ { "POST", "/v1/environments/{id}" }, fake_env_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON },
-	{ { "DELETE", "/v1/environments/{id}" }, fake_env_delete, ROUTE_AUTH | ROUTE_BETA },
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT, NULL },
+	{ { "GET", "/v1/environments" }, fake_env_list, ROUTE_AUTH | ROUTE_BETA, NULL },
+	{ { "GET", "/v1/environments/{id}" }, fake_env_retrieve, ROUTE_AUTH | ROUTE_BETA, NULL },
+	{ { "POST", "/v1/environments/{id}" }, fake_env_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON, NULL },
+	{ { "DELETE", "/v1/environments/{id}" }, fake_env_delete, ROUTE_AUTH | ROUTE_BETA, NULL },
 	{ { "POST", "/v1/environments/{id}/archive" }, fake_env_archive,
-	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT },
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT, NULL },
 };
 
 void stub_dispatch(struct worker *w, struct request *req, struct response *resp)

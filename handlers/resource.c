@@ -1,0 +1,380 @@
+/* Retrieve, list, archive and delete, written once against the resource table (resource.h). */
+#include "resource.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "cursor.h"
+
+/* ---- text bodies ---- */
+
+/* Make room for N more bytes (and the NUL). 0, or -1 (and b->oom) when out of memory. */
+static int text_reserve(struct text_buf *b, size_t n)
+{
+	size_t cap;
+	char *p;
+
+	if (b->oom)
+		return -1;
+	if (b->len + n + 1 <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : RESOURCE_BUF_MIN;
+	while (cap < b->len + n + 1)
+		cap *= 2;
+	p = realloc(b->p, cap);
+	if (!p) {
+		b->oom = 1;
+		return -1;
+	}
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+void text_put(struct text_buf *b, const char *s, size_t n)
+{
+	if (text_reserve(b, n))
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+/* '"' and '\\', the five short escapes, other control characters as \u00XX (upper-case hex);
+ * UTF-8 passes through (the database's utf8mb4 columns hold valid UTF-8). */
+void text_put_str(struct text_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	if (text_reserve(b, 2 + 6 * n))
+		return;
+	b->p[b->len++] = '"';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char *o = b->p + b->len;
+		if (c >= 0x20 && c != '"' && c != '\\') {
+			*o = (char)c;
+			b->len++;
+			continue;
+		}
+		o[0] = '\\';
+		switch (c) {
+		case '"': o[1] = '"'; break;
+		case '\\': o[1] = '\\'; break;
+		case '\b': o[1] = 'b'; break;
+		case '\f': o[1] = 'f'; break;
+		case '\n': o[1] = 'n'; break;
+		case '\r': o[1] = 'r'; break;
+		case '\t': o[1] = 't'; break;
+		default:
+			memcpy(o + 1, "u00", 3);
+			o[4] = hex[c >> 4];
+			o[5] = hex[c & 15];
+			b->len += 4;
+		}
+		b->len += 2;
+	}
+	b->p[b->len++] = '"';
+	b->p[b->len] = '\0';
+}
+
+void text_put_opt_str(struct text_buf *b, const char *s)
+{
+	if (s)
+		text_put_str(b, s, strlen(s));
+	else
+		TEXT_PUT_LIT(b, "null");
+}
+
+void text_respond(struct response *resp, const struct request *req, int status,
+		  struct text_buf *b)
+{
+	if (b->oom || !b->p) {
+		free(b->p);
+		b->p = NULL;
+		respond_internal(req, resp, "out of memory building the body");
+		return;
+	}
+	free(resp->body);
+	resp->status = status;
+	resp->body = b->p;
+	resp->body_len = b->len;
+	b->p = NULL;
+}
+
+/* Append RES's object of row R: its text, or its JSON value dumped compact (what resp_json
+ * sends). -1 when the row does not render. */
+static int res_put(const struct resource *res, struct text_buf *b, const struct db_rows *rows,
+		   unsigned r)
+{
+	json_t *obj;
+	size_t n;
+
+	if (res->put)
+		return res->put(b, rows, r);
+	obj = res->render(rows, r);
+	if (!obj)
+		return -1;
+	n = json_dumpb(obj, NULL, 0, JSON_COMPACT);
+	if (n && !text_reserve(b, n)) {
+		json_dumpb(obj, b->p + b->len, n, JSON_COMPACT);
+		b->len += n;
+		b->p[b->len] = '\0';
+	} else {
+		b->oom = 1;
+	}
+	json_decref(obj);
+	return 0;
+}
+
+/* ---- pieces ---- */
+
+/* The key of the row the request names (ID), by RES's visibility rule. */
+static void key_make(const struct resource *res, const struct request *req, const char *id,
+		     struct resource_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->workspace_id = req->auth.workspace_id;
+	k->account_id = res->visibility == RES_VIS_ACCOUNT ? req->auth.account_id : NULL;
+	k->parent_id = res->visibility == RES_VIS_ENVIRONMENT ? req->params[0] : NULL;
+	k->id = id;
+}
+
+int resource_check(const struct resource *res, struct request *req, struct response *resp,
+		   const char *id)
+{
+	if (resource_id_valid(id, res->id_prefix))
+		return 0;
+	resp_error(resp, req, 404, res->not_found_code, "%s '%.64s' not found", res->kind, id);
+	return -1;
+}
+
+void resource_respond(const struct resource *res, struct request *req, struct response *resp,
+		      const struct db_rows *rows, const char *id)
+{
+	struct text_buf b = { 0 };
+
+	if (!rows->nrows) {
+		resp_error(resp, req, 404, res->not_found_code, "%s '%s' not found", res->kind, id);
+		return;
+	}
+	if (res_put(res, &b, rows, 0)) {
+		free(b.p);
+		log_error("%s %s: stored JSON does not parse", res->kind, id);
+		respond_internal(req, resp, "a stored row does not render");
+		return;
+	}
+	text_respond(resp, req, 200, &b);
+}
+
+/* The route's resource, after its route check and the shape of its id, and into K the key of
+ * the row the route names. NULL with RESP filled. */
+static const struct resource *res_route(struct worker *w, struct request *req,
+					struct response *resp, struct resource_key *k)
+{
+	const struct resource *res = req->route_data;
+
+	if (res->route_check && res->route_check(w, req, resp))
+		return NULL;
+	if (resource_check(res, req, resp, req->params[res->id_param]))
+		return NULL;
+	key_make(res, req, req->params[res->id_param], k);
+	return res;
+}
+
+/* ---- retrieve ---- */
+
+void resource_retrieve(struct worker *w, struct request *req, struct response *resp)
+{
+	struct resource_key k;
+	const struct resource *res = res_route(w, req, resp, &k);
+	struct db_rows rows;
+	enum db_status st;
+
+	if (!res)
+		return;
+	if ((res->flags & RES_VERSIONED) &&
+	    query_count(req, resp, "version", 1, LLONG_MAX, 0, &k.version))
+		return;
+	st = res->get(w->db, &k, 0, &rows);
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		return;
+	}
+	if (!rows.nrows && k.version)
+		resp_error(resp, req, 404, res->not_found_code, "%s '%s' version %lld not found",
+			   res->kind, k.id, k.version);
+	else
+		resource_respond(res, req, resp, &rows, k.id);
+	db_rows_free(&rows);
+}
+
+/* ---- archive ---- */
+
+struct archive_ctx {
+	const struct resource *res;
+	const struct resource_key *key;
+	struct db_rows rows; /* the row after archiving */
+};
+
+/* Lock the row first, then take the time: a writer that held the row (a session creation's
+ * hold on its environment) has committed by then, so archived_at is later than what it wrote.
+ * Archiving twice returns the row unchanged. */
+static enum db_status archive_tx(struct db *db, void *arg)
+{
+	struct archive_ctx *c = arg;
+	char now_db[CLOCK_DB_LEN];
+	enum db_status st;
+
+	db_rows_free(&c->rows);
+	st = c->res->get(db, c->key, 1, &c->rows);
+	if (st || !c->rows.nrows || db_cell(&c->rows, 0, c->res->col_archived))
+		return st;
+	clock_now(now_db, NULL);
+	st = c->res->archive(db, c->key, now_db);
+	if (!st) {
+		db_rows_free(&c->rows);
+		st = c->res->get(db, c->key, 0, &c->rows);
+	}
+	return st;
+}
+
+void resource_archive(struct worker *w, struct request *req, struct response *resp)
+{
+	struct resource_key k;
+	const struct resource *res = res_route(w, req, resp, &k);
+	struct archive_ctx c;
+	enum db_status st;
+
+	if (!res)
+		return;
+	if (req->json && json_object_size(req->json)) {
+		resp_error(resp, req, 400, NULL, "unknown field '%.64s': archive takes no fields",
+			   json_object_iter_key(json_object_iter(req->json)));
+		return;
+	}
+	c = (struct archive_ctx){ .res = res, .key = &k };
+	st = db_tx(w->db, archive_tx, &c);
+	if (st)
+		handle_db_error(w, req, resp, st);
+	else
+		resource_respond(res, req, resp, &c.rows, k.id);
+	db_rows_free(&c.rows);
+}
+
+/* ---- delete ---- */
+
+void resource_delete(struct worker *w, struct request *req, struct response *resp)
+{
+	struct resource_key k;
+	const struct resource *res = res_route(w, req, resp, &k);
+	struct verr err = { 0 };
+	enum db_status st;
+	int found = 0;
+
+	if (!res)
+		return;
+	st = res->remove(w->db, &k, &found, &err);
+	if (respond_refusal(w, req, resp, st, &err))
+		return;
+	if (!found)
+		resp_error(resp, req, 404, res->not_found_code, "%s '%s' not found", res->kind, k.id);
+	else {
+		char type[RESOURCE_ID_MAX];
+
+		snprintf(type, sizeof(type), "%s_deleted", res->kind);
+		resp_json(resp, 200, json_pack("{s:s, s:s}", "id", k.id, "type", type));
+	}
+}
+
+/* ---- list ---- */
+
+void resource_page(const struct resource *res, struct worker *w, struct request *req,
+		   struct response *resp, const struct db_rows *rows, long long limit,
+		   const char *cursor_kind, const char *filter, unsigned created_col,
+		   unsigned id_col)
+{
+	char next[CURSOR_MAX];
+	struct text_buf b = { 0 };
+	unsigned shown = list_page_rows(rows, limit), put = 0;
+
+	/* {"data":[...],"next_page":...[,"prev_page":null]}: the order json_pack gave these keys */
+	TEXT_PUT_LIT(&b, "{\"data\":[");
+	for (unsigned r = 0; r < shown; r++) {
+		size_t mark = b.len;
+
+		if (put)
+			TEXT_PUT_LIT(&b, ",");
+		if (res_put(res, &b, rows, r)) {
+			log_error("%s %s: stored JSON does not parse", res->kind,
+				  db_cell(rows, r, id_col));
+			b.len = mark; /* the comma goes too */
+			if (b.p)
+				b.p[b.len] = '\0';
+			continue;
+		}
+		put++;
+	}
+	TEXT_PUT_LIT(&b, "],\"next_page\":");
+	if (shown && rows->nrows > shown &&
+	    !cursor_make(w->cursor_key, sizeof(w->cursor_key), cursor_kind, filter,
+			 db_cell(rows, shown - 1, created_col), db_cell(rows, shown - 1, id_col),
+			 next))
+		text_put_str(&b, next, strlen(next));
+	else
+		TEXT_PUT_LIT(&b, "null");
+	if (res->flags & RES_LIST_PREV_PAGE)
+		TEXT_PUT_LIT(&b, ",\"prev_page\":null");
+	TEXT_PUT_LIT(&b, "}");
+	text_respond(resp, req, 200, &b);
+}
+
+void resource_list(struct worker *w, struct request *req, struct response *resp)
+{
+	const struct resource *res = req->route_data;
+	char created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX];
+	struct resource_list l;
+	struct resource_key k;
+	struct db_rows rows = { 0 };
+	enum db_status st;
+	int paged;
+
+	memset(&l, 0, sizeof(l));
+	if (query_limit(req, resp, res->list_max, res->list_default, &l.limit))
+		return;
+	if (res->route_check && res->route_check(w, req, resp))
+		return;
+	if (res->flags & RES_LIST_ARCHIVED) {
+		const char *ia = req_query(req, "include_archived");
+
+		if (ia && strcmp(ia, "false")) {
+			if (strcmp(ia, "true")) {
+				resp_error(resp, req, 400, NULL,
+					   "'include_archived' must be true or false");
+				return;
+			}
+			l.include_archived = 1;
+		}
+	}
+	snprintf(l.filter, sizeof(l.filter), "a%d", l.include_archived);
+	if (res->list_query && res->list_query(req, resp, &l))
+		return;
+	if (page_parse(w, req, resp, res->cursor_kind, l.filter, res->filters_text, created, id,
+		       &paged))
+		return;
+	if (paged) {
+		l.after_created = created;
+		l.after_id = id;
+	}
+	key_make(res, req, NULL, &k);
+	st = res->list(w->db, &k, &l, &rows);
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		return;
+	}
+	resource_page(res, w, req, resp, &rows, l.limit, res->cursor_kind, l.filter,
+		      res->col_created_db, res->col_id);
+	db_rows_free(&rows);
+}

@@ -1,0 +1,129 @@
+/* The resource table (Redis's command table is the model): each resource the API serves
+ * (environment, agent, session, work item) is described once here, and retrieve, list, archive
+ * and delete are written once against that description (handlers/resource.c). A resource's own
+ * file keeps only what is its own: validation, create and update semantics, its rendering and
+ * its db operations, which the table points at. The route table names the generic handlers with
+ * the resource as the route's data. */
+#ifndef TERRARIUM_HANDLERS_RESOURCE_H
+#define TERRARIUM_HANDLERS_RESOURCE_H
+
+#include "../common/clock.h"
+#include "handlers.h"
+#include "verr.h"
+
+#define RESOURCE_FILTER_MAX (2 * CLOCK_DB_LEN + RESOURCE_ID_MAX + 16) /* a list's cursor binding */
+#define RESOURCE_BUF_MIN 1024 /* first allocation of a body built as text */
+
+/* A growable text buffer for response bodies. */
+struct text_buf {
+	char *p; /* owned; NUL-terminated */
+	size_t len, cap;
+	int oom; /* an allocation failed: the text is incomplete */
+};
+
+void text_put(struct text_buf *b, const char *s, size_t n);
+#define TEXT_PUT_LIT(b, lit) text_put((b), (lit), sizeof(lit) - 1)
+/* S[0..n) as a JSON string, escaped exactly as Jansson's compact dump escapes it. */
+void text_put_str(struct text_buf *b, const char *s, size_t n);
+/* S as a JSON string, or null when S is NULL. */
+void text_put_opt_str(struct text_buf *b, const char *s);
+/* Respond STATUS with B's text as the body (B's buffer is handed over), or 500 when building
+ * it ran out of memory. */
+void text_respond(struct response *resp, const struct request *req, int status,
+		  struct text_buf *b);
+
+/* Who sees a resource's rows: the filter its db operations apply with the key's fields. */
+enum resource_visibility {
+	RES_VIS_WORKSPACE,   /* every key of the workspace (agents) */
+	RES_VIS_ACCOUNT,     /* the workspace's keys but another account's `scope: account`
+			      * environments and their sessions (environments, sessions) */
+	RES_VIS_ENVIRONMENT, /* the workspace's, under the environment in the path (work items) */
+};
+
+/* Which row a db operation is about, filled by the generic handlers from the request. */
+struct resource_key {
+	const char *workspace_id;
+	const char *account_id; /* RES_VIS_ACCOUNT, else NULL */
+	const char *parent_id;  /* RES_VIS_ENVIRONMENT: the environment in the path */
+	const char *id;
+	long long version;      /* RES_VERSIONED: the `version` query parameter, 0 = current */
+};
+
+/* A list's parameters, parsed by the generic list and the resource's list_query. */
+struct resource_list {
+	long long limit;
+	int include_archived;               /* RES_LIST_ARCHIVED */
+	int asc;                            /* sessions: order=asc */
+	const char *agent_id;               /* sessions: agent_id filter */
+	char gte[CLOCK_DB_LEN], lte[CLOCK_DB_LEN]; /* agents: created_at bounds ("" when absent) */
+	char filter[RESOURCE_FILTER_MAX];   /* what the cursor is bound to */
+	const char *after_created, *after_id; /* the cursor's position; NULL on the first page */
+};
+
+#define RES_VERSIONED 0x1     /* retrieve takes ?version= (agents) */
+#define RES_LIST_ARCHIVED 0x2 /* lists take include_archived */
+#define RES_LIST_PREV_PAGE 0x4 /* a page carries "prev_page": null (sessions) */
+
+struct resource {
+	const char *kind;           /* "environment": error messages and logs */
+	const char *id_prefix;      /* "env_" */
+	const char *not_found_code; /* error_code of its 404, or NULL */
+	unsigned id_param;          /* the route capture holding the id */
+	enum resource_visibility visibility;
+	unsigned flags;             /* RES_* */
+	const char *cursor_kind;    /* the list cursor's kind (cursor.h) */
+	long long list_default, list_max;
+	const char *filters_text;   /* named in the 400 for a cursor of another list, or NULL */
+	unsigned col_id, col_created_db, col_archived; /* columns of the resource's SELECTs */
+	/* The API object of row R: as text appended to B (-1 when it does not render), or, when
+	 * put is NULL, as a JSON value (new reference; NULL when it does not render). */
+	int (*put)(struct text_buf *b, const struct db_rows *rows, unsigned r);
+	row_render render;
+	/* Checks of the route before anything else (work items: the environment), or NULL:
+	 * 0, or -1 with RESP filled. */
+	int (*route_check)(struct worker *w, struct request *req, struct response *resp);
+	/* The resource's own list parameters and the cursor's filter text into L, or NULL (the
+	 * filter is then include_archived's): 0, or -1 with RESP a 400. */
+	int (*list_query)(struct request *req, struct response *resp, struct resource_list *l);
+	/* One visible row (0 or 1) into ROWS; FOR_UPDATE locks it (inside a transaction). */
+	enum db_status (*get)(struct db *db, const struct resource_key *k, int for_update,
+			      struct db_rows *rows);
+	/* Visible rows after L's cursor, at most L->limit + 1 (one more tells a next page). */
+	enum db_status (*list)(struct db *db, const struct resource_key *k,
+			       const struct resource_list *l, struct db_rows *rows);
+	/* Archive the row (read locked and not archived) at NOW, with what goes with it; in the
+	 * archive's transaction. NULL: the resource has no archive. */
+	enum db_status (*archive)(struct db *db, const struct resource_key *k, const char *now);
+	/* Delete the row: *FOUND = 0 when it is not visible; ERR set when refused (409). NULL: no
+	 * delete. */
+	enum db_status (*remove)(struct db *db, const struct resource_key *k, int *found,
+				 struct verr *err);
+};
+
+extern const struct resource RES_ENVIRONMENT, RES_AGENT, RES_SESSION, RES_WORK;
+
+/* The generic handlers: the resource is the route's data (req->route_data). */
+void resource_retrieve(struct worker *w, struct request *req, struct response *resp);
+void resource_list(struct worker *w, struct request *req, struct response *resp);
+void resource_archive(struct worker *w, struct request *req, struct response *resp);
+void resource_delete(struct worker *w, struct request *req, struct response *resp);
+
+/* Respond 200 with RES's object of row 0 of ROWS, 404 (RES's not-found) naming ID when ROWS is
+ * empty, or 500 when the row does not render. */
+void resource_respond(const struct resource *res, struct request *req, struct response *resp,
+		      const struct db_rows *rows, const char *id);
+
+/* 0 when ID has RES's id shape; else -1 with RESP RES's 404 (no query is made). */
+int resource_check(const struct resource *res, struct request *req, struct response *resp,
+		   const char *id);
+
+/* Respond 200 {"data": RES's objects of the first LIMIT rows within list_page_rows's budget,
+ * "next_page": cursor|null[, "prev_page": null]}; the cursor (CURSOR_KIND, FILTER) points after
+ * the last row shown (columns CREATED_COL and ID_COL) when ROWS holds more. Rows that do not
+ * render are logged and left out. */
+void resource_page(const struct resource *res, struct worker *w, struct request *req,
+		   struct response *resp, const struct db_rows *rows, long long limit,
+		   const char *cursor_kind, const char *filter, unsigned created_col,
+		   unsigned id_col);
+
+#endif
