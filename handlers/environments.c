@@ -34,7 +34,7 @@ struct env_obj_text {
 };
 
 /* Append the API object O. */
-static void env_put_fields(struct text_buf *b, const struct env_obj_text *o)
+static void env_put_fields(struct strbuf *b, const struct env_obj_text *o)
 {
 	TEXT_PUT_LIT(b, "{\"id\":");
 	text_put_opt_str(b, o->id);
@@ -43,9 +43,9 @@ static void env_put_fields(struct text_buf *b, const struct env_obj_text *o)
 	TEXT_PUT_LIT(b, ",\"description\":");
 	text_put_opt_str(b, o->description);
 	TEXT_PUT_LIT(b, ",\"metadata\":");
-	text_put(b, o->metadata, strlen(o->metadata));
+	strbuf_add(b, o->metadata, strlen(o->metadata));
 	TEXT_PUT_LIT(b, ",\"config\":");
-	text_put(b, o->config, strlen(o->config));
+	strbuf_add(b, o->config, strlen(o->config));
 	TEXT_PUT_LIT(b, ",\"created_at\":");
 	text_put_opt_str(b, o->created);
 	TEXT_PUT_LIT(b, ",\"updated_at\":");
@@ -60,7 +60,7 @@ static void env_put_fields(struct text_buf *b, const struct env_obj_text *o)
 }
 
 /* Append the API object of row R of an environment SELECT. */
-static void env_put_object(struct text_buf *b, const struct db_rows *rows, unsigned r)
+static void env_put_object(struct strbuf *b, const struct db_rows *rows, unsigned r)
 {
 	env_put_fields(b, &(struct env_obj_text){
 				  .id = db_cell(rows, r, ENV_C_ID),
@@ -139,7 +139,7 @@ void env_create(struct worker *w, struct request *req, struct response *resp)
 	struct env_fields f = { 0 };
 	struct env_text t = { 0 };
 	struct verr err = { 0 };
-	struct text_buf b = { 0 };
+	struct strbuf b = STRBUF_INIT;
 	char id[RESOURCE_ID_MAX], now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
 	enum db_status st;
 
@@ -205,7 +205,7 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 	struct env_fields f = { 0 };
 	struct env_text t = { 0 };
 	struct verr err = { 0 };
-	struct text_buf b = { 0 };
+	struct strbuf b = STRBUF_INIT;
 	struct db_rows rows = { 0 };
 	char now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
 	unsigned long long n = 0;
@@ -288,7 +288,7 @@ void env_update(struct worker *w, struct request *req, struct response *resp)
 
 /* ---- the resource table's entry ---- */
 
-static int env_put_row(struct text_buf *b, const struct db_rows *rows, unsigned r)
+static int env_put_row(struct strbuf *b, const struct db_rows *rows, unsigned r)
 {
 	env_put_object(b, rows, r);
 	return 0;

@@ -10,50 +10,18 @@
 
 /* ---- text bodies ---- */
 
-/* Make room for N more bytes (and the NUL). 0, or -1 (and b->oom) when out of memory. */
-static int text_reserve(struct text_buf *b, size_t n)
-{
-	size_t cap;
-	char *p;
-
-	if (b->oom)
-		return -1;
-	if (b->len + n + 1 <= b->cap)
-		return 0;
-	cap = b->cap ? b->cap : RESOURCE_BUF_MIN;
-	while (cap < b->len + n + 1)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p) {
-		b->oom = 1;
-		return -1;
-	}
-	b->p = p;
-	b->cap = cap;
-	return 0;
-}
-
-void text_put(struct text_buf *b, const char *s, size_t n)
-{
-	if (text_reserve(b, n))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
 /* '"' and '\\', the five short escapes, other control characters as \u00XX (upper-case hex);
  * UTF-8 passes through (the database's utf8mb4 columns hold valid UTF-8). */
-void text_put_str(struct text_buf *b, const char *s, size_t n)
+void text_put_str(struct strbuf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
 
-	if (text_reserve(b, 2 + 6 * n))
+	if (strbuf_grow(b, 2 + 6 * n))
 		return;
-	b->p[b->len++] = '"';
+	b->buf[b->len++] = '"';
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		char *o = b->p + b->len;
+		char *o = b->buf + b->len;
 		if (c >= 0x20 && c != '"' && c != '\\') {
 			*o = (char)c;
 			b->len++;
@@ -76,11 +44,11 @@ void text_put_str(struct text_buf *b, const char *s, size_t n)
 		}
 		b->len += 2;
 	}
-	b->p[b->len++] = '"';
-	b->p[b->len] = '\0';
+	b->buf[b->len++] = '"';
+	b->buf[b->len] = '\0';
 }
 
-void text_put_opt_str(struct text_buf *b, const char *s)
+void text_put_opt_str(struct strbuf *b, const char *s)
 {
 	if (s)
 		text_put_str(b, s, strlen(s));
@@ -89,24 +57,21 @@ void text_put_opt_str(struct text_buf *b, const char *s)
 }
 
 void text_respond(struct response *resp, const struct request *req, int status,
-		  struct text_buf *b)
+		  struct strbuf *b)
 {
-	if (b->oom || !b->p) {
-		free(b->p);
-		b->p = NULL;
+	if (b->oom || !b->buf) {
+		strbuf_release(b);
 		respond_internal(req, resp, "out of memory building the body");
 		return;
 	}
 	free(resp->body);
 	resp->status = status;
-	resp->body = b->p;
-	resp->body_len = b->len;
-	b->p = NULL;
+	resp->body = strbuf_detach(b, &resp->body_len);
 }
 
 /* Append RES's object of row R: its text, or its JSON value dumped compact (what resp_json
  * sends). -1 when the row does not render. */
-static int res_put(const struct resource *res, struct text_buf *b, const struct db_rows *rows,
+static int res_put(const struct resource *res, struct strbuf *b, const struct db_rows *rows,
 		   unsigned r)
 {
 	json_t *obj;
@@ -118,10 +83,10 @@ static int res_put(const struct resource *res, struct text_buf *b, const struct 
 	if (!obj)
 		return -1;
 	n = json_dumpb(obj, NULL, 0, JSON_COMPACT);
-	if (n && !text_reserve(b, n)) {
-		json_dumpb(obj, b->p + b->len, n, JSON_COMPACT);
+	if (n && !strbuf_grow(b, n)) {
+		json_dumpb(obj, b->buf + b->len, n, JSON_COMPACT);
 		b->len += n;
-		b->p[b->len] = '\0';
+		b->buf[b->len] = '\0';
 	} else {
 		b->oom = 1;
 	}
@@ -154,14 +119,14 @@ int resource_check(const struct resource *res, struct request *req, struct respo
 void resource_respond(const struct resource *res, struct request *req, struct response *resp,
 		      const struct db_rows *rows, const char *id)
 {
-	struct text_buf b = { 0 };
+	struct strbuf b = STRBUF_INIT;
 
 	if (!rows->nrows) {
 		resp_error(resp, req, 404, res->not_found_code, "%s '%s' not found", res->kind, id);
 		return;
 	}
 	if (res_put(res, &b, rows, 0)) {
-		free(b.p);
+		strbuf_release(&b);
 		log_error("%s %s: stored JSON does not parse", res->kind, id);
 		respond_internal(req, resp, "a stored row does not render");
 		return;
@@ -297,7 +262,7 @@ void resource_page(const struct resource *res, struct worker *w, struct request 
 		   unsigned id_col)
 {
 	char next[CURSOR_MAX];
-	struct text_buf b = { 0 };
+	struct strbuf b = STRBUF_INIT;
 	unsigned shown = list_page_rows(rows, limit), put = 0;
 
 	/* {"data":[...],"next_page":...[,"prev_page":null]}: the order json_pack gave these keys */
@@ -310,9 +275,7 @@ void resource_page(const struct resource *res, struct worker *w, struct request 
 		if (res_put(res, &b, rows, r)) {
 			log_error("%s %s: stored JSON does not parse", res->kind,
 				  db_cell(rows, r, id_col));
-			b.len = mark; /* the comma goes too */
-			if (b.p)
-				b.p[b.len] = '\0';
+			strbuf_remove(&b, mark, b.len - mark); /* the comma goes too */
 			continue;
 		}
 		put++;

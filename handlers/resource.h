@@ -8,29 +8,21 @@
 #define TERRARIUM_HANDLERS_RESOURCE_H
 
 #include "../common/clock.h"
+#include "../common/strbuf.h"
 #include "handlers.h"
 #include "verr.h"
 
 #define RESOURCE_FILTER_MAX (2 * CLOCK_DB_LEN + RESOURCE_ID_MAX + 16) /* a list's cursor binding */
-#define RESOURCE_BUF_MIN 1024 /* first allocation of a body built as text */
-
-/* A growable text buffer for response bodies. */
-struct text_buf {
-	char *p; /* owned; NUL-terminated */
-	size_t len, cap;
-	int oom; /* an allocation failed: the text is incomplete */
-};
-
-void text_put(struct text_buf *b, const char *s, size_t n);
-#define TEXT_PUT_LIT(b, lit) text_put((b), (lit), sizeof(lit) - 1)
+/* Bodies built as text go into a struct strbuf (common/strbuf.h). */
+#define TEXT_PUT_LIT(b, lit) strbuf_add((b), (lit), sizeof(lit) - 1)
 /* S[0..n) as a JSON string, escaped exactly as Jansson's compact dump escapes it. */
-void text_put_str(struct text_buf *b, const char *s, size_t n);
+void text_put_str(struct strbuf *b, const char *s, size_t n);
 /* S as a JSON string, or null when S is NULL. */
-void text_put_opt_str(struct text_buf *b, const char *s);
+void text_put_opt_str(struct strbuf *b, const char *s);
 /* Respond STATUS with B's text as the body (B's buffer is handed over), or 500 when building
  * it ran out of memory. */
 void text_respond(struct response *resp, const struct request *req, int status,
-		  struct text_buf *b);
+		  struct strbuf *b);
 
 /* Who sees a resource's rows: the filter its db operations apply with the key's fields. */
 enum resource_visibility {
@@ -77,7 +69,7 @@ struct resource {
 	unsigned col_id, col_created_db, col_archived; /* columns of the resource's SELECTs */
 	/* The API object of row R: as text appended to B (-1 when it does not render), or, when
 	 * put is NULL, as a JSON value (new reference; NULL when it does not render). */
-	int (*put)(struct text_buf *b, const struct db_rows *rows, unsigned r);
+	int (*put)(struct strbuf *b, const struct db_rows *rows, unsigned r);
 	row_render render;
 	/* Checks of the route before anything else (work items: the environment), or NULL:
 	 * 0, or -1 with RESP filled. */
