@@ -79,10 +79,14 @@ WS_A=$(api_cli "$RUN" api workspace id bench-a) || die "workspace id failed"
 WS_REF=$(api_cli "$RUN" api workspace id bench-ref) || die "workspace id failed"
 api_start "$RUN" api || die "api_start failed"
 
-api_workers() { # PIDs of the API supervisor's workers
-	local sup
+api_workers() { # PIDs of the API supervisor's request workers (not its long-poll pool's)
+	local sup p out=()
 	sup=$(stack_running "$RUN/api.pid" terrarium-api) || return 0
-	cat "/proc/$sup/task/$sup/children" 2>/dev/null
+	for p in $(cat "/proc/$sup/task/$sup/children" 2>/dev/null); do
+		# the pools' process names: SERVE_WORKER_NAME, SERVE_POLL_WORKER_NAME (fcgi/serve.h)
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = terrarium-api ] && out+=("$p")
+	done
+	echo "${out[*]}"
 }
 read -ra pids <<<"$(api_workers)"
 NWORKERS=${#pids[@]}

@@ -47,6 +47,8 @@
 #define BWRAP_OWN_ARGS 64           /* bwrap's other options */
 #define BWRAP_ARGV_MAX (BWRAP_VIEW_ARGS_MAX + BWRAP_OWN_ARGS + 320) /* + an install of 256 */
 #define BWRAP_RESOLV "/etc/resolv.conf"
+/* host files left out of the view although their mode already refuses the sandbox's user */
+#define BWRAP_HOST_SECRETS { "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-" }
 #define BWRAP_DNS "nameserver 10.0.2.3\n" /* slirp4netns's DNS forwarder */
 #define BWRAP_SLIRP_MTU "--mtu=65520"
 #define BWRAP_NET_WAIT_MS 10000     /* for the sandbox's pid, then for slirp4netns to be ready */
@@ -167,12 +169,19 @@ static int hidden_as(const char *hide, const char *path, size_t len)
 }
 
 /* PATH is hidden itself (1), holds a hidden path below it (2), or neither (0). Hidden: the
- * masks, and the resolver configuration (replaced when the sandbox has a network). */
+ * masks, the host's secrets, and the resolver configuration (replaced when the sandbox has a
+ * network). */
 static int hidden(const struct sbx *s, const char *path)
 {
+	static const char *const secrets[] = BWRAP_HOST_SECRETS;
 	size_t len = strlen(path);
 	int h = hidden_as(BWRAP_RESOLV, path, len);
 
+	for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]) && h != 1; i++) {
+		int k = hidden_as(secrets[i], path, len);
+		if (k > h)
+			h = k;
+	}
 	for (int i = 0; i < s->nmasks && h != 1; i++) {
 		int k = hidden_as(s->masks[i], path, len);
 		if (k > h)

@@ -143,6 +143,7 @@ bwrap)
 	inside+='
 try "list the sandbox root" ls "$4"
 try "list the run directory" ls "$5"
+try "see the host'"'"'s password and group hashes" sh -c "ls -d /etc/shadow* /etc/gshadow*"
 try "connect to the API port through 10.0.2.2" tcp 10.0.2.2 "$7"
 try "connect to the database port through 10.0.2.2" tcp 10.0.2.2 "$8"
 if tcp "$9" 80; then echo "control outbound"; else echo "control no-outbound"; fi
