@@ -95,6 +95,8 @@ void req_release(struct request *req);
 /* Response building. All of these replace any earlier body. */
 void resp_header(struct response *resp, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The value of header NAME (matched exactly, as set by resp_header), or NULL. */
+const char *resp_header_get(const struct response *resp, const char *name);
 /* Serialise VALUE (steals the reference) as the body with STATUS. */
 void resp_json(struct response *resp, int status, json_t *value);
 /* The docs/api.md §2 error envelope for STATUS; CODE is the error_code or NULL/"" for none. Sets

@@ -170,12 +170,31 @@ void resp_empty(struct response *resp, int status)
 	resp->body_len = 0;
 }
 
+/* The index of header NAME in RESP, or -1. */
+static int header_index(const struct response *resp, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (int i = 0; i < resp->nheaders; i++)
+		if (!strncmp(resp->headers[i], name, n) && resp->headers[i][n] == ':')
+			return i;
+	return -1;
+}
+
+const char *resp_header_get(const struct response *resp, const char *name)
+{
+	int i = header_index(resp, name);
+
+	return i < 0 ? NULL : resp->headers[i] + strlen(name) + 2;
+}
+
 void resp_set_retry(struct response *resp, int retry)
 {
-	for (int i = 0; i < resp->nheaders; i++)
-		if (!strncmp(resp->headers[i], "x-should-retry:", 15))
-			snprintf(resp->headers[i], RESP_HEADER_MAX, "x-should-retry: %s",
-				 retry ? "true" : "false");
+	int i = header_index(resp, "x-should-retry");
+
+	if (i >= 0)
+		snprintf(resp->headers[i], RESP_HEADER_MAX, "x-should-retry: %s",
+			 retry ? "true" : "false");
 }
 
 void resp_release(struct response *resp)

@@ -20,32 +20,6 @@
 
 #define FUZZ_MAX_PARAMS 64
 
-struct src {
-	const uint8_t *data;
-	size_t len, off;
-};
-
-/* The reader contract of http.h: fewer than N bytes only at the end of the input. */
-static size_t src_read(void *ctx, char *buf, size_t n)
-{
-	struct src *s = ctx;
-	size_t k = s->len - s->off < n ? s->len - s->off : n;
-
-	memcpy(buf, s->data + s->off, k);
-	s->off += k;
-	return k;
-}
-
-static const char *header(const struct response *resp, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (int i = 0; i < resp->nheaders; i++)
-		if (!strncmp(resp->headers[i], name, n) && resp->headers[i][n] == ':')
-			return resp->headers[i] + n + 2;
-	return NULL;
-}
-
 /* The string value of V, or "" when V is not a string. */
 static const char *jstr(json_t *v)
 {
@@ -127,7 +101,7 @@ static void check_response(const struct request *req, const struct response *res
 				   stub_last_handler),
 			   "200 body %s", resp->body);
 	} else {
-		const char *retry = header(resp, "x-should-retry");
+		const char *retry = resp_header_get(resp, "x-should-retry");
 
 		FUZZ_CHECK(!stub_last_handler, "handler %s ran but the status is %d",
 			   stub_last_handler, resp->status);
@@ -146,7 +120,7 @@ static void check_response(const struct request *req, const struct response *res
 		FUZZ_CHECK(retry && !strcmp(retry, "false"), "x-should-retry '%s' for %d",
 			   retry ? retry : "(none)", resp->status);
 		if (resp->status == 405)
-			FUZZ_CHECK(header(resp, "allow"), "405 without allow");
+			FUZZ_CHECK(resp_header_get(resp, "allow"), "405 without allow");
 	}
 	json_decref(body);
 }
@@ -193,7 +167,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *env[FUZZ_MAX_PARAMS + 1];
 	const uint8_t *sep = NULL;
 	struct worker w = { 0 };
-	struct src body;
+	struct stub_src body;
 	size_t head_len;
 	char *head, *line, *save = NULL;
 	const char *key;
@@ -205,7 +179,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 	head_len = sep ? (size_t)(sep - data) : size;
-	body = (struct src){ sep ? sep + 2 : data + size, sep ? size - head_len - 2 : 0, 0 };
+	body = (struct stub_src){ sep ? sep + 2 : data + size, sep ? size - head_len - 2 : 0, 0 };
 
 	/* a parameter ends at its line break (or an embedded NUL, as in a C string) */
 	head = fuzz_strndup(data, head_len);
@@ -221,7 +195,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	key = req_env(&req, "HTTP_X_API_KEY");
 	stub_auth_result = key && strcmp(key, "revoked") ? 0 : -1;
 
-	read_ok = req_read(&req, &resp, src_read, &body) == 0;
+	read_ok = req_read(&req, &resp, stub_read, &body) == 0;
 	if (read_ok)
 		stub_dispatch(&w, &req, &resp);
 	FUZZ_CHECK(request_id_valid(req.request_id), "request id '%s'", req.request_id);

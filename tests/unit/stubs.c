@@ -7,6 +7,16 @@
 int stub_auth_result;
 const char *stub_last_handler;
 
+size_t stub_read(void *ctx, char *buf, size_t n)
+{
+	struct stub_src *s = ctx;
+	size_t k = s->len - s->off < n ? s->len - s->off : n;
+
+	memcpy(buf, (const char *)s->data + s->off, k);
+	s->off += k;
+	return k;
+}
+
 static void record(const char *name, struct response *resp)
 {
 	stub_last_handler = name;

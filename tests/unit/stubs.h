@@ -14,4 +14,12 @@ extern const char *stub_last_handler; /* name of the handler that ran, or NULL *
  * with the real table's flags). */
 void stub_dispatch(struct worker *w, struct request *req, struct response *resp);
 
+/* A request body held in memory, read through stub_read (the req_reader contract of http.h:
+ * fewer than N bytes only at the end of the input). */
+struct stub_src {
+	const void *data;
+	size_t len, off;
+};
+size_t stub_read(void *ctx, char *buf, size_t n);
+
 #endif

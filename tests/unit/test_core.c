@@ -19,31 +19,17 @@
 
 /* ---- helpers ---- */
 
-struct mem_src {
-	const char *data;
-	size_t len, off;
-};
-
-static size_t mem_read(void *ctx, char *buf, size_t n)
-{
-	struct mem_src *m = ctx;
-	size_t k = m->len - m->off < n ? m->len - m->off : n;
-	memcpy(buf, m->data + m->off, k);
-	m->off += k;
-	return k;
-}
-
 /* Run one request through req_read and the API policy over the fake table (stubs.c). ENV is NULL-terminated. */
 static void run(char **env, const char *body, struct request *req, struct response *resp)
 {
-	struct mem_src src = { body ? body : "", body ? strlen(body) : 0, 0 };
+	struct stub_src src = { body ? body : "", body ? strlen(body) : 0, 0 };
 	struct worker w = { 0 };
 
 	memset(req, 0, sizeof(*req));
 	memset(resp, 0, sizeof(*resp));
 	req->env = env;
 	stub_last_handler = NULL;
-	if (req_read(req, resp, mem_read, &src) == 0)
+	if (req_read(req, resp, stub_read, &src) == 0)
 		stub_dispatch(&w, req, resp);
 }
 
@@ -52,15 +38,6 @@ static json_t *body_json(const struct response *resp)
 	json_t *j = json_loadb(resp->body, resp->body_len, 0, NULL);
 	assert_non_null(j);
 	return j;
-}
-
-static const char *header(const struct response *resp, const char *name)
-{
-	size_t n = strlen(name);
-	for (int i = 0; i < resp->nheaders; i++)
-		if (!strncmp(resp->headers[i], name, n) && resp->headers[i][n] == ':')
-			return resp->headers[i] + n + 2;
-	return NULL;
 }
 
 static void assert_error(const struct response *resp, int status, const char *type,
@@ -94,7 +71,7 @@ static void test_unknown_route_404(void **state)
 	j = body_json(&resp);
 	assert_string_equal(json_string_value(json_object_get(j, "request_id")), req.request_id);
 	assert_int_equal(strlen(req.request_id), REQ_ID_LEN);
-	assert_string_equal(header(&resp, "x-should-retry"), "false");
+	assert_string_equal(resp_header_get(&resp, "x-should-retry"), "false");
 	json_decref(j);
 	req_release(&req);
 	resp_release(&resp);
@@ -134,7 +111,7 @@ static void test_wrong_method_405_allow(void **state)
 	(void)state;
 	run(env, NULL, &req, &resp);
 	assert_error(&resp, 405, "invalid_request_error", "PUT");
-	assert_string_equal(header(&resp, "allow"), "GET, POST, DELETE");
+	assert_string_equal(resp_header_get(&resp, "allow"), "GET, POST, DELETE");
 	assert_null(stub_last_handler);
 	req_release(&req);
 	resp_release(&resp);
@@ -259,12 +236,12 @@ static void test_server_error_redirect(void **state)
 	run(env413, NULL, &req, &resp);
 	assert_error(&resp, 413, "request_too_large", "1 MiB");
 	assert_null(stub_last_handler);
-	assert_string_equal(header(&resp, "x-should-retry"), "false");
+	assert_string_equal(resp_header_get(&resp, "x-should-retry"), "false");
 	req_release(&req);
 	resp_release(&resp);
 	run(env504, NULL, &req, &resp);
 	assert_error(&resp, 504, "api_error", "in time");
-	assert_string_equal(header(&resp, "x-should-retry"), "true");
+	assert_string_equal(resp_header_get(&resp, "x-should-retry"), "true");
 	req_release(&req);
 	resp_release(&resp);
 	/* not an error redirect (mod_rewrite's internal redirects say 200), or malformed: routed */
@@ -471,11 +448,11 @@ static void test_error_mapping(void **state)
 		resp_error(&resp, &req, cases[i].status, i == 0 ? "environment_archived" : NULL,
 			   "m");
 		assert_error(&resp, cases[i].status, cases[i].type, "m");
-		assert_string_equal(header(&resp, "x-should-retry"), cases[i].retry);
+		assert_string_equal(resp_header_get(&resp, "x-should-retry"), cases[i].retry);
 		if (cases[i].retry_after)
-			assert_string_equal(header(&resp, "retry-after"), cases[i].retry_after);
+			assert_string_equal(resp_header_get(&resp, "retry-after"), cases[i].retry_after);
 		else
-			assert_null(header(&resp, "retry-after"));
+			assert_null(resp_header_get(&resp, "retry-after"));
 		j = body_json(&resp);
 		if (i == 0)
 			assert_string_equal(json_string_value(json_object_get(json_object_get(

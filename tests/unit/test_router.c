@@ -19,16 +19,6 @@ static const struct fake_route table[] = {
 	{ { "POST", "/v1/things/{id}/parts/{part}" }, 2 },
 };
 
-static const char *header(const struct response *resp, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (int i = 0; i < resp->nheaders; i++)
-		if (!strncmp(resp->headers[i], name, n) && resp->headers[i][n] == ':')
-			return resp->headers[i] + n + 2;
-	return NULL;
-}
-
 /* route_find for METHOD PATH: the entry's tag, or the status it answered. */
 static int find(const char *method, const char *path, struct request *req,
 		struct response *resp)
@@ -79,11 +69,11 @@ static void test_find(void **state)
 
 	/* the path matches under another method: 405 with Allow */
 	assert_int_equal(find("DELETE", "/v1/things/t_1", &req, &resp), -405);
-	assert_string_equal(header(&resp, "allow"), "GET");
+	assert_string_equal(resp_header_get(&resp, "allow"), "GET");
 	assert_non_null(strstr(resp.body, "method DELETE is not allowed"));
 	resp_release(&resp);
 	assert_int_equal(find("GET", "/v1/things/t_2/parts/p_3", &req, &resp), -405);
-	assert_string_equal(header(&resp, "allow"), "POST");
+	assert_string_equal(resp_header_get(&resp, "allow"), "POST");
 	resp_release(&resp);
 }
 
@@ -108,12 +98,12 @@ static void test_server_error(void **state)
 	req.server_error = 504;
 	assert_true(route_server_error(&req, &resp));
 	assert_int_equal(resp.status, 504);
-	assert_string_equal(header(&resp, "x-should-retry"), "true");
+	assert_string_equal(resp_header_get(&resp, "x-should-retry"), "true");
 	resp_release(&resp);
 	req.server_error = 499; /* not in the table: its status, retried as a 4xx is not */
 	assert_true(route_server_error(&req, &resp));
 	assert_int_equal(resp.status, 499);
-	assert_string_equal(header(&resp, "x-should-retry"), "false");
+	assert_string_equal(resp_header_get(&resp, "x-should-retry"), "false");
 	resp_release(&resp);
 }
 
