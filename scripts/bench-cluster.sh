@@ -19,10 +19,8 @@
 # Not part of any test target; needs root (namespaces, Galera as mysql).
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT" || exit 1
 # shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && script_init bench-cluster || exit 1
 
 DURATION=${BENCH_DURATION:-5}
 RUNS=${BENCH_RUNS:-3}
@@ -33,11 +31,6 @@ NSESSIONS=${BENCH_SESSIONS:-300}
 BENCH_RECON_LIMIT_S=300 # the reconcilers' drain, at most
 CLUSTER="$ROOT/scripts/cluster.sh"
 
-die() {
-	printf 'bench-cluster: %s\n' "$*" >&2
-	exit 1
-}
-say() { printf 'bench-cluster: %s\n' "$*" >&2; }
 
 [ "$(id -u)" -eq 0 ] || die "run as root (the cluster needs namespaces and the mysql user)"
 command -v wrk >/dev/null || die "wrk not found (scripts/install-deps.sh installs it)"

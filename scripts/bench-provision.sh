@@ -27,10 +27,8 @@
 # BENCH_LATENCY (100), BENCH_IDLE_S (10), BUILD_DIR, KEEP_RUN=1. Every wait is bounded.
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT" || exit 1
 # shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && script_init bench-provision || exit 1
 BUILD=$(stack_build_dir)
 RECON="$BUILD/terrarium-reconciler"
 PARTS=" ${BENCH_PARTS:-1 2 3} "
@@ -43,10 +41,6 @@ BENCH_WAIT_S=900          # longest wait for one session to be ready
 BENCH_POLL_S=0.01         # status polling interval of the latency samples
 mkdir -p "$OUT"
 
-die() {
-	echo "bench-provision: $*" >&2
-	exit 1
-}
 [ "$(id -u)" -eq 0 ] || die "needs root (dockerd, bwrap sandboxes as in make test)"
 
 docker_engine_shared || die "no Docker Engine"

@@ -22,10 +22,8 @@
 # KEEP_RUN=1.
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT" || exit 1
 # shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && script_init bench-reconciler || exit 1
 
 NINTENTS=${BENCH_INTENTS:-10000}
 NRECON=${BENCH_RECONCILERS:-4}
@@ -34,13 +32,6 @@ BUILD=$(stack_build_dir)
 OUT=${BENCH_OUT:-$ROOT/var/bench/$(date -u +%Y%m%dT%H%M%SZ)}
 BENCH_TARGET_RATE=500 # intents per second
 
-die() {
-	printf 'bench-reconciler: %s\n' "$*" >&2
-	exit 1
-}
-say() {
-	printf 'bench-reconciler: %s\n' "$*" >&2
-}
 
 for bin in terrarium-api terrarium-reconciler; do
 	[ -x "$BUILD/$bin" ] || die "$BUILD/$bin is not built (run make)"

@@ -14,10 +14,8 @@
 # Environment: BENCH_RUNS, BENCH_DURATION, BENCH_WORK_CONC, BENCH_WORKERS, BUILD_DIR, KEEP_RUN=1.
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT" || exit 1
 # shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && script_init bench-work || exit 1
 
 RUNS=${BENCH_RUNS:-5}
 DURATION=${BENCH_DURATION:-5}
@@ -29,13 +27,6 @@ BENCH_WORK_POLL_WORKERS=24     # [api] poll_workers: more than the pollers
 BENCH_WORK_TARGET_RATIO=0.8
 BENCH_WORK_TARGET_P99_MS=50
 
-die() {
-	printf 'bench-work: %s\n' "$*" >&2
-	exit 1
-}
-say() {
-	printf 'bench-work: %s\n' "$*" >&2
-}
 
 [ -x "$BUILD/terrarium-api" ] || die "$BUILD/terrarium-api is not built (run make)"
 command -v wrk >/dev/null || die "wrk not found (apt-get install wrk)"

@@ -25,10 +25,8 @@
 # fastcgi_keep_conn on, for the API and the references alike; default 0), BUILD_DIR, KEEP_RUN=1.
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT" || exit 1
 # shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && script_init bench || exit 1
 
 DURATION=${BENCH_DURATION:-3}
 RUNS=${BENCH_RUNS:-5}
@@ -42,13 +40,6 @@ BENCH_TARGET_LIST=3        # a list of 100 costs at most 3 GETs
 BENCH_TARGET_P99_MS=10     # at c=32
 BENCH_TARGET_RSS_KIB=8192  # per API worker
 
-die() {
-	printf 'bench: %s\n' "$*" >&2
-	exit 1
-}
-say() {
-	printf 'bench: %s\n' "$*" >&2
-}
 
 for bin in terrarium-api bench-ref-select bench-ref-insert; do
 	[ -x "$BUILD/$bin" ] || die "$BUILD/$bin is not built (run make bench)"

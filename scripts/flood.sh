@@ -18,10 +18,8 @@
 # BUILD_DIR, KEEP_RUN=1. Output: stdout and var/flood/<UTC time>/ (raw wrk outputs).
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT" || exit 1
 # shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && script_init flood || exit 1
 
 SECS=${FLOOD_SECONDS:-5}
 RUNS=${FLOOD_RUNS:-3}
@@ -31,8 +29,6 @@ ATTACK_C=${FLOOD_ATTACK_C:-16}
 FLOOD_TARGET_RATIO=2 # the victim's p99 under a flood, at most this times its quiet p99
 OUT=${FLOOD_OUT:-$ROOT/var/flood/$(date -u +%Y%m%dT%H%M%SZ)}
 
-die() { printf 'flood: %s\n' "$*" >&2; exit 1; }
-say() { printf 'flood: %s\n' "$*" >&2; }
 
 command -v wrk >/dev/null || die "wrk not found (scripts/install-deps.sh installs it)"
 [ -x "$(stack_build_dir)/terrarium-api" ] || die "terrarium-api is not built (run make)"

@@ -58,6 +58,16 @@ STACK_DEFAULT_HEAVY_RATE=5  # heavy requests (limit > 100) per API key, requests
 STACK_DEFAULT_HEAVY_BURST=10 # and their burst (NGINX_HEAVY_BURST)
 
 _stack_say() { printf 'stack: %s\n' "$*" >&2; }
+
+# script_init NAME: what a script sourcing this file starts with: ROOT (the repository) as the
+# working directory, and die / say printing "NAME: ..." on stderr (die then exits 1).
+script_init() {
+	SCRIPT_NAME=$1
+	ROOT=$STACK_ROOT
+	cd "$ROOT" || exit 1
+	die() { printf '%s: %s\n' "$SCRIPT_NAME" "$*" >&2; exit 1; }
+	say() { printf '%s: %s\n' "$SCRIPT_NAME" "$*" >&2; }
+}
 _stack_err() { printf 'stack: error: %s\n' "$*" >&2; }
 
 # Absolute path of program NAME: PATH first, then the sbin directories a non-root PATH lacks.
