@@ -15,8 +15,6 @@
 
 #define AV_BAD_REQUEST 400
 #define AV_INTERNAL 500
-#define AV_ECHO_CHARS 64                  /* code points of a user-supplied key or name echoed */
-#define AV_ECHO_BUF (AV_ECHO_CHARS * 4 + 8)
 #define AV_PATH_MAX 96                    /* "tools[255].configs[255].permission_policy" */
 #define AV_URL_PORT_MAX 65535
 #define AV_YEAR_MIN 1000                  /* MariaDB DATETIME range */
@@ -90,22 +88,14 @@ static int oom(struct verr *err)
 	return verr_set(err, AV_INTERNAL, NULL, "out of memory");
 }
 
-/* Copy at most AV_ECHO_CHARS code points of S into BUF (AV_ECHO_BUF bytes), control bytes as
- * '?', "..." when cut: user-supplied keys and names are echoed bounded and printable. */
-static const char *echo(char *buf, const char *s)
+/* A deep copy of V, or NULL with ERR set. */
+static json_t *copy_or_oom(json_t *v, struct verr *err)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t chars = 0, len = 0;
+	json_t *ret = json_deep_copy(v);
 
-	for (; *p && len < AV_ECHO_BUF - sizeof("..."); p++) {
-		if ((*p & 0xC0) != 0x80 && chars++ == AV_ECHO_CHARS)
-			break;
-		buf[len++] = (*p < 0x20 || *p == 0x7f) ? '?' : (char)*p;
-	}
-	if (*p)
-		memcpy(buf + len, "...", 3), len += 3;
-	buf[len] = '\0';
-	return buf;
+	if (!ret)
+		oom(err);
+	return ret;
 }
 
 static int in_list(const char *s, const char *const *list)
@@ -113,22 +103,6 @@ static int in_list(const char *s, const char *const *list)
 	for (; s && *list; list++)
 		if (!strcmp(s, *list))
 			return 1;
-	return 0;
-}
-
-/* 400 naming the first key of OBJ not in ALLOWED. PATH is the object's path ("" at top). */
-static int check_unknown(json_t *obj, const char *path, const char *const *allowed,
-			 struct verr *err)
-{
-	const char *key;
-	json_t *v;
-	char buf[AV_ECHO_BUF];
-
-	json_object_foreach(obj, key, v) {
-		if (!in_list(key, allowed))
-			return verr_set(err, AV_BAD_REQUEST, NULL, "unknown field '%s%s%s'", path,
-					*path ? "." : "", echo(buf, key));
-	}
 	return 0;
 }
 
@@ -214,7 +188,7 @@ static const char *effort_level(json_t *v, struct verr *err)
 	if (json_is_string(v))
 		level = json_string_value(v);
 	else if (json_is_object(v)) {
-		if (check_unknown(v, "model.effort", type_only_fields, err))
+		if (verr_check_fields(v, "model.effort", type_only_fields, err))
 			return NULL;
 		level = json_string_value(json_object_get(v, "type"));
 	}
@@ -237,7 +211,7 @@ static json_t *model_parse(json_t *v, json_t *stored_effort, struct verr *err)
 	const char *level = AGENT_EFFORT_DEFAULT, *speed_s = AGENT_SPEED_DEFAULT;
 
 	if (json_is_object(v)) {
-		if (check_unknown(v, "model", model_fields, err))
+		if (verr_check_fields(v, "model", model_fields, err))
 			return NULL;
 		id = json_object_get(v, "id");
 		effort = json_object_get(v, "effort");
@@ -339,23 +313,30 @@ int agent_url_host(const char *url, char *host, size_t hostsz)
 	return 0;
 }
 
+/* 0 when V is null or an array of at most MAX entries; else -1 with ERR naming FIELD. */
+static int check_list(json_t *v, const char *field, size_t max, struct verr *err)
+{
+	if (json_is_null(v))
+		return 0;
+	if (!json_is_array(v))
+		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an array or null", field);
+	if (json_array_size(v) > max)
+		return verr_set(err, AV_BAD_REQUEST, NULL,
+				"'%s' must have at most %zu entries (got %zu)", field, max,
+				json_array_size(v));
+	return 0;
+}
+
 json_t *mcp_servers_validate(json_t *v, const char *field, struct verr *err)
 {
-	char path[AV_PATH_MAX], buf[AV_ECHO_BUF];
+	char path[AV_PATH_MAX], buf[VERR_ECHO_BUF];
 	json_t *ret, *s;
 	size_t i;
 
+	if (check_list(v, field, AGENT_MCP_SERVERS_MAX, err))
+		return NULL;
 	if (json_is_null(v))
 		return json_array();
-	if (!json_is_array(v)) {
-		verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an array or null", field);
-		return NULL;
-	}
-	if (json_array_size(v) > AGENT_MCP_SERVERS_MAX) {
-		verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must have at most %d entries (got %zu)",
-			 field, AGENT_MCP_SERVERS_MAX, json_array_size(v));
-		return NULL;
-	}
 	ret = json_array();
 	if (!ret) {
 		oom(err);
@@ -369,7 +350,7 @@ json_t *mcp_servers_validate(json_t *v, const char *field, struct verr *err)
 			verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object", path);
 			goto fail;
 		}
-		if (check_unknown(s, path, mcp_server_fields, err))
+		if (verr_check_fields(s, path, mcp_server_fields, err))
 			goto fail;
 		if (!enum_member(s, "type", (const char *const[]){ "url", NULL })) {
 			verr_set(err, AV_BAD_REQUEST, NULL, "'%s.type' must be 'url'", path);
@@ -386,7 +367,7 @@ json_t *mcp_servers_validate(json_t *v, const char *field, struct verr *err)
 				verr_set(err, AV_BAD_REQUEST, NULL,
 					 "'%s.name' duplicates '%s[%zu].name' ('%s'): names "
 					 "must be unique",
-					 path, field, j, echo(buf, json_string_value(name)));
+					 path, field, j, verr_echo(buf, json_string_value(name), VERR_ECHO_CHARS));
 				goto fail;
 			}
 		if (!json_is_string(url) || agent_url_host(json_string_value(url), NULL, 0)) {
@@ -422,7 +403,7 @@ static int policy_check(json_t *obj, const char *path, struct verr *err)
 	snprintf(sub, sizeof(sub), "%s.permission_policy", path);
 	if (!json_is_object(v))
 		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object or null", sub);
-	if (check_unknown(v, sub, type_only_fields, err))
+	if (verr_check_fields(v, sub, type_only_fields, err))
 		return -1;
 	if (!enum_member(v, "type", policies))
 		return verr_set(err, AV_BAD_REQUEST, NULL,
@@ -452,7 +433,7 @@ static int default_config_check(json_t *tool, const char *path, struct verr *err
 	snprintf(sub, sizeof(sub), "%s.default_config", path);
 	if (!json_is_object(v))
 		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object or null", sub);
-	if (check_unknown(v, sub, default_config_fields, err) || enabled_check(v, sub, err) ||
+	if (verr_check_fields(v, sub, default_config_fields, err) || enabled_check(v, sub, err) ||
 	    policy_check(v, sub, err))
 		return -1;
 	return 0;
@@ -490,7 +471,7 @@ static int tool_config_check(json_t *c, const char *path, int mcp, struct verr *
 			return verr_set(err, AV_BAD_REQUEST, NULL,
 					"'%s.type' must equal its 'name' ('%s')", path, name);
 	}
-	if (check_unknown(c, path, allowed, err) || enabled_check(c, path, err) ||
+	if (verr_check_fields(c, path, allowed, err) || enabled_check(c, path, err) ||
 	    policy_check(c, path, err))
 		return -1;
 	return 0;
@@ -535,13 +516,13 @@ static int tool_check(json_t *t, const char *path, struct verr *err)
 		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s.type' must be 'agent_toolset_20260401', 'mcp_toolset' or 'custom'",
 			   path);
 	if (!strcmp(type, AV_TOOLSET))
-		return check_unknown(t, path, toolset_fields, err) ||
+		return verr_check_fields(t, path, toolset_fields, err) ||
 				       configs_check(t, path, 0, err) ||
 				       default_config_check(t, path, err)
 			       ? -1
 			       : 0;
 	if (!strcmp(type, AV_MCP_TOOLSET)) {
-		if (check_unknown(t, path, mcp_toolset_fields, err))
+		if (verr_check_fields(t, path, mcp_toolset_fields, err))
 			return -1;
 		if (!str_chars(json_object_get(t, "mcp_server_name"), 1, AGENT_MCP_NAME_MAX))
 			return verr_set(err, AV_BAD_REQUEST, NULL,
@@ -549,7 +530,7 @@ static int tool_check(json_t *t, const char *path, struct verr *err)
 					path, AGENT_MCP_NAME_MAX);
 		return configs_check(t, path, 1, err) || default_config_check(t, path, err) ? -1 : 0;
 	}
-	if (check_unknown(t, path, custom_tool_fields, err))
+	if (verr_check_fields(t, path, custom_tool_fields, err))
 		return -1;
 	if (!tool_name_valid(json_string_value(json_object_get(t, "name"))))
 		return verr_set(err, AV_BAD_REQUEST, NULL,
@@ -568,21 +549,14 @@ static int tool_check(json_t *t, const char *path, struct verr *err)
 /* The tools array V (null: empty), checked and copied. New reference or NULL with ERR set. */
 static json_t *tools_parse(json_t *v, struct verr *err)
 {
-	char path[AV_PATH_MAX], buf[AV_ECHO_BUF];
-	json_t *t, *ret;
+	char path[AV_PATH_MAX], buf[VERR_ECHO_BUF];
+	json_t *t;
 	size_t i;
 
+	if (check_list(v, "tools", AGENT_TOOLS_MAX, err))
+		return NULL;
 	if (json_is_null(v))
 		return json_array();
-	if (!json_is_array(v)) {
-		verr_set(err, AV_BAD_REQUEST, NULL, "'tools' must be an array or null");
-		return NULL;
-	}
-	if (json_array_size(v) > AGENT_TOOLS_MAX) {
-		verr_set(err, AV_BAD_REQUEST, NULL, "'tools' must have at most %d entries (got %zu)",
-			 AGENT_TOOLS_MAX, json_array_size(v));
-		return NULL;
-	}
 	json_array_foreach(v, i, t) {
 		snprintf(path, sizeof(path), "tools[%zu]", i);
 		if (tool_check(t, path, err))
@@ -597,15 +571,12 @@ static json_t *tools_parse(json_t *v, struct verr *err)
 					verr_set(err, AV_BAD_REQUEST, NULL,
 						 "'%s.name' duplicates 'tools[%zu].name' ('%s'): custom "
 						 "tool names must be unique",
-						 path, j, echo(buf, name));
+						 path, j, verr_echo(buf, name, VERR_ECHO_CHARS));
 					return NULL;
 				}
 			}
 	}
-	ret = json_deep_copy(v);
-	if (!ret)
-		oom(err);
-	return ret;
+	return copy_or_oom(v, err);
 }
 
 /* --- skills, execution identity, multiagent -------------------------------------------- */
@@ -613,20 +584,13 @@ static json_t *tools_parse(json_t *v, struct verr *err)
 static json_t *skills_parse(json_t *v, struct verr *err)
 {
 	char path[AV_PATH_MAX];
-	json_t *s, *ret;
+	json_t *s;
 	size_t i;
 
+	if (check_list(v, "skills", AGENT_SKILLS_MAX, err))
+		return NULL;
 	if (json_is_null(v))
 		return json_array();
-	if (!json_is_array(v)) {
-		verr_set(err, AV_BAD_REQUEST, NULL, "'skills' must be an array or null");
-		return NULL;
-	}
-	if (json_array_size(v) > AGENT_SKILLS_MAX) {
-		verr_set(err, AV_BAD_REQUEST, NULL, "'skills' must have at most %d entries (got %zu)",
-			 AGENT_SKILLS_MAX, json_array_size(v));
-		return NULL;
-	}
 	json_array_foreach(v, i, s) {
 		json_t *ver;
 
@@ -635,7 +599,7 @@ static json_t *skills_parse(json_t *v, struct verr *err)
 			verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object", path);
 			return NULL;
 		}
-		if (check_unknown(s, path, skill_fields, err))
+		if (verr_check_fields(s, path, skill_fields, err))
 			return NULL;
 		if (!enum_member(s, "type", skill_types)) {
 			verr_set(err, AV_BAD_REQUEST, NULL, "'%s.type' must be 'anthropic' or 'custom'", path);
@@ -653,10 +617,7 @@ static json_t *skills_parse(json_t *v, struct verr *err)
 			return NULL;
 		}
 	}
-	ret = json_deep_copy(v);
-	if (!ret)
-		oom(err);
-	return ret;
+	return copy_or_oom(v, err);
 }
 
 /* null, {"type":"service_account"} -> the default; {"type":"aws_role","role_arn":...}. */
@@ -679,11 +640,11 @@ static json_t *identity_parse(json_t *v, struct verr *err)
 		return NULL;
 	}
 	if (!strcmp(type, AV_IDENTITY_DEFAULT)) {
-		if (check_unknown(v, "execution_identity", type_only_fields, err))
+		if (verr_check_fields(v, "execution_identity", type_only_fields, err))
 			return NULL;
 		ret = json_pack("{s:s}", "type", AV_IDENTITY_DEFAULT);
 	} else {
-		if (check_unknown(v, "execution_identity", aws_identity_fields, err))
+		if (verr_check_fields(v, "execution_identity", aws_identity_fields, err))
 			return NULL;
 		if (!str_chars(json_object_get(v, "role_arn"), 1, AGENT_ROLE_ARN_MAX)) {
 			verr_set(err, AV_BAD_REQUEST, NULL,
@@ -704,7 +665,6 @@ static json_t *identity_parse(json_t *v, struct verr *err)
 static json_t *multiagent_parse(json_t *v, struct verr *err)
 {
 	const char *type;
-	json_t *ret;
 
 	if (json_is_null(v))
 		return json_null();
@@ -722,7 +682,7 @@ static json_t *multiagent_parse(json_t *v, struct verr *err)
 		json_t *agents = json_object_get(v, "agents"), *a;
 		size_t i;
 
-		if (check_unknown(v, "multiagent", coordinator_fields, err))
+		if (verr_check_fields(v, "multiagent", coordinator_fields, err))
 			return NULL;
 		if (!json_is_array(agents) || json_array_size(agents) < 1 ||
 		    json_array_size(agents) > AGENT_ROSTER_MAX) {
@@ -742,7 +702,7 @@ static json_t *multiagent_parse(json_t *v, struct verr *err)
 	} else {
 		static const char *const members[] = { "advisor", "subagents", "workflows" };
 
-		if (check_unknown(v, "multiagent", multiagent_fields, err))
+		if (verr_check_fields(v, "multiagent", multiagent_fields, err))
 			return NULL;
 		for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++) {
 			json_t *m = json_object_get(v, members[i]);
@@ -756,10 +716,7 @@ static json_t *multiagent_parse(json_t *v, struct verr *err)
 			}
 		}
 	}
-	ret = json_deep_copy(v);
-	if (!ret)
-		oom(err);
-	return ret;
+	return copy_or_oom(v, err);
 }
 
 /* --- create / update -------------------------------------------------------------------- */
@@ -771,7 +728,7 @@ static int refs_check(json_t *def, struct verr *err)
 	json_t *tools = json_object_get(def, "tools"), *servers = json_object_get(def, "mcp_servers");
 	json_t *t, *s;
 	size_t i, j;
-	char buf[AV_ECHO_BUF];
+	char buf[VERR_ECHO_BUF];
 
 	json_array_foreach(tools, i, t) {
 		const char *want = json_string_value(json_object_get(t, "mcp_server_name"));
@@ -786,7 +743,7 @@ static int refs_check(json_t *def, struct verr *err)
 			return verr_set(err, AV_BAD_REQUEST, NULL,
 					"'tools[%zu].mcp_server_name' must name a server in "
 					"'mcp_servers' (none is named '%s')",
-					i, echo(buf, want ? want : ""));
+					i, verr_echo(buf, want ? want : "", VERR_ECHO_CHARS));
 	}
 	return 0;
 }
@@ -870,7 +827,7 @@ json_t *agent_validate_create(json_t *body, struct verr *err)
 		verr_set(err, AV_BAD_REQUEST, NULL, "request body must be a JSON object");
 		return NULL;
 	}
-	if (check_unknown(body, "", create_fields, err))
+	if (verr_check_fields(body, "", create_fields, err))
 		return NULL;
 	if (!json_object_get(body, "name")) {
 		verr_set(err, AV_BAD_REQUEST, NULL, "'name' is required");
@@ -917,7 +874,7 @@ json_t *agent_validate_update(json_t *body, json_t *cur, int *changed, struct ve
 		verr_set(err, AV_BAD_REQUEST, NULL, "request body must be a JSON object");
 		return NULL;
 	}
-	if (check_unknown(body, "", update_fields, err) || agent_update_version(body, &version, err))
+	if (verr_check_fields(body, "", update_fields, err) || agent_update_version(body, &version, err))
 		return NULL;
 	if (json_is_null(json_object_get(body, "name"))) {
 		verr_set(err, AV_BAD_REQUEST, NULL, "'name' cannot be null: omit it to keep the name");

@@ -14,9 +14,7 @@
 #define EV_INVALID_METADATA "invalid_metadata"
 
 /* A user-supplied key is echoed (sanitised) so the caller can find it; values never are. */
-#define EV_ECHO_KEY_CHARS 64      /* code points of a key echoed inside a field path */
 #define EV_ECHO_LONG_KEY_CHARS 16 /* code points shown of a key that is itself too long */
-#define EV_ECHO_BUF (EV_ECHO_KEY_CHARS * 4 + 8)
 
 #define EV_TYPE_CLOUD "cloud"
 #define EV_TYPE_SELF_HOSTED "self_hosted"
@@ -63,45 +61,6 @@ static int oom(struct verr *err)
 	return verr_set(err, EV_INTERNAL, NULL, "out of memory");
 }
 
-/* Copy at most MAX_CHARS code points of KEY into BUF (EV_ECHO_BUF bytes), control bytes shown
- * as '?', "..." appended when cut. Keeps messages bounded and printable. */
-static const char *echo_key(char *buf, const char *key, size_t max_chars)
-{
-	size_t chars = 0, len = 0;
-	const unsigned char *p = (const unsigned char *)key;
-
-	for (; *p && len < EV_ECHO_BUF - sizeof("..."); p++) {
-		if ((*p & 0xC0) != 0x80 && chars++ == max_chars)
-			break;
-		buf[len++] = (*p < 0x20 || *p == 0x7f) ? '?' : (char)*p;
-	}
-	if (*p)
-		memcpy(buf + len, "...", 3), len += 3;
-	buf[len] = '\0';
-	return buf;
-}
-
-/* 400 naming the first key of OBJ not in ALLOWED. PREFIX is the object's path ("" at top). */
-static int check_unknown(json_t *obj, const char *prefix, const char *const *allowed,
-			 struct verr *err)
-{
-	const char *key;
-	json_t *v;
-	char echo[EV_ECHO_BUF];
-
-	json_object_foreach(obj, key, v) {
-		const char *const *a;
-
-		for (a = allowed; *a; a++)
-			if (!strcmp(*a, key))
-				break;
-		if (!*a)
-			return verr_set(err, EV_BAD_REQUEST, NULL, "unknown field '%s%s%s'", prefix,
-					*prefix ? "." : "", echo_key(echo, key, EV_ECHO_KEY_CHARS));
-	}
-	return 0;
-}
-
 static int str_is(json_t *v, const char *s)
 {
 	return json_is_string(v) && !strcmp(json_string_value(v), s);
@@ -116,7 +75,7 @@ static int meta_problems(json_t *meta, const char *field, struct verr *e)
 	const char *key;
 	json_t *v;
 	int n = 0;
-	char echo[EV_ECHO_BUF];
+	char echo[VERR_ECHO_BUF];
 
 	if (json_object_size(meta) > META_MAX_KEYS) {
 		verr_append(e, "%s: at most %d keys are allowed (got %zu)", field, META_MAX_KEYS,
@@ -132,17 +91,17 @@ static int meta_problems(json_t *meta, const char *field, struct verr *e)
 			n++;
 		} else if (klen > META_KEY_MAX) {
 			verr_append(e, "%s: key '%s' exceeds %d characters", field,
-				    echo_key(echo, key, EV_ECHO_LONG_KEY_CHARS), META_KEY_MAX);
+				    verr_echo(echo, key, EV_ECHO_LONG_KEY_CHARS), META_KEY_MAX);
 			n++;
 			continue; /* value problems would repeat the same (cut) key */
 		}
 		if (!json_is_string(v)) {
 			verr_append(e, "%s.%s: value must be a string", field,
-				    echo_key(echo, key, EV_ECHO_KEY_CHARS));
+				    verr_echo(echo, key, VERR_ECHO_CHARS));
 			n++;
 		} else if (utf8_chars(json_string_value(v)) > META_VALUE_MAX) {
 			verr_append(e, "%s.%s: value exceeds %d characters", field,
-				    echo_key(echo, key, EV_ECHO_KEY_CHARS), META_VALUE_MAX);
+				    verr_echo(echo, key, VERR_ECHO_CHARS), META_VALUE_MAX);
 			n++;
 		}
 	}
@@ -185,7 +144,7 @@ json_t *meta_patch(json_t *stored, json_t *patch, const char *field, struct verr
 	struct verr e = { EV_BAD_REQUEST, EV_INVALID_METADATA, "" };
 	json_t *merged = NULL, *ret = NULL, *v;
 	const char *key;
-	char echo[EV_ECHO_BUF];
+	char echo[VERR_ECHO_BUF];
 	int problems = 0;
 
 	merged = meta_copy(stored);
@@ -214,7 +173,7 @@ json_t *meta_patch(json_t *stored, json_t *patch, const char *field, struct verr
 			}
 		} else {
 			verr_append(&e, "%s.%s: value must be a string or null", field,
-				    echo_key(echo, key, EV_ECHO_KEY_CHARS));
+				    verr_echo(echo, key, VERR_ECHO_CHARS));
 			problems++;
 		}
 	}
@@ -487,7 +446,7 @@ static json_t *networking_parse(json_t *given, json_t *base, struct verr *err)
 		goto out;
 	}
 	if (str_is(type, EV_NET_UNRESTRICTED)) {
-		if (check_unknown(given, "config.networking", unrestricted_fields_allowed, err))
+		if (verr_check_fields(given, "config.networking", unrestricted_fields_allowed, err))
 			goto out;
 		ret = networking_default();
 		if (!ret)
@@ -499,7 +458,7 @@ static json_t *networking_parse(json_t *given, json_t *base, struct verr *err)
 			 "'config.networking.type' must be 'unrestricted' or 'limited'");
 		goto out;
 	}
-	if (check_unknown(given, "config.networking", limited_fields_allowed, err))
+	if (verr_check_fields(given, "config.networking", limited_fields_allowed, err))
 		goto out;
 
 	if (base && str_is(json_object_get(base, "type"), EV_NET_LIMITED)) {
@@ -546,7 +505,7 @@ static json_t *packages_parse(json_t *given, struct verr *err)
 		verr_set(err, EV_BAD_REQUEST, NULL, "'config.packages' must be an object");
 		goto out;
 	}
-	if (check_unknown(given, "config.packages", packages_fields_allowed, err))
+	if (verr_check_fields(given, "config.packages", packages_fields_allowed, err))
 		goto out;
 	type = json_object_get(given, "type");
 	if (type && !str_is(type, EV_PACKAGES_TYPE)) {
@@ -637,7 +596,7 @@ static json_t *config_parse(json_t *given, json_t *stored, int update, struct ve
 		return NULL;
 	}
 	if (str_is(type, EV_TYPE_SELF_HOSTED)) {
-		char echo[EV_ECHO_BUF];
+		char echo[VERR_ECHO_BUF];
 		json_t *c;
 
 		json_object_foreach(given, key, v)
@@ -645,7 +604,7 @@ static json_t *config_parse(json_t *given, json_t *stored, int update, struct ve
 				verr_set(err, EV_BAD_REQUEST, NULL,
 					 "unknown field 'config.%s' (a self_hosted config carries "
 					 "only 'type')",
-					 echo_key(echo, key, EV_ECHO_KEY_CHARS));
+					 verr_echo(echo, key, VERR_ECHO_CHARS));
 				return NULL;
 			}
 		c = json_pack("{s:s}", "type", EV_TYPE_SELF_HOSTED);
@@ -658,7 +617,7 @@ static json_t *config_parse(json_t *given, json_t *stored, int update, struct ve
 			 "'config.type' must be 'cloud' or 'self_hosted'");
 		return NULL;
 	}
-	if (check_unknown(given, "config", cloud_fields_allowed, err))
+	if (verr_check_fields(given, "config", cloud_fields_allowed, err))
 		return NULL;
 
 	/* A type change starts from the new type's defaults; cloud->cloud keeps what is omitted. */
@@ -787,7 +746,7 @@ static int body_check(json_t *body, struct verr *err)
 {
 	if (!json_is_object(body))
 		return verr_set(err, EV_BAD_REQUEST, NULL, "request body must be a JSON object");
-	return check_unknown(body, "", env_fields_allowed, err);
+	return verr_check_fields(body, "", env_fields_allowed, err);
 }
 
 /* --- create / update -------------------------------------------------------------------- */

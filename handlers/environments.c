@@ -36,26 +36,18 @@ struct env_obj_text {
 /* Append the API object O. */
 static void env_put_fields(struct strbuf *b, const struct env_obj_text *o)
 {
-	TEXT_PUT_LIT(b, "{\"id\":");
-	text_put_opt_str(b, o->id);
-	TEXT_PUT_LIT(b, ",\"type\":\"environment\",\"name\":");
-	text_put_opt_str(b, o->name);
-	TEXT_PUT_LIT(b, ",\"description\":");
-	text_put_opt_str(b, o->description);
-	TEXT_PUT_LIT(b, ",\"metadata\":");
-	strbuf_add(b, o->metadata, strlen(o->metadata));
-	TEXT_PUT_LIT(b, ",\"config\":");
-	strbuf_add(b, o->config, strlen(o->config));
-	TEXT_PUT_LIT(b, ",\"created_at\":");
-	text_put_opt_str(b, o->created);
-	TEXT_PUT_LIT(b, ",\"updated_at\":");
-	text_put_opt_str(b, o->updated);
-	TEXT_PUT_LIT(b, ",\"archived_at\":");
-	text_put_opt_str(b, o->archived);
-	if (o->scope) {
-		TEXT_PUT_LIT(b, ",\"scope\":");
-		text_put_opt_str(b, o->scope);
-	}
+	text_put_member(b, "{\"id\":", o->id);
+	text_put_member(b, ",\"type\":\"environment\",\"name\":", o->name);
+	text_put_member(b, ",\"description\":", o->description);
+	strbuf_addstr(b, ",\"metadata\":");
+	strbuf_addstr(b, o->metadata);
+	strbuf_addstr(b, ",\"config\":");
+	strbuf_addstr(b, o->config);
+	text_put_member(b, ",\"created_at\":", o->created);
+	text_put_member(b, ",\"updated_at\":", o->updated);
+	text_put_member(b, ",\"archived_at\":", o->archived);
+	if (o->scope)
+		text_put_member(b, ",\"scope\":", o->scope);
 	TEXT_PUT_LIT(b, "}");
 }
 
@@ -133,13 +125,32 @@ static const struct env_row_in *env_row(struct env_row_in *in, const char *id,
 	return in;
 }
 
+/* Respond 200 with the environment ID just written: the row holds exactly what was validated
+ * (F, stored as the text T), so the answer is built from that rather than read back, and from
+ * the text just stored rather than serialising metadata and config a second time. */
+static void respond_written(struct request *req, struct response *resp, const char *id,
+			    const struct env_fields *f, const struct env_text *t,
+			    const char *created, const char *updated)
+{
+	struct strbuf b = STRBUF_INIT;
+
+	env_put_fields(&b, &(struct env_obj_text){ .id = id,
+						   .name = f->name,
+						   .description = t->description,
+						   .metadata = t->metadata,
+						   .config = t->config,
+						   .created = created,
+						   .updated = updated,
+						   .scope = f->scope });
+	text_respond(resp, req, 200, &b);
+}
+
 void env_create(struct worker *w, struct request *req, struct response *resp)
 {
 	struct env_row_in in;
 	struct env_fields f = { 0 };
 	struct env_text t = { 0 };
 	struct verr err = { 0 };
-	struct strbuf b = STRBUF_INIT;
 	char id[RESOURCE_ID_MAX], now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
 	enum db_status st;
 
@@ -157,17 +168,7 @@ void env_create(struct worker *w, struct request *req, struct response *resp)
 		handle_db_error(w, req, resp, st);
 		goto out;
 	}
-	/* the row holds exactly what was validated: answer from it without reading it back, and
-	 * from the text just stored rather than serialising metadata and config a second time */
-	env_put_fields(&b, &(struct env_obj_text){ .id = id,
-						   .name = f.name,
-						   .description = t.description,
-						   .metadata = t.metadata,
-						   .config = t.config,
-						   .created = now_api,
-						   .updated = now_api,
-						   .scope = f.scope });
-	text_respond(resp, req, 200, &b);
+	respond_written(req, resp, id, &f, &t, now_api, now_api);
 out:
 	env_text_free(&t);
 	env_fields_release(&f);
@@ -205,7 +206,6 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 	struct env_fields f = { 0 };
 	struct env_text t = { 0 };
 	struct verr err = { 0 };
-	struct strbuf b = STRBUF_INIT;
 	struct db_rows rows = { 0 };
 	char now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
 	unsigned long long n = 0;
@@ -257,16 +257,8 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 		answered = 0;
 		goto out;
 	}
-	/* the row holds what was validated: answer from it without reading it back */
-	env_put_fields(&b, &(struct env_obj_text){ .id = req->params[0],
-						   .name = f.name,
-						   .description = t.description,
-						   .metadata = t.metadata,
-						   .config = t.config,
-						   .created = db_cell(&rows, 0, ENV_C_CREATED),
-						   .updated = now_api,
-						   .scope = f.scope });
-	text_respond(resp, req, 200, &b);
+	respond_written(req, resp, req->params[0], &f, &t, db_cell(&rows, 0, ENV_C_CREATED),
+			now_api);
 out:
 	env_text_free(&t);
 	env_fields_release(&f);

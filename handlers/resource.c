@@ -56,6 +56,12 @@ void text_put_opt_str(struct strbuf *b, const char *s)
 		TEXT_PUT_LIT(b, "null");
 }
 
+void text_put_member(struct strbuf *b, const char *key, const char *value)
+{
+	strbuf_addstr(b, key);
+	text_put_opt_str(b, value);
+}
+
 void text_respond(struct response *resp, const struct request *req, int status,
 		  struct strbuf *b)
 {

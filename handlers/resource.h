@@ -19,6 +19,9 @@
 void text_put_str(struct strbuf *b, const char *s, size_t n);
 /* S as a JSON string, or null when S is NULL. */
 void text_put_opt_str(struct strbuf *b, const char *s);
+/* KEY as it stands (the member's punctuation and name: ",\"name\":"), then VALUE as a JSON
+ * string, or null when VALUE is NULL. */
+void text_put_member(struct strbuf *b, const char *key, const char *value);
 /* Respond STATUS with B's text as the body (B's buffer is handed over), or 500 when building
  * it ran out of memory. */
 void text_respond(struct response *resp, const struct request *req, int status,

@@ -2,6 +2,10 @@
 #ifndef TERRARIUM_VERR_H
 #define TERRARIUM_VERR_H
 
+#include <stddef.h>
+
+#include <jansson.h>
+
 #define VERR_MSG_MAX 1024
 #define VERR_CODE_MAX 64
 
@@ -18,5 +22,18 @@ int verr_set(struct verr *err, int status, const char *code, const char *fmt, ..
 
 /* Append "; " + message to ERR->msg (used to name every metadata problem at once). */
 void verr_append(struct verr *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* User-supplied text (a key, a name) echoed in a message: at most VERR_ECHO_CHARS code points. */
+#define VERR_ECHO_CHARS 64
+#define VERR_ECHO_BUF (VERR_ECHO_CHARS * 4 + 8) /* a buffer for verr_echo */
+
+/* Copy at most MAX_CHARS (<= VERR_ECHO_CHARS) code points of S into BUF (VERR_ECHO_BUF bytes),
+ * control bytes as '?', "..." appended when cut; returns BUF. Keeps messages bounded and
+ * printable. */
+const char *verr_echo(char *buf, const char *s, size_t max_chars);
+
+/* 0 when every key of OBJ is in ALLOWED (NULL-terminated); else -1 with ERR a 400 naming the
+ * first other key as PATH.key (PATH "" at the top level). */
+int verr_check_fields(json_t *obj, const char *path, const char *const *allowed, struct verr *err);
 
 #endif
