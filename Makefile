@@ -104,6 +104,14 @@ $(BUILD)/test_router: $(call obj,tests/unit/test_router.c $(HTTP_SRC) common/cry
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 UNIT_TESTS += $(BUILD)/test_router
 
+# the resource table's generic handlers (handlers/resource.c) over a resource of the test's own:
+# its db operations are in memory; db_tx runs its function once, rows are the test's own
+$(BUILD)/test_resource: $(call obj,tests/unit/test_resource.c $(HTTP_SRC) \
+	$(filter-out handlers/routes.c handlers/router.c,$(HANDLER_SRC)) $(DB_SRC) $(COMMON_SRC))
+	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--wrap=db_tx,--wrap=db_rows_free -o $@ $^ -ljansson \
+		-lcmocka -linih $(LDLIBS_DB)
+UNIT_TESTS += $(BUILD)/test_resource
+
 # db/db.c without a server: error classes and the failure a handle reports
 $(BUILD)/test_db: $(call obj,tests/unit/test_db.c db/db.c common/crypto.c common/log.c \
 	common/config.c common/backend.c common/clock.c)

@@ -85,7 +85,7 @@ enum db_status agentdb_list(struct db *db, const char *ws, int include_archived,
 	static const char first[] = AGENT_SELECT AGENT_LIST_WHERE AGENT_LIST_ORDER;
 	static const char next[] = AGENT_SELECT AGENT_LIST_WHERE
 		" AND (a.created_at < ? OR (a.created_at = ? AND a.id < ?))" AGENT_LIST_ORDER;
-	struct db_val g = gte ? DB_STR(gte) : DB_NULL, l = lte ? DB_STR(lte) : DB_NULL;
+	struct db_val g = db_opt(gte), l = db_opt(lte);
 
 	if (!after_created) {
 		struct db_val p[] = { DB_STR(ws), DB_INT(!!include_archived), g, g, l, l,

@@ -45,6 +45,15 @@ struct db_val {
 #define DB_STRN(x, n) ((struct db_val){ DBT_STR, (x), (n), 0 })
 #define DB_INT(x) ((struct db_val){ DBT_INT, NULL, 0, (x) })
 #define DB_NULL ((struct db_val){ DBT_NULL, NULL, 0, 0 })
+/* S, or SQL NULL when S is NULL (db_opt) or, for db_opt_nonempty, also when S is "". */
+static inline struct db_val db_opt(const char *s)
+{
+	return s ? DB_STR(s) : DB_NULL;
+}
+static inline struct db_val db_opt_nonempty(const char *s)
+{
+	return s && *s ? DB_STR(s) : DB_NULL;
+}
 
 /* The PARAMS and NPARAMS arguments of db_exec, the count derived rather than written: */
 /* ...from the values themselves: db_exec(db, sql, DB_PARAMS(DB_STR(id), DB_INT(n)), ...) */

@@ -25,11 +25,6 @@ enum db_status envdb_get(struct db *db, const char *id, const char *ws, const ch
 						  : sql, DB_ARRAY(p), rows, NULL);
 }
 
-static struct db_val opt(const char *s)
-{
-	return s ? DB_STR(s) : DB_NULL;
-}
-
 enum db_status envdb_insert(struct db *db, const struct env_row_in *in)
 {
 	static const char sql[] =
@@ -37,8 +32,8 @@ enum db_status envdb_insert(struct db *db, const struct env_row_in *in)
 		" type, scope, config, revision, created_at, updated_at)"
 		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)";
 	struct db_val p[] = { DB_STR(in->id),	    DB_STR(in->workspace_id), DB_STR(in->account_id),
-			      DB_STR(in->name),	    opt(in->description),     DB_STR(in->metadata),
-			      DB_STR(in->type),	    opt(in->scope),	      DB_STR(in->config),
+			      DB_STR(in->name),	    db_opt(in->description),     DB_STR(in->metadata),
+			      DB_STR(in->type),	    db_opt(in->scope),	      DB_STR(in->config),
 			      DB_STR(in->now),	    DB_STR(in->now) };
 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
@@ -51,8 +46,8 @@ enum db_status envdb_update(struct db *db, const struct env_row_in *in, long lon
 		"UPDATE environments SET name = ?, description = ?, metadata = ?, type = ?, scope = ?,"
 		" config = ?, revision = revision + 1, updated_at = ? WHERE id = ? AND workspace_id = ?"
 		" AND revision = ? AND archived_at IS NULL";
-	struct db_val p[] = { DB_STR(in->name),	  opt(in->description), DB_STR(in->metadata),
-			      DB_STR(in->type),	  opt(in->scope),	DB_STR(in->config),
+	struct db_val p[] = { DB_STR(in->name),	  db_opt(in->description), DB_STR(in->metadata),
+			      DB_STR(in->type),	  db_opt(in->scope),	DB_STR(in->config),
 			      DB_STR(in->now),	  DB_STR(in->id),	DB_STR(in->workspace_id),
 			      DB_INT(revision) };
 

@@ -7,6 +7,18 @@
 #define FENCE " WHERE id = ? AND lease_owner = ? AND attempts = ? AND state = 'claimed'"
 #define FENCE_PARAMS(f) DB_INT((f)->id), DB_STR((f)->owner), DB_INT((f)->attempt)
 
+/* Run SQL, a statement ending in FENCE, with its N parameters P: *LOST = 1 when it matched no
+ * row (the lease went to another run; DB_OK), else 0. */
+static enum db_status fenced_exec(struct db *db, const char *sql, const struct db_val *p,
+				  unsigned n, int *lost)
+{
+	unsigned long long rows = 0;
+	enum db_status st = db_exec(db, sql, p, n, NULL, &rows);
+
+	*lost = !st && rows == 0;
+	return st;
+}
+
 void intent_release(struct intent *in)
 {
 	free(in->spec);
@@ -256,20 +268,18 @@ enum db_status intents_progress(struct db *db, const struct intent_fence *f, con
 {
 	static const char sql[] = "UPDATE provisioning_intents SET steps_done = ?, sandbox_id = ?,"
 				  " lease_expires_at = ?, updated_at = ?" FENCE;
-	unsigned long long n = 0;
-	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(steps),
-						       sandbox_id && *sandbox_id ? DB_STR(sandbox_id)
-										 : DB_NULL,
-						       DB_STR(lease_until), DB_STR(now), FENCE_PARAMS(f)), NULL, &n);
 
-	*lost = !st && n == 0;
-	return st;
+	return fenced_exec(db, sql,
+			   DB_PARAMS(DB_STR(steps),
+				     db_opt_nonempty(sandbox_id),
+				     DB_STR(lease_until), DB_STR(now), FENCE_PARAMS(f)),
+			   lost);
 }
 
 struct fail_ctx {
 	const struct intent_fence *f;
 	const char *session_id, *last_error, *next, *now;
-	int terminal, lost;
+	int terminal, *lost;
 };
 
 static enum db_status fail_tx(struct db *db, void *arg)
@@ -280,18 +290,16 @@ static enum db_status fail_tx(struct db *db, void *arg)
 	static const char session[] =
 		"UPDATE sessions SET status = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL";
 	struct fail_ctx *c = arg;
-	unsigned long long n = 0;
 	enum db_status st;
 
-	c->lost = 0;
-	st = db_exec(db, intent,
-		     DB_PARAMS(DB_STR(intent_state_name(c->terminal ? INTENT_TERMINATED : INTENT_FAILED)),
-					DB_STR(c->last_error), DB_STR(c->next), DB_STR(c->now),
-					FENCE_PARAMS(c->f)), NULL, &n);
-	if (st || !n) {
-		c->lost = !st;
+	st = fenced_exec(db, intent,
+			 DB_PARAMS(DB_STR(intent_state_name(c->terminal ? INTENT_TERMINATED
+									  : INTENT_FAILED)),
+				   DB_STR(c->last_error), DB_STR(c->next), DB_STR(c->now),
+				   FENCE_PARAMS(c->f)),
+			 c->lost);
+	if (st || *c->lost)
 		return st;
-	}
 	return db_exec(db, session, DB_PARAMS(DB_STR(c->terminal ? "terminated" : "rescheduling"),
 					  DB_STR(c->now), DB_STR(c->session_id)), NULL, NULL);
 }
@@ -300,17 +308,15 @@ enum db_status intents_fail(struct db *db, const struct intent_fence *f, const c
 			    int terminal, const char *last_error, const char *next_attempt,
 			    const char *now, int *lost)
 {
-	struct fail_ctx c = { f, session_id, last_error, next_attempt, now, terminal, 0 };
-	enum db_status st = db_tx(db, fail_tx, &c);
+	struct fail_ctx c = { f, session_id, last_error, next_attempt, now, terminal, lost };
 
-	*lost = c.lost;
-	return st;
+	return db_tx(db, fail_tx, &c);
 }
 
 struct bind_ctx {
 	const struct intent_fence *f;
 	const char *session_id, *backend, *sandbox_id, *egress, *now;
-	int lost;
+	int *lost;
 };
 
 static enum db_status bind_tx(struct db *db, void *arg)
@@ -325,17 +331,13 @@ static enum db_status bind_tx(struct db *db, void *arg)
 	static const char session[] =
 		"UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ?";
 	struct bind_ctx *c = arg;
-	unsigned long long n = 0;
 	enum db_status st;
 
-	c->lost = 0;
-	st = db_exec(db, done, DB_PARAMS(DB_STR(c->now), FENCE_PARAMS(c->f)), NULL, &n);
-	if (st || !n) {
-		c->lost = !st;
+	st = fenced_exec(db, done, DB_PARAMS(DB_STR(c->now), FENCE_PARAMS(c->f)), c->lost);
+	if (st || *c->lost)
 		return st;
-	}
 	st = db_exec(db, binding, DB_PARAMS(DB_STR(c->session_id), DB_STR(c->backend),
-					DB_STR(c->sandbox_id), c->egress ? DB_STR(c->egress) : DB_NULL,
+					DB_STR(c->sandbox_id), db_opt(c->egress),
 					DB_STR(c->now)), NULL, NULL);
 	if (!st)
 		st = db_exec(db, session, DB_PARAMS(DB_STR(c->now), DB_STR(c->session_id)), NULL, NULL);
@@ -346,17 +348,15 @@ enum db_status intents_bind(struct db *db, const struct intent_fence *f, const c
 			    const char *backend, const char *sandbox_id, const char *egress,
 			    const char *now, int *lost)
 {
-	struct bind_ctx c = { f, session_id, backend, sandbox_id, egress, now, 0 };
-	enum db_status st = db_tx(db, bind_tx, &c);
+	struct bind_ctx c = { f, session_id, backend, sandbox_id, egress, now, lost };
 
-	*lost = c.lost;
-	return st;
+	return db_tx(db, bind_tx, &c);
 }
 
 struct teardown_ctx {
 	const struct intent_fence *f;
 	const char *session_id;
-	int lost;
+	int *lost;
 };
 
 static enum db_status teardown_tx(struct db *db, void *arg)
@@ -371,13 +371,12 @@ static enum db_status teardown_tx(struct db *db, void *arg)
 	struct db_rows rows;
 	enum db_status st;
 
-	c->lost = 0;
 	st = db_exec(db, lock, DB_PARAMS(FENCE_PARAMS(c->f)), &rows, NULL);
 	if (st)
 		return st;
-	c->lost = rows.nrows == 0;
+	*c->lost = rows.nrows == 0;
 	db_rows_free(&rows);
-	if (c->lost)
+	if (*c->lost)
 		return DB_OK;
 	st = db_exec(db, intents, DB_ARRAY(sid), NULL, NULL);
 	if (!st)
@@ -390,11 +389,9 @@ static enum db_status teardown_tx(struct db *db, void *arg)
 enum db_status intents_teardown_done(struct db *db, const struct intent_fence *f,
 				     const char *session_id, int *lost)
 {
-	struct teardown_ctx c = { f, session_id, 0 };
-	enum db_status st = db_tx(db, teardown_tx, &c);
+	struct teardown_ctx c = { f, session_id, lost };
 
-	*lost = c.lost;
-	return st;
+	return db_tx(db, teardown_tx, &c);
 }
 
 enum db_status intents_session_mcp(struct db *db, const char *session_id, char **mcp_json)

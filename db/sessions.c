@@ -21,11 +21,6 @@
 	" AND NOT EXISTS (SELECT 1 FROM environments e WHERE e.id = s.environment_id"              \
 	" AND e.scope = 'account' AND e.account_id <> ?) "
 
-static struct db_val opt(const char *s)
-{
-	return s ? DB_STR(s) : DB_NULL;
-}
-
 enum db_status sesdb_get(struct db *db, const char *id, const char *ws, const char *account,
 			 int for_update, struct db_rows *rows)
 {
@@ -53,7 +48,7 @@ enum db_status sesdb_insert(struct db *db, const struct session_row_in *in)
 			      DB_STR(in->agent_id),
 			      DB_INT(in->agent_version),
 			      DB_STR(in->agent_snapshot),
-			      opt(in->title),
+			      db_opt(in->title),
 			      DB_STR(in->metadata),
 			      DB_STR(in->now),
 			      DB_STR(in->now) };
@@ -70,7 +65,7 @@ enum db_status sesdb_insert_intent(struct db *db, const char *session_id, const 
 		" steps_done, attempts, next_attempt_at, sandbox_id, created_at, updated_at)"
 		" VALUES (?, ?, ?, 'pending', ?, '[]', 0, ?, ?, ?, ?)";
 	struct db_val p[] = { DB_STR(session_id), DB_STR(ws),	      DB_STR(kind),
-			      DB_STR(spec),	  DB_STR(now),	      opt(sandbox_id),
+			      DB_STR(spec),	  DB_STR(now),	      db_opt(sandbox_id),
 			      DB_STR(now),	  DB_STR(now) };
 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
@@ -81,7 +76,7 @@ enum db_status sesdb_update(struct db *db, const char *id, const char *ws, const
 {
 	static const char sql[] = "UPDATE sessions SET title = ?, metadata = ?, mcp_servers = ?,"
 				  " updated_at = ? WHERE id = ? AND workspace_id = ?";
-	struct db_val p[] = { opt(title), DB_STR(metadata), opt(mcp_servers),
+	struct db_val p[] = { db_opt(title), DB_STR(metadata), db_opt(mcp_servers),
 			      DB_STR(now), DB_STR(id),	     DB_STR(ws) };
 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
@@ -145,7 +140,7 @@ enum db_status sesdb_list(struct db *db, const char *ws, const char *account, in
 	const char *ts = after_created ? after_created : asc ? SES_FIRST_TS : SES_LAST_TS;
 	const char *id = after_id ? after_id : asc ? "" : "~";
 	struct db_val p[] = {
-		DB_STR(ws),	 opt(agent_id), opt(agent_id), DB_INT(include_archived),
+		DB_STR(ws),	 db_opt(agent_id), db_opt(agent_id), DB_INT(include_archived),
 		DB_STR(account), DB_STR(ts),	DB_STR(ts),    DB_STR(id),
 		DB_INT(limit)};
 

@@ -40,12 +40,6 @@ void work_row_load(struct work_row *row, const struct db_rows *rows, unsigned r)
 	row->metadata = db_cell(rows, r, WORK_C_METADATA);
 }
 
-/* "" is SQL NULL for the timestamps of a work_row. */
-static struct db_val ts_val(const char *s)
-{
-	return *s ? DB_STR(s) : DB_NULL;
-}
-
 enum db_status workdb_enqueue(struct db *db, const char *id, const char *ws, const char *env_id,
 			      const char *session_id, const char *now)
 {
@@ -81,14 +75,14 @@ enum db_status workdb_write(struct db *db, const char *work_id, const struct wor
 	static const char revoke[] = "UPDATE work_tokens SET revoked_at = ?"
 				     " WHERE work_id = ? AND revoked_at IS NULL";
 	struct db_val p[] = { DB_STR(row->state),
-			      ts_val(row->acknowledged_at),
-			      ts_val(row->started_at),
-			      ts_val(row->heartbeat_at),
+			      db_opt_nonempty(row->acknowledged_at),
+			      db_opt_nonempty(row->started_at),
+			      db_opt_nonempty(row->heartbeat_at),
 			      DB_INT(row->ttl_seconds),
-			      ts_val(row->lease_expires_at),
-			      ts_val(row->stop_requested_at),
-			      ts_val(row->stopped_at),
-			      ts_val(row->delivered_at),
+			      db_opt_nonempty(row->lease_expires_at),
+			      db_opt_nonempty(row->stop_requested_at),
+			      db_opt_nonempty(row->stopped_at),
+			      db_opt_nonempty(row->delivered_at),
 			      DB_STR(row->metadata),
 			      DB_STR(now),
 			      DB_STR(work_id) };
@@ -193,7 +187,7 @@ static enum db_status claim_tx(struct db *db, void *arg)
 	snprintf(id, sizeof(id), "%s", db_cell(&picked, 0, 0));
 	redelivery = strcmp(db_cell(&picked, 0, 1), "0");
 	db_rows_free(&picked);
-	st = db_exec(db, deliver, DB_PARAMS(c->worker_id ? DB_STR(c->worker_id) : DB_NULL, DB_STR(id)), NULL, NULL);
+	st = db_exec(db, deliver, DB_PARAMS(db_opt(c->worker_id), DB_STR(id)), NULL, NULL);
 	if (!st && redelivery) /* a first delivery has no earlier token */
 		st = db_exec(db, revoke, DB_PARAMS(DB_STR(id)), NULL, NULL);
 	if (!st)

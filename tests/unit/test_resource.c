@@ -1,0 +1,398 @@
+/* The resource table's generic handlers (handlers/resource.c) over a resource of the test's own:
+ * "thing", whose db operations work on an in-memory table. Retrieve, list (limits, pages and
+ * their cursors), archive and delete are checked without a database: db_tx is wrapped
+ * (-Wl,--wrap=db_tx) to run its function once, as a transaction that commits. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/config.h"
+#include "../../db/db.h"
+#include "../../handlers/resource.h"
+#include "../../http/http.h"
+
+#define THINGS_MAX 8
+#define THING_COLS 4 /* id, created (db form), archived_at, workspace */
+enum { C_ID, C_CREATED, C_ARCHIVED, C_WS };
+
+struct thing {
+	char id[32], created[32], archived[32], ws[16];
+	int deleted, referenced;
+};
+
+static struct thing things[THINGS_MAX];
+static int nthings, gets, archives, lists;
+static enum db_status get_fails; /* what the next thing_get returns instead of rows */
+
+static void thing_add(const char *id, const char *ws, int referenced)
+{
+	struct thing *t = &things[nthings];
+
+	snprintf(t->id, sizeof(t->id), "%s", id);
+	snprintf(t->ws, sizeof(t->ws), "%s", ws);
+	/* ascending creation times: 2026-01-01 00:00:0N */
+	snprintf(t->created, sizeof(t->created), "2026-01-01 00:00:%02d.000000", nthings);
+	t->referenced = referenced;
+	nthings++;
+}
+
+/* ROWS holding the things I[0..n) (cells point into the table: no arena is freed). */
+static void rows_of(struct db_rows *rows, const int *idx, unsigned n)
+{
+	memset(rows, 0, sizeof(*rows));
+	rows->nrows = n;
+	rows->ncols = THING_COLS;
+	rows->cell = calloc(n * THING_COLS + 1, sizeof(char *));
+	rows->len = calloc(n * THING_COLS + 1, sizeof(unsigned long));
+	for (unsigned r = 0; r < n; r++) {
+		struct thing *t = &things[idx[r]];
+		char **c = rows->cell + r * THING_COLS;
+
+		c[C_ID] = t->id;
+		c[C_CREATED] = t->created;
+		c[C_ARCHIVED] = t->archived[0] ? t->archived : NULL;
+		c[C_WS] = t->ws;
+		for (unsigned k = 0; k < THING_COLS; k++)
+			rows->len[r * THING_COLS + k] = c[k] ? strlen(c[k]) : 0;
+	}
+}
+
+/* db_rows_free for rows_of's rows (db.c's would free an arena these rows do not have). */
+void __wrap_db_rows_free(struct db_rows *rows);
+void __wrap_db_rows_free(struct db_rows *rows)
+{
+	free(rows->cell);
+	free(rows->len);
+	memset(rows, 0, sizeof(*rows));
+}
+
+enum db_status __wrap_db_tx(struct db *db, enum db_status (*fn)(struct db *, void *), void *arg);
+enum db_status __wrap_db_tx(struct db *db, enum db_status (*fn)(struct db *, void *), void *arg)
+{
+	return fn(db, arg);
+}
+
+static int visible(const struct thing *t, const struct resource_key *k)
+{
+	return !t->deleted && !strcmp(t->ws, k->workspace_id);
+}
+
+static enum db_status thing_get(struct db *db, const struct resource_key *k, int for_update,
+				struct db_rows *rows)
+{
+	(void)db;
+	(void)for_update;
+	gets++;
+	if (get_fails) {
+		enum db_status st = get_fails;
+
+		get_fails = DB_OK;
+		return st;
+	}
+	for (int i = 0; i < nthings; i++)
+		if (visible(&things[i], k) && !strcmp(things[i].id, k->id)) {
+			rows_of(rows, &i, 1);
+			return DB_OK;
+		}
+	rows_of(rows, NULL, 0);
+	return DB_OK;
+}
+
+static enum db_status thing_list(struct db *db, const struct resource_key *k,
+				 const struct resource_list *l, struct db_rows *rows)
+{
+	int idx[THINGS_MAX];
+	unsigned n = 0;
+
+	(void)db;
+	lists++;
+	for (int i = 0; i < nthings && n < (unsigned)l->limit + 1; i++) {
+		const struct thing *t = &things[i];
+
+		if (!visible(t, k) || (t->archived[0] && !l->include_archived))
+			continue;
+		if (l->after_created && (strcmp(t->created, l->after_created) < 0 ||
+					 (!strcmp(t->created, l->after_created) &&
+					  strcmp(t->id, l->after_id) <= 0)))
+			continue;
+		idx[n++] = i;
+	}
+	rows_of(rows, idx, n);
+	return DB_OK;
+}
+
+static enum db_status thing_archive(struct db *db, const struct resource_key *k, const char *now)
+{
+	(void)db;
+	archives++;
+	for (int i = 0; i < nthings; i++)
+		if (visible(&things[i], k) && !strcmp(things[i].id, k->id))
+			snprintf(things[i].archived, sizeof(things[i].archived), "%s", now);
+	return DB_OK;
+}
+
+static enum db_status thing_remove(struct db *db, const struct resource_key *k, int *found,
+				   struct verr *err)
+{
+	(void)db;
+	*found = 0;
+	for (int i = 0; i < nthings; i++)
+		if (visible(&things[i], k) && !strcmp(things[i].id, k->id)) {
+			*found = 1;
+			if (things[i].referenced) {
+				verr_set(err, 409, NULL, "thing '%s' is referenced", k->id);
+				return DB_OK;
+			}
+			things[i].deleted = 1;
+		}
+	return DB_OK;
+}
+
+static json_t *thing_render(const struct db_rows *rows, unsigned r)
+{
+	const char *archived = db_cell(rows, r, C_ARCHIVED);
+
+	return json_pack("{s:s, s:s, s:o}", "id", db_cell(rows, r, C_ID), "type", "thing",
+			 "archived", archived ? json_true() : json_false());
+}
+
+static const struct resource RES_THING = {
+	.kind = "thing",
+	.id_prefix = "thg_",
+	.not_found_code = "thing_not_found",
+	.visibility = RES_VIS_WORKSPACE,
+	.flags = RES_LIST_ARCHIVED,
+	.cursor_kind = "thing",
+	.list_default = 2,
+	.list_max = 3,
+	.filters_text = "include_archived",
+	.col_id = C_ID,
+	.col_created_db = C_CREATED,
+	.col_archived = C_ARCHIVED,
+	.render = thing_render,
+	.get = thing_get,
+	.list = thing_list,
+	.archive = thing_archive,
+	.remove = thing_remove,
+};
+
+static struct config cfg;
+static struct worker w;
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(things, 0, sizeof(things));
+	nthings = gets = archives = lists = 0;
+	get_fails = DB_OK;
+	thing_add("thg_a1", "ws1", 0);
+	thing_add("thg_a2", "ws1", 1);
+	thing_add("thg_b1", "ws2", 0);
+	thing_add("thg_a3", "ws1", 0);
+	thing_add("thg_a4", "ws1", 0);
+	memset(&w, 0, sizeof(w));
+	w.cfg = &cfg;
+	w.db = db_new(&cfg); /* never connected: the operations above are the database */
+	memset(w.cursor_key, 7, sizeof(w.cursor_key));
+	w.cursor_key_loaded = 1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	db_free(w.db);
+	return 0;
+}
+
+/* Run HANDLER for workspace ws1 with the route capture ID (or NULL) and QUERY ("a=b&c=d" or
+ * NULL); the response body parsed into *BODY (NULL when it is not JSON). */
+static int call(handler_fn handler, const char *id, const char *query, const char *body_json,
+		json_t **body)
+{
+	static char *env[] = { NULL };
+	struct request req;
+	struct response resp;
+	int status;
+
+	memset(&req, 0, sizeof(req));
+	memset(&resp, 0, sizeof(resp));
+	snprintf(req.method, sizeof(req.method), "GET");
+	snprintf(req.path, sizeof(req.path), "/v1/things%s%s", id ? "/" : "", id ? id : "");
+	snprintf(req.request_id, sizeof(req.request_id), "req_test");
+	snprintf(req.auth.workspace_id, sizeof(req.auth.workspace_id), "ws1");
+	req.env = env;
+	if (id) {
+		snprintf(req.param_buf, sizeof(req.param_buf), "%s", id);
+		req.params[0] = req.param_buf;
+		req.nparams = 1;
+	}
+	if (query)
+		assert_int_equal(req_parse_query(&req, query), 0);
+	if (body_json)
+		req.json = json_loads(body_json, 0, NULL);
+	req.route_data = &RES_THING;
+	handler(&w, &req, &resp);
+	status = resp.status;
+	*body = json_loadb(resp.body, resp.body_len, 0, NULL);
+	req_release(&req);
+	resp_release(&resp);
+	return status;
+}
+
+static const char *str(json_t *o, const char *path1, const char *path2)
+{
+	json_t *v = json_object_get(o, path1);
+
+	if (path2)
+		v = json_object_get(v, path2);
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+/* error.details.error_code of the envelope B, or "". */
+static const char *error_code(json_t *b)
+{
+	return str(json_object_get(b, "error"), "details", "error_code");
+}
+
+static void test_retrieve(void **state)
+{
+	json_t *b;
+
+	(void)state;
+	assert_int_equal(call(resource_retrieve, "thg_a1", NULL, NULL, &b), 200);
+	assert_string_equal(str(b, "id", NULL), "thg_a1");
+	assert_string_equal(str(b, "type", NULL), "thing");
+	json_decref(b);
+	/* another workspace's row and a missing one: the resource's own 404 */
+	assert_int_equal(call(resource_retrieve, "thg_b1", NULL, NULL, &b), 404);
+	assert_string_equal(error_code(b), "thing_not_found");
+	assert_non_null(strstr(str(b, "error", "message"), "thg_b1"));
+	json_decref(b);
+	/* an id of another shape is refused before any query */
+	gets = 0;
+	assert_int_equal(call(resource_retrieve, "env_a1", NULL, NULL, &b), 404);
+	assert_string_equal(error_code(b), "thing_not_found");
+	assert_int_equal(gets, 0);
+	json_decref(b);
+	/* the database unavailable: 503, retry later */
+	get_fails = DB_GONE;
+	assert_int_equal(call(resource_retrieve, "thg_a1", NULL, NULL, &b), 503);
+	assert_string_equal(str(b, "error", "type"), "overloaded_error");
+	json_decref(b);
+}
+
+static void test_list_pages(void **state)
+{
+	json_t *b, *b2, *b3;
+	char q[512];
+
+	(void)state;
+	/* workspace ws1 has four things: the default limit (2) shows the first two */
+	assert_int_equal(call(resource_list, NULL, NULL, NULL, &b), 200);
+	assert_int_equal(json_array_size(json_object_get(b, "data")), 2);
+	assert_string_equal(str(json_array_get(json_object_get(b, "data"), 0), "id", NULL),
+			    "thg_a1");
+	assert_true(json_is_string(json_object_get(b, "next_page")));
+	/* the next page starts after the last row shown and ends the list */
+	snprintf(q, sizeof(q), "page=%s", str(b, "next_page", NULL));
+	assert_int_equal(call(resource_list, NULL, q, NULL, &b2), 200);
+	assert_int_equal(json_array_size(json_object_get(b2, "data")), 2);
+	assert_string_equal(str(json_array_get(json_object_get(b2, "data"), 0), "id", NULL),
+			    "thg_a3");
+	assert_true(json_is_null(json_object_get(b2, "next_page")));
+	/* the cursor is bound to its filters: include_archived=true is another list */
+	snprintf(q, sizeof(q), "include_archived=true&page=%s", str(b, "next_page", NULL));
+	assert_int_equal(call(resource_list, NULL, q, NULL, &b3), 400);
+	assert_non_null(strstr(str(b3, "error", "message"), "include_archived"));
+	json_decref(b);
+	json_decref(b2);
+	json_decref(b3);
+	/* a forged cursor and limits out of range: 400 without a query */
+	lists = 0;
+	assert_int_equal(call(resource_list, NULL, "page=bm90IGEgY3Vyc29y", NULL, &b), 400);
+	json_decref(b);
+	assert_int_equal(call(resource_list, NULL, "limit=4", NULL, &b), 400);
+	assert_non_null(strstr(str(b, "error", "message"), "'limit'"));
+	json_decref(b);
+	assert_int_equal(call(resource_list, NULL, "limit=0", NULL, &b), 400);
+	json_decref(b);
+	assert_int_equal(call(resource_list, NULL, "include_archived=yes", NULL, &b), 400);
+	assert_non_null(strstr(str(b, "error", "message"), "include_archived"));
+	json_decref(b);
+	assert_int_equal(lists, 0);
+	/* limit=3 shows three of the four, with a next page */
+	assert_int_equal(call(resource_list, NULL, "limit=3", NULL, &b), 200);
+	assert_int_equal(json_array_size(json_object_get(b, "data")), 3);
+	assert_true(json_is_string(json_object_get(b, "next_page")));
+	json_decref(b);
+}
+
+static void test_archive(void **state)
+{
+	json_t *b;
+
+	(void)state;
+	assert_int_equal(call(resource_archive, "thg_a1", NULL, NULL, &b), 200);
+	assert_true(json_is_true(json_object_get(b, "archived")));
+	json_decref(b);
+	assert_int_equal(archives, 1);
+	/* archiving again answers the row as it is, without archiving it twice */
+	assert_int_equal(call(resource_archive, "thg_a1", NULL, "{}", &b), 200);
+	assert_true(json_is_true(json_object_get(b, "archived")));
+	json_decref(b);
+	assert_int_equal(archives, 1);
+	/* an archived row leaves the default list, and comes back with include_archived */
+	assert_int_equal(call(resource_list, NULL, "limit=3", NULL, &b), 200);
+	assert_string_equal(str(json_array_get(json_object_get(b, "data"), 0), "id", NULL),
+			    "thg_a2");
+	json_decref(b);
+	assert_int_equal(call(resource_list, NULL, "limit=3&include_archived=true", NULL, &b), 200);
+	assert_string_equal(str(json_array_get(json_object_get(b, "data"), 0), "id", NULL),
+			    "thg_a1");
+	json_decref(b);
+	/* archive takes no fields; another workspace's row is not found */
+	assert_int_equal(call(resource_archive, "thg_a3", NULL, "{\"x\":1}", &b), 400);
+	assert_non_null(strstr(str(b, "error", "message"), "'x'"));
+	json_decref(b);
+	assert_int_equal(call(resource_archive, "thg_b1", NULL, NULL, &b), 404);
+	json_decref(b);
+	assert_int_equal(archives, 1);
+}
+
+static void test_delete(void **state)
+{
+	json_t *b;
+
+	(void)state;
+	assert_int_equal(call(resource_delete, "thg_a1", NULL, NULL, &b), 200);
+	assert_string_equal(str(b, "id", NULL), "thg_a1");
+	assert_string_equal(str(b, "type", NULL), "thing_deleted");
+	json_decref(b);
+	assert_int_equal(call(resource_delete, "thg_a1", NULL, NULL, &b), 404);
+	assert_string_equal(error_code(b), "thing_not_found");
+	json_decref(b);
+	/* a refusal of the resource's own (409) is answered as it was set */
+	assert_int_equal(call(resource_delete, "thg_a2", NULL, NULL, &b), 409);
+	assert_non_null(strstr(str(b, "error", "message"), "referenced"));
+	json_decref(b);
+	assert_false(things[1].deleted);
+	assert_int_equal(call(resource_delete, "thg_b1", NULL, NULL, &b), 404);
+	json_decref(b);
+	assert_false(things[2].deleted);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_retrieve, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_archive, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
