@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +35,12 @@
 #define SRT_UNRESTRICTED "srt-unrestricted.mjs"
 #define SRT_HOST_TMP "/var/tmp/terrarium-srt.XXXXXX" /* outside the sandbox's private /tmp */
 #define SRT_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
-#define SRT_OWN_ARGS 8                       /* node, script, --settings F, --, env, PATH, TMPDIR */
+#define SRT_OWN_ARGS 9 /* node, --no-warnings, script, --settings F, --, env, PATH, TMPDIR */
 #define SRT_ARGV_MAX (SRT_OWN_ARGS + 320)    /* room for an install of 256 packages */
 #define SRT_ENV_MAX 64
 #define SRT_CHECK_TIMEOUT_S 60
 #define SRT_CHECK_OUTPUT "terrarium-srt-check-ok"
+#define SRT_WHO_MAX 128 /* "'user' (uid N)" */
 
 enum srt_tool { SRT_NODE, SRT_BWRAP, SRT_SOCAT, SRT_RG, SRT_ENV, SRT_NTOOLS };
 static const char *const srt_tool_names[SRT_NTOOLS] = { "node", "bwrap", "socat", "rg", "env" };
@@ -99,11 +101,66 @@ static void srt_close(struct sbx *s)
 	s->priv = NULL;
 }
 
+/* The name of the user this process runs as (the reconciler's working user once root is given
+ * up) into OUT. */
+static void self_user(char *out, size_t outsz)
+{
+	struct passwd *pw = getpwuid(geteuid());
+
+	if (pw)
+		snprintf(out, outsz, "'%s' (uid %u)", pw->pw_name, (unsigned)geteuid());
+	else
+		snprintf(out, outsz, "uid %u", (unsigned)geteuid());
+}
+
+/* PATH (absolute) cut at the first directory on its way this process may not search, with
+ * *ERRNUM set to why; left whole when every directory is searchable. Returns PATH. */
+static char *blocked_at(char *path, int *errnum)
+{
+	for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (access(path, X_OK)) {
+			*errnum = errno;
+			break;
+		}
+		*p = '/';
+	}
+	return path;
+}
+
+/* Whether this process can run srt from ST->dir: the scripts node runs readable, every
+ * directory above them searchable. A checkout under a 0700 home directory (/root) made by root
+ * fails here once the reconciler has given up root. 0, or -1 with ERR naming the first path in
+ * the way and the user. */
+static int srt_reachable(const struct srt_state *st, char *err, size_t errsz)
+{
+	static const char *const scripts[] = { SRT_CLI, SRT_UNRESTRICTED };
+	char path[PATH_MAX * 2], who[SRT_WHO_MAX];
+
+	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+		int e;
+
+		snprintf(path, sizeof(path), "%s/%s", st->dir, scripts[i]);
+		if (!access(path, R_OK))
+			continue;
+		e = errno;
+		blocked_at(path, &e);
+		self_user(who, sizeof(who));
+		snprintf(err, errsz,
+			 "srt: user %s, which runs the sandboxes, cannot read %s/%s: %s: %s; "
+			 "sandbox-runtime must be readable by that user (a checkout under a 0700 home "
+			 "directory such as /root is not: docs/srt.md, Install)",
+			 who, st->dir, scripts[i], path, strerror(e));
+		return -1;
+	}
+	return 0;
+}
+
 static int srt_prepare(struct sbx *s, char *err, size_t errsz)
 {
 	struct srt_state *st = calloc(1, sizeof(*st));
 	const char *path = getenv("PATH");
-	char file[PATH_MAX * 2];
+	char file[PATH_MAX * 2], who[SRT_WHO_MAX];
 
 	if (!st) {
 		snprintf(err, errsz, "srt: out of memory");
@@ -112,16 +169,28 @@ static int srt_prepare(struct sbx *s, char *err, size_t errsz)
 	s->priv = st;
 	snprintf(st->host_path, sizeof(st->host_path), "%s", path && *path ? path : SRT_DEFAULT_PATH);
 	if (runtime_dir(s->cfg, st->dir, sizeof(st->dir))) {
-		snprintf(err, errsz, "srt: no sandbox-runtime directory (%s): run scripts/install-deps.sh",
-			 s->cfg->srt_dir[0] ? s->cfg->srt_dir : SRT_RUNTIME_DIR);
+		const char *dir = s->cfg->srt_dir[0] ? s->cfg->srt_dir : SRT_RUNTIME_DIR;
+		int e = errno;
+
+		snprintf(file, sizeof(file), "%s", dir);
+		if (dir[0] == '/')
+			blocked_at(file, &e);
+		self_user(who, sizeof(who));
+		snprintf(err, errsz,
+			 "srt: no sandbox-runtime directory (%s) for user %s: %s: %s; run "
+			 "scripts/install-deps.sh, in a checkout that user can read (docs/srt.md, Install)",
+			 dir, who, file, strerror(e));
 		goto fail;
 	}
 	snprintf(file, sizeof(file), "%s/%s", st->dir, SRT_CLI);
-	if (access(file, R_OK)) {
+	if (access(file, F_OK) && errno == ENOENT) {
 		snprintf(err, errsz, "srt: %s is missing: run scripts/install-deps.sh (npm ci in %s)",
 			 file, st->dir);
 		goto fail;
 	}
+	/* a reconciler started as root checks again at its first command, as its working user */
+	if (geteuid() != 0 && srt_reachable(st, err, errsz))
+		goto fail;
 	for (int i = 0; i < SRT_NTOOLS; i++)
 		if (find_on_path(st->host_path, srt_tool_names[i], st->tool[i], sizeof(st->tool[i]))) {
 			snprintf(err, errsz, "srt: '%s' is not on PATH (scripts/install-deps.sh installs it)",
@@ -135,11 +204,14 @@ fail:
 }
 
 /* srt's TMPDIR and the settings directory, made by the first command: a reconciler started as
- * root opens its backend before it gives up root, and they must be its working user's. */
+ * root opens its backend before it gives up root, and they must be its working user's. That
+ * user's access to sandbox-runtime is checked there too. */
 static int srt_tmp(struct srt_state *st, char *err, size_t errsz)
 {
 	if (st->tmp[0])
 		return 0;
+	if (srt_reachable(st, err, errsz))
+		return -1;
 	snprintf(st->tmp, sizeof(st->tmp), "%s", SRT_HOST_TMP);
 	if (!mkdtemp(st->tmp)) {
 		snprintf(err, errsz, "mkdtemp %s: %s", SRT_HOST_TMP, strerror(errno));
@@ -215,7 +287,7 @@ static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_ne
 	int n = 0, k = 0, fd, rc;
 
 	if (srt_tmp(st, msg, sizeof(msg))) {
-		fail_result(res, "temporary directory", msg);
+		fail_result(res, "setup", msg);
 		return -1;
 	}
 	snprintf(file, sizeof(file), "%s/XXXXXX", st->settings_dir);
@@ -250,6 +322,9 @@ static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_ne
 
 	snprintf(script, sizeof(script), "%s/%s", st->dir, open_net ? SRT_UNRESTRICTED : SRT_CLI);
 	args[n++] = st->tool[SRT_NODE];
+	/* node's own warnings about srt (Node 18: "Importing JSON modules is an experimental
+	 * feature") are not the command's output */
+	args[n++] = "--no-warnings";
 	args[n++] = script;
 	args[n++] = "--settings";
 	args[n++] = file;
