@@ -6,10 +6,16 @@
 # srt's proxy before anything is dialled, or is on loopback.
 #
 #   check      --check runs srt's self-test
+#   private    a sandbox-runtime the [reconciler] user cannot read: --check and make up
+#              BACKEND=srt fail, naming the directory in the way and the user
+#   node       install-deps refuses a node older than the oldest sandbox-runtime runs on
 #   limited    allowed_hosts = [the npm registry's host] + npm packages -> ready; the package
 #              loads; through --exec the npm registry answers and the Debian mirror is refused
-#   registries allow_package_managers false: both registries answer during the install (a probe
-#              in place of npm), neither afterwards (open, install, restore, then bind)
+#   package managers  allow_package_managers true: the registry hosts (common/egress.c, as the
+#              reconciler recorded the bound list) answer after the install, other hosts do not
+#   registries allow_package_managers false: during the install (a probe in place of npm) the
+#              two hosts answer when they are registry hosts and are refused when not (a
+#              mirror of its own); neither answers afterwards (open, install, restore, bind)
 #   wildcard   `*.` + the npm host's parent domain: the npm host answers, the parent refused
 #   mcp        an MCP server's host joins the list with allow_mcp_servers, not without; a
 #              session-local replacement of the servers decides which host
@@ -166,6 +172,20 @@ check "private: make up started no server" \
 	bash -c '! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && ! ls "$2/nginx.pid" "$2/api.pid" 2>/dev/null' \
 	_ "$up_port" "$UP"
 RUNDIR=$UP bash "$ROOT/scripts/down.sh" >>"$T/up.log" 2>&1
+
+# ---- node: the oldest Node sandbox-runtime runs on ----
+echo "# node"
+# scripts/install-deps.sh refuses a node older than 18.20 (Debian 12's) before installing
+# anything, naming it
+mkdir -p "$T/old-node"
+printf '#!/bin/sh\necho 18.19.1\n' >"$T/old-node/node"
+chmod +x "$T/old-node/node"
+PATH="$T/old-node:$PATH" bash "$ROOT/scripts/install-deps.sh" >"$T/old-node.log" 2>&1
+rc=$?
+check "node: install-deps refuses node 18.19.1 (exit $rc), saying 18.20 is the oldest" \
+	bash -c '[ $1 -eq 1 ] && grep -q "node 18.19.1 .* is older than 18.20" "$2" &&
+		! grep -q "apt-get\|npm ci" "$2"' _ "$rc" "$T/old-node.log" ||
+	sed 's/^/    /' "$T/old-node.log"
 
 # ---- limited: only the npm registry ----
 echo "# limited"
