@@ -28,7 +28,7 @@ RECON_SRC += reconciler/backends/http.c reconciler/backends/remote.c \
 # E2B (also registered as cube) and Daytona drivers; quote.c: argv -> command line
 RECON_SRC += reconciler/backends/e2b.c reconciler/backends/daytona.c reconciler/backends/quote.c
 # sandbox-runtime (srt: bubblewrap + allowlisting proxies), installed into sandbox-runtime/
-RECON_SRC += reconciler/backends/srt.c
+RECON_SRC += reconciler/backends/srt.c reconciler/backends/srt_hosts.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -92,6 +92,9 @@ $(eval $(call unit_test,crypto,common/crypto.c))
 $(eval $(call unit_test,intent,db/intent.c))
 # timestamps, the monotonic clock and sleeping (common/clock.c)
 $(eval $(call unit_test,clock,common/clock.c))
+# the srt backend's allowlist as srt's allowedDomains (reconciler/backends/srt_hosts.c)
+$(eval $(call unit_test,srt_hosts,reconciler/backends/srt_hosts.c common/log.c \
+	tests/unit/unit_json.c,-ljansson))
 
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
 $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \

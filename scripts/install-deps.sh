@@ -14,7 +14,8 @@
 # (sandbox-image/build.sh); dockerd is started by scripts/lib-stack.sh, not as a service.
 #
 # Node.js and npm (for the SDK compatibility tests and the srt backend) are skipped when `node`
-# and `npm` already exist, whatever installed them.
+# and `npm` already exist, whatever installed them; a `node` older than 18.20 (below) fails the
+# script before anything is installed.
 #
 # apache2, libapache2-mod-fcgid and lighttpd are installed for their binaries as well (make
 # test-servers runs its own instances; docs/hosting.md). --deb also installs what `make deb` and
@@ -68,6 +69,34 @@ else
 	sudo=(false)
 fi
 
+# sandbox-runtime (srt), installed by install_srt below: its Node.
+# sandbox-runtime 0.0.83 declares Node >= 22.12, but runs on Node 18.20 (Debian 12's nodejs,
+# which this script installs when node is missing) and 20: tests/srt/run.sh passes on both.
+# Older Node cannot load it (its cli.js imports JSON with import attributes, Node 18.20+).
+srt_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/sandbox-runtime
+SRT_NODE_MIN_MAJOR=18
+SRT_NODE_MIN_MINOR=20
+srt_node_ok() {
+	local v major minor
+	v=$(node -p process.versions.node 2>/dev/null) || v=none
+	IFS=. read -r major minor _ <<<"$v"
+	if [[ $major =~ ^[0-9]+$ && $minor =~ ^[0-9]+$ ]] &&
+		{ [ "$major" -gt $SRT_NODE_MIN_MAJOR ] ||
+			{ [ "$major" -eq $SRT_NODE_MIN_MAJOR ] && [ "$minor" -ge $SRT_NODE_MIN_MINOR ]; }; }; then
+		return 0
+	fi
+	say "node $v ($(command -v node || echo 'not found')) is older than" \
+		"$SRT_NODE_MIN_MAJOR.$SRT_NODE_MIN_MINOR, the oldest Node sandbox-runtime runs on" \
+		"(docs/srt.md, Install): put a Node of $SRT_NODE_MIN_MAJOR.$SRT_NODE_MIN_MINOR or later" \
+		"first on PATH (Debian 12's nodejs package is 18.20), then run this again"
+	return 1
+}
+# a node too old for sandbox-runtime fails here, before anything is installed; a missing one is
+# installed below (Debian 12: 18.20) and checked again by install_srt
+if command -v node >/dev/null 2>&1; then
+	srt_node_ok || exit 1
+fi
+
 [ $with_deb -eq 1 ] && packages+=("${deb_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
@@ -103,9 +132,9 @@ if [ "${sudo[0]:-}" != false ]; then
 fi
 
 # sandbox-runtime (srt): npm ci into the checkout's sandbox-runtime/, as whoever runs this
-srt_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/sandbox-runtime
 install_srt() {
 	local stamp=$srt_dir/node_modules/.terrarium-lock
+	srt_node_ok || return 1
 	if [ -f "$stamp" ] && cmp -s "$srt_dir/package-lock.json" "$stamp" &&
 		[ -f "$srt_dir/node_modules/@anthropic-ai/sandbox-runtime/dist/cli.js" ]; then
 		return 0

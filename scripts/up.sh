@@ -89,6 +89,21 @@ if [ ! -s "$RUN/api-key" ]; then
 fi
 chmod 0600 "$RUN/api-key"
 
+# srt runs every command as the reconciler's user (docs/srt.md): a backend whose self-test fails
+# would fail every session, so make up fails here, before any server starts
+srt_note=""
+if [ "$BACKEND" = srt ]; then
+	recon_bin="$(dirname "$(_stack_api_bin)")/terrarium-reconciler"
+	if ! out=$("$recon_bin" -c "$RUN/api.ini" --check 2>&1); then
+		printf '%s\n' "$out" | tail -n 5 | sed 's/^/  /' >&2
+		echo "up: BACKEND=srt does not work here: the reconciler's srt self-test failed" \
+			"($recon_bin -c $RUN/api.ini --check, above; docs/srt.md); no server was" \
+			"(re)started, MariaDB is left running (make down stops it)" >&2
+		exit 1
+	fi
+	srt_note="srt self-test passed (terrarium-reconciler --check)"
+fi
+
 if [ "$SERVER" = nginx ]; then
 	stack_servers_stop "$RUN"
 	if [ "$config_changed" = 1 ]; then
@@ -107,18 +122,6 @@ fi
 if [ "${RECONCILER:-0}" = 1 ]; then
 	[ "$config_changed" = 1 ] && recon_stop "$RUN"
 	recon_start "$RUN" api
-fi
-
-# srt runs every command as the reconciler's user (docs/srt.md): say at once whether that works
-srt_note=""
-if [ "$BACKEND" = srt ]; then
-	recon_bin="$(dirname "$(_stack_api_bin)")/terrarium-reconciler"
-	if out=$("$recon_bin" -c "$RUN/api.ini" --check 2>&1); then
-		srt_note="srt self-test passed (terrarium-reconciler --check)"
-	else
-		srt_note="srt self-test FAILED (terrarium-reconciler --check): $(tail -n 1 <<<"$out")"
-		echo "up: warning: $srt_note" >&2
-	fi
 fi
 
 URL="http://127.0.0.1:$PORT"

@@ -13,22 +13,20 @@
  * is found at open on the reconciler's own PATH and named by absolute path, never looked up on
  * the sandbox's PATH, whose first entry is a workspace directory the sandbox writes. */
 #define _XOPEN_SOURCE 700
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <libgen.h>
 #include <limits.h>
-#include <netinet/in.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../common/egress.h"
 #include "../../common/log.h"
 #include "backend.h"
+#include "srt_hosts.h"
 
 #define SRT_RUNTIME_DIR "sandbox-runtime" /* beside build/ in the checkout (default srt_dir) */
 #define SRT_PACKAGE "node_modules/@anthropic-ai/sandbox-runtime"
@@ -37,12 +35,12 @@
 #define SRT_UNRESTRICTED "srt-unrestricted.mjs"
 #define SRT_HOST_TMP "/var/tmp/terrarium-srt.XXXXXX" /* outside the sandbox's private /tmp */
 #define SRT_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
-#define SRT_OWN_ARGS 8                       /* node, script, --settings F, --, env, PATH, TMPDIR */
+#define SRT_OWN_ARGS 9 /* node, --no-warnings, script, --settings F, --, env, PATH, TMPDIR */
 #define SRT_ARGV_MAX (SRT_OWN_ARGS + 320)    /* room for an install of 256 packages */
 #define SRT_ENV_MAX 64
 #define SRT_CHECK_TIMEOUT_S 60
 #define SRT_CHECK_OUTPUT "terrarium-srt-check-ok"
-#define SRT_EGRESS_HOSTS_MAX 1024
+#define SRT_WHO_MAX 128 /* "'user' (uid N)" */
 
 enum srt_tool { SRT_NODE, SRT_BWRAP, SRT_SOCAT, SRT_RG, SRT_ENV, SRT_NTOOLS };
 static const char *const srt_tool_names[SRT_NTOOLS] = { "node", "bwrap", "socat", "rg", "env" };
@@ -103,11 +101,66 @@ static void srt_close(struct sbx *s)
 	s->priv = NULL;
 }
 
+/* The name of the user this process runs as (the reconciler's working user once root is given
+ * up) into OUT. */
+static void self_user(char *out, size_t outsz)
+{
+	struct passwd *pw = getpwuid(geteuid());
+
+	if (pw)
+		snprintf(out, outsz, "'%s' (uid %u)", pw->pw_name, (unsigned)geteuid());
+	else
+		snprintf(out, outsz, "uid %u", (unsigned)geteuid());
+}
+
+/* PATH (absolute) cut at the first directory on its way this process may not search, with
+ * *ERRNUM set to why; left whole when every directory is searchable. Returns PATH. */
+static char *blocked_at(char *path, int *errnum)
+{
+	for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (access(path, X_OK)) {
+			*errnum = errno;
+			break;
+		}
+		*p = '/';
+	}
+	return path;
+}
+
+/* Whether this process can run srt from ST->dir: the scripts node runs readable, every
+ * directory above them searchable. A checkout under a 0700 home directory (/root) made by root
+ * fails here once the reconciler has given up root. 0, or -1 with ERR naming the first path in
+ * the way and the user. */
+static int srt_reachable(const struct srt_state *st, char *err, size_t errsz)
+{
+	static const char *const scripts[] = { SRT_CLI, SRT_UNRESTRICTED };
+	char path[PATH_MAX * 2], who[SRT_WHO_MAX];
+
+	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+		int e;
+
+		snprintf(path, sizeof(path), "%s/%s", st->dir, scripts[i]);
+		if (!access(path, R_OK))
+			continue;
+		e = errno;
+		blocked_at(path, &e);
+		self_user(who, sizeof(who));
+		snprintf(err, errsz,
+			 "srt: user %s, which runs the sandboxes, cannot read %s/%s: %s: %s; "
+			 "sandbox-runtime must be readable by that user (a checkout under a 0700 home "
+			 "directory such as /root is not: docs/srt.md, Install)",
+			 who, st->dir, scripts[i], path, strerror(e));
+		return -1;
+	}
+	return 0;
+}
+
 static int srt_prepare(struct sbx *s, char *err, size_t errsz)
 {
 	struct srt_state *st = calloc(1, sizeof(*st));
 	const char *path = getenv("PATH");
-	char file[PATH_MAX * 2];
+	char file[PATH_MAX * 2], who[SRT_WHO_MAX];
 
 	if (!st) {
 		snprintf(err, errsz, "srt: out of memory");
@@ -116,16 +169,28 @@ static int srt_prepare(struct sbx *s, char *err, size_t errsz)
 	s->priv = st;
 	snprintf(st->host_path, sizeof(st->host_path), "%s", path && *path ? path : SRT_DEFAULT_PATH);
 	if (runtime_dir(s->cfg, st->dir, sizeof(st->dir))) {
-		snprintf(err, errsz, "srt: no sandbox-runtime directory (%s): run scripts/install-deps.sh",
-			 s->cfg->srt_dir[0] ? s->cfg->srt_dir : SRT_RUNTIME_DIR);
+		const char *dir = s->cfg->srt_dir[0] ? s->cfg->srt_dir : SRT_RUNTIME_DIR;
+		int e = errno;
+
+		snprintf(file, sizeof(file), "%s", dir);
+		if (dir[0] == '/')
+			blocked_at(file, &e);
+		self_user(who, sizeof(who));
+		snprintf(err, errsz,
+			 "srt: no sandbox-runtime directory (%s) for user %s: %s: %s; run "
+			 "scripts/install-deps.sh, in a checkout that user can read (docs/srt.md, Install)",
+			 dir, who, file, strerror(e));
 		goto fail;
 	}
 	snprintf(file, sizeof(file), "%s/%s", st->dir, SRT_CLI);
-	if (access(file, R_OK)) {
+	if (access(file, F_OK) && errno == ENOENT) {
 		snprintf(err, errsz, "srt: %s is missing: run scripts/install-deps.sh (npm ci in %s)",
 			 file, st->dir);
 		goto fail;
 	}
+	/* a reconciler started as root checks again at its first command, as its working user */
+	if (geteuid() != 0 && srt_reachable(st, err, errsz))
+		goto fail;
 	for (int i = 0; i < SRT_NTOOLS; i++)
 		if (find_on_path(st->host_path, srt_tool_names[i], st->tool[i], sizeof(st->tool[i]))) {
 			snprintf(err, errsz, "srt: '%s' is not on PATH (scripts/install-deps.sh installs it)",
@@ -139,11 +204,14 @@ fail:
 }
 
 /* srt's TMPDIR and the settings directory, made by the first command: a reconciler started as
- * root opens its backend before it gives up root, and they must be its working user's. */
+ * root opens its backend before it gives up root, and they must be its working user's. That
+ * user's access to sandbox-runtime is checked there too. */
 static int srt_tmp(struct srt_state *st, char *err, size_t errsz)
 {
 	if (st->tmp[0])
 		return 0;
+	if (srt_reachable(st, err, errsz))
+		return -1;
 	snprintf(st->tmp, sizeof(st->tmp), "%s", SRT_HOST_TMP);
 	if (!mkdtemp(st->tmp)) {
 		snprintf(err, errsz, "mkdtemp %s: %s", SRT_HOST_TMP, strerror(errno));
@@ -156,114 +224,6 @@ static int srt_tmp(struct srt_state *st, char *err, size_t errsz)
 		return -1;
 	}
 	return 0;
-}
-
-/* Whether address literal HOST names this machine: loopback, unspecified, link-local,
- * multicast or broadcast, or an address of one of its interfaces. Names are judged by srt's
- * proxy when it resolves them; literals are not (an allowed literal is dialled as it is). */
-static int names_this_host(const char *host)
-{
-	struct in6_addr a6;
-	struct in_addr a4;
-	struct ifaddrs *ifs, *i;
-	int v6 = 0, hit = 0;
-
-	if (inet_pton(AF_INET, host, &a4) == 1) {
-		uint32_t a = ntohl(a4.s_addr);
-		if ((a >> 24) == 127 || (a >> 24) == 0 || (a >> 16) == 0xa9fe || a >= 0xe0000000u)
-			return 1;
-	} else if (inet_pton(AF_INET6, host, &a6) == 1) {
-		v6 = 1;
-		if (IN6_IS_ADDR_LOOPBACK(&a6) || IN6_IS_ADDR_UNSPECIFIED(&a6) ||
-		    IN6_IS_ADDR_LINKLOCAL(&a6) || IN6_IS_ADDR_MULTICAST(&a6))
-			return 1;
-		if (IN6_IS_ADDR_V4MAPPED(&a6) || IN6_IS_ADDR_V4COMPAT(&a6)) {
-			char v4[INET_ADDRSTRLEN];
-			return inet_ntop(AF_INET, &a6.s6_addr[12], v4, sizeof(v4)) &&
-			       names_this_host(v4);
-		}
-	} else {
-		return 0; /* a name */
-	}
-	if (getifaddrs(&ifs))
-		return 1; /* cannot tell: refuse */
-	for (i = ifs; i && !hit; i = i->ifa_next) {
-		if (!i->ifa_addr)
-			continue;
-		if (!v6 && i->ifa_addr->sa_family == AF_INET)
-			hit = !memcmp(&((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, &a4,
-				      sizeof(a4));
-		else if (v6 && i->ifa_addr->sa_family == AF_INET6)
-			hit = !memcmp(&((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, &a6,
-				      sizeof(a6));
-	}
-	freeifaddrs(ifs);
-	return hit;
-}
-
-/* Whether srt's allowedDomains grammar takes NAME: a dotted name, `localhost`, or `*.` and a
- * name of at least two labels (srt refuses `*.com` as too broad). */
-static int srt_name_ok(const char *name)
-{
-	const char *base = strncmp(name, "*.", 2) ? NULL : name + 2;
-
-	if (!strcmp(name, "localhost"))
-		return 1;
-	if (base)
-		return strchr(base, '.') && base[0] != '.' && base[strlen(base) - 1] != '.';
-	return strchr(name, '.') && name[0] != '.' && name[strlen(name) - 1] != '.';
-}
-
-/* HOSTS (the egress policy: lower-case names, `*.` patterns, address literals, IPv6 without
- * brackets) as srt allowedDomains. Entries that name this host are left out (logged): srt would
- * dial an allowed literal or `localhost` as it is. NULL with ERR set when an entry is one srt
- * cannot express. */
-static json_t *srt_domains(json_t *hosts, char *err, size_t errsz)
-{
-	json_t *out = json_array(), *v;
-	size_t i;
-
-	if (!out || json_array_size(hosts) > SRT_EGRESS_HOSTS_MAX) {
-		snprintf(err, errsz, "srt: allowlist too long or out of memory");
-		json_decref(out);
-		return NULL;
-	}
-	json_array_foreach(hosts, i, v) {
-		const char *h = json_string_value(v);
-		char entry[EGRESS_HOST_MAX + 3];
-		int rc;
-
-		if (!h) {
-			snprintf(err, errsz, "srt: allowlist entry %zu is not a string", i);
-			goto fail;
-		}
-		if (names_this_host(h) || !strcmp(h, "localhost") ||
-		    (strlen(h) > strlen(".localhost") &&
-		     !strcmp(h + strlen(h) - strlen(".localhost"), ".localhost"))) {
-			log_warn("srt: allowed host '%s' is this machine: left out", h);
-			continue;
-		}
-		if (strchr(h, ':'))
-			snprintf(entry, sizeof(entry), "[%s]", h);
-		else if (srt_name_ok(h))
-			snprintf(entry, sizeof(entry), "%s", h);
-		else {
-			snprintf(err, errsz,
-				 "srt cannot enforce allowed host '%s': it takes dotted names and `*.` "
-				 "over a name of two labels or more",
-				 h);
-			goto fail;
-		}
-		rc = json_array_append_new(out, json_string(entry));
-		if (rc) {
-			snprintf(err, errsz, "srt: out of memory");
-			goto fail;
-		}
-	}
-	return out;
-fail:
-	json_decref(out);
-	return NULL;
 }
 
 static int srt_set_egress(struct sbx *s, const char *id, json_t *hosts, char *err, size_t errsz)
@@ -327,7 +287,7 @@ static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_ne
 	int n = 0, k = 0, fd, rc;
 
 	if (srt_tmp(st, msg, sizeof(msg))) {
-		fail_result(res, "temporary directory", msg);
+		fail_result(res, "setup", msg);
 		return -1;
 	}
 	snprintf(file, sizeof(file), "%s/XXXXXX", st->settings_dir);
@@ -362,6 +322,9 @@ static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_ne
 
 	snprintf(script, sizeof(script), "%s/%s", st->dir, open_net ? SRT_UNRESTRICTED : SRT_CLI);
 	args[n++] = st->tool[SRT_NODE];
+	/* node's own warnings about srt (Node 18: "Importing JSON modules is an experimental
+	 * feature") are not the command's output */
+	args[n++] = "--no-warnings";
 	args[n++] = script;
 	args[n++] = "--settings";
 	args[n++] = file;

@@ -6,10 +6,16 @@
 # srt's proxy before anything is dialled, or is on loopback.
 #
 #   check      --check runs srt's self-test
+#   private    a sandbox-runtime the [reconciler] user cannot read: --check and make up
+#              BACKEND=srt fail, naming the directory in the way and the user
+#   node       install-deps refuses a node older than the oldest sandbox-runtime runs on
 #   limited    allowed_hosts = [the npm registry's host] + npm packages -> ready; the package
 #              loads; through --exec the npm registry answers and the Debian mirror is refused
-#   registries allow_package_managers false: both registries answer during the install (a probe
-#              in place of npm), neither afterwards (open, install, restore, then bind)
+#   package managers  allow_package_managers true: the registry hosts (common/egress.c, as the
+#              reconciler recorded the bound list) answer after the install, other hosts do not
+#   registries allow_package_managers false: during the install (a probe in place of npm) the
+#              two hosts answer when they are registry hosts and are refused when not (a
+#              mirror of its own); neither answers afterwards (open, install, restore, bind)
 #   wildcard   `*.` + the npm host's parent domain: the npm host answers, the parent refused
 #   mcp        an MCP server's host joins the list with allow_mcp_servers, not without; a
 #              session-local replacement of the servers decides which host
@@ -39,6 +45,8 @@ CURL_MAX_S=20
 
 # shellcheck source=tests/lib.sh
 . "$ROOT/tests/lib.sh"
+# shellcheck source=scripts/lib-stack.sh
+. "$ROOT/scripts/lib-stack.sh" # db_sql
 
 # ---- the two reachable hosts, from this machine's own configuration ----
 url_host() { sed -E 's|^[a-z]+://([^/:@]*@)?([^/:]+).*|\2|' <<<"$1"; }
@@ -96,7 +104,18 @@ provision() { # provision SESSION: one --once run; the session must end ready
 
 # HTTPS through the sandbox, several hosts in one --exec (each srt start costs a second or
 # more): PROBE[HOST] is "answers" (any HTTP status from the host itself), "refused" (srt's
-# proxy answered the CONNECT with 403: nothing was dialled) or what curl said.
+# proxy answered the CONNECT with 403: nothing was dialled) or what curl said. PROBE_SH prints
+# "HOST VERDICT" lines for its arguments MAX HOST... (also run in place of npm, registries).
+PROBE_SH='max=$1
+shift
+for h; do
+	out=$(curl -sS -o /dev/null -w "%{http_code}" --max-time "$max" "https://$h/" 2>&1)
+	case $out in
+	*"CONNECT tunnel failed, response 403"*) echo "$h refused" ;;
+	[1-5][0-9][0-9]) echo "$h answers" ;;
+	*) echo "$h other:$(echo $out | tr " " _)" ;;
+	esac
+done'
 declare -A PROBE
 probe() { # probe SESSION HOST...
 	local sid=$1 h r
@@ -104,20 +123,11 @@ probe() { # probe SESSION HOST...
 	PROBE=()
 	while read -r h r; do
 		PROBE[$h]=$r
-	done < <(recon --exec "$sid" -- sh -c '
-		max=$1
-		shift
-		for h; do
-			out=$(curl -sS -o /dev/null -w "%{http_code}" --max-time "$max" "https://$h/" 2>&1)
-			case $out in
-			*"CONNECT tunnel failed, response 403"*) echo "$h refused" ;;
-			[1-5][0-9][0-9]) echo "$h answers" ;;
-			*) echo "$h other:$(echo $out | tr " " _)" ;;
-			esac
-		done' sh "$CURL_MAX_S" "$@" 2>/dev/null)
+	done < <(recon --exec "$sid" -- sh -c "$PROBE_SH" sh "$CURL_MAX_S" "$@" 2>/dev/null)
 }
 answers() { [ "${PROBE[$1]:-}" = answers ] || { echo "    $1: ${PROBE[$1]:-no answer}"; return 1; }; }
 refused() { [ "${PROBE[$1]:-}" = refused ] || { echo "    $1: ${PROBE[$1]:-no answer}"; return 1; }; }
+registry() { grep -qxF "$1" <<<"$REGISTRIES"; } # registry HOST: one of the registry hosts
 
 # ---- check ----
 echo "# check"
@@ -125,6 +135,57 @@ recon --check >"$T/check.log" 2>&1
 check "check: --check exits 0 with srt's self-test" \
 	bash -c '[ $1 -eq 0 ] && grep -q "self-test passed" "$2"' _ $? "$T/check.log"
 [ "$passed" -eq 1 ] || sed 's/^/    /' "$T/check.log"
+
+# ---- private: sandbox-runtime the sandboxes' user cannot read ----
+echo "# private"
+# an install under a directory that user cannot search (a checkout under /root, 0700, with a
+# reconciler started as root; as anyone else, a directory of mode 0): --check names the path
+# and the user, and `make up BACKEND=srt` (scripts/up.sh) fails on it before starting a server
+PRIV="$T/private"
+mkdir -p "$PRIV/rt/node_modules/@anthropic-ai/sandbox-runtime/dist"
+touch "$PRIV/rt/node_modules/@anthropic-ai/sandbox-runtime/dist/cli.js" "$PRIV/rt/srt-unrestricted.mjs"
+if [ "$(id -u)" -eq 0 ]; then
+	chown -R root: "$PRIV" && chmod 0700 "$PRIV"
+else
+	chmod 0 "$PRIV"
+fi
+INI_PRIV="$T/private.ini"
+sed "s|^root = .*|&\nsrt_dir = $PRIV/rt|" "$INI" >"$INI_PRIV"
+"$RECON" -c "$INI_PRIV" --check >"$T/private.log" 2>&1
+rc=$?
+# the reconciler names the user 'NAME' (uid N), and the first directory it cannot search
+check "private: --check fails (exit $rc), naming $PRIV and '$RECON_USER'" \
+	bash -c '[ $1 -ne 0 ] && grep -F -- "$2: Permission denied" "$3" | grep -qF -- "$4"' _ \
+	"$rc" "$PRIV" "$T/private.log" "user '$RECON_USER'" || sed 's/^/    /' "$T/private.log"
+UP="$T/up"
+mkdir -p "$UP"
+printf '[sandbox]\nsrt_dir = %s\n' "$PRIV/rt" >"$UP/operator.ini"
+up_port=$(stack_free_port)
+RUNDIR=$UP PORT=$up_port BACKEND=srt SKIP_INSTALL_DEPS=1 bash "$ROOT/scripts/up.sh" \
+	>"$T/up.log" 2>&1
+rc=$?
+check "private: make up BACKEND=srt fails (exit $rc), saying srt does not work and why" \
+	bash -c '[ $1 -ne 0 ] && grep -q "BACKEND=srt does not work here" "$2" &&
+		grep -qF "$3: Permission denied" "$2"' _ "$rc" "$T/up.log" "$PRIV" ||
+	tail -n 20 "$T/up.log" | sed 's/^/    /'
+check "private: make up started no server" \
+	bash -c '! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && ! ls "$2/nginx.pid" "$2/api.pid" 2>/dev/null' \
+	_ "$up_port" "$UP"
+RUNDIR=$UP bash "$ROOT/scripts/down.sh" >>"$T/up.log" 2>&1
+
+# ---- node: the oldest Node sandbox-runtime runs on ----
+echo "# node"
+# scripts/install-deps.sh refuses a node older than 18.20 (Debian 12's) before installing
+# anything, naming it
+mkdir -p "$T/old-node"
+printf '#!/bin/sh\necho 18.19.1\n' >"$T/old-node/node"
+chmod +x "$T/old-node/node"
+PATH="$T/old-node:$PATH" bash "$ROOT/scripts/install-deps.sh" >"$T/old-node.log" 2>&1
+rc=$?
+check "node: install-deps refuses node 18.19.1 (exit $rc), saying 18.20 is the oldest" \
+	bash -c '[ $1 -eq 1 ] && grep -q "node 18.19.1 .* is older than 18.20" "$2" &&
+		! grep -q "apt-get\|npm ci" "$2"' _ "$rc" "$T/old-node.log" ||
+	sed 's/^/    /' "$T/old-node.log"
 
 # ---- limited: only the npm registry ----
 echo "# limited"
@@ -144,27 +205,56 @@ check "limited: plain HTTP to $DEB_HOST is refused too ($out)" test "$out" = 403
 out=$(recon --exec "$SID" -- curl -sS --noproxy '*' -o /dev/null --max-time 5 "https://$NPM_HOST/" 2>&1)
 check "limited: nothing goes around the proxy (no network namespace)" test $? -ne 0
 
+# ---- package managers: the registry hosts stay open after the install ----
+echo "# package managers"
+# allowed_hosts [] + allow_package_managers: the bound list is exactly the package registry
+# hosts of common/egress.c, as the reconciler recorded it; the registries part below expects
+# what it holds, so that a mirror outside that list is expected refused
+SID_PM=$(new_session '{"type":"limited","allowed_hosts":[],"allow_package_managers":true}')
+check "package managers: session ready" provision "$SID_PM"
+REGISTRIES=$(db_sql "$RUN" terrarium -N -e \
+	"SELECT egress_policy FROM session_sandboxes WHERE session_id = '$SID_PM'" | jq -r '.[]')
+echo "# registry hosts: $(wc -l <<<"$REGISTRIES") (npm registry $(registry "$NPM_HOST" || echo "not ")in" \
+	"them, Debian mirror $(registry "$DEB_HOST" || echo "not ")in them)"
+check "package managers: the bound allowlist is a list of host names" \
+	bash -c '[ "$(wc -l <<<"$1")" -gt 1 ] && ! grep -qvE "^[a-z0-9.-]+\.[a-z]+$" <<<"$1"' _ "$REGISTRIES"
+probe "$SID_PM" "$NPM_HOST" "$DEB_HOST"
+for h in "$NPM_HOST" "$DEB_HOST"; do
+	if registry "$h"; then
+		check "package managers: $h (a registry host) answers after binding" answers "$h"
+	else
+		check "package managers: $h (no registry host) is refused after binding" refused "$h"
+	fi
+done
+
 # ---- registries: open during installs, closed afterwards ----
 echo "# registries"
 SID_P=$(new_session '{"type":"limited","allowed_hosts":[],"allow_package_managers":false}' \
 	'{"npm":["probe"]}')
 WS="$T/root/$SID_P"
 mkdir -p "$WS/.probe"
+printf '%s\n' "$PROBE_SH" >"$WS/.probe/probe.sh"
 cat >"$WS/.probe/npm" <<SH
 #!/bin/sh
 # in place of npm install: which registries answer while installs run
-for h in $NPM_HOST $DEB_HOST; do
-	curl -sS -o /dev/null -w "\$h %{http_code}\n" --max-time $CURL_MAX_S "https://\$h/" >>"\$PWD/during.log" 2>&1
-done
+sh "\$(dirname "\$0")/probe.sh" $CURL_MAX_S $NPM_HOST $DEB_HOST >>"\$PWD/during.log" 2>&1
 SH
 chmod +x "$WS/.probe/npm"
 chown -R "$RECON_USER:" "$WS"
 sed -i "s|^root = .*|&\npath = $WS/.probe:/usr/bin:/bin|" "$INI"
 check "registries: session ready" provision "$SID_P"
 sed -i '/^path = /d' "$INI"
-during=$(cat "$WS/during.log" 2>/dev/null)
-check "registries: both answered during the install ($(tr '\n' ' ' <<<"$during"))" \
-	bash -c '[[ $(grep -cE " [1-5][0-9][0-9]$" <<<"$1") -eq 2 ]]' _ "$during"
+PROBE=()
+while read -r h r; do
+	PROBE[$h]=$r
+done <"$WS/during.log"
+for h in "$NPM_HOST" "$DEB_HOST"; do
+	if registry "$h"; then
+		check "registries: $h (a registry host) answered during the install" answers "$h"
+	else
+		check "registries: $h (no registry host) was refused during the install too" refused "$h"
+	fi
+done
 probe "$SID_P" "$NPM_HOST" "$DEB_HOST"
 check "registries: $NPM_HOST refused after binding" refused "$NPM_HOST"
 check "registries: $DEB_HOST refused after binding" refused "$DEB_HOST"

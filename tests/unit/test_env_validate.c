@@ -15,8 +15,8 @@
 #define SECRET "s3cr3t-t0ken"
 #define PERMISSIVE "opensandbox" /* the backend that admits everything */
 
-static const char *const all_backends[] = { "local", "bwrap", "docker", "opensandbox",
-					    "e2b",   "cube",  "daytona" };
+static const char *const all_backends[] = { "local", "bwrap", "srt",  "docker",
+					    "opensandbox", "e2b", "cube", "daytona" };
 #define BACKEND_COUNT (sizeof(all_backends) / sizeof(all_backends[0]))
 
 static const char default_config[] =
@@ -835,12 +835,13 @@ static void test_admission_table(void **state)
 		/* 6 */ "{\"name\":\"a\",\"config\":{\"packages\":{\"pip\":[],\"apt\":null}}}",
 	};
 	/* the field each 422 must name; ADMIT (NULL) when accepted */
-	static const char *const expect[][7] = {
+	static const char *const expect[BACKEND_COUNT][7] = {
 		/* local */ { NULL, "config.packages must be empty",
 			      "config.packages must be empty", "config.networking",
 			      "config.packages must be empty", NULL, NULL },
 		/* bwrap */ { NULL, NULL, "config.packages.apt", "config.networking",
 			      "config.networking", NULL, NULL },
+		/* srt */ { NULL, NULL, "config.packages.apt", NULL, NULL, NULL, NULL },
 		/* docker */ { NULL, NULL, NULL, "config.networking", "config.networking", NULL,
 			       NULL },
 		/* opensandbox */ { NULL, NULL, NULL, NULL, NULL, NULL, NULL },
@@ -885,6 +886,11 @@ static void test_admission_messages(void **state)
 	err = CREATE_ERR("{\"name\":\"a\",\"config\":{\"packages\":{\"apt\":[\"x\"]}}}", "bwrap",
 			 422, "", "config.packages.apt");
 	assert_string_equal(err.msg, "backend 'bwrap' cannot install apt packages; "
+				     "config.packages.apt must be empty");
+	err = CREATE_ERR("{\"name\":\"a\",\"config\":{\"networking\":{\"type\":\"limited\","
+			 "\"allowed_hosts\":[\"pypi.org\"]},\"packages\":{\"apt\":[\"x\"]}}}",
+			 "srt", 422, "", "config.packages.apt");
+	assert_string_equal(err.msg, "backend 'srt' cannot install apt packages; "
 				     "config.packages.apt must be empty");
 	err = CREATE_ERR("{\"name\":\"a\",\"config\":{\"networking\":{\"type\":\"limited\"}}}",
 			 "docker", 422, "", "config.networking");
@@ -1221,6 +1227,11 @@ static void test_update_admission_on_merged(void **state)
 	/* touching only packages still judges the kept limited networking */
 	UPDATE_ERR(&cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"pip\":[\"x\"]}}}",
 		   "docker", 422, "", "config.networking");
+	/* srt enforces the kept limited networking, and refuses apt like bwrap */
+	UPDATE_ERR(&cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"apt\":[\"curl\"]}}}",
+		   "srt", 422, "", "config.packages.apt");
+	UPDATE_OK_ON(&cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"pip\":[\"x\"]}}}",
+		     "srt", 1);
 	/* an update that does not touch config is not re-admitted */
 	UPDATE_OK_ON(&cur, "{\"name\":\"renamed\"}", "docker", 1);
 	UPDATE_OK_ON(&cur,
