@@ -13,6 +13,8 @@
 
 #include <jansson.h>
 
+#include "../../handlers/verr.h"
+
 /* A credential that must never come out of redaction or an error message. */
 #define FUZZ_MARKER "SECRETMARK"
 
@@ -123,6 +125,24 @@ static inline json_t *fuzz_json_input(const uint8_t *data, size_t size, void (*i
 		ready = 1;
 	}
 	return json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &jerr);
+}
+
+/* The checks every validation error passes: status 400, or 422 when ALLOW_422; error_code
+ * absent or invalid_metadata; a NUL-terminated UTF-8 message; the fuzzer's marker quoted only
+ * where BODY has it under one of the ECHOED keys (user-supplied names), never as a value. */
+static inline void fuzz_check_verr(const struct verr *err, json_t *body,
+				   const char *const *echoed, int allow_422)
+{
+	FUZZ_CHECK(err->status == 400 || (err->status == 422 && allow_422), "status %d: %s",
+		   err->status, err->msg);
+	FUZZ_CHECK(!*err->code || !strcmp(err->code, "invalid_metadata"), "error_code '%s'",
+		   err->code);
+	FUZZ_CHECK(*err->msg && memchr(err->msg, '\0', sizeof(err->msg)), "message");
+	FUZZ_CHECK(fuzz_utf8_valid(err->msg, strlen(err->msg)), "message is not UTF-8: %s",
+		   err->msg);
+	if (strstr(err->msg, FUZZ_MARKER))
+		FUZZ_CHECK(fuzz_marker_echoable(body, FUZZ_MARKER, echoed), "a value was quoted: %s",
+			   err->msg);
 }
 
 #endif

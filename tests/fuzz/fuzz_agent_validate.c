@@ -213,15 +213,7 @@ static void check_error(const struct verr *err, json_t *body)
 {
 	static const char *const echoed[] = { "name", "mcp_server_name", NULL };
 
-	FUZZ_CHECK(err->status == 400, "status %d: %s", err->status, err->msg);
-	FUZZ_CHECK(!*err->code || !strcmp(err->code, "invalid_metadata"), "error_code '%s'",
-		   err->code);
-	FUZZ_CHECK(*err->msg && memchr(err->msg, '\0', sizeof(err->msg)), "message");
-	FUZZ_CHECK(fuzz_utf8_valid(err->msg, strlen(err->msg)), "message is not UTF-8: %s",
-		   err->msg);
-	if (strstr(err->msg, FUZZ_MARKER))
-		FUZZ_CHECK(fuzz_marker_echoable(body, FUZZ_MARKER, echoed),
-			   "a value was quoted: %s", err->msg);
+	fuzz_check_verr(err, body, echoed, 0);
 }
 
 static void fuzz_create(json_t *body)

@@ -25,18 +25,6 @@ static const char min_def[] =
 
 /* --- helpers ---------------------------------------------------------------------------- */
 
-static void assert_json_(int line, json_t *actual, const char *expected_text)
-{
-	json_t *expected = unit_parse(line, expected_text);
-
-	if (!json_equal(actual, expected)) {
-		char *got = json_dumps(actual, JSON_ENCODE_ANY | JSON_COMPACT);
-
-		fail_msg("line %d: got %s\nwant %s", line, got ? got : "(null)", expected_text);
-	}
-	json_decref(expected);
-}
-
 /* Create from BODY (stolen); fails unless accepted. New reference to the definition. */
 static json_t *create_ok_(int line, json_t *body)
 {
@@ -71,7 +59,7 @@ static void field_is_(int line, const char *extra, const char *key, const char *
 
 	snprintf(text, sizeof(text), "{" MIN_BODY "%s%s}", *extra ? "," : "", extra);
 	def = create_ok_(line, unit_parse(line, text));
-	assert_json_(line, json_object_get(def, key), expected);
+	unit_assert_json(line, json_object_get(def, key), expected);
 	json_decref(def);
 }
 
@@ -89,7 +77,6 @@ static void extra_bad_(int line, const char *extra, const char *code, const char
 #define CREATE_BAD(text, needle) create_err_(__LINE__, unit_parse(__LINE__, text), 400, "", needle)
 #define FIELD_IS(extra, key, expected) field_is_(__LINE__, extra, key, expected)
 #define EXTRA_BAD(extra, needle) extra_bad_(__LINE__, extra, "", needle)
-#define assert_json(actual, text) assert_json_(__LINE__, actual, text)
 
 /* Create {"name":"a","model": MODEL} and compare the stored model with EXPECTED. */
 static void model_is_(int line, const char *model, const char *expected)
@@ -99,7 +86,7 @@ static void model_is_(int line, const char *model, const char *expected)
 
 	snprintf(text, sizeof(text), "{\"name\":\"a\",\"model\":%s}", model);
 	def = create_ok_(line, unit_parse(line, text));
-	assert_json_(line, json_object_get(def, "model"), expected);
+	unit_assert_json(line, json_object_get(def, "model"), expected);
 	json_decref(def);
 }
 #define MODEL_IS(model, expected) model_is_(__LINE__, model, expected)

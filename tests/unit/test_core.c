@@ -33,6 +33,20 @@ static void run(char **env, const char *body, struct request *req, struct respon
 		stub_dispatch(&w, req, resp);
 }
 
+/* run(), then only the status (the request and response released). */
+static int status_of(char **env, const char *body)
+{
+	struct request req;
+	struct response resp;
+	int status;
+
+	run(env, body, &req, &resp);
+	status = resp.status;
+	req_release(&req);
+	resp_release(&resp);
+	return status;
+}
+
 static json_t *body_json(const struct response *resp)
 {
 	json_t *j = json_loadb(resp->body, resp->body_len, 0, NULL);
@@ -53,6 +67,19 @@ static void assert_error(const struct response *resp, int status, const char *ty
 					       json_object_get(j, "error"), "message")),
 				       msg_part));
 	json_decref(j);
+}
+
+/* run(), then assert_error() on the response (the request and response released). */
+static void expect_error(char **env, const char *body, int status, const char *type,
+			 const char *msg_part)
+{
+	struct request req;
+	struct response resp;
+
+	run(env, body, &req, &resp);
+	assert_error(&resp, status, type, msg_part);
+	req_release(&req);
+	resp_release(&resp);
 }
 
 #define BETA "HTTP_ANTHROPIC_BETA=managed-agents-2026-04-01"
@@ -84,23 +111,15 @@ static void test_error_message_not_utf8(void **state)
 	static char long_path[2000];
 	char *env[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/\xff\xc3x/y", BETA, NULL };
 	char *env2[] = { "REQUEST_METHOD=GET", long_path, BETA, NULL };
-	struct request req;
-	struct response resp;
 	size_t n = (size_t)snprintf(long_path, sizeof(long_path), "REQUEST_URI=/v1/nopex/");
 	(void)state;
-	run(env, NULL, &req, &resp);
-	assert_error(&resp, 404, "not_found_error", "/v1/??x/y");
-	req_release(&req);
-	resp_release(&resp);
+	expect_error(env, NULL, 404, "not_found_error", "/v1/??x/y");
 	/* "no route for GET " + path: the message is cut at 1023 bytes, inside a 2-byte é */
 	while (n + 2 < sizeof(long_path)) {
 		memcpy(long_path + n, "\xc3\xa9", 2);
 		n += 2;
 	}
-	run(env2, NULL, &req, &resp);
-	assert_error(&resp, 404, "not_found_error", "/v1/nopex/\xc3\xa9");
-	req_release(&req);
-	resp_release(&resp);
+	expect_error(env2, NULL, 404, "not_found_error", "/v1/nopex/\xc3\xa9");
 }
 
 static void test_wrong_method_405_allow(void **state)
@@ -157,25 +176,11 @@ static void test_beta_header_required(void **state)
 			   "HTTP_ANTHROPIC_BETA=foo,  managed-agents-2026-04-01 ,bar", NULL };
 	char *repeated[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments",
 			     "HTTP_ANTHROPIC_BETA=foo", BETA, NULL };
-	struct request req;
-	struct response resp;
 	(void)state;
-	run(missing, NULL, &req, &resp);
-	assert_error(&resp, 400, "invalid_request_error", "anthropic-beta");
-	req_release(&req);
-	resp_release(&resp);
-	run(other, NULL, &req, &resp);
-	assert_error(&resp, 400, "invalid_request_error", "anthropic-beta");
-	req_release(&req);
-	resp_release(&resp);
-	run(listed, NULL, &req, &resp);
-	assert_int_equal(resp.status, 200);
-	req_release(&req);
-	resp_release(&resp);
-	run(repeated, NULL, &req, &resp);
-	assert_int_equal(resp.status, 200);
-	req_release(&req);
-	resp_release(&resp);
+	expect_error(missing, NULL, 400, "invalid_request_error", "anthropic-beta");
+	expect_error(other, NULL, 400, "invalid_request_error", "anthropic-beta");
+	assert_int_equal(status_of(listed, NULL), 200);
+	assert_int_equal(status_of(repeated, NULL), 200);
 }
 
 static void test_version_header(void **state)
@@ -186,21 +191,10 @@ static void test_version_header(void **state)
 			"HTTP_ANTHROPIC_VERSION=2026-10-21", NULL };
 	char *bad[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments", BETA,
 			"HTTP_ANTHROPIC_VERSION=2020-01-01", NULL };
-	struct request req;
-	struct response resp;
 	(void)state;
-	run(old, NULL, &req, &resp);
-	assert_int_equal(resp.status, 200);
-	req_release(&req);
-	resp_release(&resp);
-	run(new, NULL, &req, &resp);
-	assert_int_equal(resp.status, 200);
-	req_release(&req);
-	resp_release(&resp);
-	run(bad, NULL, &req, &resp);
-	assert_error(&resp, 400, "invalid_request_error", "anthropic-version");
-	req_release(&req);
-	resp_release(&resp);
+	assert_int_equal(status_of(old, NULL), 200);
+	assert_int_equal(status_of(new, NULL), 200);
+	expect_error(bad, NULL, 400, "invalid_request_error", "anthropic-version");
 }
 
 static void test_health_needs_no_key_or_beta(void **state)
@@ -245,10 +239,7 @@ static void test_server_error_redirect(void **state)
 	req_release(&req);
 	resp_release(&resp);
 	/* not an error redirect (mod_rewrite's internal redirects say 200), or malformed: routed */
-	run(env200, NULL, &req, &resp);
-	assert_int_equal(resp.status, 200);
-	req_release(&req);
-	resp_release(&resp);
+	assert_int_equal(status_of(env200, NULL), 200);
 	run(envbad, NULL, &req, &resp);
 	assert_int_equal(resp.status, 200);
 	stub_auth_result = 0;
@@ -306,18 +297,9 @@ static void test_body_json_rules(void **state)
 	struct request req;
 	struct response resp;
 	(void)state;
-	run(dup, "{\"a\":1,\"a\":2}   ", &req, &resp);
-	assert_error(&resp, 400, "invalid_request_error", "JSON");
-	req_release(&req);
-	resp_release(&resp);
-	run(arr, "[]", &req, &resp);
-	assert_error(&resp, 400, "invalid_request_error", "object");
-	req_release(&req);
-	resp_release(&resp);
-	run(empty, NULL, &req, &resp);
-	assert_error(&resp, 400, "invalid_request_error", "body is required");
-	req_release(&req);
-	resp_release(&resp);
+	expect_error(dup, "{\"a\":1,\"a\":2}   ", 400, "invalid_request_error", "JSON");
+	expect_error(arr, "[]", 400, "invalid_request_error", "object");
+	expect_error(empty, NULL, 400, "invalid_request_error", "body is required");
 	run(archive, NULL, &req, &resp);
 	assert_int_equal(resp.status, 200);
 	assert_string_equal(stub_last_handler, "env_archive");
@@ -340,27 +322,15 @@ static void test_content_length_strict(void **state)
 	struct request req;
 	struct response resp;
 	(void)state;
-	run(bad, "{}", &req, &resp);
-	assert_error(&resp, 400, "invalid_request_error", "Content-Length");
-	req_release(&req);
-	resp_release(&resp);
-	run(neg, "{}", &req, &resp);
-	assert_error(&resp, 400, "invalid_request_error", "Content-Length");
-	req_release(&req);
-	resp_release(&resp);
-	run(shortb, "{}", &req, &resp);
-	assert_error(&resp, 400, "invalid_request_error", "shorter");
-	req_release(&req);
-	resp_release(&resp);
+	expect_error(bad, "{}", 400, "invalid_request_error", "Content-Length");
+	expect_error(neg, "{}", 400, "invalid_request_error", "Content-Length");
+	expect_error(shortb, "{}", 400, "invalid_request_error", "shorter");
 	run(big, "{}", &req, &resp);
 	assert_error(&resp, 413, "request_too_large", NULL);
 	assert_null(req.body);
 	req_release(&req);
 	resp_release(&resp);
-	run(huge, "{}", &req, &resp);
-	assert_error(&resp, 413, "request_too_large", NULL);
-	req_release(&req);
-	resp_release(&resp);
+	expect_error(huge, "{}", 413, "request_too_large", NULL);
 }
 
 static void test_request_id_from_nginx_or_new(void **state)

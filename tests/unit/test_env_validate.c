@@ -35,18 +35,6 @@ static const struct backend_caps *caps_of(const char *backend)
 	return caps;
 }
 
-static void assert_json_(int line, json_t *actual, const char *expected_text)
-{
-	json_t *expected = unit_parse(line, expected_text);
-
-	if (!json_equal(actual, expected)) {
-		char *got = json_dumps(actual, JSON_ENCODE_ANY | JSON_COMPACT);
-
-		fail_msg("line %d: got %s\nwant %s", line, got ? got : "(null)", expected_text);
-	}
-	json_decref(expected);
-}
-#define assert_json(actual, text) assert_json_(__LINE__, actual, text)
 
 /* Runs create on BODY (stolen); fails the test unless it succeeds. Caller releases OUT. */
 static void create_ok_(int line, json_t *body, const char *backend, struct env_fields *out)
@@ -105,7 +93,7 @@ static json_t *config_of_(int line, const char *text)
 #define ASSERT_CONFIG(body_text, expected_text)                     \
 	do {                                                        \
 		json_t *c_ = config_of_(__LINE__, body_text);       \
-		assert_json_(__LINE__, c_, expected_text);          \
+		unit_assert_json(__LINE__, c_, expected_text);          \
 		json_decref(c_);                                    \
 	} while (0)
 

@@ -29,3 +29,15 @@ char *unit_rep(const char *unit, size_t n)
 	s[len * n] = '\0';
 	return s;
 }
+
+void unit_assert_json(int line, json_t *actual, const char *expected_text)
+{
+	json_t *expected = unit_parse(line, expected_text);
+
+	if (!json_equal(actual, expected)) {
+		char *got = json_dumps(actual, JSON_ENCODE_ANY | JSON_COMPACT);
+
+		fail_msg("line %d: got %s\nwant %s", line, got ? got : "(null)", expected_text);
+	}
+	json_decref(expected);
+}

@@ -13,4 +13,8 @@ json_t *unit_parse(int line, const char *text);
 /* Caller frees: UNIT repeated N times. */
 char *unit_rep(const char *unit, size_t n);
 
+/* A test failure naming LINE unless ACTUAL equals the JSON EXPECTED_TEXT. */
+void unit_assert_json(int line, json_t *actual, const char *expected_text);
+#define assert_json(actual, text) unit_assert_json(__LINE__, actual, text)
+
 #endif
