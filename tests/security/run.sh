@@ -103,6 +103,27 @@ check "scope account: its account lists the session" bash -c \
 	'[ "$(curl -sS "$1/v1/sessions?limit=1000" -H "x-api-key: $2" -H "anthropic-beta: managed-agents-2026-04-01" | grep -c "$3")" = 1 ]' \
 	_ "$URL" "$KEY" "$acct_sess"
 
+# and the work items of an account-scoped self_hosted environment (issue 15): the session above
+# queued one; another account of the workspace gets 404 on every work route, and its poll does
+# not deliver the item
+item=$(curl -sS "$URL/v1/environments/$acct/work" -H "x-api-key: $KEY" \
+	-H "anthropic-beta: managed-agents-2026-04-01" | jq -r '.data[0].id // empty')
+check "scope account: the session queued a work item ($item)" test -n "$item"
+for probe in "GET /work" "GET /work/stats" "GET /work/poll" "GET /work/poll?block_ms=10" \
+	"GET /work/$item" "POST /work/$item {\"metadata\":{\"k\":\"v\"}}" "POST /work/$item/ack {}" \
+	"POST /work/$item/heartbeat {}" "POST /work/$item/stop {}"; do
+	read -r method path body <<<"$probe"
+	st=$(call "$KEY_ACCT2" "$method" "/v1/environments/$acct$path" "$body")
+	check "scope account: another account's $method .../work${path#/work} -> $st (want 404)" \
+		test "$st" = 404 -a "$(jq -r .error.type "$RUN/sec.body")" = not_found_error
+done
+st=$(call "$KEY" GET "/v1/environments/$acct/work/$item")
+check "scope account: the item is untouched for its account (queued, never delivered, no metadata)" \
+	test "$st" = 200 -a "$(jq -c '[.state, .latest_work_delivered_at, .metadata]' "$RUN/sec.body")" = '["queued",null,{}]'
+st=$(call "$KEY" GET "/v1/environments/$acct/work/stats")
+check "scope account: its account sees the item in the stats (depth $(jq .depth "$RUN/sec.body"))" \
+	test "$st" = 200 -a "$(jq .depth "$RUN/sec.body")" = 1
+
 # two accounts whose names share a 254-character prefix are two accounts (issue 14: the
 # account was cut to 63 bytes when a key was looked up)
 if [ -n "${TERRARIUM_CONFIG:-}" ]; then
