@@ -338,6 +338,14 @@ check_nginx_errors() {
 	check_nginx_error "a limit over 100 that nginx cannot read is refused by the API" 400 \
 		invalid_request_error false "$URL_HEAVY/v1/environments?%6Cimit=1000" \
 		-H "x-api-key: $KEY2" -H "anthropic-beta: managed-agents-2026-04-01" || rc=1
+	# a refused request writes no error-log line (a flood of them filled the disk); checked
+	# before the logs rotate, with the 429s above in the file
+	if grep -q "limiting requests" "$RUN/nginx-error.log"; then
+		echo "FAIL 429s are written to the error log"
+		rc=1
+	else
+		echo "ok   429s write no error-log line"
+	fi
 	# the logs rotate with the configuration in the runtime directory, and nginx reopens them
 	if logrotate -f -s "$RUN/logrotate.state" "$RUN/logrotate.conf" 2>"$RUN/logrotate.err" &&
 		[ -s "$RUN/nginx-access.log.1" ]; then
@@ -354,13 +362,6 @@ check_nginx_errors() {
 	else
 		echo "FAIL logrotate: $(cat "$RUN/logrotate.err")"
 		rc=1
-	fi
-	# a refused request writes no error-log line (a flood of them filled the disk)
-	if grep -q "limiting requests" "$RUN/nginx-error.log"; then
-		echo "FAIL 429s are written to the error log"
-		rc=1
-	else
-		echo "ok   429s write no error-log line"
 	fi
 	return "$rc"
 }
