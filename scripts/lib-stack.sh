@@ -43,6 +43,9 @@
 #                   NGINX_UPSTREAM's pool
 #   API_POLL_LISTEN HOST:PORT: api_config writes it as [api] poll_socket instead of
 #                   RUN/NAME-poll.sock, and api_start waits for that port too
+#   NGINX_CONF_EDIT a command nginx_start runs as `CMD RUN` on the configuration it has just
+#                   written (RUN/nginx.conf.new, nginx-servers.conf.new, nginx-fastcgi.conf.new),
+#                   before comparing and testing it: tests shorten nginx's timeouts with it
 
 STACK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STACK_DB_NAME=terrarium
@@ -841,6 +844,10 @@ nginx_start() {
 		WORKER_PROCESSES="${NGINX_WORKERS:-1}" >"$run/nginx.conf.new" || return 1
 	cp "$STACK_ROOT/nginx/fastcgi.conf" "$run/nginx-fastcgi.conf.new" || return 1
 	_stack_subst "$STACK_ROOT/nginx/logrotate.conf.in" RUN="$run" >"$run/logrotate.conf" || return 1
+	if [ -n "${NGINX_CONF_EDIT:-}" ] && ! "$NGINX_CONF_EDIT" "$run"; then
+		_stack_err "NGINX_CONF_EDIT ($NGINX_CONF_EDIT) failed on the configuration in $run"
+		return 1
+	fi
 
 	if pid=$(stack_running "$run/nginx.pid" nginx) &&
 		cmp -s "$run/nginx.conf.new" "$run/nginx.conf" &&

@@ -50,7 +50,10 @@ die() {
 	exit 1
 }
 
-scratch_before_stop() { section "teardown"; }
+scratch_before_stop() {
+	section "teardown"
+	if declare -F short_stop >/dev/null; then short_stop; fi
+}
 scratch_after_stop() { # a sanitizer report fails the run
 	if sanitizer_reports; then
 		echo "e2e: FAILED: sanitizer reports in $SAN_DIR (above)" >&2
@@ -239,19 +242,29 @@ check_nginx_error() { # NAME STATUS TYPE RETRY CURL-ARGS...
 	check_nginx_response "$name" "$want" "$type" "$retry" "$got"
 }
 
-# The same for a request written byte for byte (what curl cannot send): REQUEST is printf'd
-# with \r\n line ends already in it.
-check_nginx_raw() { # NAME STATUS TYPE RETRY URL REQUEST
-	local name=$1 want=$2 type=$3 retry=$4 hostport=${5#http://} got
+# Send a request written byte for byte (what curl cannot send) on a connection of its own:
+# REQUEST is printf'd with \r\n line ends already in it. What came back is in $RUN/check.raw,
+# split into check.headers and check.body; the status is 124 when the server kept the
+# connection open for 5 s.
+send_raw() { # URL REQUEST
+	local hostport=${1#http://} rc
 	(
 		exec 3<>"/dev/tcp/${hostport%:*}/${hostport#*:}" || exit 1
-		printf '%b' "$6" >&3
+		printf '%b' "$2" >&3
 		timeout 5 cat <&3
 	) >"$RUN/check.raw" 2>/dev/null
+	rc=$?
 	sed -n '1,/^\r*$/p' "$RUN/check.raw" >"$RUN/check.headers"
 	sed '1,/^\r*$/d' "$RUN/check.raw" >"$RUN/check.body"
+	return "$rc"
+}
+
+# check_nginx_error for a request sent by send_raw.
+check_nginx_raw() { # NAME STATUS TYPE RETRY URL REQUEST
+	local got
+	send_raw "$5" "$6"
 	got=$(head -1 "$RUN/check.raw" | cut -d' ' -f2)
-	check_nginx_response "$name" "$want" "$type" "$retry" "$got"
+	check_nginx_response "$1" "$2" "$3" "$4" "$got"
 }
 
 check_nginx_errors() {
@@ -276,6 +289,10 @@ check_nginx_errors() {
 		"$TERRARIUM_URL" 'GET /v1/environments HTTP/2.0\r\nHost: x\r\n\r\n' || rc=1
 	check_nginx_raw "505 for an HTTP/3.0 request line" 505 invalid_request_error false \
 		"$TERRARIUM_URL" 'GET /v1/environments HTTP/3.0\r\nHost: x\r\n\r\n' || rc=1
+	# nginx never answers 411 (it has read chunked bodies since 1.3.9; docs/limits.md): a POST
+	# with neither Content-Length nor Transfer-Encoding has no body and reaches the API
+	check_nginx_raw "no 411: a POST without a length reaches the API" 400 invalid_request_error \
+		false "$TERRARIUM_URL" "POST /v1/environments HTTP/1.1\r\nHost: x\r\nx-api-key: $KEY\r\nanthropic-beta: managed-agents-2026-04-01\r\ncontent-type: application/json\r\nConnection: close\r\n\r\n" || rc=1
 	check_nginx_raw "400 for HTTP/1.0 with Transfer-Encoding" 400 invalid_request_error false \
 		"$TERRARIUM_URL" 'POST /v1/environments HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n' || rc=1
 	# (no body after the headers: nginx answers from the headers and closes; body bytes it never
@@ -366,7 +383,93 @@ check_nginx_errors() {
 	return "$rc"
 }
 
+# nginx's own timeouts and failures, on a second nginx that nginx_start configures from the same
+# templates with the client and FastCGI timeouts cut from 10 s and 30 s to 1 s, in front of
+# SHORT/stall.sock: a socket that takes connections and never answers (socat -u reads what
+# nginx sends and writes nothing back).
+SHORT=$RUN/short
+short_timeouts() { # RUN: the NGINX_CONF_EDIT of the second nginx
+	sed -i -E 's/^(fastcgi_read_timeout) 30s;$/\1 1s;/' "$1/nginx-fastcgi.conf.new" &&
+		sed -i -E 's/^(\s*client_(header|body)_timeout) 10s;$/\1 1s;/' "$1/nginx.conf.new" || return 1
+	if [ "$(cat "$1/nginx-fastcgi.conf.new" "$1/nginx.conf.new" |
+		grep -cE '^\s*(fastcgi_read|client_header|client_body)_timeout 1s;$')" != 3 ]; then
+		echo "e2e: the timeouts of nginx/fastcgi.conf or terrarium.conf.in changed: update short_timeouts" >&2
+		return 1
+	fi
+}
+short_stop() {
+	local pid
+	[ -d "$SHORT" ] || return 0
+	nginx_stop "$SHORT"
+	if pid=$(stack_running "$SHORT/socat.pid" socat); then kill "$pid"; fi
+	rm -f "$SHORT/socat.pid" "$SHORT/stall.sock"
+}
+
+# A request whose headers or body stop coming: nginx logs a 408 and closes the connection
+# without sending anything (docs/limits.md). Anything it did send would have to be the envelope.
+check_nginx_408() { # NAME URL REQUEST
+	local rc
+	send_raw "$2" "$3"
+	rc=$?
+	if [ "$rc" = 124 ]; then
+		echo "FAIL $1: the connection was still open after 5 s (the client timeouts are 1 s)"
+		return 1
+	fi
+	if [ -s "$RUN/check.raw" ]; then
+		check_nginx_response "$1" 408 invalid_request_error true \
+			"$(head -1 "$RUN/check.raw" | cut -d' ' -f2)"
+		return
+	fi
+	if tail -n 1 "$SHORT/nginx-access.log" | grep -q '" 408 0 '; then
+		echo "ok   $1: nginx logged 408 and closed the connection without a response"
+	else
+		echo "FAIL $1: the connection closed, but nginx did not log a 408:" \
+			"$(tail -n 1 "$SHORT/nginx-access.log")"
+		return 1
+	fi
+}
+
+check_nginx_failures() {
+	local rc=0 url port attempt started=0 chunk req
+	stack_prepare "$SHORT" || return 1
+	socat -u "UNIX-LISTEN:$SHORT/stall.sock,mode=0666,fork" OPEN:/dev/null,wronly \
+		2>>"$SHORT/socat.log" &
+	echo $! >"$SHORT/socat.pid"
+	for attempt in 1 2 3; do
+		port=$(stack_free_port "${ports[@]}") || return 1
+		if NGINX_CONF_EDIT=short_timeouts nginx_start "$SHORT" "$port:stall"; then
+			started=1
+			break
+		fi
+		nginx_stop "$SHORT"
+		echo "e2e: the second nginx did not start (attempt $attempt)" >&2
+	done
+	[ "$started" = 1 ] && [ -S "$SHORT/stall.sock" ] || return 1
+	url="http://127.0.0.1:$port"
+	check_nginx_error "504 when the API does not answer in time (fastcgi_read_timeout)" 504 \
+		overloaded_error true "$url/v1/environments" -H "x-api-key: $KEY" || rc=1
+	check_nginx_408 "408: headers that stop coming (client_header_timeout)" "$url" \
+		'GET /v1/environments HTTP/1.1\r\nHost: x\r\n' || rc=1
+	check_nginx_408 "408: a body that stops coming (client_body_timeout)" "$url" \
+		'POST /v1/environments HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\nContent-Length: 10\r\n\r\n{"a' || rc=1
+	# 500: nginx's own failure. A chunked body of small chunks fills nginx's 1 MiB body buffer
+	# with chunk headers before its 1 MiB of data (so it is written to nginx-tmp/body), and the
+	# directory is closed to nginx's workers as a full or broken disk would be.
+	chunk=$(head -c 1000 /dev/zero | tr '\0' a)
+	req='POST /v1/environments HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n'
+	req+='Transfer-Encoding: chunked\r\n\r\n'
+	req+=$(for _ in $(seq 1048); do printf '3e8\\r\\n%s\\r\\n' "$chunk"; done)
+	req+='0\r\n\r\n'
+	chmod 000 "$SHORT/nginx-tmp/body" || rc=1
+	check_nginx_raw "500 when nginx cannot write a request body to its temp directory" 500 \
+		api_error true "$url" "$req" || rc=1
+	chmod 700 "$SHORT/nginx-tmp/body" || rc=1
+	short_stop || rc=1
+	return "$rc"
+}
+
 part "nginx error pages" check_nginx_errors
+part "nginx timeouts and failures" check_nginx_failures
 # first, while the only due intents are its own
 part "reconciler (tests/reconciler/run.sh)" bash "$ROOT/tests/reconciler/run.sh"
 part "sandbox backends: conformance + opensandbox end to end (tests/backends/run.sh)" \
