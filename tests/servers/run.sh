@@ -107,6 +107,22 @@ server_errors() { # SERVER URL
 		check_error "$server: 400 for a malformed URI" 400 invalid_request_error \
 			"$url/v1/environments/%zz" || rc=1
 	fi
+	# no heavy budget behind this server (docs/limits.md): pages of 1000 rows are served one
+	# after another (nginx's default heavy burst is 10), and without nginx's TERRARIUM_HEAVY the
+	# API does not refuse a limit whose name nginx could not have read
+	local codes=() _
+	for _ in $(seq 12); do
+		codes+=("$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/environments?limit=1000" \
+			-H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01")")
+	done
+	codes+=("$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/environments?%6Cimit=1000" \
+		-H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01")")
+	if [ "$(printf '%s\n' "${codes[@]}" | sort -u)" = 200 ]; then
+		echo "ok   $server: no heavy budget (12 pages of limit=1000 and an encoded limit: 200)"
+	else
+		echo "FAIL $server: pages of limit=1000 answered ${codes[*]} (want 200 each: no heavy budget)"
+		rc=1
+	fi
 	# the error pages' path is the API's like any other: its own 404 from outside
 	check_error "$server: /__terrarium_error/ from outside is a 404" 404 not_found_error \
 		"$url/__terrarium_error/413" || rc=1
