@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <linux/nsfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +53,8 @@
 #define BWRAP_DNS "nameserver 10.0.2.3\n" /* slirp4netns's DNS forwarder */
 #define BWRAP_SLIRP_MTU "--mtu=65520"
 #define BWRAP_NET_WAIT_MS 10000     /* for the sandbox's pid, then for slirp4netns to be ready */
+#define BWRAP_NET_POLL_MS 2         /* between looks at the sandbox's loopback */
+#define BWRAP_FIB_READ_MAX 8192     /* bytes of /proc/PID/net/fib_trie read: a new namespace's is short */
 #define BWRAP_SLIRP_OUT_MAX 4096
 #define BWRAP_SLIRP_STOP_S 5
 #define BWRAP_FDS 5                 /* descriptors bwrap inherits: seccomp, environ, network */
@@ -346,12 +349,44 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* Wait (at most WAIT_MS) until the network namespace of process PID has 127.0.0.1, which
+ * bwrap's setup gives its loopback. 0, or -1 when it did not come. */
+static int loopback_wait(const char *pid, long wait_ms)
+{
+	char path[64], buf[BWRAP_FIB_READ_MAX + 1];
+	long long deadline = clock_mono_ms() + wait_ms;
+
+	snprintf(path, sizeof(path), "/proc/%s/net/fib_trie", pid);
+	for (;;) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, buf, BWRAP_FIB_READ_MAX);
+
+		if (fd >= 0)
+			close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			if (strstr(buf, "127.0.0.1"))
+				return 0;
+		}
+		if (fd < 0 || clock_mono_ms() >= deadline)
+			return -1;
+		clock_sleep_ms(BWRAP_NET_POLL_MS);
+	}
+}
+
 /* Give the sandbox started as BW its network: learn its pid from bwrap's info fd, start
- * slirp4netns in its namespace, wait until the interface is up. 0, or -1 with ERR set. */
+ * slirp4netns in its namespace, wait until the interface is up. 0, or -1 with ERR set.
+ * slirp4netns is handed the network namespace and the user namespace that owns it as open
+ * descriptors: with --disable-userns the sandbox's process moves on into a nested user
+ * namespace during its setup, and joining that one (slirp4netns's default for a pid) leaves no
+ * right to enter the network namespace, which belongs to its parent. It starts once bwrap has
+ * configured the sandbox's loopback: slirp4netns --configure brings lo up as well, and had it
+ * done so first, bwrap's own RTM_NEWADDR for 127.0.0.1 would fail. */
 static int net_start(struct bwrap_state *st, struct net *n, char *err, size_t errsz)
 {
-	char info[512], ready[8], pid[32], readyfd[32], exitfd[32];
-	int rdy[2] = { -1, -1 }, ex[2] = { -1, -1 }, keep[2];
+	char info[512], ready[8], pid[32], readyfd[32], exitfd[32], nspath[64], netns[64],
+		userns[64];
+	int rdy[2] = { -1, -1 }, ex[2] = { -1, -1 }, netfd = -1, userfd = -1, keep[4];
 	const char *pidp;
 	struct proc_result sres;
 	char path[] = "PATH=/usr/bin:/bin";
@@ -366,19 +401,35 @@ static int net_start(struct bwrap_state *st, struct net *n, char *err, size_t er
 			return -1;
 		}
 	}
+	if (loopback_wait(pid, BWRAP_NET_WAIT_MS)) {
+		snprintf(err, errsz, "the sandbox's loopback was not set up in time");
+		return -1;
+	}
+	snprintf(nspath, sizeof(nspath), "/proc/%s/ns/net", pid);
+	netfd = open(nspath, O_RDONLY);
+	userfd = netfd < 0 ? -1 : ioctl(netfd, NS_GET_USERNS);
+	if (userfd < 0 || fcntl(userfd, F_SETFD, 0)) {
+		snprintf(err, errsz, "the sandbox's network namespace (%s): %s", nspath,
+			 strerror(errno));
+		goto out;
+	}
 	if (pipe(rdy) || pipe(ex)) {
 		snprintf(err, errsz, "pipe: %s", strerror(errno));
 		goto out;
 	}
 	snprintf(readyfd, sizeof(readyfd), "--ready-fd=%d", rdy[1]);
 	snprintf(exitfd, sizeof(exitfd), "--exit-fd=%d", ex[0]);
+	snprintf(netns, sizeof(netns), "/proc/self/fd/%d", netfd);
+	snprintf(userns, sizeof(userns), "--userns-path=/proc/self/fd/%d", userfd);
 	{
 		const char *argv[] = { st->slirp, "--configure", BWRAP_SLIRP_MTU,
-				       "--disable-host-loopback",
-				       "--enable-seccomp", readyfd, exitfd, pid, "tap0", NULL };
+				       "--disable-host-loopback", "--enable-seccomp", readyfd,
+				       exitfd, "--netns-type=path", userns, netns, "tap0", NULL };
 		keep[0] = rdy[1];
 		keep[1] = ex[0];
-		if (proc_start(&n->slirp, (char *const *)argv, "/", envp, keep, 2,
+		keep[2] = netfd;
+		keep[3] = userfd;
+		if (proc_start(&n->slirp, (char *const *)argv, "/", envp, keep, 4,
 			       BWRAP_SLIRP_OUT_MAX, &sres)) {
 			snprintf(err, errsz, "slirp4netns: %s", sres.output ? sres.output : "");
 			proc_result_release(&sres);
@@ -409,6 +460,8 @@ static int net_start(struct bwrap_state *st, struct net *n, char *err, size_t er
 	}
 	rc = 0;
 out:
+	close_fd(&netfd);
+	close_fd(&userfd);
 	close_fd(&rdy[0]);
 	close_fd(&rdy[1]);
 	close_fd(&ex[0]);

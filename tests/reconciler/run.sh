@@ -116,6 +116,13 @@ out=$("$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- sh -c 'touch made-inside; id -
 check "bwrap: commands run as a non-root uid inside ($out)" test "$out" = 1000
 check "bwrap: what a sandbox writes belongs to $RECON_USER on the host" \
 	test "$(stat -c %U "$T/root-bwrap/$SID_B/made-inside")" = "$RECON_USER"
+# slirp4netns reaching the sandbox late, as on a loaded machine (its process has by then moved
+# into its nested user namespace): the network comes up all the same
+SLOW=$T/slow-slirp
+mkdir -p "$SLOW" && printf '#!/bin/sh\nsleep 1\nexec %s "$@"\n' "$(command -v slirp4netns)" \
+	>"$SLOW/slirp4netns" && chmod 0755 "$SLOW" "$SLOW/slirp4netns"
+out=$(PATH="$SLOW:$PATH" "$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- grep -c tap0: /proc/net/dev 2>&1)
+check "bwrap: a slirp4netns started late still brings the network up ($out)" test "$out" = 1
 
 # ---- drift: a bwrap workspace removed behind terrarium's back ----
 echo "# drift"
