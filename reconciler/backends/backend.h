@@ -133,6 +133,15 @@ struct sandbox_backend {
 int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, char *err,
 	     size_t errsz);
 
+/* For ops->list of the backends that label sandboxes with s->deployment (open.c). Start: *N = 0;
+ * -1 with ERR set when there is no deployment id to list by. Add: sandbox ID (created as NAME;
+ * NULL when it carries no name) goes to OUT[*N] when its deployment label DEPLOYMENT is
+ * s->deployment (a service that ignores the list's filter must not hand us another deployment's
+ * sandbox), ID is not NULL and fits, and *N < MAX. */
+int sbx_list_start(struct sbx *s, int *n, char *err, size_t errsz);
+void sbx_list_add(struct sbx *s, struct sbx_listed *out, int max, int *n, const char *id,
+		  const char *name, const char *deployment);
+
 /* Release what sbx_open prepared (the driver's state); safe to call twice. */
 void sbx_close(struct sbx *s);
 

@@ -171,27 +171,20 @@ static int daytona_list(struct sbx *s, struct sbx_listed *out, int max, int *n, 
 	json_t *list, *it;
 	size_t i;
 
-	*n = 0;
-	if (!s->deployment[0]) {
-		snprintf(err, errsz, "daytona: no deployment id to list by");
+	if (sbx_list_start(s, n, err, errsz))
 		return -1;
-	}
 	if (!(list = label_list(s, DAYTONA_DEPLOYMENT_LABEL, s->deployment, err, errsz)))
 		return -1;
 	json_array_foreach(list, i, it) {
 		json_t *labels = json_object_get(it, "labels");
-		const char *dep = json_string_value(json_object_get(labels, DAYTONA_DEPLOYMENT_LABEL));
-		const char *name = json_string_value(json_object_get(labels, DAYTONA_LABEL));
 		const char *state = json_string_value(json_object_get(it, "state"));
 		const char *sid = json_string_value(json_object_get(it, "id"));
-		/* a server that ignores the filter must not hand us someone else's sandbox */
-		if (*n >= max || !dep || strcmp(dep, s->deployment) || !sid ||
-		    !valid_id(sid, sizeof(out->id)) ||
-		    (state && (!strcmp(state, "destroyed") || !strcmp(state, "destroying"))))
+
+		if (state && (!strcmp(state, "destroyed") || !strcmp(state, "destroying")))
 			continue;
-		strcpy(out[*n].id, sid);
-		snprintf(out[*n].name, sizeof(out[*n].name), "%s", name ? name : "");
-		(*n)++;
+		sbx_list_add(s, out, max, n, sid && valid_id(sid, SBX_ID_MAX) ? sid : NULL,
+			     json_string_value(json_object_get(labels, DAYTONA_LABEL)),
+			     json_string_value(json_object_get(labels, DAYTONA_DEPLOYMENT_LABEL)));
 	}
 	json_decref(list);
 	return 0;

@@ -663,11 +663,8 @@ static int docker_list(struct sbx *s, struct sbx_listed *out, int max, int *n, c
 	json_t *root, *c;
 	size_t i;
 
-	*n = 0;
-	if (!s->deployment[0]) {
-		snprintf(err, errsz, "docker: no deployment id to list by");
+	if (sbx_list_start(s, n, err, errsz))
 		return -1;
-	}
 	snprintf(filters, sizeof(filters), "{\"label\":[\"%s=true\",\"%s=%s\"]}",
 		 DOCKER_LABEL_MANAGED, DOCKER_LABEL_DEPLOYMENT, s->deployment);
 	if (http_escape(filters, efilters, sizeof(efilters))) {
@@ -686,14 +683,10 @@ static int docker_list(struct sbx *s, struct sbx_listed *out, int max, int *n, c
 	json_array_foreach(root, i, c) {
 		json_t *labels = json_object_get(c, "Labels");
 		const char *cid = json_string_value(json_object_get(c, "Id"));
-		const char *sid = json_string_value(json_object_get(labels, DOCKER_LABEL_SESSION));
-		const char *dep = json_string_value(json_object_get(labels, DOCKER_LABEL_DEPLOYMENT));
-		/* an Engine that ignored the filter must not hand us someone else's container */
-		if (*n >= max || !cid || !full_id(cid) || !dep || strcmp(dep, s->deployment))
-			continue;
-		snprintf(out[*n].id, sizeof(out[*n].id), "%s", cid);
-		snprintf(out[*n].name, sizeof(out[*n].name), "%s", sid ? sid : "");
-		(*n)++;
+
+		sbx_list_add(s, out, max, n, cid && full_id(cid) ? cid : NULL,
+			     json_string_value(json_object_get(labels, DOCKER_LABEL_SESSION)),
+			     json_string_value(json_object_get(labels, DOCKER_LABEL_DEPLOYMENT)));
 	}
 	json_decref(root);
 	return 0;

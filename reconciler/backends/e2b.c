@@ -229,11 +229,8 @@ static int e2b_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char
 {
 	char token[E2B_TOKEN_MAX] = "";
 
-	*n = 0;
-	if (!s->deployment[0]) {
-		snprintf(err, errsz, "%s: no deployment id to list by", s->ops->name);
+	if (sbx_list_start(s, n, err, errsz))
 		return -1;
-	}
 	do {
 		json_t *list = list_page(s, E2B_DEPLOYMENT_KEY, s->deployment, token, token,
 					 sizeof(token), err, errsz), *it;
@@ -245,15 +242,11 @@ static int e2b_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char
 			token[0] = '\0';
 		json_array_foreach(list, i, it) {
 			json_t *meta = json_object_get(it, "metadata");
-			const char *dep = json_string_value(json_object_get(meta, E2B_DEPLOYMENT_KEY));
-			const char *name = json_string_value(json_object_get(meta, E2B_META_KEY));
-			/* a service that ignores the filter must not hand us someone else's */
-			if (*n >= max || !dep || strcmp(dep, s->deployment) ||
-			    get_str(it, "sandboxID", out[*n].id, sizeof(out[*n].id)) ||
-			    !valid_id(out[*n].id, sizeof(out[*n].id)))
-				continue;
-			snprintf(out[*n].name, sizeof(out[*n].name), "%s", name ? name : "");
-			(*n)++;
+			const char *sid = json_string_value(json_object_get(it, "sandboxID"));
+
+			sbx_list_add(s, out, max, n, sid && valid_id(sid, SBX_ID_MAX) ? sid : NULL,
+				     json_string_value(json_object_get(meta, E2B_META_KEY)),
+				     json_string_value(json_object_get(meta, E2B_DEPLOYMENT_KEY)));
 		}
 		json_decref(list);
 	} while (token[0] && *n < max);

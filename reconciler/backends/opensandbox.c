@@ -513,11 +513,8 @@ static int osb_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char
 	struct osb *o = osb_of(s);
 	int more = 1;
 
-	*n = 0;
-	if (!s->deployment[0]) {
-		snprintf(err, errsz, "opensandbox: no deployment id to list by");
+	if (sbx_list_start(s, n, err, errsz))
 		return -1;
-	}
 	for (int page = 1; more && *n < max; page++) {
 		json_t *root = list_page(o, OSB_DEPLOYMENT_KEY, s->deployment, OSB_LIVE_STATES, page,
 					 err, errsz), *item;
@@ -528,18 +525,9 @@ static int osb_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char
 		more = json_is_true(json_object_get(json_object_get(root, "pagination"),
 						    "hasNextPage")) &&
 		       json_array_size(json_object_get(root, "items"));
-		json_array_foreach(json_object_get(root, "items"), i, item) {
-			const char *sid = json_string_value(json_object_get(item, "id"));
-			const char *dep = meta_of(item, OSB_DEPLOYMENT_KEY);
-			const char *name = meta_of(item, OSB_NAME_KEY);
-			/* a server that ignores the filter must not hand us someone else's sandbox */
-			if (*n >= max || !sid || !*sid || strlen(sid) >= sizeof(out->id) || !dep ||
-			    strcmp(dep, s->deployment))
-				continue;
-			strcpy(out[*n].id, sid);
-			snprintf(out[*n].name, sizeof(out[*n].name), "%s", name ? name : "");
-			(*n)++;
-		}
+		json_array_foreach(json_object_get(root, "items"), i, item)
+			sbx_list_add(s, out, max, n, json_string_value(json_object_get(item, "id")),
+				     meta_of(item, OSB_NAME_KEY), meta_of(item, OSB_DEPLOYMENT_KEY));
 		json_decref(root);
 	}
 	return 0;
