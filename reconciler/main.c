@@ -28,6 +28,7 @@
 #include "../common/log.h"
 #include "../common/privs.h"
 #include "../db/idempotency.h"
+#include "../db/keys.h"
 #include "../db/sessions.h"
 #include "recon.h"
 
@@ -42,6 +43,7 @@
 #define RECON_IDEM_EXPIRE_BATCH 10000 /* expired idempotency keys removed per run */
 #define RECON_METRICS_MAX (256 * 1024)  /* bytes of an existing metrics file read back */
 #define RECON_SWEEP_INTERVAL_S 60      /* --loop: sandboxes without a session looked for */
+#define RECON_SWEEP_MAX 1000           /* sandboxes a sweep looks at, at most (ops->list) */
 
 static volatile sig_atomic_t stop_requested;
 
@@ -284,53 +286,60 @@ out:
 	return ret;
 }
 
-/* Sandboxes of ours that no session owns: directories under the sandbox root named like a
- * session (the directory backends name sandboxes after their session) without a session row.
- * A session being deleted keeps its row until its teardown ran; a session deleted before
- * anything was created has no directory (the intent is marked before the create). Each is
- * removed and logged. */
+/* Sandboxes of ours that no session owns: what the backend lists (ops->list: directories under
+ * the sandbox root, or sandboxes labelled with this deployment on the service) made for a session
+ * (named like one) that has no session row. A session row stays while anything of it may exist:
+ * a deleted session keeps it until its teardown ran, and a session being provisioned has it
+ * (its intent is marked "a sandbox may exist" before the create), so an owned sandbox or one
+ * whose create is in flight for a live session is never taken. The list is read before the
+ * rows: a sandbox listed for a row gone by then was torn down or never owned. At most
+ * RECON_SWEEP_MAX sandboxes are looked at per run; each removed is logged. */
 static void sweep(struct recon *r)
 {
-	char names[INTENT_OWNED_IDS][SBX_ID_MAX];
+	struct sbx_listed *found;
 	const char *ids[INTENT_OWNED_IDS];
-	int exists[INTENT_OWNED_IDS], n = 0, done = 0;
-	struct dirent *e;
-	DIR *d;
+	int at[INTENT_OWNED_IDS], exists[INTENT_OWNED_IDS], total = 0, n = 0;
+	char err[SBX_ERR_MAX];
 
-	if (!r->sbx.root[0] || !(d = opendir(r->sbx.root)))
+	if (!r->sbx.ops->list)
 		return;
-	while (!done) {
-		e = readdir(d);
-		if (e && (strncmp(e->d_name, SES_ID_PREFIX, strlen(SES_ID_PREFIX)) ||
-			  strlen(e->d_name) >= SBX_ID_MAX))
-			continue;
-		if (e) {
-			strcpy(names[n], e->d_name);
-			ids[n] = names[n];
-			n++;
+	found = calloc(RECON_SWEEP_MAX, sizeof(*found));
+	if (!found) {
+		log_warn("sweep: out of memory");
+		return;
+	}
+	if (r->sbx.ops->list(&r->sbx, found, RECON_SWEEP_MAX, &total, err, sizeof(err))) {
+		log_warn("sweep: listing the sandboxes: %s", err);
+		goto out;
+	}
+	for (int k = 0; k <= total; k++) {
+		if (k < total && !strncmp(found[k].name, SES_ID_PREFIX, strlen(SES_ID_PREFIX))) {
+			ids[n] = found[k].name;
+			at[n++] = k;
 		}
-		done = !e;
-		if (n < INTENT_OWNED_IDS && !done)
+		if (n < INTENT_OWNED_IDS && k < total)
 			continue;
 		if (n && intents_sessions_exist(r->db, ids, n, exists)) {
 			log_warn("sweep: database: %s", db_error(r->db));
 			break;
 		}
 		for (int i = 0; i < n; i++) {
-			char err[SBX_ERR_MAX];
+			const struct sbx_listed *l = &found[at[i]];
 			if (exists[i])
 				continue;
-			if (r->sbx.ops->destroy(&r->sbx, ids[i], err, sizeof(err))) {
-				log_warn("sweep: sandbox %s has no session; removing it failed: %s",
-					 ids[i], err);
+			if (r->sbx.ops->destroy(&r->sbx, l->id, err, sizeof(err))) {
+				log_warn("sweep: sandbox %s of session %s has no session; removing it "
+					 "failed: %s", l->id, l->name, err);
 			} else {
-				log_warn("sweep: removed sandbox %s: no session owns it", ids[i]);
+				log_warn("sweep: removed sandbox %s: no session owns it (made for %s)",
+					 l->id, l->name);
 				r->stats.orphans++;
 			}
 		}
 		n = 0;
 	}
-	closedir(d);
+out:
+	free(found);
 }
 
 /* Claim and process until nothing is due, LIMIT intents were taken, or the deadline. A --once
@@ -562,6 +571,21 @@ static int exec_in(struct recon *r, const char *session, char **argv)
 	return rc;
 }
 
+/* The database's deployment id into r->sbx.deployment (hex): what docker and the HTTP backends
+ * label sandboxes with, and list by. 0, or -1 (logged). */
+static int load_deployment(struct recon *r)
+{
+	unsigned char id[KEYS_DEPLOYMENT_LEN];
+
+	_Static_assert(KEYS_DEPLOYMENT_LEN * 2 < SBX_DEPLOYMENT_MAX, "sbx.deployment holds the hex");
+	if (secret_get(r->db, KEYS_DEPLOYMENT, id, sizeof(id))) {
+		log_error("database: %s", db_error(r->db));
+		return -1;
+	}
+	hex_encode(id, sizeof(id), r->sbx.deployment);
+	return 0;
+}
+
 /* Started as root: the sandbox root (made above as root) becomes the [reconciler] user's,
  * then root is given up for good, before anything reads what a sandbox wrote. */
 static int leave_root(struct recon *r)
@@ -654,6 +678,10 @@ int main(int argc, char **argv)
 			ret = 2;
 			goto out;
 		}
+	}
+	if (r.sbx.ops && load_deployment(&r)) {
+		ret = 3;
+		goto out;
 	}
 	if (o.metrics)
 		open_metrics(&r, o.metrics);

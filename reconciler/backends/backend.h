@@ -15,6 +15,14 @@
 #define SBX_ID_MAX 256
 #define SBX_ERR_MAX 512
 #define SBX_MASKS_MAX 8
+#define SBX_DEPLOYMENT_MAX 64 /* s->deployment: 32 hex digits and the NUL, with room */
+
+/* One sandbox ops->list found: its id (what destroy takes) and the name it was created with
+ * (the session id, from its label or metadata; "" when it carries none). */
+struct sbx_listed {
+	char id[SBX_ID_MAX];
+	char name[SBX_ID_MAX];
+};
 
 struct sandbox_backend;
 
@@ -49,6 +57,12 @@ struct sbx {
 	 * it), 0 (the default) as its unprivileged user where the backend has one (docker). */
 	int run_as_root;
 	const struct remote_conf *remote; /* the driver's [section] (HTTP backends), borrowed */
+	/* Set by the caller before any create or list: this deployment's identity (the database's
+	 * "deployment" id, db/keys.h). Backends whose sandboxes live on a service that others may
+	 * share (docker, the HTTP backends) label every sandbox they create with it, and list
+	 * returns only sandboxes carrying it: two stacks on one Engine or account never see each
+	 * other's. Directory backends ignore it (their sandbox root is the deployment's own). */
+	char deployment[SBX_DEPLOYMENT_MAX];
 	/* Set by the driver's open: a unix socket the reconciler must keep reaching after it gave
 	 * up root (docker: the Engine's); its group is kept as a supplementary group. "" none. */
 	char control_socket[CONFIG_STR_MAX];
@@ -86,6 +100,13 @@ struct sandbox_backend {
 	/* Optional: does sandbox ID still exist? 1 yes, 0 no (removed behind our back), -1 with
 	 * ERR when it cannot tell. NULL: the backend cannot say (no drift checks). */
 	int (*exists)(struct sbx *s, const char *id, char *err, size_t errsz);
+	/* Optional: the sandboxes of this deployment that exist now (directory backends: the
+	 * directories under s->root; the others: those created with s->deployment, found through
+	 * the service's list call with its label or metadata filter), at most MAX into OUT, their
+	 * number into *N. Sandboxes being removed may be listed. 0, or -1 with ERR set (nothing is
+	 * listed). NULL: the backend cannot list (no sweep of sandboxes without a session). */
+	int (*list)(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
+		    size_t errsz);
 	/* Optional package cache (reconciler/cache.c). cache_lookup: the ref of entry KEY (64 hex
 	 * digits) into REF, for create_from; 1 present, 0 absent, -1 error. cache_store: make
 	 * sandbox ID's state entry KEY, replacing any entry of that key as one atomic step (two
@@ -112,6 +133,15 @@ struct sandbox_backend {
 int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, char *err,
 	     size_t errsz);
 
+/* For ops->list of the backends that label sandboxes with s->deployment (open.c). Start: *N = 0;
+ * -1 with ERR set when there is no deployment id to list by. Add: sandbox ID (created as NAME;
+ * NULL when it carries no name) goes to OUT[*N] when its deployment label DEPLOYMENT is
+ * s->deployment (a service that ignores the list's filter must not hand us another deployment's
+ * sandbox), ID is not NULL and fits, and *N < MAX. */
+int sbx_list_start(struct sbx *s, int *n, char *err, size_t errsz);
+void sbx_list_add(struct sbx *s, struct sbx_listed *out, int max, int *n, const char *id,
+		  const char *name, const char *deployment);
+
 /* Release what sbx_open prepared (the driver's state); safe to call twice. */
 void sbx_close(struct sbx *s);
 
@@ -136,6 +166,10 @@ void sbx_http_close(struct sbx *s);
 int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
 		   size_t errsz);
 int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz);
+/* ops->list of local, bwrap and srt: the directories under s->root whose name does not start
+ * with '.' (the package cache and bwrap's records do), id and name both the directory's. */
+int sbx_dir_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
+		 size_t errsz);
 /* Give the sandbox root and every workspace in it that someone else owns (made by root before
  * the reconciler gave up root) to UID:GID. Called as root. 0, or -1 when part failed. */
 int sbx_dir_own(struct sbx *s, unsigned uid, unsigned gid);

@@ -823,6 +823,7 @@ const struct sandbox_backend sbx_bwrap = {
 	.run = bwrap_run,
 	.set_egress = NULL,
 	.destroy = sbx_dir_destroy,
+	.list = sbx_dir_list,
 	.exists = sbx_dir_exists,
 	.cache_lookup = sbx_dir_cache_lookup,
 	.cache_store = sbx_dir_cache_store,

@@ -30,6 +30,7 @@
 #include "remote.h"
 
 #define DAYTONA_LABEL "terrarium_sandbox"  /* label key holding the deterministic name */
+#define DAYTONA_DEPLOYMENT_LABEL "terrarium_deployment" /* label key holding sbx.deployment */
 #define DAYTONA_WORKDIR "/home/daytona"    /* the sandbox user's home (libs/sdk-typescript/
 					    * src/Process.ts examples: cd /home/daytona) */
 #define DAYTONA_START_WAIT_S 180           /* bound on waiting for `started` */
@@ -88,19 +89,18 @@ static int dead_state(const char *st)
 	       !strcmp(st, "destroying");
 }
 
-/* Find the live sandbox labelled NAME. 1 found (ID set), 0 none, -1 error. */
-static int daytona_find(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-			size_t errsz)
+/* The sandboxes whose label KEY is VALUE: a new reference to their array, or NULL with ERR. */
+static json_t *label_list(struct sbx *s, const char *key, const char *value, char *err,
+			  size_t errsz)
 {
 	struct daytona *d = s->priv;
 	char q[SBX_ID_MAX * 6 + 128], path[sizeof(q) + 64];
 	struct http_request rq = { .method = "GET", .path = path };
 	struct http_response rs;
-	json_t *labels = json_pack("{s:s}", DAYTONA_LABEL, name), *ans = NULL, *list, *it;
+	json_t *labels = json_pack("{s:s}", key, value), *ans = NULL, *list = NULL;
 	char *ltext = labels ? json_dumps(labels, JSON_COMPACT) : NULL;
-	size_t i;
-	int ret = -1;
 
+	memset(&rs, 0, sizeof(rs));
 	if (!ltext || http_escape(ltext, q, sizeof(q))) {
 		snprintf(err, errsz, "daytona: sandbox name is too long");
 		goto out;
@@ -121,9 +121,28 @@ static int daytona_find(struct sbx *s, const char *name, char *id, size_t idsz, 
 	list = json_is_array(ans) ? ans : json_object_get(ans, "items");
 	if (!json_is_array(list)) {
 		snprintf(err, errsz, "GET /sandbox: answer is not a list of sandboxes");
+		list = NULL;
 		goto out;
 	}
-	ret = 0;
+	json_incref(list);
+out:
+	free(ltext);
+	json_decref(labels);
+	json_decref(ans);
+	http_response_release(&rs);
+	return list;
+}
+
+/* Find the live sandbox labelled NAME. 1 found (ID set), 0 none, -1 error. */
+static int daytona_find(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
+			size_t errsz)
+{
+	json_t *list = label_list(s, DAYTONA_LABEL, name, err, errsz), *it;
+	size_t i;
+	int ret = 0;
+
+	if (!list)
+		return -1;
 	json_array_foreach(list, i, it) {
 		const char *label = json_string_value(
 			json_object_get(json_object_get(it, "labels"), DAYTONA_LABEL));
@@ -134,18 +153,41 @@ static int daytona_find(struct sbx *s, const char *name, char *id, size_t idsz, 
 		if (!sid || !valid_id(sid, idsz)) {
 			snprintf(err, errsz, "GET /sandbox: sandbox without a usable id");
 			ret = -1;
-			goto out;
+			break;
 		}
 		strcpy(id, sid);
 		ret = 1;
 		break;
 	}
-out:
-	free(ltext);
-	json_decref(labels);
-	json_decref(ans);
-	http_response_release(&rs);
+	json_decref(list);
 	return ret;
+}
+
+/* This deployment's sandboxes (label DAYTONA_DEPLOYMENT_LABEL) not being or already destroyed,
+ * up to MAX (one list call: the server answers every match). */
+static int daytona_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
+			size_t errsz)
+{
+	json_t *list, *it;
+	size_t i;
+
+	if (sbx_list_start(s, n, err, errsz))
+		return -1;
+	if (!(list = label_list(s, DAYTONA_DEPLOYMENT_LABEL, s->deployment, err, errsz)))
+		return -1;
+	json_array_foreach(list, i, it) {
+		json_t *labels = json_object_get(it, "labels");
+		const char *state = json_string_value(json_object_get(it, "state"));
+		const char *sid = json_string_value(json_object_get(it, "id"));
+
+		if (state && (!strcmp(state, "destroyed") || !strcmp(state, "destroying")))
+			continue;
+		sbx_list_add(s, out, max, n, sid && valid_id(sid, SBX_ID_MAX) ? sid : NULL,
+			     json_string_value(json_object_get(labels, DAYTONA_LABEL)),
+			     json_string_value(json_object_get(labels, DAYTONA_DEPLOYMENT_LABEL)));
+	}
+	json_decref(list);
+	return 0;
 }
 
 /* GET /sandbox/{id} into STATE. 0, 1 when the sandbox does not exist, -1 error. */
@@ -267,6 +309,9 @@ static int daytona_create(struct sbx *s, const char *name, char *id, size_t idsz
 	 * field the SDK sends: libs/sdk-typescript/src/Daytona.ts). Not retried: the next attempt
 	 * finds a sandbox whose create timed out by its label. */
 	body = json_pack("{s:{s:s}}", "labels", DAYTONA_LABEL, name);
+	if (body && s->deployment[0])
+		json_object_set_new(json_object_get(body, "labels"), DAYTONA_DEPLOYMENT_LABEL,
+				    json_string(s->deployment));
 	if (body && s->remote->image[0])
 		json_object_set_new(body, "snapshot", json_string(s->remote->image));
 	if (body && !s->create_share_net)
@@ -499,4 +544,5 @@ const struct sandbox_backend sbx_daytona = {
 	.run = daytona_run,
 	.set_egress = NULL,
 	.destroy = daytona_destroy,
+	.list = daytona_list,
 };

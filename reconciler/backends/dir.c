@@ -106,6 +106,28 @@ int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
 	return sbx_rmtree(path, err, errsz) || sbx_rmtree(rec, err, errsz) ? -1 : 0;
 }
 
+int sbx_dir_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
+		 size_t errsz)
+{
+	struct dirent *e;
+	DIR *d = opendir(s->root);
+
+	*n = 0;
+	if (!d) {
+		snprintf(err, errsz, "%s: %s", s->root, strerror(errno));
+		return -1;
+	}
+	while (*n < max && (e = readdir(d))) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(out->id))
+			continue;
+		strcpy(out[*n].id, e->d_name);
+		strcpy(out[*n].name, e->d_name);
+		(*n)++;
+	}
+	closedir(d);
+	return 0;
+}
+
 /* nftw has no argument for the callback: the owner being given, set by sbx_dir_own */
 static uid_t own_uid;
 static gid_t own_gid;

@@ -32,6 +32,7 @@
 #define DOCKER_NAME_PREFIX "terrarium-"
 #define DOCKER_LABEL_SESSION "terrarium.session"
 #define DOCKER_LABEL_MANAGED "terrarium.managed"
+#define DOCKER_LABEL_DEPLOYMENT "terrarium.deployment" /* sbx.deployment: whose sandbox */
 #define DOCKER_WORKDIR SBX_WORKSPACE
 #define DOCKER_NAME_MAX 200
 #define DOCKER_EXEC_SLACK_S 30     /* HTTP time beyond the command's own limit */
@@ -241,7 +242,7 @@ static json_t *container_env(struct sbx *s)
 static json_t *container_spec(struct sbx *s, const char *name)
 {
 	const char *ca = s->cfg->sandbox_ca_bundle;
-	json_t *caps = json_array(), *binds = json_array(), *host;
+	json_t *caps = json_array(), *binds = json_array(), *host, *labels;
 	char bind[CONFIG_STR_MAX * 2];
 
 	for (int i = 0; docker_cap_add[i]; i++)
@@ -261,19 +262,25 @@ static json_t *container_spec(struct sbx *s, const char *name)
 			 "Memory", (json_int_t)DOCKER_MEMORY_LIMIT,
 			 "MemorySwap", (json_int_t)DOCKER_MEMORY_LIMIT,
 			 "Binds", binds);
-	if (!host)
+	labels = json_pack("{s:s, s:s}", DOCKER_LABEL_SESSION, name, DOCKER_LABEL_MANAGED, "true");
+	if (!host || !labels) {
+		json_decref(host);
+		json_decref(labels);
 		return NULL;
+	}
+	if (s->deployment[0])
+		json_object_set_new(labels, DOCKER_LABEL_DEPLOYMENT, json_string(s->deployment));
 	/* no User: the Engine gives an exec as root the capabilities above only when the
 	 * container's user is root; commands choose theirs (exec_create). pid 1 (docker-init, then
 	 * DOCKER_ENTRYPOINT) runs as that capability-poor root and does nothing else. */
-	return json_pack("{s:s, s:[s,s,s], s:s, s:o, s:b, s:b, s:{s:s, s:s}, s:o}",
+	return json_pack("{s:s, s:[s,s,s], s:s, s:o, s:b, s:b, s:o, s:o}",
 			 "Image", s->create_from ? s->create_from : s->remote->image,
 			 "Entrypoint", "sh", "-c", DOCKER_ENTRYPOINT,
 			 "WorkingDir", DOCKER_WORKDIR,
 			 "Env", container_env(s),
 			 "Tty", 0,
 			 "OpenStdin", 0,
-			 "Labels", DOCKER_LABEL_SESSION, name, DOCKER_LABEL_MANAGED, "true",
+			 "Labels", labels,
 			 "HostConfig", host);
 }
 
@@ -646,6 +653,45 @@ static int docker_exists(struct sbx *s, const char *id, char *err, size_t errsz)
 	return !st ? -1 : st == 200;
 }
 
+/* GET /containers/json?all=1&limit=MAX&filters={"label":[managed, deployment]} (ContainerList:
+ * label filters must all match; running or not; the newest first): this deployment's
+ * containers, each by its Id and the session of its terrarium.session label. */
+static int docker_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
+		       size_t errsz)
+{
+	char filters[HTTP_URL_MAX / 4], efilters[HTTP_URL_MAX / 2], path[HTTP_URL_MAX];
+	json_t *root, *c;
+	size_t i;
+
+	if (sbx_list_start(s, n, err, errsz))
+		return -1;
+	snprintf(filters, sizeof(filters), "{\"label\":[\"%s=true\",\"%s=%s\"]}",
+		 DOCKER_LABEL_MANAGED, DOCKER_LABEL_DEPLOYMENT, s->deployment);
+	if (http_escape(filters, efilters, sizeof(efilters))) {
+		snprintf(err, errsz, "docker: list filter is too long");
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/containers/json?all=1&limit=%d&filters=%s", max, efilters);
+	root = http_get_json(&docker_of(s)->http, path, err, errsz);
+	if (!root)
+		return -1;
+	if (!json_is_array(root)) {
+		snprintf(err, errsz, "docker: GET /containers/json: answer is not an array");
+		json_decref(root);
+		return -1;
+	}
+	json_array_foreach(root, i, c) {
+		json_t *labels = json_object_get(c, "Labels");
+		const char *cid = json_string_value(json_object_get(c, "Id"));
+
+		sbx_list_add(s, out, max, n, cid && full_id(cid) ? cid : NULL,
+			     json_string_value(json_object_get(labels, DOCKER_LABEL_SESSION)),
+			     json_string_value(json_object_get(labels, DOCKER_LABEL_DEPLOYMENT)));
+	}
+	json_decref(root);
+	return 0;
+}
+
 /* ---- package cache: images DOCKER_CACHE_REPO:KEY ---- */
 
 static int cache_ref(const char *key, char *ref, size_t refsz)
@@ -820,6 +866,7 @@ const struct sandbox_backend sbx_docker = {
 	.set_egress = NULL,
 	.destroy = docker_destroy,
 	.exists = docker_exists,
+	.list = docker_list,
 	.start = docker_start,
 	.cache_lookup = docker_cache_lookup,
 	.cache_store = docker_cache_store,

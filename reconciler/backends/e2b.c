@@ -44,6 +44,8 @@
 #include "remote.h"
 
 #define E2B_META_KEY "terrarium_sandbox"   /* metadata key holding the deterministic name */
+#define E2B_DEPLOYMENT_KEY "terrarium_deployment" /* metadata key holding sbx.deployment */
+#define E2B_LIST_PAGE "100"                /* GET /v2/sandboxes limit: the spec's maximum */
 #define E2B_DEFAULT_TEMPLATE "base"        /* the SDK's default template (sandbox/index.ts) */
 #define E2B_ENVD_PORT 49983                /* ConnectionConfig.envdPort */
 #define E2B_TTL_S 3600                     /* sandbox timeout asked for: the Hobby tier's cap */
@@ -143,33 +145,34 @@ static int get_str(json_t *obj, const char *key, char *out, size_t outsz)
 	return 0;
 }
 
-/* Find the sandbox whose metadata carries NAME. 1 found (ID set), 0 none, -1 error. */
-static int e2b_find(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-		    size_t errsz)
+/* One page of GET /v2/sandboxes?metadata=KEY=VALUE&state=running,paused[&limit=N][&nextToken=T]:
+ * the answer (a JSON array), or NULL with ERR set; the X-Next-Token of a page that has a next one
+ * into NEXT ("" on the last). Parameters (e2b-dev/E2B spec/openapi.yml): `metadata`, "Metadata
+ * query used to filter the sandboxes (e.g. "user=abc&app=prod"). Each key and values must be URL
+ * encoded"; `state` (array, style form, explode false): running and paused ones; `limit` (at
+ * most 100) and `nextToken`, the X-Next-Token header of the page before. The SDK encodes each key
+ * and value, joins them, and the whole value is encoded again as a query parameter:
+ * packages/js-sdk/src/sandbox/sandboxApi.ts SandboxPaginator.nextItems; the server unescapes the
+ * value, splits on & and =, and unescapes each part: e2b-dev/infra packages/api sandboxes list
+ * handler, parseFilters. */
+static json_t *list_page(struct sbx *s, const char *key, const char *value, const char *token,
+			 char *next, size_t nextsz, char *err, size_t errsz)
 {
 	struct e2b *e = s->priv;
-	char pair[SBX_ID_MAX * 3 + 64], key[64], val[SBX_ID_MAX * 3], q[sizeof(pair) * 3];
-	char path[sizeof(q) + 64];
-	struct http_request rq = { .method = "GET", .path = path };
+	char pair[SBX_ID_MAX * 3 + 64], ekey[64], val[SBX_ID_MAX * 3], q[sizeof(pair) * 3];
+	char etoken[E2B_TOKEN_MAX * 3], path[sizeof(q) + sizeof(etoken) + 128];
+	struct http_request rq = { .method = "GET", .path = path, .keep_headers = 1 };
 	struct http_response rs;
-	json_t *list = NULL, *it;
-	size_t i;
-	int ret = -1;
+	json_t *list = NULL;
 
-	/* GET /v2/sandboxes, parameter `metadata`: "Metadata query used to filter the sandboxes
-	 * (e.g. "user=abc&app=prod"). Each key and values must be URL encoded", and `state`
-	 * (array, style form, explode false): running and paused ones (e2b-dev/E2B
-	 * spec/openapi.yml; the SDK encodes each key and value, joins them, and the whole value is
-	 * encoded again as a query parameter: packages/js-sdk/src/sandbox/sandboxApi.ts
-	 * SandboxPaginator.nextItems; the server unescapes the value, splits on & and =, and
-	 * unescapes each part: e2b-dev/infra packages/api sandboxes list handler, parseFilters) */
-	if (http_escape(E2B_META_KEY, key, sizeof(key)) || http_escape(name, val, sizeof(val)) ||
-	    snprintf(pair, sizeof(pair), "%s=%s", key, val) >= (int)sizeof(pair) ||
-	    http_escape(pair, q, sizeof(q))) {
+	if (http_escape(key, ekey, sizeof(ekey)) || http_escape(value, val, sizeof(val)) ||
+	    snprintf(pair, sizeof(pair), "%s=%s", ekey, val) >= (int)sizeof(pair) ||
+	    http_escape(pair, q, sizeof(q)) || http_escape(token, etoken, sizeof(etoken))) {
 		snprintf(err, errsz, "%s: sandbox name is too long", s->ops->name);
-		return -1;
+		return NULL;
 	}
-	snprintf(path, sizeof(path), "/v2/sandboxes?metadata=%s&state=running,paused", q);
+	snprintf(path, sizeof(path), "/v2/sandboxes?metadata=%s&state=running,paused%s%s%s", q,
+		 next ? "&limit=" E2B_LIST_PAGE : "", *token ? "&nextToken=" : "", etoken);
 	if (http_do(&e->http, &rq, &rs, err, errsz))
 		goto out;
 	if (rs.status != 200) {
@@ -179,9 +182,27 @@ static int e2b_find(struct sbx *s, const char *name, char *id, size_t idsz, char
 	list = http_json(&rs);
 	if (!json_is_array(list)) {
 		snprintf(err, errsz, "GET /v2/sandboxes: answer is not a JSON array");
+		json_decref(list);
+		list = NULL;
 		goto out;
 	}
-	ret = 0;
+	if (next && http_header(&rs, "X-Next-Token", next, nextsz))
+		next[0] = '\0';
+out:
+	http_response_release(&rs);
+	return list;
+}
+
+/* Find the sandbox whose metadata carries NAME. 1 found (ID set), 0 none, -1 error. */
+static int e2b_find(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
+		    size_t errsz)
+{
+	json_t *list = list_page(s, E2B_META_KEY, name, "", NULL, 0, err, errsz), *it;
+	size_t i;
+	int ret = 0;
+
+	if (!list)
+		return -1;
 	json_array_foreach(list, i, it) {
 		const char *meta = json_string_value(
 			json_object_get(json_object_get(it, "metadata"), E2B_META_KEY));
@@ -192,15 +213,44 @@ static int e2b_find(struct sbx *s, const char *name, char *id, size_t idsz, char
 		if (get_str(it, "sandboxID", id, idsz) || !valid_id(id, idsz)) {
 			snprintf(err, errsz, "GET /v2/sandboxes: sandbox has no usable sandboxID");
 			ret = -1;
-			goto out;
+			break;
 		}
 		ret = 1;
 		break;
 	}
-out:
 	json_decref(list);
-	http_response_release(&rs);
 	return ret;
+}
+
+/* This deployment's sandboxes (metadata E2B_DEPLOYMENT_KEY), running or paused, page after page
+ * (X-Next-Token) up to MAX. */
+static int e2b_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
+		    size_t errsz)
+{
+	char token[E2B_TOKEN_MAX] = "";
+
+	if (sbx_list_start(s, n, err, errsz))
+		return -1;
+	do {
+		json_t *list = list_page(s, E2B_DEPLOYMENT_KEY, s->deployment, token, token,
+					 sizeof(token), err, errsz), *it;
+		size_t i;
+
+		if (!list)
+			return -1;
+		if (!json_array_size(list))
+			token[0] = '\0';
+		json_array_foreach(list, i, it) {
+			json_t *meta = json_object_get(it, "metadata");
+			const char *sid = json_string_value(json_object_get(it, "sandboxID"));
+
+			sbx_list_add(s, out, max, n, sid && valid_id(sid, SBX_ID_MAX) ? sid : NULL,
+				     json_string_value(json_object_get(meta, E2B_META_KEY)),
+				     json_string_value(json_object_get(meta, E2B_DEPLOYMENT_KEY)));
+		}
+		json_decref(list);
+	} while (token[0] && *n < max);
+	return 0;
 }
 
 static int e2b_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
@@ -225,6 +275,9 @@ static int e2b_create(struct sbx *s, const char *name, char *id, size_t idsz, ch
 			 (json_int_t)E2B_TTL_S, "autoPause", 1, "secure", 1,
 			 "allow_internet_access", s->create_share_net ? 1 : 0, "metadata",
 			 E2B_META_KEY, name);
+	if (body && s->deployment[0])
+		json_object_set_new(json_object_get(body, "metadata"), E2B_DEPLOYMENT_KEY,
+				    json_string(s->deployment));
 	if (!body) {
 		snprintf(err, errsz, "%s: request could not be built", s->ops->name);
 		return -1;
@@ -683,7 +736,7 @@ out:
 	{                                                                                \
 		.name = NAME, .open = e2b_open, .close = sbx_http_close, .create = e2b_create, \
 		.workdir = e2b_workdir, .run = e2b_run, .set_egress = NULL,              \
-		.destroy = e2b_destroy,                                                  \
+		.destroy = e2b_destroy, .list = e2b_list,                                 \
 	}
 const struct sandbox_backend sbx_e2b = E2B_DRIVER("e2b");
 const struct sandbox_backend sbx_cube = E2B_DRIVER("cube");

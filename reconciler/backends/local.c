@@ -23,4 +23,5 @@ const struct sandbox_backend sbx_local = {
 	.run = local_run,
 	.set_egress = NULL,
 	.destroy = sbx_dir_destroy,
+	.list = sbx_dir_list,
 };

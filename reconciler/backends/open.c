@@ -91,3 +91,23 @@ void sbx_close(struct sbx *s)
 		s->ops->close(s);
 	s->priv = NULL;
 }
+
+int sbx_list_start(struct sbx *s, int *n, char *err, size_t errsz)
+{
+	*n = 0;
+	if (s->deployment[0])
+		return 0;
+	snprintf(err, errsz, "%s: no deployment id to list by", s->ops->name);
+	return -1;
+}
+
+void sbx_list_add(struct sbx *s, struct sbx_listed *out, int max, int *n, const char *id,
+		  const char *name, const char *deployment)
+{
+	if (*n >= max || !id || !*id || strlen(id) >= sizeof(out->id) || !deployment ||
+	    strcmp(deployment, s->deployment))
+		return;
+	strcpy(out[*n].id, id);
+	snprintf(out[*n].name, sizeof(out[*n].name), "%s", name ? name : "");
+	(*n)++;
+}

@@ -42,6 +42,9 @@
 
 #define OSB_API_KEY_HEADER "OPEN-SANDBOX-API-KEY"
 #define OSB_NAME_KEY "terrarium.name"       /* metadata key carrying the deterministic name */
+#define OSB_DEPLOYMENT_KEY "terrarium.deployment" /* metadata key carrying sbx.deployment */
+/* the states of a sandbox not on its way out, as list_page's STATES (lifecycle spec) */
+#define OSB_LIVE_STATES "&state=Pending&state=Running&state=Pausing&state=Paused&state=Failed"
 #define OSB_EXECD_PORT 44772
 #define OSB_EGRESS_PORT 18080
 #define OSB_TTL_S 86400                     /* the spec's maximum sandbox lifetime */
@@ -433,42 +436,56 @@ static int osb_run(struct sbx *s, const char *id, int share_net, char *const arg
 
 /* ---- lifecycle ---- */
 
-/* The first live sandbox carrying our name: GET /v1/sandboxes?metadata=... (lifecycle spec:
- * paths./sandboxes.get; the filter is "key=value" pairs joined by '&', URL-encoded as one
- * value, as the Python SDK's list_sandboxes builds it). 1 found (ID, STATE set), 0 none, -1. */
+/* One page of GET /v1/sandboxes?metadata=KEY=VALUE[&state=...]&page=PAGE&pageSize=N (lifecycle
+ * spec: paths./sandboxes.get; the filter is "key=value" pairs joined by '&', URL-encoded as one
+ * value, as the Python SDK's list_sandboxes builds it; repeated states are ORed). STATES: ""
+ * or "&state=A&state=B". The answer (its items an array), or NULL with ERR set. */
+static json_t *list_page(struct osb *o, const char *key, const char *value, const char *states,
+			 int page, char *err, size_t errsz)
+{
+	char evalue[SBX_ID_MAX * 3], filter[SBX_ID_MAX * 3 + 64], efilter[sizeof(filter) * 3];
+	char path[HTTP_URL_MAX];
+	json_t *root;
+
+	/* the spec's example encodes each value, then the whole "k=v&k=v" string once more */
+	if (http_escape(value, evalue, sizeof(evalue)) ||
+	    snprintf(filter, sizeof(filter), "%s=%s", key, evalue) >= (int)sizeof(filter) ||
+	    http_escape(filter, efilter, sizeof(efilter)) ||
+	    snprintf(path, sizeof(path), "/v1/sandboxes?metadata=%s%s&page=%d&pageSize=%d", efilter,
+		     states, page, OSB_LIST_PAGE_SIZE) >= (int)sizeof(path)) {
+		snprintf(err, errsz, "opensandbox: sandbox name is too long");
+		return NULL;
+	}
+	if (!(root = http_get_json(&o->http, path, err, errsz)))
+		return NULL;
+	if (!json_is_array(json_object_get(root, "items"))) {
+		snprintf(err, errsz, "opensandbox: GET /v1/sandboxes: answer has no items");
+		json_decref(root);
+		return NULL;
+	}
+	return root;
+}
+
+/* The metadata value KEY of listed sandbox ITEM, or NULL. */
+static const char *meta_of(json_t *item, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(item, "metadata"), key));
+}
+
+/* The first live sandbox carrying our name (list_page). 1 found (ID, STATE set), 0 none, -1. */
 static int find_by_name(struct osb *o, const char *name, char *id, size_t idsz, char *state,
 			size_t statesz, char *err, size_t errsz)
 {
-	char ename[SBX_ID_MAX * 3], filter[SBX_ID_MAX * 3 + 64], efilter[sizeof(filter) * 3];
-	char path[HTTP_URL_MAX];
-	json_t *root = NULL, *item;
+	json_t *root = list_page(o, OSB_NAME_KEY, name, "", 1, err, errsz), *item;
 	size_t i;
-	int ret = -1;
+	int ret = 0;
 
-	/* the spec's example encodes each value, then the whole "k=v&k=v" string once more */
-	if (http_escape(name, ename, sizeof(ename)) ||
-	    snprintf(filter, sizeof(filter), "%s=%s", OSB_NAME_KEY, ename) >= (int)sizeof(filter) ||
-	    http_escape(filter, efilter, sizeof(efilter))) {
-		snprintf(err, errsz, "opensandbox: sandbox name is too long");
+	if (!root)
 		return -1;
-	}
-	if (snprintf(path, sizeof(path), "/v1/sandboxes?metadata=%s&pageSize=%d", efilter,
-		     OSB_LIST_PAGE_SIZE) >= (int)sizeof(path)) {
-		snprintf(err, errsz, "opensandbox: sandbox name is too long");
-		return -1;
-	}
-	if (!(root = http_get_json(&o->http, path, err, errsz)))
-		goto out;
-	if (!json_is_array(json_object_get(root, "items"))) {
-		snprintf(err, errsz, "opensandbox: GET /v1/sandboxes: answer has no items");
-		goto out;
-	}
-	ret = 0;
 	json_array_foreach(json_object_get(root, "items"), i, item) {
 		const char *sid = json_string_value(json_object_get(item, "id"));
 		const char *st = state_of(item);
-		const char *tag = json_string_value(
-			json_object_get(json_object_get(item, "metadata"), OSB_NAME_KEY));
+		const char *tag = meta_of(item, OSB_NAME_KEY);
 		/* a server that ignores the filter must not hand us someone else's sandbox */
 		if (!sid || !st || !tag || strcmp(tag, name))
 			continue;
@@ -484,9 +501,36 @@ static int find_by_name(struct osb *o, const char *name, char *id, size_t idsz, 
 		ret = 1;
 		break;
 	}
-out:
 	json_decref(root);
 	return ret;
+}
+
+/* This deployment's sandboxes not on their way out (OSB_LIVE_STATES), page after page while the
+ * answer says another follows, up to MAX. */
+static int osb_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
+		    size_t errsz)
+{
+	struct osb *o = osb_of(s);
+	int more = 1;
+
+	if (sbx_list_start(s, n, err, errsz))
+		return -1;
+	for (int page = 1; more && *n < max; page++) {
+		json_t *root = list_page(o, OSB_DEPLOYMENT_KEY, s->deployment, OSB_LIVE_STATES, page,
+					 err, errsz), *item;
+		size_t i;
+
+		if (!root)
+			return -1;
+		more = json_is_true(json_object_get(json_object_get(root, "pagination"),
+						    "hasNextPage")) &&
+		       json_array_size(json_object_get(root, "items"));
+		json_array_foreach(json_object_get(root, "items"), i, item)
+			sbx_list_add(s, out, max, n, json_string_value(json_object_get(item, "id")),
+				     meta_of(item, OSB_NAME_KEY), meta_of(item, OSB_DEPLOYMENT_KEY));
+		json_decref(root);
+	}
+	return 0;
 }
 
 /* Poll GET /v1/sandboxes/{id} until Running (lifecycle spec: Pending -> Running), at most
@@ -570,6 +614,9 @@ static int create_sandbox(struct sbx *s, const char *name, char *id, size_t idsz
 		snprintf(err, errsz, "opensandbox: request could not be built");
 		return -1;
 	}
+	if (s->deployment[0])
+		json_object_set_new(json_object_get(body, "metadata"), OSB_DEPLOYMENT_KEY,
+				    json_string(s->deployment));
 	if (!s->create_share_net)
 		json_object_set_new(body, "networkPolicy",
 				    json_pack("{s:s, s:[]}", "defaultAction", "deny", "egress"));
@@ -785,4 +832,5 @@ const struct sandbox_backend sbx_opensandbox = {
 	.run = osb_run,
 	.set_egress = osb_set_egress,
 	.destroy = osb_destroy,
+	.list = osb_list,
 };

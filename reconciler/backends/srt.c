@@ -419,6 +419,7 @@ const struct sandbox_backend sbx_srt = {
 	.run = srt_run,
 	.set_egress = srt_set_egress,
 	.destroy = sbx_dir_destroy,
+	.list = sbx_dir_list,
 	.check = srt_check,
 	.egress_per_command = 1,
 };

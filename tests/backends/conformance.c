@@ -8,7 +8,9 @@
  * output, environment and argv passed intact (no shell expansion), the working directory, output
  * capped at output_max with the tail kept, egress policy updates where the driver has them
  * (install-time widening, then final narrowing), idempotent destroy (twice, and a name never
- * created), destroy by name when no id was recorded.
+ * created), destroy by name when no id was recorded, and where the driver lists its sandboxes
+ * (ops->list, the reconciler's sweep): the sandbox is listed with its name while it exists, not
+ * after its destroy, and (a backend on a shared service) not by another deployment.
  *
  * With CONFORMANCE_FAKE_LOG=URL (a protocol fake's /__fake/log), the egress check also reads the
  * policy states the fake recorded for the sandbox and requires the two updates in order.
@@ -29,6 +31,7 @@
 #define CONF_SEQ_N 300          /* `seq 1 300` prints 1092 bytes */
 #define CONF_TIMEOUT_S 60
 #define CONF_ENV_VALUE "two words, 'quoted' and $NOT_EXPANDED"
+#define CONF_LIST_MAX 1000      /* sandboxes one list call may return here */
 
 static int passed, failed;
 
@@ -178,6 +181,41 @@ static json_t *fake_policies(const char *url, const char *id)
 }
 
 /* JSON array of strings A and B hold the same set. */
+/* Is sandbox ID (created as NAME) in S's list? 1 yes, 0 no, -1 the list failed (reported). */
+static int listed(struct sbx *s, const char *id, const char *name)
+{
+	struct sbx_listed *l = calloc(CONF_LIST_MAX, sizeof(*l));
+	char err[SBX_ERR_MAX];
+	int n = 0, found = 0;
+
+	if (!l || s->ops->list(s, l, CONF_LIST_MAX, &n, err, sizeof(err))) {
+		check(0, "list (%s)", l ? err : "out of memory");
+		free(l);
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		found |= !strcmp(l[i].id, id) && !strcmp(l[i].name, name);
+	free(l);
+	return found;
+}
+
+/* The sweep's view while sandbox ID (NAME) exists: listed by its deployment, not by another's
+ * (a backend on a shared service; a directory backend's root is the deployment's own). */
+static void check_list(struct sbx *s, const char *id, const char *name)
+{
+	char mine[SBX_DEPLOYMENT_MAX];
+
+	if (!s->ops->list)
+		return;
+	check(listed(s, id, name) == 1, "list shows sandbox %s with its name %s", id, name);
+	if (s->root[0])
+		return;
+	snprintf(mine, sizeof(mine), "%s", s->deployment);
+	snprintf(s->deployment, sizeof(s->deployment), "%s", "0another0deployment0");
+	check(listed(s, id, name) == 0, "another deployment's list does not show it");
+	snprintf(s->deployment, sizeof(s->deployment), "%s", mine);
+}
+
 static int same_set(json_t *a, json_t *b)
 {
 	size_t i, j;
@@ -235,6 +273,7 @@ out:
 int main(int argc, char **argv)
 {
 	const char *config_file = NULL, *prefix = "conf";
+	char deployment[SBX_DEPLOYMENT_MAX];
 	char name[CONF_NAME_MAX], name2[CONF_NAME_MAX], never[CONF_NAME_MAX];
 	char id[SBX_ID_MAX] = "", id2[SBX_ID_MAX] = "", id3[SBX_ID_MAX] = "";
 	char err[SBX_ERR_MAX] = "";
@@ -261,12 +300,15 @@ int main(int argc, char **argv)
 	snprintf(name, sizeof(name), "%s-%ld-%ld-a", prefix, (long)getpid(), (long)time(NULL));
 	snprintf(name2, sizeof(name2), "%s-%ld-%ld-b", prefix, (long)getpid(), (long)time(NULL));
 	snprintf(never, sizeof(never), "%s-%ld-never", prefix, (long)getpid());
+	/* what the reconciler reads from the database (sql/009_deployment.sql): hex */
+	snprintf(deployment, sizeof(deployment), "c0f0%08lx%08lx", (long)getpid(), (long)time(NULL));
 	printf("== conformance: backend %s (%s)\n", cfg.backend, config_file);
 
 	rc = sbx_open(&s, &cfg, config_file, err, sizeof(err));
 	check(rc == 0, "sbx_open (%s)", rc ? err : "ok");
 	if (rc)
 		goto done;
+	snprintf(s.deployment, sizeof(s.deployment), "%s", deployment);
 
 	rc = s.ops->create(&s, name, id, sizeof(id), err, sizeof(err));
 	check(rc == 0 && id[0], "create %s -> %s (%s)", name, id, rc ? err : "ok");
@@ -282,6 +324,7 @@ int main(int argc, char **argv)
 	check(rc == 0, "sbx_open after a restart (%s)", rc ? err : "ok");
 	if (rc)
 		goto done;
+	snprintf(s.deployment, sizeof(s.deployment), "%s", deployment);
 	rc = s.ops->create(&s, name, id3, sizeof(id3), err, sizeof(err));
 	check(rc == 0 && !strcmp(id, id3), "after a restart, create attaches to the same sandbox (%s%s)",
 	      id3, rc ? err : "");
@@ -289,9 +332,12 @@ int main(int argc, char **argv)
 	check_commands(&s, id);
 	check_output_cap(&s, &cfg, id);
 	check_egress(&s, id);
+	check_list(&s, id, name);
 
 	rc = s.ops->destroy(&s, id, err, sizeof(err));
 	check(rc == 0, "destroy (%s)", rc ? err : "ok");
+	if (s.ops->list)
+		check(listed(&s, id, name) == 0, "list no longer shows the destroyed sandbox");
 	rc = s.ops->destroy(&s, id, err, sizeof(err));
 	check(rc == 0, "destroy again: a missing sandbox counts as destroyed (%s)", rc ? err : "ok");
 	rc = s.ops->destroy(&s, never, err, sizeof(err));

@@ -8,7 +8,7 @@
 # an unrestricted environment with apt and pip packages -> one `--once` -> ready, the fake saw one
 # sandbox under the session's name, created with the network, and both installs; --exec runs in
 # it; a failing install -> rescheduling with the cause and without the API key; deleting the
-# sessions -> the sandboxes are gone; no protocol violations.
+# sessions -> the sandboxes are gone; the sweep (run.sh, sweep_e2e); no protocol violations.
 
 e2e_remote() { # BACKEND FAKE-SCRIPT
 	local b=$1 fake=$2
@@ -53,6 +53,12 @@ e2e_remote() { # BACKEND FAKE-SCRIPT
 	check "e2e $b: deleting the session removed its sandbox ($n left)" test "$n" = 0
 	n=$(jq -c .violations <<<"$log")
 	check "e2e $b: the fake recorded no protocol violations ($n)" test "$n" = "[]"
+
+	# e2b's fake forgets a deleted sandbox, daytona's keeps it as destroyed
+	sweep_e2e "e2e $b" "$dir" "$base/__fake/log" \
+		'[.sandboxes[] | select((.id // .sandboxID) == $id and .state != "destroyed")] | length == 1'
+	n=$(fake_log "$base/__fake/log" | jq -c .violations)
+	check "e2e $b: the fake recorded no protocol violations in the sweep ($n)" test "$n" = "[]"
 }
 
 if [ -z "${TERRARIUM_URL_docker:-}" ]; then

@@ -6,7 +6,9 @@
 // running), ContainerExec (POST /containers/{id}/exec), ExecStart (POST /exec/{id}/start: the
 // multiplexed stream, 8-byte frame headers {type, 0, 0, 0, big-endian uint32 size}), ExecInspect
 // (GET /exec/{id}/json), ContainerDelete (DELETE /containers/{id}?force=true), ImageCreate
-// (POST /images/create?fromImage=). Paths may carry a /v1.NN version prefix.
+// (POST /images/create?fromImage=), ContainerList (GET /containers/json?all=&limit=&filters=
+// with `label` filters "key" or "key=value", all of which must match; the newest first).
+// Paths may carry a /v1.NN version prefix.
 //
 // Every request is checked (method, path, query, body shape); anything else is recorded as a
 // violation and answered 400/404. No image is present at start: the first create answers 404
@@ -111,6 +113,30 @@ function handle(req, res, url, text) {
 			entrypoint: body.Entrypoint,
 		});
 		return send(res, 201, { Id: id, Warnings: [] });
+	}
+	if (path === '/containers/json' && req.method === 'GET') {
+		if (!onlyQuery(url, ['all', 'limit', 'size', 'filters'], res, 'ContainerList')) return;
+		let filters = {};
+		try {
+			filters = JSON.parse(url.searchParams.get('filters') || '{}');
+		} catch {
+			return fail(res, 400, 'ContainerList: filters is not JSON');
+		}
+		if (!isObj(filters) || Object.keys(filters).some((k) => k !== 'label') || (filters.label !== undefined && !isStrArray(filters.label))) {
+			return fail(res, 400, `ContainerList: unexpected filters ${JSON.stringify(filters)}`);
+		}
+		const limit = Number(url.searchParams.get('limit') || -1);
+		const all = ['1', 'true'].includes(url.searchParams.get('all'));
+		const match = (c) => (filters.label || []).every((f) => {
+			const eq = f.indexOf('=');
+			return eq < 0 ? f in c.labels : c.labels[f.slice(0, eq)] === f.slice(eq + 1);
+		});
+		let list = [...containers.values()].reverse().filter((c) => (all || c.running) && match(c));
+		if (limit > 0) list = list.slice(0, limit);
+		return send(res, 200, list.map((c) => ({
+			Id: c.id, Names: [c.name], Image: c.image, Labels: c.labels,
+			State: c.running ? 'running' : 'created', HostConfig: { NetworkMode: c.networkMode },
+		})));
 	}
 	if ((m = path.match(/^\/containers\/([^/]+)\/json$/)) && req.method === 'GET') {
 		if (!onlyQuery(url, ['size'], res, 'ContainerInspect')) return;

@@ -6,7 +6,7 @@
 // Listens on 127.0.0.1 (port 0: any); prints "listening PORT" and writes PORT to --port-file.
 // One port serves both planes:
 //   - the API (e2b-dev/E2B spec/openapi.yml), X-API-Key required:
-//       GET  /v2/sandboxes?metadata=..&state=..   GET /sandboxes?metadata=..
+//       GET  /v2/sandboxes?metadata=..&state=..&limit=..&nextToken=..   GET /sandboxes?metadata=..
 //       POST /sandboxes                           GET /sandboxes/{id}
 //       POST /sandboxes/{id}/connect              DELETE /sandboxes/{id}
 //     Sandboxes answer "domain": "localhost:PORT", so the driver derives envd's address as
@@ -116,7 +116,17 @@ async function api(req, res, url) {
       }
       const list = [...sandboxes.values()].filter((sb) => states.includes(sb.state) &&
         matches(sb, meta));
-      return send(res, 200, list.map(listedView));
+      if (path === '/sandboxes') return send(res, 200, list.map(listedView));
+      // pages: limit (1..100, default 100), nextToken = the X-Next-Token of the page before
+      // (here an offset; opaque to clients)
+      const limit = Number(url.searchParams.get('limit') ?? 100);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 100) violation(req, `limit ${limit} is not 1..100`);
+      const token = url.searchParams.get('nextToken');
+      const from = token === null ? 0 : Number(token);
+      if (token !== null && !/^[0-9]+$/.test(token)) violation(req, `nextToken '${token}' was never handed out`);
+      const page = list.slice(from, from + limit);
+      return send(res, 200, page.map(listedView),
+        from + limit < list.length ? { 'X-Next-Token': String(from + limit) } : {});
     }
     if (req.method === 'POST' && path === '/sandboxes') {
       const b = await jsonBody(req, violation);

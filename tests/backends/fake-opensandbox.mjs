@@ -161,9 +161,11 @@ function lifecycle(req, res, url, text) {
 			.filter((sb) => !states.length || states.includes(sb.state))
 			.map((sb) => view(sb, true));
 		const pageSize = Number(url.searchParams.get('pageSize') || 20);
+		const page = Number(url.searchParams.get('page') || 1);
+		if (!Number.isInteger(page) || page < 1 || !Number.isInteger(pageSize) || pageSize < 1) return fail(res, 400, 'GET /v1/sandboxes: page and pageSize must be integers >= 1');
 		return send(res, 200, {
-			items: items.slice(0, pageSize),
-			pagination: { page: 1, pageSize, totalItems: items.length, totalPages: Math.ceil(items.length / pageSize), hasNextPage: items.length > pageSize },
+			items: items.slice((page - 1) * pageSize, page * pageSize),
+			pagination: { page, pageSize, totalItems: items.length, totalPages: Math.ceil(items.length / pageSize), hasNextPage: items.length > page * pageSize },
 		});
 	}
 	const sb = sandboxes.get(decodeURIComponent(parts[2] || ''));

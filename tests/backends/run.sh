@@ -17,7 +17,8 @@
 #    an agent with an MCP server, a limited environment with pip packages, a session; one
 #    `terrarium-reconciler --once` with backend opensandbox against a fresh fake -> the session
 #    is ready, and the fake saw the sidecar policy go to final + registry hosts, then to final.
-#    Then a failing install (rescheduling, last_error without the API key) and a teardown.
+#    Then a failing install (rescheduling, last_error without the API key), a teardown, and the
+#    sweep (sweep_e2e): a sandbox of ours that no session owns is removed, others are kept.
 # 3. The same for e2b, cube and daytona against their fakes (e2e-remote.sh, sourced).
 #
 # Prints "N passed, N failed"; exits non-zero on any failure. KEEP_BACKENDS_TEST=1 keeps the
@@ -40,6 +41,8 @@ PIDS=()
 
 # shellcheck source=tests/lib.sh
 . "$ROOT/tests/lib.sh"
+# shellcheck source=scripts/lib-stack.sh
+. "$ROOT/scripts/lib-stack.sh" # db_sql
 
 cleanup() {
 	local pid
@@ -197,6 +200,50 @@ once_failing() {
 		bash -c '! grep -qF -- "$(cat "$1")" <<<"$2" && ! grep -qF -- "$(cat "$1")" "$3"/*.log' _ "$dir/api.key" "$err" "$dir"
 }
 
+sql() { db_sql "$TERRARIUM_RUN" terrarium -N -e "$1"; } # the e2e stack's database
+
+# sweep_e2e WHAT DIR LOG-URL ALIVE-JQ: the sweep of sandboxes no session owns, through the
+# reconciler of DIR and its fake (LOG-URL: its /__fake/log; ALIVE-JQ: a jq filter of that log,
+# given $id, answering whether sandbox $id still exists). Three sessions of an unrestricted
+# environment without packages are made ready: one while the database carried another
+# deployment id (another stack on the same service), whose rows then go; one whose rows are
+# deleted behind the API's back; one left alone. The next run removes the second's sandbox
+# only, and logs it.
+sweep_e2e() {
+	local what=$1 dir=$2 log_url=$3 alive=$4 env mine live orphan other sb_live sb_orphan sb_other
+	local log removed
+	env=$(api POST /v1/environments "{\"name\":\"sweep-$what\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"}}}" | jq -r .id)
+	mine=$(sql "SELECT LOWER(HEX(secret)) FROM server_secrets WHERE name = 'deployment'")
+	check "$what sweep: the database has a deployment id ($mine)" test "${#mine}" -eq 32
+	other=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
+	sql "UPDATE server_secrets SET secret = UNHEX('0123456789abcdef0123456789abcdef') WHERE name = 'deployment'"
+	once_ready "$what sweep: another deployment's session" "$dir" "$other"
+	sql "UPDATE server_secrets SET secret = UNHEX('$mine') WHERE name = 'deployment'"
+	live=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
+	orphan=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
+	once_ready "$what sweep: a session" "$dir" "$live"
+	check "$what sweep: another session" test "$(provisioning "$orphan" | jq -r .p.status)" = ready
+	sb_live=$(sql "SELECT sandbox_id FROM session_sandboxes WHERE session_id = '$live'")
+	sb_orphan=$(sql "SELECT sandbox_id FROM session_sandboxes WHERE session_id = '$orphan'")
+	sb_other=$(sql "SELECT sandbox_id FROM session_sandboxes WHERE session_id = '$other'")
+	sql "DELETE FROM provisioning_intents WHERE session_id IN ('$orphan', '$other');
+		DELETE FROM session_sandboxes WHERE session_id IN ('$orphan', '$other');
+		DELETE FROM sessions WHERE id IN ('$orphan', '$other')"
+	"$RECON" -c "$dir/reconciler.ini" --once >"$dir/sweep.log" 2>&1
+	log=$(fake_log "$log_url")
+	check "$what sweep: the sandbox whose session's rows were deleted is removed ($sb_orphan)" \
+		test "$(jq --arg id "$sb_orphan" "$alive" <<<"$log")" = false
+	check "$what sweep: its removal is logged" \
+		grep -q "sweep: removed sandbox $sb_orphan: no session owns it (made for $orphan)" "$dir/sweep.log"
+	removed=$(grep -c "sweep: removed" "$dir/sweep.log")
+	check "$what sweep: nothing else was removed ($removed removals)" test "$removed" -eq 1
+	check "$what sweep: another deployment's sandbox is kept ($sb_other)" \
+		test "$(jq --arg id "$sb_other" "$alive" <<<"$log")" = true
+	check "$what sweep: the live session's sandbox is kept ($sb_live)" \
+		test "$(jq --arg id "$sb_live" "$alive" <<<"$log")" = true
+	api DELETE "/v1/sessions/$live" >/dev/null
+}
+
 for bin in "$CONF" "$RECON"; do
 	if [ ! -x "$bin" ]; then
 		echo "backends: $bin is not built (run make)" >&2
@@ -307,6 +354,10 @@ check "e2e: the fake's one-time 503 on the first lookup was retried" \
 	test "$(jq -c '[.calls[] | select(.method == "GET" and .path == "/v1/sandboxes") | .status][0:2]' <<<"$LOG")" = "[503,200]"
 v=$(jq -c .violations <<<"$LOG")
 check "e2e: the fake recorded no protocol violations ($v)" test "$v" = "[]"
+
+sweep_e2e e2e "$E" "$FAKE/__fake/log" '[.sandboxes[] | select(.id == $id and .state != "Terminated")] | length == 1'
+v=$(fake_log "$FAKE/__fake/log" | jq -c .violations)
+check "e2e: the fake recorded no protocol violations in the sweep ($v)" test "$v" = "[]"
 
 # ---- 3. end to end for e2b, cube and daytona (their own file) ----
 # shellcheck source=e2e-remote.sh

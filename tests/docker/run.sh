@@ -17,6 +17,10 @@
 #              session ready exactly once, one container labelled with it
 #   race       two reconcilers provisioning two sessions of one new environment at once: one
 #              whole cache entry, both sessions ready
+#   sweep      containers of this deployment that no session owns (one made by hand, one whose
+#              session's rows were deleted behind the API's back) are removed by --once, each
+#              logged; a live session's container and one labelled with another deployment
+#              (another stack on the same Engine) are kept
 #   bwrap      the cache of directory backends: a second bwrap session starts from the entry
 #              (layered on it: tests/reconciler/run.sh, layers), shares no file with the
 #              first, cannot see the cache; removal
@@ -60,6 +64,8 @@ RUN=$(mktemp -d /tmp/terrarium-docker.XXXXXX) || exit 1
 T=$RUN/t
 mkdir -p "$T"
 INDEX_NAME=terrarium-test-pypi-$$
+SWEEP_ORPHAN=terrarium-sesn_SweepOrphan$$ # containers the sweep test makes by hand
+SWEEP_OTHER=terrarium-sesn_SweepOther$$
 NOCARGO_IMAGE=terrarium-test-nocargo:$$
 SESSIONS_FILE=$T/sessions # every session this run made (new_session runs in a subshell)
 
@@ -71,7 +77,7 @@ cleanup() {
 	# this run's package cache entries (docker images), whatever the tests left
 	db_sql "$RUN" terrarium -N -e "SELECT cache_key FROM sandbox_cache WHERE backend = 'docker'" \
 		2>/dev/null | sed 's/^/terrarium-cache:/' | xargs -r docker -H "unix://$SOCK" rmi >/dev/null 2>&1
-	dk rm -f "$INDEX_NAME" >/dev/null 2>&1
+	dk rm -f "$INDEX_NAME" "$SWEEP_ORPHAN" "$SWEEP_OTHER" >/dev/null 2>&1
 	dk rmi "$NOCARGO_IMAGE" >/dev/null 2>&1
 	stack_stop_all "$RUN" 2>/dev/null
 	docker_engine_release 2>/dev/null # the last user of an Engine started for tests stops it
@@ -334,6 +340,43 @@ SX3=$(new_session "$ENVX")
 recon "$T/race3.log" --once
 check "race: third session ready from the cache" \
 	bash -c '[ "$1" = ready ] && grep -q "sandbox from package cache" "$2"' _ "$(status "$SX3")" "$T/race3.log"
+
+# ---- sweep: containers of this deployment that no session owns ----
+echo "# sweep"
+DEPLOY=$(db_sql "$RUN" terrarium -N -e "SELECT LOWER(HEX(secret)) FROM server_secrets WHERE name = 'deployment'")
+check "sweep: the database has a deployment id ($DEPLOY)" test "${#DEPLOY}" -eq 32
+check "sweep: sandboxes carry it as a label" \
+	test "$(dk inspect -f '{{index .Config.Labels "terrarium.deployment"}}' "$(container_of "$SX3")")" = "$DEPLOY"
+ENVW=$(new_env '{"name":"docker-sweep","config":{"type":"cloud","networking":{"type":"unrestricted"}}}')
+SW=$(new_session "$ENVW")
+recon "$T/sweep0.log" --once
+check "sweep: a session without packages is ready" test "$(status "$SW")" = ready
+SW_CID=$(container_of "$SW")
+# its rows go behind the API's back: its container is now no session's
+db_sql "$RUN" terrarium -e "DELETE FROM provisioning_intents WHERE session_id = '$SW';
+	DELETE FROM session_sandboxes WHERE session_id = '$SW'; DELETE FROM sessions WHERE id = '$SW'"
+# one made by hand as ours (never started), one of another stack sharing this Engine
+dk create --name "$SWEEP_ORPHAN" --label terrarium.managed=true --label "terrarium.deployment=$DEPLOY" \
+	--label "terrarium.session=${SWEEP_ORPHAN#terrarium-}" --network none "$IMAGE" >/dev/null
+dk create --name "$SWEEP_OTHER" --label terrarium.managed=true \
+	--label terrarium.deployment=00000000000000000000000000000000 \
+	--label "terrarium.session=${SWEEP_OTHER#terrarium-}" --network none "$IMAGE" >/dev/null
+ORPHAN_CID=$(dk inspect -f '{{.Id}}' "$SWEEP_ORPHAN")
+recon "$T/sweep.log" --once
+check "sweep: the container of the session whose rows were deleted is removed" \
+	test "$(containers_of "$SW")" -eq 0
+check "sweep: its removal is logged" grep -q "sweep: removed sandbox $SW_CID: no session owns it (made for $SW)" "$T/sweep.log"
+check "sweep: the hand-made container of ours is removed" \
+	bash -c '! docker -H "unix://$1" inspect "$2" >/dev/null 2>&1' _ "$SOCK" "$SWEEP_ORPHAN"
+check "sweep: its removal is logged" grep -q "sweep: removed sandbox $ORPHAN_CID: no session owns it" "$T/sweep.log"
+check "sweep: nothing else was removed ($(grep -c 'sweep: removed' "$T/sweep.log") removals)" \
+	test "$(grep -c 'sweep: removed' "$T/sweep.log")" -eq 2
+check "sweep: another deployment's container is kept" \
+	bash -c 'docker -H "unix://$1" inspect "$2" >/dev/null 2>&1' _ "$SOCK" "$SWEEP_OTHER"
+check "sweep: live sessions keep their containers" \
+	test "$(containers_of "$S1")$(containers_of "$SX3")" = 11
+check "sweep: and they still work" test "$(xc "$SX3" -- node -e "console.log(require('is-number')(4))")" = true
+dk rm -f "$SWEEP_OTHER" >/dev/null
 
 # ---- bwrap: the directory backends' cache ----
 echo "# bwrap cache"
