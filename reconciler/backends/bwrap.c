@@ -26,6 +26,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <linux/nsfs.h>
@@ -53,6 +54,7 @@
 #define BWRAP_DNS "nameserver 10.0.2.3\n" /* slirp4netns's DNS forwarder */
 #define BWRAP_SLIRP_MTU "--mtu=65520"
 #define BWRAP_NET_WAIT_MS 10000     /* for the sandbox's pid, then for slirp4netns to be ready */
+#define BWRAP_CMDLINE_READ_MAX 16384 /* bytes of a sandbox's bwrap command line read */
 #define BWRAP_NET_POLL_MS 2         /* between looks at the sandbox's loopback */
 #define BWRAP_FIB_READ_MAX 8192     /* bytes of /proc/PID/net/fib_trie read: a new namespace's is short */
 #define BWRAP_SLIRP_OUT_MAX 4096
@@ -245,6 +247,100 @@ static void bwrap_close(struct sbx *s)
 	s->priv = NULL;
 }
 
+/* The first LEN bytes of /proc/PID/FILE into BUF (NUL-terminated, NULs inside kept), or -1. */
+static ssize_t proc_read(const char *pid, const char *file, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/%s", pid, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+/* 1 when process PID is a bwrap (by its name). */
+static int is_bwrap(const char *pid)
+{
+	char comm[32];
+
+	return proc_read(pid, "comm", comm, sizeof(comm)) > 0 && !strcmp(comm, BWRAP_BIN "\n");
+}
+
+/* 1 when PID, a process of ours, is a sandbox left without its reconciler: bwrap's pid 1 of a
+ * sandbox under ROOT (its command line binds a directory of ROOT), in a pid namespace other than
+ * ours, whose parent is not bwrap's monitor. */
+static int orphaned_sandbox(const char *pid, const char *root, const char *our_pidns)
+{
+	char cmd[BWRAP_CMDLINE_READ_MAX], stat[512], ns[64], path[64], ppid[24];
+	size_t rootlen = strlen(root);
+	const char *p, *end;
+	ssize_t n, len;
+	int binds_root = 0;
+
+	if (!is_bwrap(pid))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%s/ns/pid", pid);
+	len = readlink(path, ns, sizeof(ns) - 1);
+	if (len <= 0)
+		return 0;
+	ns[len] = '\0';
+	if (!strcmp(ns, our_pidns))
+		return 0; /* a monitor: it dies with its reconciler (--die-with-parent) */
+	n = proc_read(pid, "cmdline", cmd, sizeof(cmd));
+	for (p = cmd, end = cmd + (n > 0 ? n : 0); p < end; p += strlen(p) + 1)
+		if (!strcmp(p, "--bind") && p + strlen(p) + 1 < end) {
+			const char *src = p + strlen(p) + 1;
+
+			binds_root |= !strncmp(src, root, rootlen) && src[rootlen] == '/';
+		}
+	/* the parent is the 4th field of stat, after the name in parentheses */
+	if (!binds_root || proc_read(pid, "stat", stat, sizeof(stat)) <= 0 ||
+	    !(p = strrchr(stat, ')')) || sscanf(p, ") %*c %23s", ppid) != 1)
+		return 0;
+	return !is_bwrap(ppid);
+}
+
+/* Kill the sandboxes of ROOT whose reconciler died during their setup. bwrap ties its pid 1 to
+ * its monitor only once the setup is done (PR_SET_PDEATHSIG in its init), and the monitor dies
+ * with the reconciler: a reconciler killed between the two leaves pid 1 reparented and its
+ * command running for nobody. Killing pid 1 ends its whole pid namespace. */
+static void kill_orphans(const char *root)
+{
+	char our_pidns[64], pid[24];
+	struct dirent *e;
+	ssize_t len = readlink("/proc/self/ns/pid", our_pidns, sizeof(our_pidns) - 1);
+	DIR *d;
+
+	if (len <= 0 || !(d = opendir("/proc")))
+		return;
+	our_pidns[len] = '\0';
+	while ((e = readdir(d))) {
+		int pidfd;
+
+		if (strspn(e->d_name, "0123456789") != strlen(e->d_name) ||
+		    snprintf(pid, sizeof(pid), "%s", e->d_name) >= (int)sizeof(pid))
+			continue;
+		/* the descriptor pins the process: the checks below are about it, not a reuse */
+		pidfd = (int)syscall(SYS_pidfd_open, (pid_t)atol(pid), 0);
+		if (pidfd < 0)
+			continue;
+		if (orphaned_sandbox(pid, root, our_pidns) &&
+		    !syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0))
+			log_warn("bwrap: killed sandbox process %s of %s: its reconciler died "
+				 "while setting it up",
+				 pid, root);
+		close(pidfd);
+	}
+	closedir(d);
+}
+
 static int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
 {
 	static const char *const roots[] = BWRAP_VIEW_ROOTS;
@@ -273,6 +369,7 @@ static int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
 				 BWRAP_VIEW_ARGS_MAX);
 			goto fail;
 		}
+	kill_orphans(s->root);
 	return 0;
 fail:
 	bwrap_close(s);

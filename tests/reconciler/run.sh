@@ -123,6 +123,34 @@ mkdir -p "$SLOW" && printf '#!/bin/sh\nsleep 1\nexec %s "$@"\n' "$(command -v sl
 	>"$SLOW/slirp4netns" && chmod 0755 "$SLOW" "$SLOW/slirp4netns"
 out=$(PATH="$SLOW:$PATH" "$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- grep -c tap0: /proc/net/dev 2>&1)
 check "bwrap: a slirp4netns started late still brings the network up ($out)" test "$out" = 1
+# a reconciler killed while a sandbox is being set up (here: waiting for its network) leaves the
+# sandbox to nobody; the next run kills it
+orphaned() { # orphaned DIR: bwrap's pid 1 of a sandbox binding DIR whose parent is not bwrap
+	local p ppid n=0
+	for p in /proc/[0-9]*; do
+		[ "$(cat "$p/comm" 2>/dev/null)" = bwrap ] || continue
+		tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qxF "$1" || continue
+		ppid=$(awk '{ sub(/.*\) /, ""); print $2 }' "$p/stat" 2>/dev/null)
+		[ -n "$ppid" ] && [ "$(cat "/proc/$ppid/comm" 2>/dev/null)" != bwrap ] && n=$((n + 1))
+	done
+	echo "$n"
+}
+SLOWER=$T/slower-slirp
+mkdir -p "$SLOWER" && printf '#!/bin/sh\nsleep 4\nexec %s "$@"\n' "$(command -v slirp4netns)" \
+	>"$SLOWER/slirp4netns" && chmod 0755 "$SLOWER" "$SLOWER/slirp4netns"
+PATH="$SLOWER:$PATH" "$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- sleep 300 >/dev/null 2>&1 &
+pid=$!
+sleep 2
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+sleep 1
+n=$(orphaned "$T/root-bwrap/$SID_B")
+check "setup kill9: the sandbox outlived its reconciler killed during its setup ($n)" test "$n" -ge 1
+"$RECON" -c "$INI_BWRAP" --once >"$T/setup-kill.log" 2>&1
+check "setup kill9: the next run killed it and said so" grep -q "killed sandbox process" "$T/setup-kill.log"
+sleep 0.5
+n=$(orphaned "$T/root-bwrap/$SID_B")
+check "setup kill9: nothing of it is left ($n)" test "$n" -eq 0
 
 # ---- drift: a bwrap workspace removed behind terrarium's back ----
 echo "# drift"
