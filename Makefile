@@ -6,6 +6,11 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -Wall -Wextra -Wformat=2 -Wstrict-prototypes -Wvla -Wwrite-strings -Werror \
 	-fno-strict-aliasing -MMD -MP
 LDLIBS_DB := $(shell mariadb_config --libs 2>/dev/null || pkg-config --libs libmariadb)
+# CONFIG_DEFAULT_PATH=/etc/terrarium/terrarium.ini: the configuration read without -c or
+# $$TERRARIUM_CONFIG (common/config.h; the Debian package's build sets it, debian/rules)
+ifdef CONFIG_DEFAULT_PATH
+CPPFLAGS += -DCONFIG_DEFAULT_PATH='"$(CONFIG_DEFAULT_PATH)"'
+endif
 
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
 	common/egress.c common/redact.c common/privs.c common/strbuf.c

@@ -1,6 +1,8 @@
 /* Configuration shared by the API and the reconciler: one INI file (inih).
  *
- * Path: -c PATH, else $TERRARIUM_CONFIG, else "terrarium.ini" in the working directory.
+ * Path: -c PATH, else $TERRARIUM_CONFIG, else CONFIG_DEFAULT_PATH: "terrarium.ini" in the working
+ * directory, or what the build defines (`make CONFIG_DEFAULT_PATH=...`; the Debian package's
+ * build makes it /etc/terrarium/terrarium.ini, debian/rules).
  * Environment overrides: TERRARIUM_DB_PASSWORD replaces [database] password.
  *
  * Every key, its type, bounds, default and documentation is one row of the table in config.c
@@ -15,7 +17,9 @@
 #include "backend.h"
 
 #define CONFIG_STR_MAX 512
+#ifndef CONFIG_DEFAULT_PATH
 #define CONFIG_DEFAULT_PATH "terrarium.ini"
+#endif
 #define CONFIG_DEFAULT_MIGRATIONS "sql"
 #define CONFIG_DEFAULT_MAX_REQUESTS 10000
 #define CONFIG_MAX_MAX_REQUESTS 1000000000

@@ -19,7 +19,8 @@
 #
 # apache2, libapache2-mod-fcgid and lighttpd are installed for their binaries as well (make
 # test-servers runs its own instances; docs/hosting.md). --deb also installs what `make deb` and
-# `make test-deb` need: debhelper, dpkg-dev, fakeroot, lintian, debootstrap.
+# `make test-deb` need: debhelper, dpkg-dev, fakeroot, lintian, debootstrap, systemd (for
+# systemd-analyze: the units are verified, not run).
 #
 # The srt backend's runtime, @anthropic-ai/sandbox-runtime at the version pinned by
 # sandbox-runtime/package-lock.json, is installed with `npm ci` into sandbox-runtime/ (no global
@@ -27,7 +28,7 @@
 # socat and ripgrep from Debian (docs/srt.md).
 set -euo pipefail
 
-deb_packages=(debhelper dpkg-dev fakeroot lintian debootstrap)
+deb_packages=(debhelper dpkg-dev fakeroot lintian debootstrap systemd)
 with_deb=0
 for arg in "$@"; do
 	case "$arg" in

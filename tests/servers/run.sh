@@ -9,7 +9,8 @@
 #   tests/sdk/run.sh             the official SDK suite
 # and then the shared-hosting setup (hosting/apache/htaccess.in, api.fcgi.in) in a per-user
 # directory of an Apache configured like a shared host (tests/servers/shared-host.conf.in): the
-# SDK suite against http://127.0.0.1:PORT/~alice/terrarium/api.fcgi.
+# SDK suite against http://127.0.0.1:PORT/~alice/terrarium/api.fcgi. Before that, `make up`
+# with SERVER=apache (scripts/up.sh and down.sh, nothing left running).
 # Everything started is stopped by PID; the last line is "N passed, N failed".
 # Environment: BUILD_DIR, SERVERS, KEEP_RUN=1 (keep the directory).
 # shellcheck disable=SC2317 # functions run through `part` and the EXIT trap
@@ -164,6 +165,54 @@ for server in "${SERVERS[@]}"; do
 	lighttpd) lighttpd_stop "$RUN" ;;
 	esac
 done
+
+# `make up` itself with SERVER=apache: scripts/up.sh (its own MariaDB and Apache in RUN/up on
+# a free port; dependencies not reinstalled), the README's curl example with the key it made,
+# the SDK suite's environment tests (the whole suite ran above through apache_start, which
+# up.sh calls too: here what up.sh adds is tested), then scripts/down.sh: every process up.sh
+# started (its pid files and their descendants, by PID and start time) is gone.
+procs_under() { # PID...: each PID and its descendants, as PID:STARTTIME
+	local p c
+	for p in "$@"; do
+		[ -r "/proc/$p/stat" ] || continue
+		echo "$p:$(awk '{ print $22 }' "/proc/$p/stat")"
+		for c in $(ps -o pid= --ppid "$p"); do procs_under "$c"; done
+	done
+}
+make_up() { # SERVER
+	local dir="$RUN/up-$1" port key procs p rc=0
+	port=$(stack_free_port) || return 1
+	if ! RUNDIR=$dir PORT=$port SERVER=$1 SKIP_INSTALL_DEPS=1 WORKERS=2 \
+		bash "$ROOT/scripts/up.sh" >"$RUN/up-$1.log" 2>&1; then
+		tail -n 30 "$RUN/up-$1.log"
+		RUNDIR=$dir bash "$ROOT/scripts/down.sh"
+		return 1
+	fi
+	grep -q "terrarium is up (backend: local, server: $1)" "$RUN/up-$1.log" || rc=1
+	key=$(cat "$dir/api-key")
+	# shellcheck disable=SC2046 # one PID per pid file
+	procs=$(procs_under $(cat "$dir"/*.pid))
+	echo "make up ($1): processes $(tr '\n' ' ' <<<"$procs")"
+	grep -q "^$(cat "$dir/$1.pid"):" <<<"$procs" || { echo "FAIL no $1 process"; rc=1; }
+	[ "$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v1/environments" \
+		-H "x-api-key: $key" -H "anthropic-beta: managed-agents-2026-04-01")" = 200 ] ||
+		{ echo "FAIL the README's curl example"; rc=1; }
+	env -u TERRARIUM_KEY2 -u TERRARIUM_KEY_ACCT2 TERRARIUM_URL="http://127.0.0.1:$port" \
+		TERRARIUM_KEY="$key" bash "$ROOT/tests/sdk/run.sh" --test-name-pattern='create and retrieve' || rc=1
+	RUNDIR=$dir bash "$ROOT/scripts/down.sh" || rc=1
+	for p in $procs; do
+		if [ -r "/proc/${p%%:*}/stat" ] &&
+			[ "$(awk '{ print $22 }' "/proc/${p%%:*}/stat")" = "${p#*:}" ]; then
+			echo "FAIL still running after down.sh: pid ${p%%:*}: $(tr '\0' ' ' <"/proc/${p%%:*}/cmdline")"
+			rc=1
+		fi
+	done
+	stack_port_open "$port" && { echo "FAIL 127.0.0.1:$port still open"; rc=1; }
+	return $rc
+}
+if [[ " ${SERVERS[*]} " == *" apache "* ]]; then
+	part "make up: SERVER=apache scripts/up.sh, curl, SDK subset, scripts/down.sh" make_up apache
+fi
 
 # Shared hosting: what docs/hosting.md tells a user to do, in ~alice/public_html/terrarium.
 shared_host() {
