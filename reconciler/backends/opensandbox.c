@@ -372,9 +372,12 @@ static int exec_command(struct sbx *s, const char *id, const char *command, cons
 	json_decref(body);
 	if (e.line.len) /* a last event without its newline */
 		sse_event(&e, e.line.buf, e.line.len);
-	if (rc && rs.timed_out) {
+	if (rc && (rs.timed_out || rs.stopped)) {
+		/* execd ends the command at the time limit it was given; a stop only ends the call
+		 * (execd has no interrupt this driver uses) */
 		out_tail_finish(&out, res);
-		res->timed_out = 1;
+		res->timed_out = rs.timed_out;
+		res->stopped = rs.stopped;
 		res->exit_code = 128 + 9;
 		ret = 0;
 		goto out_free;
