@@ -51,6 +51,8 @@ CRASH_ROUNDS=${CRASH_ROUNDS:-10}
 
 # shellcheck source=tests/lib-check.sh
 . "$ROOT/tests/lib-check.sh"
+# shellcheck source=tests/lib-lease.sh
+. "$ROOT/tests/lib-lease.sh"
 skip() {
 	echo "docker tests skipped: $*"
 	echo "0 passed, 0 failed"
@@ -428,10 +430,6 @@ dk rm -f "slownpm-$$" >/dev/null 2>&1
 sed -e "s|^image = .*|image = $SLOWNPM_IMAGE|" -e "s|^lease_seconds = .*|lease_seconds = 3|" \
 	"$INI" >"$T/lease.ini"
 npm_calls() { dk exec "$(container_of "$1")" cat /tmp/npm-calls.log 2>/dev/null; } # SESSION
-lease_end() { # SESSION: the lease expiry of its claimed intent
-	db_sql "$RUN" terrarium -N -e "SELECT lease_expires_at FROM provisioning_intents
-		WHERE session_id = '$1' AND state = 'claimed'"
-}
 install_started() { # SESSION: wait (at most 120 s) until the fake npm has started in it
 	local i
 	for i in $(seq 1 600); do
@@ -442,19 +440,11 @@ install_started() { # SESSION: wait (at most 120 s) until the fake npm has start
 }
 ENVL=$(new_env '{"name":"docker-lease","config":{"type":"cloud","networking":{"type":"unrestricted"},"packages":{"npm":["slow-pkg"]}}}')
 SL=$(new_session "$ENVL")
-"$RECON" -c "$T/lease.ini" --once >"$T/lease-a.log" 2>&1 &
-pid_a=$!
-install_started "$SL"
-check "lease: the install started" test $? -eq 0
-l1=$(lease_end "$SL")
-sleep 4 # past the lease the last step's record gave: only renewals during the exec keep it
-l2=$(lease_end "$SL")
-"$RECON" -c "$T/lease.ini" --once >"$T/lease-b.log" 2>&1
-rc_b=$?
-wait "$pid_a"
-rc_a=$?
-check "lease: both runs exit 0 ($rc_a, $rc_b)" test "$rc_a$rc_b" = 00
-check "lease: renewed while the exec ran ($l1 -> $l2)" bash -c '[[ -n $1 && $2 > $1 ]]' _ "$l1" "$l2"
+lease_mid_install "$RUN" "$T/lease.ini" "$SL" install_started "$T/lease"
+check "lease: the install started" test "$LEASE_STARTED" -eq 0
+check "lease: both runs exit 0 ($LEASE_RC)" test "$LEASE_RC" = "0 0"
+check "lease: renewed while the exec ran ($LEASE_BEFORE -> $LEASE_AFTER)" \
+	bash -c '[[ -n $1 && $2 > $1 ]]' _ "$LEASE_BEFORE" "$LEASE_AFTER"
 calls=$(npm_calls "$SL")
 check "lease: one install ($(tr '\n' ' ' <<<"$calls"))" \
 	test "$(grep -c start <<<"$calls")$(grep -c done <<<"$calls")" = 11
@@ -465,13 +455,8 @@ check "lease: ready after attempt 1 ($(jq -c '[.provisioning.status, .provisioni
 # environment of its own, so that the session does not start from the first one's cache entry
 ENVL2=$(new_env '{"name":"docker-lease-lost","config":{"type":"cloud","networking":{"type":"unrestricted"},"packages":{"npm":["slow-pkg-2"]}}}')
 SL2=$(new_session "$ENVL2")
-"$RECON" -c "$T/lease.ini" --once >"$T/lease-c.log" 2>&1 &
-pid_a=$!
-install_started "$SL2"
-check "lease: the second install started" test $? -eq 0
-db_sql "$RUN" terrarium -e "UPDATE provisioning_intents SET lease_owner = 'another-reconciler'
-	WHERE session_id = '$SL2' AND state = 'claimed'"
-wait "$pid_a"
+lease_taken "$RUN" "$T/lease.ini" "$SL2" install_started "$T/lease-c.log"
+check "lease: the second install started" test "$LEASE_STARTED" -eq 0
 check "lease: the run noticed the lost lease and stopped the exec" \
 	grep -q "lease lost while a command ran" "$T/lease-c.log"
 sleep 9 # the fake install, had it lived on, would have written "done" by now
