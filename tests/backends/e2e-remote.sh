@@ -96,11 +96,7 @@ e2b_lease() {
 	}
 	env=$(api POST /v1/environments '{"name":"backends-lease-e2b","config":{"type":"cloud","networking":{"type":"unrestricted"},"packages":{"pip":["slow-8"]}}}' | jq -r .id)
 	sid=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
-	lease_mid_install "$TERRARIUM_RUN" "$dir/reconciler.ini" "$sid" pip_started "$dir/run"
-	check "lease e2b: the install started" test "$LEASE_STARTED" -eq 0
-	check "lease e2b: both runs exit 0 ($LEASE_RC)" test "$LEASE_RC" = "0 0"
-	check "lease e2b: renewed while the call ran ($LEASE_BEFORE -> $LEASE_AFTER)" \
-		bash -c '[[ -n $1 && $2 > $1 ]]' _ "$LEASE_BEFORE" "$LEASE_AFTER"
+	lease_mid_install "lease e2b" "$TERRARIUM_RUN" "$dir/reconciler.ini" "$sid" pip_started "$dir/run"
 	log=$(fake_log "$base/__fake/log")
 	n=$(jq '[.processes[] | select(.argv[0] == "pip")] | length' <<<"$log")
 	check "lease e2b: one install ($n)" test "$n" = 1
@@ -111,11 +107,8 @@ e2b_lease() {
 	env=$(api POST /v1/environments '{"name":"backends-lease-e2b-lost","config":{"type":"cloud","networking":{"type":"unrestricted"},"packages":{"pip":["slow-9"]}}}' | jq -r .id)
 	sid2=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
 	pkg=slow-9
-	lease_taken "$TERRARIUM_RUN" "$dir/reconciler.ini" "$sid2" pip_started "$dir/c.log"
+	lease_taken "lease e2b" "$TERRARIUM_RUN" "$dir/reconciler.ini" "$sid2" pip_started "$dir/c.log"
 	p=$(pip_pid)
-	check "lease e2b: the second install started ($p)" test "$LEASE_STARTED" -eq 0
-	check "lease e2b: the run noticed the lost lease and stopped the call" \
-		grep -q "lease lost while a command ran" "$dir/c.log"
 	for _ in $(seq 1 50); do # the fake's install notices a signal within 0.1 s
 		log=$(fake_log "$base/__fake/log")
 		[ "$(jq --argjson p "${p:-0}" '[.processes[] | select(.pid == $p) | .state][0]' <<<"$log")" != '"running"' ] && break
