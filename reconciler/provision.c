@@ -292,6 +292,10 @@ static enum recon_outcome fail(struct job *j)
 	long delay;
 	enum db_status st;
 
+	if (j->lost) { /* the watch stopped the step: nothing is this run's to record */
+		free(redacted);
+		return RECON_LOST;
+	}
 	if (!redacted)
 		return RECON_DB_ERROR;
 	/* API clients read last_error: no host paths */
@@ -344,36 +348,37 @@ static void command_error(struct job *j, const char *what, const struct proc_res
 static void discard(struct job *j)
 {
 	struct recon *r = j->r;
+	const struct proc_watch *watch = r->sbx.watch;
+	/* a create the watch cut short recorded no id: the name finds what it may have made */
+	const char *id = j->sandbox_id[0] ? j->sandbox_id : j->in->session_id;
 	char err[SBX_ERR_MAX];
 	int gone = 0;
 
 	if (intents_session_gone(r->db, j->in->session_id, &gone) || !gone)
 		return;
-	if (r->sbx.ops->destroy(&r->sbx, j->sandbox_id, err, sizeof(err)))
+	r->sbx.watch = NULL; /* the lease is lost already: the destroy must not be stopped */
+	if (r->sbx.ops->destroy(&r->sbx, id, err, sizeof(err)))
 		log_warn("intent %lld: session deleted during the create; destroying sandbox %s: %s",
-			 j->in->id, j->sandbox_id, err);
+			 j->in->id, id, err);
 	else
 		log_info("intent %lld: session deleted during the create; sandbox %s destroyed",
-			 j->in->id, j->sandbox_id);
+			 j->in->id, id);
+	r->sbx.watch = watch;
 }
 
 /* Run ARGV in the job's sandbox (as its root when AS_ROOT), renewing the lease while it runs
- * (a lost lease kills the command and sets j->lost). 0, or -1: j->lost, or the error is
- * WHAT's. */
+ * (the job's watch: a lost lease kills the command and sets j->lost). 0, or -1: j->lost, or
+ * the error is WHAT's. */
 static int run_step(struct job *j, const char *what, int as_root, int share_net,
 		    const char **argv, char **envp)
 {
-	long every = j->r->cfg->lease_s / RECON_RENEWALS_PER_LEASE;
-	struct proc_watch watch = { lease_tick, j, (every < 1 ? 1 : every) * 1000L };
 	struct recon *r = j->r;
 	struct proc_result res;
 	int rc;
 
 	r->sbx.run_as_root = as_root;
-	r->sbx.watch = &watch;
 	rc = r->sbx.ops->run(&r->sbx, j->sandbox_id, share_net, (char *const *)argv, envp,
 			     r->cfg->command_timeout_s, &res);
-	r->sbx.watch = NULL;
 	r->sbx.run_as_root = 0;
 	if (j->lost) {
 		proc_result_release(&res);
@@ -523,6 +528,8 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	r->sbx.create_defer_start = 0;
 	if (rc) {
 		out = fail(j);
+		if (j->lost) /* the watch stopped the create: it may have made the sandbox */
+			discard(j);
 		goto out;
 	}
 	stat_step(r, cache_hit ? "sandbox_cached" : "sandbox", clock_mono_s() - t0);
@@ -671,6 +678,7 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	if (!lost && deferred) {
 		/* a command arriving meanwhile starts it itself (docker: exec's 409 path) */
 		char err[SBX_ERR_MAX];
+		r->sbx.watch = NULL; /* bound: there is no lease left to keep */
 		t0 = clock_mono_s();
 		if (r->sbx.ops->start(&r->sbx, j->sandbox_id, err, sizeof(err)))
 			log_warn("intent %lld: starting sandbox %s: %s (its first command starts it)",
@@ -688,7 +696,10 @@ out:
 
 enum recon_outcome recon_process(struct recon *r, struct intent *in)
 {
+	long every = r->cfg->lease_s / RECON_RENEWALS_PER_LEASE;
 	struct job j = { .r = r, .in = in };
+	/* renews the lease while the backend works: commands, and the HTTP drivers' calls */
+	struct proc_watch watch = { lease_tick, &j, (every < 1 ? 1 : every) * 1000L };
 	json_t *spec = json_loads(in->spec, 0, NULL);
 	enum recon_outcome out;
 
@@ -708,10 +719,10 @@ enum recon_outcome recon_process(struct recon *r, struct intent *in)
 	} else if (!spec) {
 		snprintf(j.error, sizeof(j.error), "intent spec does not parse");
 		out = fail(&j);
-	} else if (!strcmp(in->kind, INTENT_TEARDOWN)) {
-		out = teardown(&j);
 	} else {
-		out = provision(&j, spec);
+		r->sbx.watch = &watch;
+		out = !strcmp(in->kind, INTENT_TEARDOWN) ? teardown(&j) : provision(&j, spec);
+		r->sbx.watch = NULL;
 	}
 	json_decref(spec);
 	json_decref(j.steps);

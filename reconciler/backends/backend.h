@@ -40,8 +40,12 @@ struct sbx {
 	 * set_egress, deny-all until set_egress opens hosts. An attached sandbox keeps what it
 	 * was created with. local and bwrap ignore it (run's share_net decides per command). */
 	int create_share_net;
-	/* Set by the caller before each run: asked about every second while a command runs
-	 * (local, bwrap); a non-zero answer kills the command at once. NULL: no watch. */
+	/* Set by the caller: asked about every watch->interval_ms while a command runs, and
+	 * during the HTTP drivers' calls (creates that pull or poll included: http.h); a non-zero
+	 * answer stops the command at once (a process: killed; docker: its exec's processes
+	 * killed; e2b: SIGKILL through envd; opensandbox: execd's interrupt; daytona: the call
+	 * aborted) and fails a create. NULL: no watch. A driver cleaning up after a stop clears
+	 * it for those calls. */
 	const struct proc_watch *watch;
 	/* Set by the caller before each create: the image or tree a NEW sandbox starts from
 	 * instead of the configured base (a package cache entry's ref, from cache_lookup), or

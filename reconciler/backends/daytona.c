@@ -481,7 +481,12 @@ static int daytona_run(struct sbx *s, const char *id, int share_net, char *const
 			      : DAYTONA_ANSWER_MAX;
 	t0 = clock_mono_s();
 	if (http_do(&d->http, &rq, &rs, err, sizeof(err))) {
-		if (rs.timed_out || clock_mono_s() - t0 >= (double)timeout_s) {
+		if (rs.stopped) {
+			/* the call ends; the daemon's execute has no kill: its timeout ends it */
+			res->stopped = 1;
+			res->exit_code = 128 + 9;
+			ret = 0;
+		} else if (rs.timed_out || clock_mono_s() - t0 >= (double)timeout_s) {
 			res->timed_out = 1;
 			res->exit_code = 128 + 9;
 			ret = 0;

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "../../common/clock.h"
+#include "../../common/crypto.h"
 #include "backend.h"
 #include "http.h"
 #include "remote.h"
@@ -49,6 +50,17 @@
 #define DOCKER_LABEL_CACHE "terrarium.cache"
 #define DOCKER_COMMIT_TIMEOUT_S 600
 #define DOCKER_ENV_MAX 64
+/* Every command's exec carries DOCKER_MARK_VAR=<random hex> in its environment, so that a
+ * second exec (the Engine has no exec kill) can find and kill what the first started when its
+ * time limit passes or the watch says stop: every process of the user whose environment holds
+ * the mark, a few passes to catch what forked meanwhile. A process that drops the variable
+ * escapes it and lives until the container goes. */
+#define DOCKER_MARK_VAR "TERRARIUM_EXEC"
+#define DOCKER_MARK_BYTES 16
+#define DOCKER_KILL_TIMEOUT_S 30
+#define DOCKER_KILL_SCRIPT                                                                   \
+	"for i in 1 2 3; do for p in /proc/[0-9]*; do tr '\\0' '\\n' <\"$p/environ\" 2>/dev/null | " \
+	"grep -qx \"$1\" && kill -9 \"${p#/proc/}\" 2>/dev/null; done; done; exit 0"
 /* The container's main process: hands /workspace to the sandbox user (an image of one's own may
  * have it root's, as WorkingDir makes it; the default image and cache images have it so already:
  * then nothing changes), then idles so that commands can be exec'd. Done by pid 1 as the
@@ -434,9 +446,10 @@ static int demux_data(void *arg, const char *data, size_t n)
 }
 
 /* POST /containers/{id}/exec (ContainerExec): 201 {Id}; 409 when the container is not
- * running (after an Engine restart): started, then asked once more. */
+ * running (after an Engine restart): started, then asked once more. MARK (or NULL) goes into
+ * the environment (DOCKER_MARK_VAR). */
 static int exec_create(struct sbx *s, const char *id, char *const argv[], char *const envp[],
-		       char *execid, size_t execidsz, char *err, size_t errsz)
+		       const char *mark, char *execid, size_t execidsz, char *err, size_t errsz)
 {
 	struct docker *d = docker_of(s);
 	int started = 0;
@@ -454,6 +467,8 @@ static int exec_create(struct sbx *s, const char *id, char *const argv[], char *
 	for (int i = 0; envp && envp[i]; i++)
 		if (!s->cfg->sandbox_ca_bundle[0] || !is_ca_var(envp[i]))
 			json_array_append_new(env, json_string(envp[i]));
+	if (mark)
+		json_array_append_new(env, json_string(mark));
 	body = json_pack("{s:b, s:b, s:b, s:b, s:o, s:o, s:s, s:s}", "AttachStdin", 0,
 			 "AttachStdout", 1, "AttachStderr", 1, "Tty", 0, "Cmd", cmd, "Env", env,
 			 "WorkingDir", DOCKER_WORKDIR, "User",
@@ -534,8 +549,27 @@ static int exec_inspect(struct docker *d, const char *execid, int *code, char *e
 	return -1;
 }
 
-static int docker_run(struct sbx *s, const char *id, int share_net, char *const argv[],
-		      char *const envp[], long timeout_s, struct proc_result *res)
+static int docker_exec(struct sbx *s, const char *id, char *const argv[], char *const envp[],
+		       const char *mark, long timeout_s, struct proc_result *res);
+
+/* Kill what the exec marked MARK started (DOCKER_MARK_VAR), by a second exec as the same
+ * user, outside the watch (it said stop already, or the time limit passed). */
+static void exec_kill(struct sbx *s, const char *id, const char *mark)
+{
+	const char *argv[] = { "sh", "-c", DOCKER_KILL_SCRIPT, "sh", mark, NULL };
+	const struct proc_watch *watch = s->watch;
+	struct proc_result res;
+
+	s->watch = NULL;
+	docker_exec(s, id, (char *const *)argv, NULL, NULL, DOCKER_KILL_TIMEOUT_S, &res);
+	proc_result_release(&res);
+	s->watch = watch;
+}
+
+/* Run ARGV in container ID as docker_run does, its exec marked with MARK when not NULL (then
+ * killed when its time limit passes or the watch says stop). */
+static int docker_exec(struct sbx *s, const char *id, char *const argv[], char *const envp[],
+		       const char *mark, long timeout_s, struct proc_result *res)
 {
 	struct docker *d = docker_of(s);
 	char execid[SBX_ID_MAX], ref[SBX_ID_MAX * 3], path[HTTP_URL_MAX], err[SBX_ERR_MAX];
@@ -546,7 +580,6 @@ static int docker_run(struct sbx *s, const char *id, int share_net, char *const 
 	json_t *body = NULL;
 	int code = -1, ret = -1, rc;
 
-	(void)share_net; /* the container's network was chosen at create */
 	memset(res, 0, sizeof(*res));
 	memset(&rs, 0, sizeof(rs));
 	memset(&m, 0, sizeof(m));
@@ -556,7 +589,7 @@ static int docker_run(struct sbx *s, const char *id, int share_net, char *const 
 		proc_result_fail(res, "docker: empty command");
 		goto out;
 	}
-	if (exec_create(s, id, argv, envp, execid, sizeof(execid), err, sizeof(err))) {
+	if (exec_create(s, id, argv, envp, mark, execid, sizeof(execid), err, sizeof(err))) {
 		proc_result_fail(res, err);
 		goto out;
 	}
@@ -574,10 +607,12 @@ static int docker_run(struct sbx *s, const char *id, int share_net, char *const 
 	rq.on_data_arg = &m;
 	rq.timeout_s = timeout_s + DOCKER_EXEC_SLACK_S;
 	rc = http_do(&d->http, &rq, &rs, err, sizeof(err));
-	if (rc && rs.timed_out) {
-		/* the Engine has no exec kill: the process may outlive this call */
+	if (rc && (rs.timed_out || rs.stopped)) {
+		if (mark)
+			exec_kill(s, id, mark);
 		out_tail_finish(&out, res);
-		res->timed_out = 1;
+		res->timed_out = rs.timed_out;
+		res->stopped = rs.stopped;
 		res->exit_code = 128 + 9;
 		ret = 0;
 		goto out;
@@ -603,6 +638,24 @@ out:
 	out_tail_release(&out);
 	http_response_release(&rs);
 	return ret;
+}
+
+static int docker_run(struct sbx *s, const char *id, int share_net, char *const argv[],
+		      char *const envp[], long timeout_s, struct proc_result *res)
+{
+	unsigned char r[DOCKER_MARK_BYTES];
+	char mark[sizeof(DOCKER_MARK_VAR) + 2 * DOCKER_MARK_BYTES + 1];
+	int n = snprintf(mark, sizeof(mark), "%s=", DOCKER_MARK_VAR);
+
+	(void)share_net; /* the container's network was chosen at create */
+	if (random_bytes(r, sizeof(r))) {
+		memset(res, 0, sizeof(*res));
+		proc_result_fail(res, "docker: no randomness for the exec's mark");
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(r); i++)
+		n += snprintf(mark + n, sizeof(mark) - (size_t)n, "%02x", r[i]);
+	return docker_exec(s, id, argv, envp, mark, timeout_s, res);
 }
 
 /* DELETE /containers/{ref}?force=true&v=true (ContainerDelete): 204, 404 = no such container.

@@ -674,6 +674,18 @@ static int e2b_run(struct sbx *s, const char *id, int share_net, char *const arg
 	envd_headers(id, &ev, timeout_s * 1000L, &hb, rq.headers, &n);
 	t0 = clock_mono_s();
 	rc = http_do(&e->http, &rq, &rs, err, sizeof(err));
+	if (rc && !st.ended && rs.stopped) {
+		/* the watch said stop: the process goes with the call, outside the watch */
+		const struct proc_watch *watch = s->watch;
+		s->watch = NULL;
+		if (st.started)
+			e2b_kill(s, id, &ev, st.pid);
+		s->watch = watch;
+		res->stopped = 1;
+		res->exit_code = 128 + 9;
+		ret = 0;
+		goto out;
+	}
 	if (rc && !st.ended) {
 		if (rs.timed_out || clock_mono_s() - t0 >= (double)timeout_s) {
 			/* our own limit: envd's should have fired first; make sure it is dead */

@@ -20,6 +20,7 @@
 #define HTTP_PROTOCOLS "http,https"
 #define HTTP_DEFAULT_SOCKET_BASE "http://localhost"
 #define HTTP_RETRY_AFTER_MAX 32
+#define HTTP_WATCH_SLICE_MS 100 /* backoff sleeps in slices this long to ask the watch */
 
 /* What one transfer collects; reset before every try. */
 struct xfer {
@@ -33,6 +34,8 @@ struct xfer {
 	char retry_after[HTTP_RETRY_AFTER_MAX];
 	int streamed;   /* on_data has received bytes: the call must not repeat */
 	int aborted;    /* on_data asked to stop */
+	struct http_client *client;
+	int stopped;    /* the client's watch said stop */
 };
 
 static void wipe(void *p, size_t n)
@@ -249,6 +252,50 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+/* Ask the client's watch when it is due (http.h): 1 when it says stop. */
+static int watch_stop(struct http_client *c)
+{
+	const struct proc_watch *w = c->watch ? *c->watch : NULL;
+	long long now = clock_mono_ms();
+
+	if (!w)
+		return 0;
+	if (!c->watch_due_ms || c->watch_due_ms - now > w->interval_ms)
+		c->watch_due_ms = now + w->interval_ms; /* first call under this watch */
+	if (now < c->watch_due_ms)
+		return 0;
+	if (w->tick(w->arg))
+		return 1;
+	c->watch_due_ms = clock_mono_ms() + w->interval_ms;
+	return 0;
+}
+
+/* CURLOPT_XFERINFOFUNCTION: libcurl calls it often during a transfer, at least once a second
+ * while nothing moves; non-zero aborts the transfer (CURLE_ABORTED_BY_CALLBACK). */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	struct xfer *x = arg;
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	if (watch_stop(x->client))
+		x->stopped = 1;
+	return x->stopped;
+}
+
+/* Sleep MS in slices, asking the client's watch: 1 when it says stop. */
+static int watched_sleep(struct http_client *c, unsigned ms)
+{
+	while (ms) {
+		unsigned k = ms > HTTP_WATCH_SLICE_MS ? HTTP_WATCH_SLICE_MS : ms;
+		clock_sleep_ms(k);
+		ms -= k;
+		if (watch_stop(c))
+			return 1;
+	}
+	return 0;
+}
+
 /* The path of RQ without its query string, for messages. */
 static void display_path(const struct http_request *rq, char *out, size_t outsz)
 {
@@ -347,6 +394,11 @@ static CURLcode perform(struct http_client *c, const struct http_request *rq, co
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+	if (c->watch && *c->watch) {
+		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(e, CURLOPT_XFERINFODATA, x);
+		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+	}
 	if (!strcmp(rq->method, "GET")) {
 		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
 	} else if (!strcmp(rq->method, "HEAD")) {
@@ -448,12 +500,18 @@ int http_do(struct http_client *c, const struct http_request *rq, struct http_re
 		x.easy = c->easy;
 		x.max = rq->body_max ? rq->body_max : HTTP_BODY_MAX;
 		x.keep_headers = rq->keep_headers;
+		x.client = c;
 		rs->status = 0;
+		if (watch_stop(c)) {
+			x.stopped = 1;
+			rc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
 		rc = perform(c, rq, url, req_body, req_len, hdrs, &x);
 		rs->tries = attempt + 1;
 		if (rc == CURLE_OK)
 			curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &rs->status);
-		if (rq->no_retry || x.streamed || attempt >= HTTP_RETRIES_MAX)
+		if (rq->no_retry || x.streamed || x.stopped || attempt >= HTTP_RETRIES_MAX)
 			break;
 		if (rc == CURLE_OK ? !transient_status(rs->status) : !transient_curl(rc))
 			break;
@@ -461,8 +519,12 @@ int http_do(struct http_client *c, const struct http_request *rq, struct http_re
 			unsigned long s = strtoul(x.retry_after, NULL, 10);
 			delay = s * 1000 > HTTP_BACKOFF_CAP_MS ? HTTP_BACKOFF_CAP_MS : (unsigned)s * 1000;
 		}
-		clock_sleep_ms(delay);
 		c->retry_sleep_ms += delay;
+		if (watched_sleep(c, delay)) {
+			x.stopped = 1;
+			rc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
 		delay = delay * 2 > HTTP_BACKOFF_CAP_MS ? HTTP_BACKOFF_CAP_MS : delay * 2;
 	}
 
@@ -477,7 +539,10 @@ int http_do(struct http_client *c, const struct http_request *rq, struct http_re
 		ret = 0;
 	} else {
 		rs->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
-		if (x.aborted)
+		rs->stopped = x.stopped;
+		if (x.stopped)
+			snprintf(err, errsz, "%s %s: stopped by the caller's watch", rq->method, path);
+		else if (x.aborted)
 			snprintf(err, errsz, "%s %s: aborted by the driver", rq->method, path);
 		else
 			snprintf(err, errsz, "%s %s: %s%s", rq->method, path, curl_easy_strerror(rc),

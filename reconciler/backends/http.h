@@ -23,6 +23,7 @@
 #include <stddef.h>
 
 #include "../../common/config.h"
+#include "process.h"
 
 #define HTTP_BODY_MAX (4u << 20)      /* response bytes kept when the request sets no cap */
 #define HTTP_HEADERS_MAX 16384        /* response header bytes kept (keep_headers) */
@@ -52,6 +53,12 @@ struct http_client {
 	char auth_name[HTTP_AUTH_NAME_MAX];  /* header carrying the credential */
 	char auth_prefix[32];                /* before the credential: "" or "Bearer " */
 	unsigned retry_sleep_ms;             /* total slept in backoff (tests read it) */
+	/* The caller's watch, asked while a call runs (about every interval_ms: during a transfer,
+	 * before each try and in the backoff between tries): *watch, or none when WATCH or *WATCH
+	 * is NULL. sbx_open points it at the sandbox's sbx.watch. A non-zero answer aborts the
+	 * call at once (rs->stopped); clear *watch for calls that clean up after that. */
+	const struct proc_watch *const *watch;
+	long long watch_due_ms;              /* monotonic time the watch is asked next */
 };
 
 struct http_request {
@@ -87,6 +94,8 @@ struct http_response {
 	size_t headers_len;
 	int tries;         /* attempts made (1 + retries) */
 	int timed_out;     /* the last try failed at the total timeout (http_do returned -1) */
+	int stopped;       /* the client's watch said stop: the call was aborted (http_do
+			    * returned -1) */
 };
 
 /* Bind C to backend BACKEND (its name, for messages) with settings RC: base URL (required unless
@@ -106,7 +115,8 @@ void http_set_auth(struct http_client *c, const char *name, const char *prefix);
 void http_release(struct http_client *c);
 
 /* Perform RQ, retrying transient outcomes (connection errors, timeouts, 408, 429, 5xx) up to
- * HTTP_RETRIES_MAX times with backoff unless rq->no_retry, or once on_data has received bytes.
+ * HTTP_RETRIES_MAX times with backoff unless rq->no_retry, or once on_data has received bytes;
+ * asking the client's watch on the way (a stop aborts the call: rs->stopped).
  * Returns 0 when a response arrived (whatever its status: check rs->status), -1 on a transport
  * failure after the retries ("METHOD PATH: <what failed>" in ERR). RS is filled either way;
  * release it with http_response_release. */

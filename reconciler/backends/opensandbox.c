@@ -61,6 +61,7 @@
 #define OSB_EP_HEADERS 8
 #define OSB_HEADER_LINE_MAX 1024
 #define OSB_ENV_MAX 64
+#define OSB_COMMAND_ID_MAX 128              /* execd's command id (its "init" event) */
 
 struct osb_endpoint {
 	int have;
@@ -233,6 +234,7 @@ struct sse {
 	struct strbuf line; /* the line read so far */
 	int have_exit, exit_code, complete, start_failed, too_long;
 	char message[256];
+	char command_id[OSB_COMMAND_ID_MAX]; /* from the "init" event, for an interrupt */
 };
 
 static void sse_event(struct sse *e, const char *line, size_t len)
@@ -277,6 +279,10 @@ static void sse_event(struct sse *e, const char *line, size_t len)
 		}
 	} else if (!strcmp(type, "execution_complete")) {
 		e->complete = 1;
+	} else if (!strcmp(type, "init")) {
+		text = json_string_value(json_object_get(ev, "text"));
+		if (text && strlen(text) < sizeof(e->command_id))
+			strcpy(e->command_id, text);
 	}
 	json_decref(ev);
 }
@@ -331,6 +337,27 @@ static json_t *command_body(const char *command, const char *cwd, long timeout_s
 	return body;
 }
 
+/* DELETE /command?id=ID (execd's interruptCommand): the command the watch stopped is
+ * signalled, outside the watch (it said stop already). */
+static void interrupt_command(struct sbx *s, struct osb_endpoint *ep, const char *command_id)
+{
+	const struct proc_watch *watch = s->watch;
+	char id[OSB_COMMAND_ID_MAX * 3], path[OSB_COMMAND_ID_MAX * 3 + 16], url[HTTP_URL_MAX * 2];
+	char err[SBX_ERR_MAX];
+	struct http_request rq;
+	struct http_response rs;
+
+	if (http_escape(command_id, id, sizeof(id)))
+		return;
+	snprintf(path, sizeof(path), "/command?id=%s", id);
+	if (ep_request(ep, &rq, "DELETE", path, NULL, url, sizeof(url)))
+		return;
+	s->watch = NULL;
+	http_do(&osb_of(s)->http, &rq, &rs, err, sizeof(err));
+	http_response_release(&rs);
+	s->watch = watch;
+}
+
 /* Run COMMAND (a shell command line) in sandbox ID through execd. 0 when it ran (RES holds its
  * status and output tail), -1 when it could not (RES->output says why). */
 static int exec_command(struct sbx *s, const char *id, const char *command, const char *cwd,
@@ -372,9 +399,13 @@ static int exec_command(struct sbx *s, const char *id, const char *command, cons
 	json_decref(body);
 	if (e.line.len) /* a last event without its newline */
 		sse_event(&e, e.line.buf, e.line.len);
-	if (rc && rs.timed_out) {
+	if (rc && (rs.timed_out || rs.stopped)) {
+		/* execd ends the command at the time limit it was given; a stop interrupts it */
+		if (rs.stopped && e.command_id[0])
+			interrupt_command(s, ep, e.command_id);
 		out_tail_finish(&out, res);
-		res->timed_out = 1;
+		res->timed_out = rs.timed_out;
+		res->stopped = rs.stopped;
 		res->exit_code = 128 + 9;
 		ret = 0;
 		goto out_free;

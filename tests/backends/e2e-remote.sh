@@ -9,6 +9,7 @@
 # sandbox under the session's name, created with the network, and both installs; --exec runs in
 # it; a failing install -> rescheduling with the cause and without the API key; deleting the
 # sessions -> the sandboxes are gone; the sweep (run.sh, sweep_e2e); no protocol violations.
+# Then http_lease (below) for e2b and opensandbox.
 
 e2e_remote() { # BACKEND FAKE-SCRIPT
 	local b=$1 fake=$2
@@ -61,6 +62,69 @@ e2e_remote() { # BACKEND FAKE-SCRIPT
 	check "e2e $b: the fake recorded no protocol violations in the sweep ($n)" test "$n" = "[]"
 }
 
+# http_lease BACKEND FAKE-SCRIPT KEY-PREFIX [KEY=VALUE...]: the lease kept and lost during an
+# HTTP driver's call (tests/lib-lease.sh; lease 3 s, a pip install of 8 s: the fakes' package
+# slow-8). A second reconciler started mid-install finds nothing to do (the lease's expiry in
+# the database moves while the call runs): one install, ready after attempt 1. Then a lease
+# taken away mid-install (slow-9): the run says so and stops, and the fake's process was killed
+# (e2b: envd's SendSignal SIGKILL; opensandbox: execd's DELETE /command?id=) before it finished.
+http_lease() {
+	local b=$1 fake=$2 prefix=$3 dir="$T/lease-$1" base env sid sid2 p log n pkg=slow-8
+	local URL=$TERRARIUM_URL_docker # read by api()
+	shift 3
+	# shellcheck source=scripts/lib-stack.sh
+	. "$ROOT/scripts/lib-stack.sh" # db_sql
+	# shellcheck source=tests/lib-lease.sh
+	. "$ROOT/tests/lib-lease.sh"
+	mkdir -p "$dir"
+	if ! start_http_fake "$dir" "$fake" "$prefix"; then
+		not_ok "lease $b: the fake started"
+		return
+	fi
+	base=$FAKE_URL
+	reconciler_config "$dir" "$b" url="$base" api_key_file="$dir/api.key" timeout_seconds=10 "$@"
+	printf '\n[reconciler]\nlease_seconds = 3\n' >>"$dir/reconciler.ini"
+	pip_pid() { # the id of the fake's pip process installing $pkg, or nothing
+		fake_log "$base/__fake/log" |
+			jq -r --arg p "$pkg" '[.processes[] | select(.argv[0] == "pip" and .argv[-1] == $p)][0].pid // empty'
+	}
+	pip_started() { # SESSION: wait (at most 60 s) until pip installs $pkg in the fake
+		local i
+		for i in $(seq 1 300); do
+			[ -n "$(pip_pid)" ] && return 0
+			sleep 0.2
+		done
+		return 1
+	}
+	env=$(api POST /v1/environments "{\"name\":\"backends-lease-$b\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"pip\":[\"slow-8\"]}}}" | jq -r .id)
+	sid=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
+	lease_mid_install "lease $b" "$TERRARIUM_RUN" "$dir/reconciler.ini" "$sid" pip_started "$dir/run"
+	log=$(fake_log "$base/__fake/log")
+	n=$(jq '[.processes[] | select(.argv[0] == "pip")] | length' <<<"$log")
+	check "lease $b: one install ($n)" test "$n" = 1
+	p=$(provisioning "$sid")
+	check "lease $b: ready after attempt 1 ($(jq -c '[.p.status, .p.attempts]' <<<"$p"))" \
+		test "$(jq -c '[.p.status, .p.attempts]' <<<"$p")" = '["ready",1]'
+
+	env=$(api POST /v1/environments "{\"name\":\"backends-lease-$b-lost\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"pip\":[\"slow-9\"]}}}" | jq -r .id)
+	sid2=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
+	pkg=slow-9
+	lease_taken "lease $b" "$TERRARIUM_RUN" "$dir/reconciler.ini" "$sid2" pip_started "$dir/c.log"
+	p=$(pip_pid)
+	for _ in $(seq 1 50); do # the fake's install notices a kill within 0.1 s
+		log=$(fake_log "$base/__fake/log")
+		[ "$(jq -r --arg p "$p" '[.processes[] | select((.pid | tostring) == $p) | .state][0]' <<<"$log")" != running ] && break
+		sleep 0.1
+	done
+	check "lease $b: the kill reached the install, which never finished ($(jq -c '[.processes[] | select(.argv[0] == "pip") | .state]' <<<"$log"))" \
+		test "$(jq --arg p "$p" '[.processes[] | select((.pid | tostring) == $p) | .state] == ["killed"]' <<<"$log")" = true
+	api DELETE "/v1/sessions/$sid" >/dev/null
+	api DELETE "/v1/sessions/$sid2" >/dev/null
+	"$RECON" -c "$dir/reconciler.ini" --once >"$dir/teardown.log" 2>&1
+	n=$(fake_log "$base/__fake/log" | jq -c .violations)
+	check "lease $b: the fake recorded no protocol violations ($n)" test "$n" = "[]"
+}
+
 if [ -z "${TERRARIUM_URL_docker:-}" ]; then
 	echo "skipped: e2b, cube and daytona end to end (needs TERRARIUM_URL_docker from tests/e2e/run.sh)"
 else
@@ -68,4 +132,7 @@ else
 	e2e_remote e2b fake-e2b.mjs
 	e2e_remote cube fake-e2b.mjs
 	e2e_remote daytona fake-daytona.mjs
+	echo "# lease kept and lost during an HTTP driver's call (e2b, opensandbox)"
+	http_lease e2b fake-e2b.mjs key_
+	http_lease opensandbox fake-opensandbox.mjs "" image=python:3.11-slim
 fi

@@ -16,7 +16,9 @@
 //   apt-get install -y ..., cargo install ..., gem install ..., go install ...,
 //   npm install ..., pip install ...
 //                             package-manager commands: "installed <pkg>" per package, exit 0;
-//                             a package whose name starts with "fail" makes it exit 100
+//                             a package whose name starts with "fail" makes it exit 100;
+//                             one named slow-N takes N seconds (exit 137, not installed, when
+//                             proc.killed is set meanwhile: the fake's SendSignal)
 //   apt-get update            exit 0 (the reconciler fetches package lists before apt installs)
 //   sh -c 'for m do command -v "$m" ...' sh PROG...
 //                             the reconciler's check that each needed manager exists
@@ -24,7 +26,8 @@
 //                             package manager above, one per line
 //   anything else             not found (each fake reports it the way its service does)
 //
-// run() resolves to { code, out (Buffer), notFound, timedOut }.
+// run() resolves to { code, out (Buffer), notFound, timedOut }. PROC ({killed}) is the process's
+// record, which a fake's kill marks.
 
 const MANAGERS = new Set(['apt-get', 'cargo', 'gem', 'go', 'npm', 'pip']);
 
@@ -32,7 +35,7 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-export async function run(argv, { env = {}, cwd = '/', timeoutMs = 0, installed = [] } = {}) {
+export async function run(argv, { env = {}, cwd = '/', timeoutMs = 0, installed = [], proc = {} } = {}) {
   const out = [];
   const say = (s) => out.push(Buffer.from(s));
   const done = (code, extra = {}) => ({ code, out: Buffer.concat(out), notFound: false,
@@ -51,7 +54,7 @@ export async function run(argv, { env = {}, cwd = '/', timeoutMs = 0, installed 
         for (const prog of args.slice(3)) if (!MANAGERS.has(prog)) say(prog + '\n');
         return done(0);
       }
-      return run(script.split(/\s+/), { env, cwd, timeoutMs, installed });
+      return run(script.split(/\s+/), { env, cwd, timeoutMs, installed, proc });
     }
     case 'true':
       return done(0);
@@ -79,7 +82,7 @@ export async function run(argv, { env = {}, cwd = '/', timeoutMs = 0, installed 
         for (const [k, v] of Object.entries(e)) say(`${k}=${v}\n`);
         return done(0);
       }
-      const r = await run(args.slice(i), { env: e, cwd, timeoutMs, installed });
+      const r = await run(args.slice(i), { env: e, cwd, timeoutMs, installed, proc });
       // env itself ran: a missing command is its error and its exit status 127
       if (r.notFound)
         return { code: 127, out: Buffer.from(`env: '${args[i]}': No such file or directory\n`),
@@ -129,6 +132,9 @@ export async function run(argv, { env = {}, cwd = '/', timeoutMs = 0, installed 
             say(`E: Unable to locate package ${p}\n`);
             return done(100);
           }
+          const slow = /^slow-(\d+)$/.exec(p);
+          for (let t = 0; slow && t < Number(slow[1]) * 1000 && !proc.killed; t += 100) await sleep(100);
+          if (proc.killed) return done(137);
           say(`installed ${p}\n`);
           installed.push(`${cmd} ${p}`);
         }

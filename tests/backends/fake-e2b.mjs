@@ -18,7 +18,8 @@
 //     The commands are interpreted by fake-argv.mjs, nothing runs.
 // Every request is checked (method, path, headers, auth, body shape, sandbox state); each
 // problem is recorded as a violation. Test hooks, outside both protocols:
-//   GET  /__fake/log          {"violations": [...], "requests": [...], "sandboxes": [...]}
+//   GET  /__fake/log          {"violations": [...], "requests": [...], "sandboxes": [...],
+//                              "processes": [{pid, argv, state: running|exited|killed}]}
 //   POST /__fake/pause/{id}   pause a sandbox, as its timeout would with autoPause
 import http from 'node:http';
 import crypto from 'node:crypto';
@@ -31,6 +32,7 @@ const opts = fakeOptions('fake-e2b');
 const sandboxes = new Map();   // id -> sandbox
 const violations = [];
 const requests = [];
+const processes = new Map();   // pid -> {pid, argv, state, killed}
 let port = 0;
 let nextPid = 100;
 
@@ -248,6 +250,8 @@ async function envd(req, res, url, id) {
       checkShape(violation, req, 'ProcessSelector', b.process, { pid: 'int', tag: 'string' });
       if (!['SIGNAL_SIGKILL', 'SIGNAL_SIGTERM'].includes(b.signal))
         violation(req, `unknown signal '${b.signal}'`);
+      const p = processes.get(b.process && b.process.pid);
+      if (p && p.state === 'running') p.killed = true;
     }
     return send(res, 200, {});
   }
@@ -287,17 +291,24 @@ async function envd(req, res, url, id) {
   const argv = [msg.process.cmd, ...(msg.process.args || [])];
   const pid = nextPid++;
   const started = Date.now();
+  const proc = { pid, argv, state: 'running', killed: false };
+  processes.set(pid, proc);
   const resultP = run(argv, { env: msg.process.envs || {}, cwd: msg.process.cwd || '/home/user',
-    timeoutMs, installed: sb.installed });
-  const result = await resultP;
+    timeoutMs, installed: sb.installed, proc }).then((r) => {
+    proc.state = proc.killed ? 'killed' : 'exited';
+    return r;
+  });
+  // a command still running after a moment has its start event sent, as envd does at once
+  let result = await Promise.race([resultP, new Promise((r) => setTimeout(r, 200, null))]);
   res.writeHead(200, { 'Content-Type': 'application/connect+json' });
-  if (result.notFound) {
+  if (result && result.notFound) {
     // envd answers a failed start with an error and no events (start.go: CodeInvalidArgument)
     res.end(envelope(2, { error: { code: 'invalid_argument',
       message: `exec: "${argv[0]}": executable file not found in $PATH` } }));
     return;
   }
   res.write(envelope(0, { event: { start: { pid } } }));
+  if (!result) result = await resultP;
   for (let off = 0; off < result.out.length; off += 32768) {
     const chunk = result.out.subarray(off, off + 32768);
     // alternate stdout/stderr to exercise both
@@ -325,7 +336,7 @@ const server = http.createServer(async (req, res) => {
   res.on('finish', () => { entry.status = res.statusCode; });
   try {
     if (url.pathname === '/__fake/log' && req.method === 'GET')
-      return send(res, 200, { violations, requests,
+      return send(res, 200, { violations, requests, processes: [...processes.values()],
         sandboxes: [...sandboxes.values()].map((sb) => ({ ...listedView(sb),
           autoPause: sb.autoPause, allowInternet: sb.allowInternet, installed: sb.installed })) });
     let m;

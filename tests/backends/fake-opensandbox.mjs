@@ -11,13 +11,15 @@
 // (and answered 400/401/404). GET /__fake/log returns
 //   {calls: [{method, path, status}], violations: [string], policies: {sandboxId: [[host...]...]},
 //    initialPolicies: {sandboxId: [host...]|null}, installs: [{sandbox, manager, argv}],
-//    created: [{id, ...the create request body}], sandboxes: [{id, name, state}]}
+//    created: [{id, ...the create request body}], sandboxes: [{id, name, state}],
+//    processes: [{pid (the command id), argv, state: running|exited|killed}]}
 // where policies holds the sidecar's allowed hosts (sorted) after every PATCH or DELETE.
 //
 // Behaviour worth knowing: the first list call answers 503 once (the client must retry); a
 // created sandbox is Pending until its first GET; deleted sandboxes stay listed as Terminated;
 // execd answers events as bare JSON objects separated by blank lines, as execd does, with a ping
-// event in between. Commands: tests/backends/osb-docker-commands.mjs.
+// event in between. Commands: tests/backends/osb-docker-commands.mjs; an install of a package
+// slow-N takes N seconds first, unless DELETE /command?id= (execd's interruptCommand) ends it.
 //
 // Usage: node fake-opensandbox.mjs --port-file PATH --api-key-file PATH [--port N]
 import { createServer } from 'node:http';
@@ -34,7 +36,7 @@ const CREATE_KEYS = ['image', 'timeout', 'resourceLimits', 'env', 'metadata', 'e
 	'volumes', 'extensions', 'platform', 'secureAccess', 'snapshotId', 'lifecycle'];
 const COMMAND_KEYS = ['command', 'argv', 'cwd', 'background', 'timeout', 'uid', 'gid', 'envs'];
 
-const log = { calls: [], violations: [], policies: {}, initialPolicies: {}, installs: [], created: [] };
+const log = { calls: [], violations: [], policies: {}, initialPolicies: {}, installs: [], created: [], processes: [] };
 const sandboxes = new Map();
 let port = 0;
 let listCalls = 0;
@@ -196,9 +198,16 @@ function lifecycle(req, res, url, text) {
 	return fail(res, 404, `unknown lifecycle call ${req.method} ${url.pathname}`);
 }
 
-function execd(req, res, sb, rest, text) {
+async function execd(req, res, sb, rest, text, url) {
 	if (req.headers['x-execd-access-token'] !== sb.execdToken) return fail(res, 401, `execd ${rest}: missing or wrong X-EXECD-ACCESS-TOKEN`);
 	if (!apiKeyOk(req, res, false)) return;
+	if (rest === '/command' && req.method === 'DELETE') {
+		// interruptCommand: DELETE /command?id=ID
+		const p = log.processes.find((c) => c.pid === url.searchParams.get('id'));
+		if (!p) return fail(res, 404, `DELETE /command: no command ${url.searchParams.get('id')}`);
+		if (p.state === 'running') p.killed = true;
+		return send(res, 200, {});
+	}
 	if (rest !== '/command' || req.method !== 'POST') return fail(res, 404, `unknown execd call ${req.method} ${rest}`);
 	const body = strictJson(req, text, res, fail);
 	if (body === undefined) return;
@@ -213,18 +222,29 @@ function execd(req, res, sb, rest, text) {
 	const split = shellSplit(body.command);
 	res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
 	const event = (e) => res.write(JSON.stringify({ ...e, timestamp: Date.now() }) + '\n\n');
-	event({ type: 'init', text: 'cmd-' + randomBytes(4).toString('hex') });
+	const proc = { pid: 'cmd-' + randomBytes(4).toString('hex'), argv: split.words || [], state: 'running', killed: false };
+	log.processes.push(proc);
+	event({ type: 'init', text: proc.pid });
 	if (split.error) {
 		violation(`POST /command: command line ${JSON.stringify(body.command)}: ${split.error}`);
 		event({ type: 'error', error: { ename: 'CommandExecError', evalue: '2', traceback: [split.error] } });
+		proc.state = 'exited';
 		return res.end();
 	}
 	const cwd = body.cwd ?? '/';
 	if (!sb.dirs.has(cwd)) {
 		// what execd does when cmd.Start fails: an error whose evalue is a message
 		event({ type: 'error', error: { ename: 'CommandExecError', evalue: `chdir ${cwd}: no such file or directory`, traceback: [] } });
+		proc.state = 'exited';
 		return res.end();
 	}
+	const slow = (split.words || []).map((w) => /^slow-(\d+)$/.exec(w)).find(Boolean);
+	for (let t = 0; slow && t < Number(slow[1]) * 1000 && !proc.killed; t += 100) await new Promise((r) => setTimeout(r, 100));
+	if (proc.killed) {
+		proc.state = 'killed';
+		return res.end();
+	}
+	proc.state = 'exited';
 	const r = runArgv(split.words, {
 		sandbox: sb.id, env: body.envs || {}, cwd, dirs: sb.dirs, installs: log.installs,
 		allowed: sb.sidecar ? (h) => allowed(sb).includes(h) : null,
@@ -282,7 +302,7 @@ const server = createServer(async (req, res) => {
 	if (proxy) {
 		const sb = sandboxes.get(decodeURIComponent(proxy[1]));
 		if (!sb || sb.state === 'Terminated') return fail(res, 404, `proxy call to unknown sandbox ${proxy[1]}`);
-		if (Number(proxy[2]) === EXECD_PORT) return execd(req, res, sb, proxy[3] || '/', text);
+		if (Number(proxy[2]) === EXECD_PORT) return execd(req, res, sb, proxy[3] || '/', text, url);
 		if (Number(proxy[2]) === EGRESS_PORT) return egress(req, res, sb, proxy[3] || '/', text);
 		return fail(res, 404, `proxy call to unexpected port ${proxy[2]}`);
 	}

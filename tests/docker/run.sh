@@ -24,6 +24,11 @@
 #   bwrap      the cache of directory backends: a second bwrap session starts from the entry
 #              (layered on it: tests/reconciler/run.sh, layers), shares no file with the
 #              first, cannot see the cache; removal
+#   lease      lease 3 s, an npm install of 8 s (an image whose npm is a slow fake): a second
+#              reconciler started mid-install finds nothing to do (the lease is renewed while
+#              the exec runs: its expiry moves), one install, ready after attempt 1; then a
+#              lease taken away mid-install: the first reconciler stops, and the install's
+#              processes in the container are killed (the fake never writes "done")
 #   cleanup    deleted sessions lose their containers; entries of deleted environments and
 #              entries unused for cache_max_age_days are removed
 #
@@ -46,6 +51,8 @@ CRASH_ROUNDS=${CRASH_ROUNDS:-10}
 
 # shellcheck source=tests/lib-check.sh
 . "$ROOT/tests/lib-check.sh"
+# shellcheck source=tests/lib-lease.sh
+. "$ROOT/tests/lib-lease.sh"
 skip() {
 	echo "docker tests skipped: $*"
 	echo "0 passed, 0 failed"
@@ -67,6 +74,7 @@ INDEX_NAME=terrarium-test-pypi-$$
 SWEEP_ORPHAN=terrarium-sesn_SweepOrphan$$ # containers the sweep test makes by hand
 SWEEP_OTHER=terrarium-sesn_SweepOther$$
 NOCARGO_IMAGE=terrarium-test-nocargo:$$
+SLOWNPM_IMAGE=terrarium-test-slownpm:$$
 SESSIONS_FILE=$T/sessions # every session this run made (new_session runs in a subshell)
 
 cleanup() {
@@ -78,7 +86,7 @@ cleanup() {
 	db_sql "$RUN" terrarium -N -e "SELECT cache_key FROM sandbox_cache WHERE backend = 'docker'" \
 		2>/dev/null | sed 's/^/terrarium-cache:/' | xargs -r docker -H "unix://$SOCK" rmi >/dev/null 2>&1
 	dk rm -f "$INDEX_NAME" "$SWEEP_ORPHAN" "$SWEEP_OTHER" >/dev/null 2>&1
-	dk rmi "$NOCARGO_IMAGE" >/dev/null 2>&1
+	dk rmi "$NOCARGO_IMAGE" "$SLOWNPM_IMAGE" >/dev/null 2>&1
 	stack_stop_all "$RUN" 2>/dev/null
 	docker_engine_release 2>/dev/null # the last user of an Engine started for tests stops it
 	if [ "${KEEP_RUN:-0}" = 1 ]; then
@@ -409,6 +417,46 @@ check "bwrap: the deleted environment's entry is removed" \
 	bash -c 'grep -q "removed entry" "$1" && [ -z "$(ls "$2/.cache" 2>/dev/null)" ]' _ "$T/bwrap3.log" "$RUN/sandboxes"
 URL=$URL_DOCKER
 AGENT=$AGENT_DOCKER
+
+# ---- lease: renewed while an exec runs, and a lost lease stops it ----
+echo "# lease"
+# npm replaced by a fake that takes 8 s and writes its start and end to /tmp/npm-calls.log
+dk rm -f "slownpm-$$" >/dev/null 2>&1
+dk run --name "slownpm-$$" --label terrarium.managed=true --network none --user 0:0 --entrypoint sh \
+	"$IMAGE" -c 'p=$(command -v npm || echo /usr/local/bin/npm)
+printf "#!/bin/sh\necho \"start \$\$\" >>/tmp/npm-calls.log\nsleep 8\necho \"done \$\$\" >>/tmp/npm-calls.log\n" >"$p"
+chmod 755 "$p"' >/dev/null 2>&1 && dk commit "slownpm-$$" "$SLOWNPM_IMAGE" >/dev/null
+dk rm -f "slownpm-$$" >/dev/null 2>&1
+sed -e "s|^image = .*|image = $SLOWNPM_IMAGE|" -e "s|^lease_seconds = .*|lease_seconds = 3|" \
+	"$INI" >"$T/lease.ini"
+npm_calls() { dk exec "$(container_of "$1")" cat /tmp/npm-calls.log 2>/dev/null; } # SESSION
+install_started() { # SESSION: wait (at most 120 s) until the fake npm has started in it
+	local i
+	for i in $(seq 1 600); do
+		grep -q start <<<"$(npm_calls "$1")" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+ENVL=$(new_env '{"name":"docker-lease","config":{"type":"cloud","networking":{"type":"unrestricted"},"packages":{"npm":["slow-pkg"]}}}')
+SL=$(new_session "$ENVL")
+lease_mid_install lease "$RUN" "$T/lease.ini" "$SL" install_started "$T/lease"
+calls=$(npm_calls "$SL")
+check "lease: one install ($(tr '\n' ' ' <<<"$calls"))" \
+	test "$(grep -c start <<<"$calls")$(grep -c done <<<"$calls")" = 11
+p=$(api GET "/v1/sessions/$SL")
+check "lease: ready after attempt 1 ($(jq -c '[.provisioning.status, .provisioning.attempts]' <<<"$p"))" \
+	test "$(jq -c '[.provisioning.status, .provisioning.attempts]' <<<"$p")" = '["ready",1]'
+# the lease taken away mid-install (as another reconciler's claim after an expiry would); an
+# environment of its own, so that the session does not start from the first one's cache entry
+ENVL2=$(new_env '{"name":"docker-lease-lost","config":{"type":"cloud","networking":{"type":"unrestricted"},"packages":{"npm":["slow-pkg-2"]}}}')
+SL2=$(new_session "$ENVL2")
+lease_taken lease "$RUN" "$T/lease.ini" "$SL2" install_started "$T/lease-c.log"
+sleep 9 # the fake install, had it lived on, would have written "done" by now
+calls=$(npm_calls "$SL2")
+check "lease: the install's processes were killed in the container ($(tr '\n' ' ' <<<"$calls"))" \
+	test "$(grep -c start <<<"$calls")$(grep -c done <<<"$calls")" = 10
+api DELETE "/v1/sessions/$SL2" >/dev/null
 
 # ---- cleanup: teardown, deleted environments, age ----
 echo "# cleanup"

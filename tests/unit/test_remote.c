@@ -1,14 +1,18 @@
 /* Unit tests of the HTTP drivers' helpers: reconciler/backends/remote.c (shell quoting checked
  * against a real POSIX shell, the output tail) and reconciler/backends/http.c (credential file
- * handling, error strings without secrets, escaping, retries of connection failures). */
+ * handling, error strings without secrets, escaping, retries of connection failures, the
+ * caller's watch stopping a call). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -265,6 +269,81 @@ static void test_connection_refused_retries(void **state)
 	http_release(&c);
 }
 
+struct ticks {
+	int n, stop_at;
+};
+
+static int count_tick(void *arg)
+{
+	struct ticks *t = arg;
+	return ++t->n >= t->stop_at;
+}
+
+/* The client's watch (http.h): asked while a call waits for its answer, its stop aborts the
+ * call at once (without it the call would end at its 10 s timeout: timed_out); asked in the
+ * retry backoff too; not asked once the slot is cleared. */
+static void test_watch_stops_a_call(void **state)
+{
+	struct ticks t = { 0, 2 };
+	struct proc_watch w = { count_tick, &t, 50 };
+	const struct proc_watch *slot = &w;
+	struct sockaddr_in a;
+	socklen_t alen = sizeof(a);
+	struct remote_conf rc;
+	struct http_client c;
+	struct http_request rq;
+	struct http_response rs;
+	char err[512];
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	(void)state;
+
+	/* a server that takes the connection (the kernel's backlog) and never answers */
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	memset(&rc, 0, sizeof(rc));
+	snprintf(rc.url, sizeof(rc.url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+	rc.timeout_s = 10;
+	assert_int_equal(http_init(&c, "docker", &rc, err, sizeof(err)), 0);
+	c.watch = &slot;
+	memset(&rq, 0, sizeof(rq));
+	rq.method = "GET";
+	rq.path = "/never";
+	assert_int_equal(http_do(&c, &rq, &rs, err, sizeof(err)), -1);
+	assert_true(rs.stopped);
+	assert_false(rs.timed_out);
+	assert_int_equal(t.n, 2);
+	assert_non_null(strstr(err, "GET /never: stopped by the caller's watch"));
+	http_response_release(&rs);
+	http_release(&c);
+	close(fd);
+
+	/* a refused connection is retried after a backoff, which asks the watch: one try */
+	snprintf(rc.url, sizeof(rc.url), "http://127.0.0.1:1");
+	assert_int_equal(http_init(&c, "docker", &rc, err, sizeof(err)), 0);
+	c.watch = &slot;
+	t = (struct ticks){ 0, 1 };
+	assert_int_equal(http_do(&c, &rq, &rs, err, sizeof(err)), -1);
+	assert_true(rs.stopped);
+	assert_int_equal(rs.tries, 1);
+	assert_int_equal(t.n, 1);
+	http_response_release(&rs);
+
+	/* the slot cleared (a call cleaning up after a stop): never asked */
+	slot = NULL;
+	t = (struct ticks){ 0, 1 };
+	rq.no_retry = 1;
+	assert_int_equal(http_do(&c, &rq, &rs, err, sizeof(err)), -1);
+	assert_false(rs.stopped);
+	assert_int_equal(t.n, 0);
+	http_response_release(&rs);
+	http_release(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +356,7 @@ int main(void)
 		cmocka_unit_test(test_error_string),
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_connection_refused_retries),
+		cmocka_unit_test(test_watch_stops_a_call),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
