@@ -93,7 +93,8 @@ static const struct config_key keys[] = {
 	  "the account the reconciler works as when started as root" },
 	{ "reconciler", "lease_seconds", CONFIG_LONG, F(lease_s), 1, CONFIG_MAX_LEASE_S,
 	  CONFIG_Q(CONFIG_DEFAULT_LEASE_S), 0,
-	  "how long a claim on an intent lasts unless renewed" },
+	  "how long a claim on an intent lasts unless renewed; renewed every third of it (at least "
+	  "every second) while a backend works on the intent, on every backend (docs/sandbox.md)" },
 	{ "reconciler", "max_attempts", CONFIG_LONG, F(max_attempts), 1, CONFIG_MAX_MAX_ATTEMPTS,
 	  CONFIG_Q(CONFIG_DEFAULT_MAX_ATTEMPTS), 0,
 	  "failed attempts after which an intent is terminated until --retry" },
