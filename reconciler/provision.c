@@ -16,6 +16,7 @@
 #define RECON_RENEWALS_PER_LEASE 3 /* renewals while a command runs, per lease period */
 #define RECON_LEASE_MARGIN_S 0.5   /* stop a command this long before an unrenewed lease ends */
 #define RECON_ROOT_SHOWN "<sandboxes>" /* what last_error shows for the sandbox root */
+#define RECON_HOST_SHOWN "<host>"      /* ... and for the other host paths it knows */
 #define RECON_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 long recon_backoff(const struct config *cfg, long long attempts, double jitter)
@@ -159,18 +160,102 @@ void recon_env(const struct config *cfg, const char *workdir, struct recon_env *
 	env_pass(e, cfg->sandbox_pass_env_extra);
 }
 
-void recon_scrub(char *text, const char *path, const char *shown)
+/* a character that can continue a file name: a match followed or preceded by one is part of a
+ * longer name, not the path */
+static int name_char(char c)
 {
-	size_t plen = strlen(path), slen = strlen(shown);
-	char *p = text;
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '-';
+}
 
-	if (!plen || slen > plen)
+/* AFTER follows a match: does the name go on? (a '.' that ends a sentence ends it) */
+static int longer_name(const char *after)
+{
+	return name_char(after[0]) && !(after[0] == '.' && !name_char(after[1]));
+}
+
+void recon_scrub(char *text, size_t size, const char *path, const char *shown)
+{
+	size_t plen = strlen(path), slen = strlen(shown), n = 0;
+	const char *p = text;
+	char *out;
+
+	while (plen > 1 && path[plen - 1] == '/')
+		plen--; /* "/srv/sb/" names /srv/sb */
+	if (plen < 2 || !size || !(out = malloc(size)))
 		return;
-	while ((p = strstr(p, path))) {
-		memcpy(p, shown, slen);
-		memmove(p + slen, p + plen, strlen(p + plen) + 1);
-		p += slen;
+	while (*p && n < size - 1) {
+		if (!strncmp(p, path, plen) && !longer_name(p + plen) &&
+		    (p == text || (!name_char(p[-1]) && p[-1] != '/'))) {
+			size_t k = slen < size - 1 - n ? slen : size - 1 - n;
+			memcpy(out + n, shown, k);
+			n += k;
+			p += plen;
+		} else {
+			out[n++] = *p++;
+		}
 	}
+	out[n] = '\0';
+	memcpy(text, out, n + 1);
+	free(out);
+}
+
+/* The host paths a reconciler knows of, each with what last_error shows instead; the longest
+ * first, so a path inside another (the sandbox root under the configuration's directory) keeps
+ * its own name. */
+#define RECON_HIDDEN_MAX (SBX_MASKS_MAX + 8)
+struct hidden {
+	char path[CONFIG_STR_MAX];
+	const char *shown;
+};
+
+static void hide(struct hidden *h, int *n, const char *path, const char *shown)
+{
+	if (*n < RECON_HIDDEN_MAX && path[0] == '/' && path[1] && strlen(path) < CONFIG_STR_MAX) {
+		strcpy(h[*n].path, path);
+		h[*n].shown = shown;
+		(*n)++;
+	}
+}
+
+static int longest_first(const void *a, const void *b)
+{
+	size_t la = strlen(((const struct hidden *)a)->path);
+	size_t lb = strlen(((const struct hidden *)b)->path);
+	return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+void recon_hide_host_paths(const struct recon *r, char *text, size_t size)
+{
+	struct hidden h[RECON_HIDDEN_MAX];
+	const struct remote_conf *rc = r->sbx.remote;
+	int n = 0;
+
+	hide(h, &n, r->sbx.root, RECON_ROOT_SHOWN);
+	hide(h, &n, r->cfg->sandbox_root, RECON_ROOT_SHOWN);
+	/* the configuration's directory, /root, /home (open.c) */
+	for (int i = 0; i < r->sbx.nmasks; i++)
+		if (strcmp(r->sbx.masks[i], r->sbx.root))
+			hide(h, &n, r->sbx.masks[i], RECON_HOST_SHOWN);
+	/* the run directory: MariaDB's socket beside the stack's other files */
+	if (r->cfg->db_socket[0] == '/') {
+		char dir[CONFIG_STR_MAX];
+		char *slash;
+		snprintf(dir, sizeof(dir), "%s", r->cfg->db_socket);
+		slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = '\0';
+			hide(h, &n, dir, RECON_HOST_SHOWN);
+		}
+	}
+	hide(h, &n, r->cfg->srt_dir, RECON_HOST_SHOWN);
+	if (rc) {
+		hide(h, &n, rc->socket, RECON_HOST_SHOWN);
+		hide(h, &n, rc->api_key_file, RECON_HOST_SHOWN);
+	}
+	qsort(h, (size_t)n, sizeof(h[0]), longest_first);
+	for (int i = 0; i < n; i++)
+		recon_scrub(text, size, h[i].path, h[i].shown);
 }
 
 static void stat_step(struct recon *r, const char *step, double seconds)
@@ -299,8 +384,7 @@ static enum recon_outcome fail(struct job *j)
 	if (!redacted)
 		return RECON_DB_ERROR;
 	/* API clients read last_error: no host paths */
-	if (r->sbx.root[0])
-		recon_scrub(j->error, r->sbx.root, RECON_ROOT_SHOWN);
+	recon_hide_host_paths(r, j->error, sizeof(j->error));
 	redact(j->error, redacted, (size_t)r->cfg->last_error_max + 1);
 	random_bytes(&jitter, sizeof(jitter));
 	delay = recon_backoff(r->cfg, j->in->attempts, (double)jitter / 4294967295.0);
@@ -462,8 +546,11 @@ static enum recon_outcome teardown(struct job *j)
 	stat_step(r, "teardown", clock_mono_s() - t0);
 	if (intents_teardown_done(r->db, &j->fence, j->in->session_id, &lost))
 		return RECON_DB_ERROR;
-	if (!lost)
+	if (!lost) {
 		r->stats.teardowns++;
+		log_info("intent %lld: session %s torn down (sandbox %s)", j->in->id,
+			 j->in->session_id, id);
+	}
 	return lost ? RECON_LOST : RECON_DONE;
 }
 

@@ -31,8 +31,10 @@ struct recon_env {
  * [sandbox] pass_env and pass_env_extra that the reconciler has; nothing else is inherited. */
 void recon_env(const struct config *cfg, const char *workdir, struct recon_env *e);
 
-/* Replace every occurrence of PATH in TEXT by SHOWN (not longer than PATH), in place. */
-void recon_scrub(char *text, const char *path, const char *shown);
+/* Replace every occurrence of the host path PATH in TEXT (a buffer of SIZE bytes) by SHOWN,
+ * whatever their lengths (what no longer fits is cut). Only a whole path counts: "/srv/sb" is
+ * not replaced in "/srv/sbx" nor in "/x/srv/sb"; a trailing '/' of PATH is ignored. */
+void recon_scrub(char *text, size_t size, const char *path, const char *shown);
 
 struct step_stat {
 	const char *step;
@@ -55,6 +57,12 @@ struct recon {
 	struct recon_stats stats_written; /* what the metrics file has already counted */
 	int metrics_fd, metrics_lock_fd;  /* --metrics-file and its lock, opened before leave_root */
 };
+
+/* Replace in TEXT (SIZE bytes) every host path R knows of: the sandbox root ("<sandboxes>"),
+ * the configuration's directory, /root and /home, the run directory (the database socket's),
+ * srt_dir, the HTTP backend's socket and key file ("<host>"). last_error goes
+ * through it before API clients read it. */
+void recon_hide_host_paths(const struct recon *r, char *text, size_t size);
 
 enum recon_outcome { RECON_DONE, RECON_FAILED, RECON_LOST, RECON_DB_ERROR };
 

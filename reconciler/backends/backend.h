@@ -32,7 +32,8 @@ struct sbx {
 	const struct backend_caps *caps;
 	const struct config *cfg;
 	char root[CONFIG_STR_MAX];             /* absolute sandbox root (local, bwrap) */
-	char masks[SBX_MASKS_MAX][CONFIG_STR_MAX]; /* host paths hidden inside bwrap */
+	/* host paths hidden inside bwrap and srt, and from last_error (every backend) */
+	char masks[SBX_MASKS_MAX][CONFIG_STR_MAX];
 	int nmasks;
 	/* Set by the caller before each create: the network a NEW sandbox starts with. 1: the
 	 * policy is unrestricted (docker: the default bridge network; opensandbox: no network

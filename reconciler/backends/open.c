@@ -61,6 +61,13 @@ int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, c
 		snprintf(err, errsz, "backend '%s' has no driver in this build", cfg->backend);
 		return -1;
 	}
+	/* what a sandboxed command must not read: the configuration (it holds the database
+	 * password) and home directories; then the other sandboxes (below). Every backend's
+	 * last_error hides them too (provision.c). */
+	if (config_file && realpath(config_file, cfgdir))
+		add_mask(s, dirname(cfgdir));
+	add_mask(s, "/root");
+	add_mask(s, "/home");
 	if (s->ops->open) {
 		s->remote = config_remote(cfg, cfg->backend);
 		if (!s->remote) {
@@ -81,13 +88,7 @@ int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, c
 		return -1;
 	}
 	strcpy(s->root, real);
-	/* what a sandboxed command must not read: other sandboxes, the configuration (it holds
-	 * the database password) and home directories */
 	add_mask(s, s->root);
-	if (config_file && realpath(config_file, cfgdir))
-		add_mask(s, dirname(cfgdir));
-	add_mask(s, "/root");
-	add_mask(s, "/home");
 	return s->ops->prepare ? s->ops->prepare(s, err, errsz) : 0;
 }
 

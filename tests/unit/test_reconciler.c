@@ -959,13 +959,45 @@ static void test_redact_pass_secret_token_keys(void **state)
 	check_redact("bypass=1 compass: north", "bypass=1 compass: north");
 }
 
-/* Issue 13: last_error shows no host paths. */
+/* Issue 13: last_error shows no host paths, whatever their length; only whole paths. */
 static void test_scrub_host_paths(void **state)
 {
 	char text[] = "mkdir /srv/t/var/sandboxes/sesn_1: Permission denied (/srv/t/var/sandboxes)";
+	char short_root[128] = "mkdir /srv/sb/sesn_1: EACCES; /srv/sbx /x/srv/sb /srv/sb.";
+	char cut[16] = "at /a/b now";
 	(void)state;
-	recon_scrub(text, "/srv/t/var/sandboxes", "<sandboxes>");
+	recon_scrub(text, sizeof(text), "/srv/t/var/sandboxes", "<sandboxes>");
 	assert_string_equal(text, "mkdir <sandboxes>/sesn_1: Permission denied (<sandboxes>)");
+	/* a root shorter than what replaces it; "/srv/sbx" and "/x/srv/sb" are other paths */
+	recon_scrub(short_root, sizeof(short_root), "/srv/sb/", "<sandboxes>");
+	assert_string_equal(short_root,
+			    "mkdir <sandboxes>/sesn_1: EACCES; /srv/sbx /x/srv/sb <sandboxes>.");
+	/* what no longer fits is cut, never written past the buffer */
+	recon_scrub(cut, sizeof(cut), "/a/b", "<a-long-name>");
+	assert_string_equal(cut, "at <a-long-name");
+}
+
+/* Every host path the reconciler knows of, the longest first. */
+static void test_hide_host_paths(void **state)
+{
+	struct config cfg;
+	struct remote_conf rc = { .socket = "/run/docker.sock", .api_key_file = "/etc/t/e2b.key" };
+	struct recon r = { .cfg = &cfg };
+	char text[512] = "mkdir /etc/t/sb/sesn_1 (config /etc/t/recon.ini, run /var/run/t/x,"
+			 " key /etc/t/e2b.key, /run/docker.sock, /root/.npm, /usr/bin/npm)";
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	strcpy(cfg.sandbox_root, "/etc/t/sb");
+	strcpy(cfg.db_socket, "/var/run/t/mysql.sock");
+	strcpy(r.sbx.root, "/etc/t/sb");
+	strcpy(r.sbx.masks[0], "/etc/t/sb");
+	strcpy(r.sbx.masks[1], "/etc/t");
+	strcpy(r.sbx.masks[2], "/root");
+	r.sbx.nmasks = 3;
+	r.sbx.remote = &rc;
+	recon_hide_host_paths(&r, text, sizeof(text));
+	assert_string_equal(text, "mkdir <sandboxes>/sesn_1 (config <host>/recon.ini, run <host>/x,"
+				  " key <host>, <host>, <host>/.npm, /usr/bin/npm)");
 }
 
 /* A watch that asks to stop kills the command at once (the lease was lost). */
@@ -1113,6 +1145,7 @@ int main(void)
 		cmocka_unit_test(test_regression_install_argv_prefix_cut),
 		cmocka_unit_test(test_redact_pass_secret_token_keys),
 		cmocka_unit_test(test_scrub_host_paths),
+		cmocka_unit_test(test_hide_host_paths),
 		cmocka_unit_test(test_proc_watch_stops_command),
 		cmocka_unit_test(test_every_backend_has_a_driver),
 	};
