@@ -2,6 +2,11 @@
 // CubeSandbox, which speaks the same protocol, at another port). Node 20, no dependencies.
 //
 //   node fake-e2b.mjs [--port N] [--key-file PATH | --key KEY] [--port-file PATH]
+//                     [--create-delay-ms MS]
+//
+// --create-delay-ms: POST /sandboxes answers after MS milliseconds, and the sandbox exists
+// (listed, deletable) only from then on: a slow create, as a VM's (tests/reconciler/run.sh
+// deletes a session while its sandbox is being created).
 //
 // Listens on 127.0.0.1 (port 0: any); prints "listening PORT" and writes PORT to --port-file.
 // One port serves both planes:
@@ -21,13 +26,16 @@
 //   GET  /__fake/log          {"violations": [...], "requests": [...], "sandboxes": [...],
 //                              "processes": [{pid, argv, state: running|exited|killed}]}
 //   POST /__fake/pause/{id}   pause a sandbox, as its timeout would with autoPause
+//   POST /__fake/create-error {"message": M}: every later POST /sandboxes answers 400 with M
+//                             (as a daemon refusing a create names a host path); "" ends it
 import http from 'node:http';
 import crypto from 'node:crypto';
 import { run } from './fake-argv.mjs';
 import { checkShape, fakeOptions, jsonBody, readBody, sendJson, writePortFile } from './fake-http.mjs';
 
 const ENVD_PORT = 49983;
-const opts = fakeOptions('fake-e2b');
+const opts = fakeOptions('fake-e2b', { '--create-delay-ms': ['createDelayMs', '0'] });
+let createError = '';
 
 const sandboxes = new Map();   // id -> sandbox
 const violations = [];
@@ -138,6 +146,9 @@ async function api(req, res, url) {
         envVars: 'strmap', mcp: 'object',
       }, ['templateID'])) return apiError(res, 400, 'bad request');
       if (!b.templateID) violation(req, 'templateID is empty');
+      if (createError) return apiError(res, 400, createError);
+      if (Number(opts.createDelayMs) > 0)
+        await new Promise((resolve) => setTimeout(resolve, Number(opts.createDelayMs)));
       const id = 'i' + crypto.randomBytes(9).toString('hex');
       const now = Date.now();
       const timeout = b.timeout ?? 15;
@@ -344,6 +355,11 @@ const server = http.createServer(async (req, res) => {
       const sb = sandboxes.get(m[1]);
       if (sb) sb.state = 'paused';
       return send(res, sb ? 200 : 404, {});
+    }
+    if (url.pathname === '/__fake/create-error' && req.method === 'POST') {
+      const b = await jsonBody(req, violation);
+      createError = typeof b?.message === 'string' ? b.message : '';
+      return send(res, 200, {});
     }
     const envdHost = new RegExp(`^${ENVD_PORT}-([a-z0-9._-]+)\\.localhost(:\\d+)?$`).exec(host);
     if (envdHost) return await envd(req, res, url, envdHost[1]);
