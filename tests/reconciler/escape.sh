@@ -15,7 +15,9 @@
 # network leads out: bwrap through slirp4netns's host address 10.0.2.2, srt through its HTTP and
 # SOCKS proxies), inherited file descriptors. The sandbox's policy is unrestricted: the control
 # is that it does reach the Debian mirror (bwrap: a TCP connection; srt, which has no network
-# but its proxies: an HTTP answer through them).
+# but its proxies: an HTTP answer through them). bwrap: a sandbox bound with an empty
+# allow-list reaches neither the mirror nor 10.0.2.2 and has no interface but lo.
+# An attempt whose tool is missing (exit 126/127) fails the suite: it proved nothing.
 #
 # Needs (from tests/reconciler/run.sh): TERRARIUM_RUN, TERRARIUM_URL_<BACKEND>, KEY, RECON_USER.
 # Prints "N passed, N failed"; exits non-zero on any failure.
@@ -88,6 +90,7 @@ env=$(api "$URL" POST /v1/environments \
 	'{"name":"escape","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' | jq -r .id)
 sid=$(api "$URL" POST /v1/sessions "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
 other=$(api "$URL" POST /v1/sessions "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
+closed=$(api "$URL" POST /v1/sessions "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
 recon --once >"$E/once.log" 2>&1
 if [ "$(api "$URL" GET "/v1/sessions/$sid" | jq -r .provisioning.status)" != ready ]; then
 	not_ok "the escape sandbox was provisioned (see $E/once.log)"
@@ -100,11 +103,28 @@ echo "secret of the other sandbox" >"$E/sandboxes/$other/secret"
 MIRROR=$(sed -n 's|^URIs: *https\?://\([^/ ]*\).*|\1|p; s|^deb \[*[^]]*\]* *https\?://\([^/ ]*\).*|\1|p' \
 	/etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null | head -n 1)
 
-# The hostile script: one line per attempt, "ESCAPED name" when it worked, "held name" when not.
+# The hostile script: one line per attempt, "ESCAPED name" when it worked, "held name" when it
+# failed, "MISSING name" when its tool was not there (exit 126 or 127: an attempt that could
+# not run proves nothing, and fails the suite like an escape). The tools are checked first.
 # shellcheck disable=SC2016 # expanded inside the sandbox
-inside='
-try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "ESCAPED $name"; else echo "held $name"; fi; }
+defs='
+for tool in sh bash cat ls grep id umount mount chattr unshare timeout node curl; do
+	command -v "$tool" >/dev/null 2>&1 || echo "MISSING tool $tool"
+done
+try() {
+	name=$1; shift
+	"$@" >/dev/null 2>&1
+	rc=$?
+	case $rc in
+	0) echo "ESCAPED $name" ;;
+	126 | 127) echo "MISSING $name (exit $rc)" ;;
+	*) echo "held $name" ;;
+	esac
+}
 tcp() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2"; }
+'
+# shellcheck disable=SC2016 # expanded inside the sandbox
+inside=$defs'
 unix_connect() { node -e "const s = require(\"net\").connect(process.argv[1]);
 	s.on(\"connect\", () => process.exit(0)); s.on(\"error\", () => process.exit(1));" "$1"; }
 is_root() { test "$(id -u)" = 0; }
@@ -173,6 +193,7 @@ while read -r line; do
 	case "$line" in
 	"held "*) ok "held: ${line#held }" ;;
 	"ESCAPED "*) not_ok "ESCAPED: ${line#ESCAPED }" ;;
+	"MISSING "*) not_ok "could not try: ${line#MISSING }" ;;
 	esac
 done <<<"$out"
 if [ "$held" -lt "$attempts" ]; then
@@ -182,6 +203,30 @@ if grep -qx "control outbound" <<<"$out"; then
 	ok "control: the unrestricted sandbox reaches the Debian mirror ($MIRROR)"
 else
 	not_ok "control: the unrestricted sandbox reaches the Debian mirror ($MIRROR): $out"
+fi
+# A sandbox whose policy allows no host (limited with an empty allow-list; bwrap's admission
+# refuses limited environments, so the bound policy is set to [] in the database, as such a
+# session would be bound): its commands have no network at all. The control above reached the
+# mirror from an unrestricted sandbox of the same environment.
+if [ "$BACKEND" = bwrap ]; then
+	db_sql "$RUN" -e "UPDATE session_sandboxes SET egress_policy = '[]' WHERE session_id = '$closed'" \
+		"$STACK_DB_NAME"
+	# shellcheck disable=SC2016 # expanded inside the sandbox
+	out=$(recon --exec "$closed" -- sh -c "$defs"'
+try "outbound from an empty allow-list (the mirror, port 80)" tcp "$1" 80
+try "outbound from an empty allow-list (through 10.0.2.2)" tcp 10.0.2.2 "$2"
+try "a network interface besides lo" sh -c "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d \" \" | grep -vqx lo"
+' sh "$MIRROR" "$API_PORT" 2>&1)
+	echo "$out" >"$E/closed.log"
+	held=$(grep -c '^held ' <<<"$out")
+	while read -r line; do
+		case "$line" in
+		"held "*) ok "held: ${line#held }" ;;
+		"ESCAPED "*) not_ok "ESCAPED: ${line#ESCAPED }" ;;
+		"MISSING "*) not_ok "could not try: ${line#MISSING }" ;;
+		esac
+	done <<<"$out"
+	[ "$held" -eq 3 ] || not_ok "all 3 attempts without a network ran ($held held): $out"
 fi
 # the host side: what the sandbox made belongs to the unprivileged account, the immutable
 # flag did not stick, and the teardown removes everything
@@ -193,11 +238,12 @@ else
 fi
 api "$URL" DELETE "/v1/sessions/$sid" >/dev/null
 api "$URL" DELETE "/v1/sessions/$other" >/dev/null
+api "$URL" DELETE "/v1/sessions/$closed" >/dev/null
 recon --once >>"$E/once.log" 2>&1
-if [ ! -e "$E/sandboxes/$sid" ] && [ ! -e "$E/sandboxes/$other" ]; then
-	ok "both sandboxes torn down"
+if [ ! -e "$E/sandboxes/$sid" ] && [ ! -e "$E/sandboxes/$other" ] && [ ! -e "$E/sandboxes/$closed" ]; then
+	ok "the sandboxes torn down"
 else
-	not_ok "both sandboxes torn down (see $E/once.log)"
+	not_ok "the sandboxes torn down (see $E/once.log)"
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
