@@ -17,18 +17,28 @@
 #              every session ends ready exactly once, one sandbox each
 #   teardown   deleting a ready session destroys its sandbox and removes its rows
 #   terminate  max attempts reached -> terminated; --retry makes it due again
+#   teardown retry  a teardown failing until terminated (its sandbox root refuses the removal);
+#              --retry revives it: the sandbox is gone and the rows removed
 #   concurrency 4 reconcilers over 200 pending intents: each provisioned exactly once
 #   status     --status shows counts by state, the oldest due intent and the last errors
 #   lease      lease 3 s, an 8 s install, a second reconciler started mid-install: one install,
-#              attempts 1 (the running step renews its lease)
+#              attempts 1 (the running step renews its lease), LEASE_ROUNDS times in a row; then
+#              9 slow intents (more than a claimed batch), lease 2 s, a second reconciler started
+#              while the first works through its batch: each installs exactly once
 #   kill9      kill -9 of a reconciler during a long install with a short lease: the command
 #              dies with it, the next run installs once more, one install completes
 #   orphans    (a) --retry then delete, (b) delete while a batch is being provisioned: 50
-#              sessions each, zero sandbox directories and zero rows left; the sweep removes a
-#              directory no session owns and leaves other names alone
+#              sessions each, zero sandbox directories and zero rows left, one teardown per
+#              sandbox and nothing left to the sweep; (c) delete during a slow create (the e2b
+#              driver against fake-e2b.mjs creating in 5 s): the teardown runs while nothing
+#              exists yet, the provisioning destroys what its create made, zero sandboxes left
+#              in the fake. ORPHAN_ROUNDS times in a row. Then: the sweep removes a directory no
+#              session owns and leaves other names alone
 #   due        --status counts what --dry-run lists (expired claims included)
-#   smaller    pass_env_extra, the exec environment, --exec on a deleted session, last_error
-#              without host paths and cleared by --retry, cumulative metrics and gauges
+#   smaller    pass_env_extra adds to the default list, the exec environment, last_error
+#              without host paths (a real mkdir failure under a root shorter than "<sandboxes>";
+#              an HTTP backend's error naming the configuration directory and key file, in the
+#              orphans part), cumulative metrics and gauges
 #   escape     tests/reconciler/escape.sh: the escape suite inside a bwrap sandbox, and an srt
 #              one when the stack serves srt, with the reconciler started as root (it switches
 #              to [reconciler] user) and as that user
@@ -36,6 +46,7 @@
 # Started as root, the reconciler switches to [reconciler] user (default www-data) after reading
 # its configuration: the test directory is that user's, the configuration files root's (0600).
 # Needs (from tests/e2e/run.sh): TERRARIUM_RUN, TERRARIUM_URL_local, TERRARIUM_URL_bwrap, KEY.
+# LEASE_ROUNDS and ORPHAN_ROUNDS (default 1) repeat the lease test and the orphan races.
 # Prints "N passed, N failed"; exits non-zero on any failure.
 set -uo pipefail
 
@@ -51,6 +62,9 @@ RECON="$ROOT/$BUILD/terrarium-reconciler"
 CRASH_ROUNDS=${CRASH_ROUNDS:-20}
 CONCURRENT_INTENTS=${CONCURRENT_INTENTS:-200}
 ORPHAN_SESSIONS=${ORPHAN_SESSIONS:-50}
+LEASE_ROUNDS=${LEASE_ROUNDS:-1}   # the lease test, this many times in a row
+ORPHAN_ROUNDS=${ORPHAN_ROUNDS:-1} # the orphan races, this many times in a row
+BATCH_INTENTS=${BATCH_INTENTS:-9} # leases across a claimed batch (more than RECON_CLAIM_BATCH)
 T="$RUN/recon-test"
 rm -rf "$T"
 mkdir -p "$T"
@@ -90,6 +104,40 @@ new_session() { # new_session URL AGENT ENV_BODY -> "ENV_ID SESSION_ID"
 	env=$(api "$1" POST /v1/environments "$3" | jq -r .id)
 	sid=$(api "$1" POST /v1/sessions "{\"agent\":\"$2\",\"environment_id\":\"$env\"}" | jq -r .id)
 	echo "$env $sid"
+}
+
+# rows of these sessions left in the database (intents, bindings, session rows)
+rows_left() { # rows_left SESSION...
+	local ids
+	ids=$(printf "'%s'," "$@")
+	db_sql "$RUN" -N -e "SELECT (SELECT COUNT(*) FROM sessions WHERE id IN (${ids%,}))
+		+ (SELECT COUNT(*) FROM provisioning_intents WHERE session_id IN (${ids%,}))
+		+ (SELECT COUNT(*) FROM session_sandboxes WHERE session_id IN (${ids%,}))" "$STACK_DB_NAME"
+}
+dirs_left() { # dirs_left ROOT SESSION...
+	local root=$1 n=0 sid
+	shift
+	for sid in "$@"; do [ -e "$root/$sid" ] && n=$((n + 1)); done
+	echo "$n"
+}
+# the sessions among SESSION... that a reconciler log tore down ("session X torn down" lines)
+teardowns_in() { # teardowns_in LOG... -- SESSION...
+	local logs=()
+	while [ "$1" != -- ]; do logs+=("$1"); shift; done
+	shift
+	cat "${logs[@]}" 2>/dev/null | grep -o "session sesn_[0-9A-Za-z]* torn down" |
+		grep -c -x -F -f <(printf 'session %s torn down\n' "$@")
+}
+# sweep removals logged: none may happen in a race whose teardowns must do the work themselves
+sweeps_in() { cat "$@" 2>/dev/null | grep -c "sweep: removed"; }
+
+# a workspace prepared before the run, with an npm that takes SECONDS and logs its calls
+fake_npm() { # fake_npm SESSION_ROOT SESSION SECONDS
+	local ws="$1/$2"
+	mkdir -p "$ws/.fakebin"
+	printf '#!/bin/sh\necho "start $$" >>"$PWD/npm-calls.log"\nsleep %s\necho "done $$" >>"$PWD/npm-calls.log"\n' \
+		"$3" >"$ws/.fakebin/npm"
+	chmod +x "$ws/.fakebin/npm"
 }
 
 # ---- bwrap: a real npm install into the sandbox ----
@@ -238,9 +286,14 @@ echo "pip $*" >>"$PWD/pip-calls.log"
 [ -f "$PWD/.fix-pip" ] && exit 0
 echo "ERROR: No matching distribution found for fake-b (index https://ci:hunter2@pypi.example.com token=hunter2 DB_PASS=hunter2)"
 echo "cwd $PWD"
+cat "$PWD/host-paths"
 exit 1
 SH
 chmod +x "$WS/.fakebin/npm" "$WS/.fakebin/pip"
+# host paths in the output, as a tool that reports where it was installed from would print
+# them: the sandbox, the configuration, the run directory (MariaDB's socket)
+printf 'from %s/setup.py (config %s, database %s)\n' "$WS" "$T/resume.ini" "$RUN/mysql.sock" \
+	>"$WS/host-paths"
 INI_RESUME=$(recon_ini resume bwrap "path = /workspace/.fakebin:/usr/bin:/bin" \
 	"[reconciler]" "backoff_base_seconds = 0")
 "$RECON" -c "$INI_RESUME" --once >"$T/resume1.log" 2>&1
@@ -253,7 +306,9 @@ check "resume: last_error names the failed manager and the cause" \
 	grep -q "pip install: exit status 1" <<<"$err"
 check "resume: last_error keeps the output" grep -q "No matching distribution" <<<"$err"
 check "resume: last_error has no credentials" bash -c '! grep -q hunter2 <<<"$1"' _ "$err"
-check "resume: last_error has no host paths" bash -c '! grep -qF "$2" <<<"$1"' _ "$err" "$T"
+check "resume: last_error has no host paths, each named for what it was ($(tr '\n' ' ' <<<"$err"))" \
+	bash -c '! grep -qF "$2" <<<"$1" && grep -qF "from <sandboxes>/$3/setup.py (config <host>/resume.ini, database <host>/mysql.sock)" <<<"$1"' \
+	_ "$err" "$RUN" "$SID_R"
 touch "$WS/.fix-pip"
 "$RECON" -c "$INI_RESUME" --once >"$T/resume2.log" 2>&1
 check "resume: the retry exits 0" test $? -eq 0
@@ -384,34 +439,106 @@ check "status: oldest due line" grep -q "^due now: " "$T/status.txt"
 check "status: lists the last errors" grep -q "$SID_T" "$T/status.txt"
 check "metrics: Prometheus text with intents by state" grep -q '^terrarium_intents{kind="provision",state="done"}' "$T/conc-1.prom"
 
+# ---- a teardown that failed until terminated, revived by --retry ----
+echo "# teardown retry"
+INI_TR=$(recon_ini teardown-retry bwrap "[reconciler]" "max_attempts = 2" "backoff_base_seconds = 0")
+read -r _ SID_TR <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" '{"name":"recon-teardown-retry","config":{"type":"cloud"}}')"
+"$RECON" -c "$INI_TR" --once >"$T/teardown-retry.log" 2>&1
+check "teardown retry: the session is ready" \
+	test "$(provisioning "$URL_BWRAP" "$SID_TR" | jq -r .p.status)" = ready
+# a sandbox root that loses no entry: removing the sandbox's directory fails
+chmod 0555 "$T/root-teardown-retry"
+api "$URL_BWRAP" DELETE "/v1/sessions/$SID_TR" >/dev/null
+"$RECON" -c "$INI_TR" --once >>"$T/teardown-retry.log" 2>&1
+"$RECON" -c "$INI_TR" --once >>"$T/teardown-retry.log" 2>&1
+teardown_state() {
+	db_sql "$RUN" -N -e "SELECT CONCAT(state, ' ', attempts) FROM provisioning_intents
+		WHERE session_id = '$SID_TR' AND kind = 'teardown'" "$STACK_DB_NAME"
+}
+st=$(teardown_state)
+check "teardown retry: the teardown failed twice -> terminated ($st)" test "$st" = "terminated 2"
+check "teardown retry: the sandbox is still there" test -d "$T/root-teardown-retry/$SID_TR"
+chmod 0755 "$T/root-teardown-retry"
+"$RECON" -c "$INI_TR" --once >>"$T/teardown-retry.log" 2>&1
+check "teardown retry: a terminated teardown is not retried by itself" \
+	test -d "$T/root-teardown-retry/$SID_TR"
+out=$("$RECON" -c "$INI_TR" --retry "$SID_TR" 2>&1)
+rc=$?
+check "teardown retry: --retry revives it ($out)" test "$rc" -eq 0
+st=$(teardown_state)
+check "teardown retry: due again with a fresh budget ($st)" test "$st" = "pending 0"
+"$RECON" -c "$INI_TR" --once >>"$T/teardown-retry.log" 2>&1
+check "teardown retry: the sandbox is gone" test ! -e "$T/root-teardown-retry/$SID_TR"
+check "teardown retry: the rows are removed" test "$(rows_left "$SID_TR")" -eq 0
+
 # ---- lease: a running step keeps its lease ----
 echo "# lease"
 # a workspace prepared before the run: the fake npm sleeps 8 s, past the 3 s lease
-fake_npm() { # fake_npm SESSION_ROOT SESSION SECONDS
-	local ws="$1/$2"
-	mkdir -p "$ws/.fakebin"
-	printf '#!/bin/sh\necho "start $$" >>"$PWD/npm-calls.log"\nsleep %s\necho "done $$" >>"$PWD/npm-calls.log"\n' \
-		"$3" >"$ws/.fakebin/npm"
-	chmod +x "$ws/.fakebin/npm"
-}
 INI_LEASE=$(recon_ini lease bwrap "path = /workspace/.fakebin:/usr/bin:/bin" "[reconciler]" \
 	"lease_seconds = 3" "backoff_base_seconds = 0")
-read -r _ SID_L <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" \
-	'{"name":"recon-lease","config":{"type":"cloud","packages":{"npm":["slow"]}}}')"
-fake_npm "$T/root-lease" "$SID_L" 8
-"$RECON" -c "$INI_LEASE" --once >"$T/lease-a.log" 2>&1 &
+ENV_LEASE=$(api "$URL_BWRAP" POST /v1/environments \
+	'{"name":"recon-lease","config":{"type":"cloud","packages":{"npm":["slow"]}}}' | jq -r .id)
+lease_ok=0
+for i in $(seq 1 "$LEASE_ROUNDS"); do
+	sid=$(api "$URL_BWRAP" POST /v1/sessions "{\"agent\":\"$AGENT_BWRAP\",\"environment_id\":\"$ENV_LEASE\"}" | jq -r .id)
+	fake_npm "$T/root-lease" "$sid" 8
+	"$RECON" -c "$INI_LEASE" --once >"$T/lease-a-$i.log" 2>&1 &
+	pid_a=$!
+	sleep 4.5 # past the lease the claim took: only renewals keep it
+	"$RECON" -c "$INI_LEASE" --once >"$T/lease-b-$i.log" 2>&1
+	rc_b=$?
+	wait "$pid_a"
+	rc_a=$?
+	p=$(provisioning "$URL_BWRAP" "$sid")
+	starts=$(grep -c start "$T/root-lease/$sid/npm-calls.log")
+	if [ "$rc_a$rc_b" = 00 ] && [ "$starts" -eq 1 ] &&
+		[ "$(jq -r '.p.status + " " + (.p.attempts|tostring)' <<<"$p")" = "ready 1" ]; then
+		lease_ok=$((lease_ok + 1))
+	else
+		echo "  round $i: exits $rc_a $rc_b, $starts installs, $p"
+	fi
+done
+check "lease: $lease_ok/$LEASE_ROUNDS rounds with both runs exiting 0, one install, ready after attempt 1" \
+	test "$lease_ok" -eq "$LEASE_ROUNDS"
+
+# the later intents of a claimed batch: their leases start when their work does. 9 slow
+# installs (more than a batch of 8) with a 2 s lease; a second reconciler started while the
+# first is in its batch takes what the first has not reached, and the first drops those.
+# (no package cache: the sessions share one environment)
+INI_BATCH=$(recon_ini batch bwrap "path = /workspace/.fakebin:/usr/bin:/bin" \
+	"cache_max_age_days = 0" "[reconciler]" "lease_seconds = 2" "backoff_base_seconds = 0")
+ENV_BATCH=$(api "$URL_BWRAP" POST /v1/environments \
+	'{"name":"recon-batch","config":{"type":"cloud","packages":{"npm":["slow"]}}}' | jq -r .id)
+batch=()
+for i in $(seq 1 "$BATCH_INTENTS"); do
+	sid=$(api "$URL_BWRAP" POST /v1/sessions "{\"agent\":\"$AGENT_BWRAP\",\"environment_id\":\"$ENV_BATCH\"}" | jq -r .id)
+	fake_npm "$T/root-batch" "$sid" 1
+	batch+=("$sid")
+done
+"$RECON" -c "$INI_BATCH" --once >"$T/batch-a.log" 2>&1 &
 pid_a=$!
-sleep 4.5 # past the lease the claim took: only renewals keep it
-"$RECON" -c "$INI_LEASE" --once >"$T/lease-b.log" 2>&1
-rc_b=$?
+sleep 3.5 # the batch's leases ran out; the first run is on its second or third intent
+"$RECON" -c "$INI_BATCH" --once >"$T/batch-b.log" 2>&1
 wait "$pid_a"
-rc_a=$?
-p=$(provisioning "$URL_BWRAP" "$SID_L")
-check "lease: both runs exit 0 ($rc_a, $rc_b)" test "$rc_a$rc_b" = 00
-check "lease: one install ($(tr '\n' ' ' <"$T/root-lease/$SID_L/npm-calls.log"))" \
-	test "$(grep -c start "$T/root-lease/$SID_L/npm-calls.log")" -eq 1
-check "lease: ready after attempt 1 ($p)" \
-	test "$(jq -r '.p.status + " " + (.p.attempts|tostring)' <<<"$p")" = "ready 1"
+once=0
+for sid in "${batch[@]}"; do
+	calls="$T/root-batch/$sid/npm-calls.log"
+	if [ "$(grep -c start "$calls")" -eq 1 ] && [ "$(grep -c '^done' "$calls")" -eq 1 ] &&
+		[ "$(provisioning "$URL_BWRAP" "$sid" | jq -r .p.status)" = ready ]; then
+		once=$((once + 1))
+	else
+		echo "  $sid: $(tr '\n' ' ' <"$calls") $(provisioning "$URL_BWRAP" "$sid")"
+	fi
+done
+check "lease (batch): $once/$BATCH_INTENTS sessions ready with exactly one install" \
+	test "$once" -eq "$BATCH_INTENTS"
+n_a=$(grep -c "session sesn_[0-9A-Za-z]* ready" "$T/batch-a.log")
+n_b=$(grep -c "session sesn_[0-9A-Za-z]* ready" "$T/batch-b.log")
+check "lease (batch): the second run took over what the first had not reached ($n_a + $n_b)" \
+	bash -c '[ "$1" -ge 1 ] && [ "$2" -ge 1 ] && [ $(($1 + $2)) -eq "$3" ]' _ "$n_a" "$n_b" "$BATCH_INTENTS"
+dropped=$(grep -c "lease lost; dropped" "$T/batch-a.log")
+check "lease (batch): the first run dropped the intents it reached after the takeover ($dropped)" \
+	test "$dropped" -ge 1
 
 # ---- kill -9 of a reconciler during a long install ----
 echo "# kill9"
@@ -444,20 +571,6 @@ check "kill9: session ready" test "$(provisioning "$URL_BWRAP" "$SID_K" | jq -r 
 
 # ---- orphans ----
 echo "# orphans"
-# rows of these sessions left in the database (intents, bindings, session rows)
-rows_left() { # rows_left SESSION...
-	local ids
-	ids=$(printf "'%s'," "$@")
-	db_sql "$RUN" -N -e "SELECT (SELECT COUNT(*) FROM sessions WHERE id IN (${ids%,}))
-		+ (SELECT COUNT(*) FROM provisioning_intents WHERE session_id IN (${ids%,}))
-		+ (SELECT COUNT(*) FROM session_sandboxes WHERE session_id IN (${ids%,}))" "$STACK_DB_NAME"
-}
-dirs_left() { # dirs_left ROOT SESSION...
-	local root=$1 n=0 sid
-	shift
-	for sid in "$@"; do [ -e "$root/$sid" ] && n=$((n + 1)); done
-	echo "$n"
-}
 # N sessions of environment ENV on the bwrap API, PAR requests at a time; their ids, one a line
 PAR=8
 new_sessions() { # new_sessions N ENV
@@ -471,25 +584,35 @@ delete_sessions() { # delete_sessions SESSION...
 	export KEY URL_BWRAP
 	printf '%s\n' "$@" | xargs -P "$PAR" -I{} bash -c 'api "$URL_BWRAP" DELETE "/v1/sessions/$0" >/dev/null' {}
 }
+# Every --once sweeps first, so each race also checks that the sweep had nothing to do: the
+# teardowns did the work (one per sandbox made) and no "sweep: removed" line was logged.
+# ORPHAN_ROUNDS runs each race that many times in a row.
+#
 # (a) --retry resets attempts; the delete must still tear the sandbox down
 INI_ORA=$(recon_ini orphan-a bwrap "path = /nonexistent" "[reconciler]" "max_attempts = 1" \
 	"backoff_base_seconds = 3600")
 ENV_OA=$(api "$URL_BWRAP" POST /v1/environments \
 	'{"name":"recon-orphan-a","config":{"type":"cloud","packages":{"npm":["nope"]}}}' | jq -r .id)
-mapfile -t oa < <(new_sessions "$ORPHAN_SESSIONS" "$ENV_OA")
-check "orphans (a): $ORPHAN_SESSIONS sessions created" \
-	test "$(printf '%s\n' "${oa[@]}" | grep -c '^sesn_')" -eq "$ORPHAN_SESSIONS"
-"$RECON" -c "$INI_ORA" --once --limit 100000 >"$T/orphan-a.log" 2>&1
-check "orphans (a): $ORPHAN_SESSIONS sandboxes made, provisioning terminated" \
-	test "$(dirs_left "$T/root-orphan-a" "${oa[@]}")" -eq "$ORPHAN_SESSIONS"
-printf '%s\n' "${oa[@]}" | xargs -P "$PAR" -I{} "$RECON" -c "$INI_ORA" --retry {} >/dev/null 2>&1
-check "orphans (a): --retry reset attempts to 0" \
-	test "$(api "$URL_BWRAP" GET "/v1/sessions/${oa[0]}" | jq -r .provisioning.attempts)" = 0
-delete_sessions "${oa[@]}"
-"$RECON" -c "$INI_ORA" --once --limit 100000 >>"$T/orphan-a.log" 2>&1
-check "orphans (a): 0 of $ORPHAN_SESSIONS sandbox directories left" \
-	test "$(dirs_left "$T/root-orphan-a" "${oa[@]}")" -eq 0
-check "orphans (a): 0 rows left" test "$(rows_left "${oa[@]}")" -eq 0
+orphans_a() { # orphans_a ROUND
+	local r=$1 at="orphans (a)" log="$T/orphan-a-$1.log" oa
+	[ "$ORPHAN_ROUNDS" -gt 1 ] && at="orphans (a) round $r"
+	mapfile -t oa < <(new_sessions "$ORPHAN_SESSIONS" "$ENV_OA")
+	check "$at: $ORPHAN_SESSIONS sessions created" \
+		test "$(printf '%s\n' "${oa[@]}" | grep -c '^sesn_')" -eq "$ORPHAN_SESSIONS"
+	"$RECON" -c "$INI_ORA" --once --limit 100000 >"$log" 2>&1
+	check "$at: $ORPHAN_SESSIONS sandboxes made, provisioning terminated" \
+		test "$(dirs_left "$T/root-orphan-a" "${oa[@]}")" -eq "$ORPHAN_SESSIONS"
+	printf '%s\n' "${oa[@]}" | xargs -P "$PAR" -I{} "$RECON" -c "$INI_ORA" --retry {} >/dev/null 2>&1
+	check "$at: --retry reset attempts to 0" \
+		test "$(api "$URL_BWRAP" GET "/v1/sessions/${oa[0]}" | jq -r .provisioning.attempts)" = 0
+	delete_sessions "${oa[@]}"
+	"$RECON" -c "$INI_ORA" --once --limit 100000 >>"$log" 2>&1
+	check "$at: 0 of $ORPHAN_SESSIONS sandbox directories left" \
+		test "$(dirs_left "$T/root-orphan-a" "${oa[@]}")" -eq 0
+	check "$at: 0 rows left" test "$(rows_left "${oa[@]}")" -eq 0
+	check "$at: $ORPHAN_SESSIONS teardowns did it ($(teardowns_in "$log" -- "${oa[@]}")), the sweep nothing ($(sweeps_in "$log"))" \
+		test "$(teardowns_in "$log" -- "${oa[@]}") $(sweeps_in "$log")" = "$ORPHAN_SESSIONS 0"
+}
 
 # (b) sessions deleted while a run works through its claimed batches; another run tears down
 # (no package cache: its sessions share one environment, and cache hits would skip the slow
@@ -498,25 +621,130 @@ INI_ORB=$(recon_ini orphan-b bwrap "path = /workspace/.fakebin:/usr/bin:/bin" \
 	"cache_max_age_days = 0" "[reconciler]" "lease_seconds = 2" "backoff_base_seconds = 0")
 ENV_OB=$(api "$URL_BWRAP" POST /v1/environments \
 	'{"name":"recon-orphan-b","config":{"type":"cloud","packages":{"npm":["slow"]}}}' | jq -r .id)
-mapfile -t ob < <(new_sessions "$ORPHAN_SESSIONS" "$ENV_OB")
-check "orphans (b): $ORPHAN_SESSIONS sessions created" \
-	test "$(printf '%s\n' "${ob[@]}" | grep -c '^sesn_')" -eq "$ORPHAN_SESSIONS"
-for sid in "${ob[@]}"; do fake_npm "$T/root-orphan-b" "$sid" 0.3; done
-"$RECON" -c "$INI_ORB" --once --limit 100000 >"$T/orphan-b1.log" 2>&1 &
-pid_a=$!
-sleep 1 # the first run has claimed a batch and is installing
-delete_sessions "${ob[@]}"
-for _ in $(seq 1 15); do # the second run tears down whatever is due, as it becomes due
-	"$RECON" -c "$INI_ORB" --once --limit 100000 >>"$T/orphan-b2.log" 2>&1
-	[ "$(rows_left "${ob[@]}")" -eq 0 ] && ! kill -0 "$pid_a" 2>/dev/null && break
-	sleep 0.5
+orphans_b() { # orphans_b ROUND
+	local r=$1 at="orphans (b)" log1="$T/orphan-b1-$1.log" log2="$T/orphan-b2-$1.log"
+	local ob sid pid_a ids marked unmarked_made started=0
+	[ "$ORPHAN_ROUNDS" -gt 1 ] && at="orphans (b) round $r"
+	mapfile -t ob < <(new_sessions "$ORPHAN_SESSIONS" "$ENV_OB")
+	check "$at: $ORPHAN_SESSIONS sessions created" \
+		test "$(printf '%s\n' "${ob[@]}" | grep -c '^sesn_')" -eq "$ORPHAN_SESSIONS"
+	for sid in "${ob[@]}"; do fake_npm "$T/root-orphan-b" "$sid" 0.3; done
+	"$RECON" -c "$INI_ORB" --once --limit 100000 >"$log1" 2>&1 &
+	pid_a=$!
+	# the first run has claimed a batch and is installing
+	for _ in $(seq 1 100); do
+		started=$(cat "$T/root-orphan-b"/sesn_*/npm-calls.log 2>/dev/null | grep -c start)
+		[ "$started" -ge 2 ] && break
+		sleep 0.1
+	done
+	delete_sessions "${ob[@]}"
+	ids=$(printf "'%s'," "${ob[@]}")
+	# what the deletes left a teardown for: every session a sandbox may exist for
+	mapfile -t marked < <(db_sql "$RUN" -N -e "SELECT session_id FROM provisioning_intents
+		WHERE kind = 'teardown' AND session_id IN (${ids%,})" "$STACK_DB_NAME")
+	# the others never had a sandbox (and never will: their provisioning can no longer start):
+	# their directories hold only the fake npm this test put there, removed here so that the
+	# sweep has nothing of the test's to find
+	unmarked_made=0
+	for sid in "${ob[@]}"; do
+		printf '%s\n' "${marked[@]}" | grep -qx "$sid" && continue
+		[ -e "$T/root-orphan-b/$sid/npm-calls.log" ] && unmarked_made=$((unmarked_made + 1))
+		rm -rf "${T:?}/root-orphan-b/$sid"
+	done
+	for _ in $(seq 1 30); do # the second run tears down whatever is due, as it becomes due
+		"$RECON" -c "$INI_ORB" --once --limit 100000 >>"$log2" 2>&1
+		[ "$(rows_left "${ob[@]}")" -eq 0 ] && ! kill -0 "$pid_a" 2>/dev/null && break
+		sleep 0.5
+	done
+	wait "$pid_a"
+	check "$at: the deletes came while installs ran ($started started, ${#marked[@]} sandboxes to tear down)" \
+		bash -c '[ "$1" -ge 2 ] && [ "$2" -ge 2 ]' _ "$started" "${#marked[@]}"
+	check "$at: no install ran in a sandbox the delete did not know of ($unmarked_made)" \
+		test "$unmarked_made" -eq 0
+	check "$at: the first run dropped what was deleted under it" \
+		grep -q "lease lost; dropped" "$log1"
+	check "$at: 0 of $ORPHAN_SESSIONS sandbox directories left" \
+		test "$(dirs_left "$T/root-orphan-b" "${ob[@]}")" -eq 0
+	check "$at: 0 rows left" test "$(rows_left "${ob[@]}")" -eq 0
+	check "$at: ${#marked[@]} teardowns did it ($(teardowns_in "$log1" "$log2" -- "${ob[@]}")), the sweep nothing ($(sweeps_in "$log1" "$log2"))" \
+		test "$(teardowns_in "$log1" "$log2" -- "${ob[@]}") $(sweeps_in "$log1" "$log2")" = "${#marked[@]} 0"
+}
+
+# (c) the race as filed, with a create that takes time (an HTTP backend: fake-e2b.mjs creates in
+# SLOW_CREATE_MS): the sessions are deleted while the first run's create is under way; a second
+# run tears down while nothing exists yet; the first run's create ends, it finds its lease lost
+# and the session gone, and destroys the sandbox it made. The fake is left with none.
+SLOW_CREATE_MS=5000
+E2B="$T/e2b"
+mkdir -p "$E2B"
+printf 'e2b_%s\n' "$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$E2B/api.key"
+node "$ROOT/tests/backends/fake-e2b.mjs" --port-file "$E2B/port" --api-key-file "$E2B/api.key" \
+	--create-delay-ms "$SLOW_CREATE_MS" >"$E2B/fake.log" 2>&1 &
+E2B_PID=$!
+trap 'kill "$E2B_PID" 2>/dev/null; wait "$E2B_PID" 2>/dev/null' EXIT
+for _ in $(seq 1 100); do [ -s "$E2B/port" ] && break; sleep 0.1; done
+E2B_URL="http://127.0.0.1:$(cat "$E2B/port" 2>/dev/null)"
+INI_E2B=$(recon_ini e2b e2b "[e2b]" "url = $E2B_URL" "api_key_file = $E2B/api.key" \
+	"timeout_seconds = 30" "[reconciler]" "lease_seconds = 1" "backoff_base_seconds = 0")
+e2b_log() { curl -sS --max-time 10 "$E2B_URL/__fake/log"; }
+e2b_creates() { e2b_log | jq '[.requests[] | select(.method == "POST" and .path == "/sandboxes")] | length'; }
+e2b_sandboxes() { # e2b_sandboxes SESSION...: how many sandboxes of these sessions the fake has
+	e2b_log | jq --args '[.sandboxes[] | select(.metadata.terrarium_sandbox as $n | $ARGS.positional | index($n))] | length' "$@"
+}
+ENV_OC=$(api "$URL_BWRAP" POST /v1/environments \
+	'{"name":"recon-orphan-c","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' | jq -r .id)
+orphans_c() { # orphans_c ROUND
+	local r=$1 at="orphans (c)" log1="$T/orphan-c1-$1.log" log2="$T/orphan-c2-$1.log"
+	local oc pid_a before during=0
+	[ "$ORPHAN_ROUNDS" -gt 1 ] && at="orphans (c) round $r"
+	mapfile -t oc < <(new_sessions 2 "$ENV_OC")
+	before=$(e2b_creates)
+	"$RECON" -c "$INI_E2B" --once >"$log1" 2>&1 &
+	pid_a=$!
+	for _ in $(seq 1 100); do # until the first create is under way
+		[ "$(e2b_creates)" -gt "$before" ] && break
+		sleep 0.1
+	done
+	delete_sessions "${oc[@]}"
+	for _ in $(seq 1 40); do # the second run tears down as soon as the first's lease ends
+		"$RECON" -c "$INI_E2B" --once >>"$log2" 2>&1
+		if [ "$(rows_left "${oc[@]}")" -eq 0 ]; then
+			kill -0 "$pid_a" 2>/dev/null && during=1
+			break
+		fi
+		sleep 0.25
+	done
+	wait "$pid_a"
+	check "$at: the teardown was done while the create was under way" test "$during" -eq 1
+	check "$at: the first run destroyed what its create made for the deleted session" \
+		grep -q "session deleted during the create; sandbox .* destroyed" "$log1"
+	check "$at: 0 sandboxes of these sessions left in the backend" \
+		test "$(e2b_sandboxes "${oc[@]}")" -eq 0
+	check "$at: 0 rows left" test "$(rows_left "${oc[@]}")" -eq 0
+	check "$at: no sweep removed anything ($(sweeps_in "$log1" "$log2"))" \
+		test "$(sweeps_in "$log1" "$log2")" -eq 0
+}
+for i in $(seq 1 "$ORPHAN_ROUNDS"); do
+	orphans_a "$i"
+	orphans_b "$i"
+	orphans_c "$i"
 done
-wait "$pid_a"
-check "orphans (b): the first run dropped what was deleted under it" \
-	grep -q "lease lost\|dropped" "$T/orphan-b1.log"
-check "orphans (b): 0 of $ORPHAN_SESSIONS sandbox directories left" \
-	test "$(dirs_left "$T/root-orphan-b" "${ob[@]}")" -eq 0
-check "orphans (b): 0 rows left" test "$(rows_left "${ob[@]}")" -eq 0
+# an HTTP backend's error naming host paths (as Docker's "bind source path does not exist"
+# would): last_error shows neither the configuration's directory nor the key file
+sid=$(new_sessions 1 "$ENV_OC")
+curl -sS -X POST "$E2B_URL/__fake/create-error" -H 'content-type: application/json' \
+	--data "{\"message\":\"bind source path does not exist: $T/ca.pem (key $E2B/api.key)\"}" >/dev/null
+"$RECON" -c "$INI_E2B" --once >"$T/e2b-error.log" 2>&1
+err=$(provisioning "$URL_BWRAP" "$sid" | jq -r .p.last_error)
+check "last_error of an HTTP backend: no host paths ($err)" \
+	bash -c 'grep -q "status 400" <<<"$1" && grep -qF "bind source path does not exist: <host>/ca.pem (key <host>)" <<<"$1" && ! grep -qF "$2" <<<"$1"' \
+	_ "$err" "$RUN"
+curl -sS -X POST "$E2B_URL/__fake/create-error" -H 'content-type: application/json' \
+	--data '{"message":""}' >/dev/null
+api "$URL_BWRAP" DELETE "/v1/sessions/$sid" >/dev/null
+"$RECON" -c "$INI_E2B" --once >>"$T/e2b-error.log" 2>&1
+check "orphans (c): the fake backend recorded no protocol violations" \
+	test "$(e2b_log | jq -c .violations)" = "[]"
 
 # the sweep: a directory named like a session that no session owns goes, others stay
 mkdir -p "$T/root-orphan-b/sesn_NoSuchSession0000000000/node_modules" "$T/root-orphan-b/keep-me"
@@ -547,12 +775,31 @@ read -r _ SID_X <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" '{"name":"recon-ex
 mkdir -p "$T/root-extra/$SID_X/node_modules/.bin"
 printf '#!/bin/sh\necho hello-from-bin\n' >"$T/root-extra/$SID_X/node_modules/.bin/hello"
 chmod +x "$T/root-extra/$SID_X/node_modules/.bin/hello"
-out=$(TERRARIUM_TEST_EXTRA=yes "$RECON" -c "$INI_EXTRA" --exec "$SID_X" -- sh -c \
-	'echo "$TERRARIUM_TEST_EXTRA $NODE_EXTRA_CA_CERTS $PYTHONPATH $NODE_PATH"' 2>&1)
-check "smaller: pass_env_extra adds to the defaults; PYTHONPATH, NODE_PATH ($out)" \
-	test "$out" = "yes $(ls /etc/ssl/certs/ca-certificates.crt 2>/dev/null) /workspace/.pip /workspace/node_modules"
+# no_proxy is on the default pass_env list and nowhere else: it arrives only if
+# pass_env_extra adds to the list rather than replacing it
+out=$(TERRARIUM_TEST_EXTRA=yes no_proxy=default-list.invalid "$RECON" -c "$INI_EXTRA" \
+	--exec "$SID_X" -- sh -c \
+	'echo "$TERRARIUM_TEST_EXTRA $no_proxy $NODE_EXTRA_CA_CERTS $PYTHONPATH $NODE_PATH"' 2>&1)
+check "smaller: pass_env_extra adds to the defaults (both arrive); PYTHONPATH, NODE_PATH ($out)" \
+	test "$out" = "yes default-list.invalid $(ls /etc/ssl/certs/ca-certificates.crt 2>/dev/null) /workspace/.pip /workspace/node_modules"
 out=$("$RECON" -c "$INI_EXTRA" --exec "$SID_X" -- hello 2>&1)
 check "smaller: a package's bin directory is on PATH ($out)" test "$out" = hello-from-bin
+# last_error from a real failure under a sandbox root shorter than "<sandboxes>": the root
+# admits no new sandbox, so the create fails naming the host path
+SHORT=$(mktemp -d /tmp/tXXX)
+chmod 0555 "$SHORT"
+INI_SHORT=$(recon_ini short bwrap)
+sed -i "s|^root = .*|root = $SHORT|" "$INI_SHORT"
+read -r _ SID_S <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" '{"name":"recon-short-root","config":{"type":"cloud"}}')"
+"$RECON" -c "$INI_SHORT" --once >"$T/short.log" 2>&1
+err=$(provisioning "$URL_BWRAP" "$SID_S" | jq -r .p.last_error)
+check "smaller: a short sandbox root ($SHORT) is hidden from last_error too ($err)" \
+	bash -c 'grep -qF "mkdir <sandboxes>/" <<<"$1" && ! grep -qF "$2" <<<"$1"' _ "$err" "$SHORT"
+chmod 0755 "$SHORT"
+api "$URL_BWRAP" DELETE "/v1/sessions/$SID_S" >/dev/null
+"$RECON" -c "$INI_SHORT" --once >>"$T/short.log" 2>&1
+check "smaller: its teardown leaves no rows" test "$(rows_left "$SID_S")" -eq 0
+rm -rf "$SHORT"
 INI_MET=$(recon_ini met local)
 "$RECON" -c "$INI_MET" --once --metrics-file "$T/cumulative.prom" >/dev/null 2>&1
 read -r _ _ <<<"$(new_session "$URL_LOCAL" "$AGENT_LOCAL" '{"name":"recon-met-1"}')"
