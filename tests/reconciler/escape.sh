@@ -184,21 +184,25 @@ case $code in [1-5][0-9][0-9]) echo "control outbound" ;; *) echo "control no-ou
 '
 	;;
 esac
-attempts=$(grep -c '^try "' <<<"$inside")
+# judge SCRIPT OUTPUT: a check per attempt line of OUTPUT, and every attempt of SCRIPT must
+# have been held
+judge() {
+	local attempts held line
+	attempts=$(grep -c '^try "' <<<"$1")
+	held=$(grep -c '^held ' <<<"$2")
+	while read -r line; do
+		case "$line" in
+		"held "*) ok "held: ${line#held }" ;;
+		"ESCAPED "*) not_ok "ESCAPED: ${line#ESCAPED }" ;;
+		"MISSING "*) not_ok "could not try: ${line#MISSING }" ;;
+		esac
+	done <<<"$2"
+	[ "$held" -eq "$attempts" ] || not_ok "all $attempts attempts ran ($held held): $2"
+}
 out=$(recon --exec "$sid" -- sh -c "$inside" sh "$INI" "$KEY_FILE" "$E/sandboxes/$other" \
 	"$E/sandboxes" "$RUN" "$RUN/mysql.sock" "$API_PORT" "$DB_PORT" "$MIRROR" 2>&1)
 echo "$out" >"$E/inside.log"
-held=$(grep -c '^held ' <<<"$out")
-while read -r line; do
-	case "$line" in
-	"held "*) ok "held: ${line#held }" ;;
-	"ESCAPED "*) not_ok "ESCAPED: ${line#ESCAPED }" ;;
-	"MISSING "*) not_ok "could not try: ${line#MISSING }" ;;
-	esac
-done <<<"$out"
-if [ "$held" -lt "$attempts" ]; then
-	not_ok "all $attempts attempts ran ($held held): $out"
-fi
+judge "$inside" "$out"
 if grep -qx "control outbound" <<<"$out"; then
 	ok "control: the unrestricted sandbox reaches the Debian mirror ($MIRROR)"
 else
@@ -212,21 +216,14 @@ if [ "$BACKEND" = bwrap ]; then
 	db_sql "$RUN" -e "UPDATE session_sandboxes SET egress_policy = '[]' WHERE session_id = '$closed'" \
 		"$STACK_DB_NAME"
 	# shellcheck disable=SC2016 # expanded inside the sandbox
-	out=$(recon --exec "$closed" -- sh -c "$defs"'
+	closed_script=$defs'
 try "outbound from an empty allow-list (the mirror, port 80)" tcp "$1" 80
 try "outbound from an empty allow-list (through 10.0.2.2)" tcp 10.0.2.2 "$2"
 try "a network interface besides lo" sh -c "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d \" \" | grep -vqx lo"
-' sh "$MIRROR" "$API_PORT" 2>&1)
+'
+	out=$(recon --exec "$closed" -- sh -c "$closed_script" sh "$MIRROR" "$API_PORT" 2>&1)
 	echo "$out" >"$E/closed.log"
-	held=$(grep -c '^held ' <<<"$out")
-	while read -r line; do
-		case "$line" in
-		"held "*) ok "held: ${line#held }" ;;
-		"ESCAPED "*) not_ok "ESCAPED: ${line#ESCAPED }" ;;
-		"MISSING "*) not_ok "could not try: ${line#MISSING }" ;;
-		esac
-	done <<<"$out"
-	[ "$held" -eq 3 ] || not_ok "all 3 attempts without a network ran ($held held): $out"
+	judge "$closed_script" "$out"
 fi
 # the host side: what the sandbox made belongs to the unprivileged account, the immutable
 # flag did not stick, and the teardown removes everything
