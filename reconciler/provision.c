@@ -340,6 +340,19 @@ static int lease_tick(void *arg)
 	return 0;
 }
 
+/* proc_watch during a create: renew, but never stop it. A create abandoned on the way may
+ * still complete on the backend's side (an HTTP service finishes what it was asked), where
+ * nothing would destroy it; let finish (the HTTP timeout bounds it), what it made is known
+ * and destroyed when the lease was lost and the session is gone (discard). */
+static int create_tick(void *arg)
+{
+	struct job *j = arg;
+
+	if (!j->lost && renew(j, 0) == RECON_LOST)
+		log_warn("intent %lld: lease lost during the create: letting it finish", j->in->id);
+	return 0;
+}
+
 /* Record STEP as done (and the sandbox id), renewing the lease. RECON_DONE, LOST or DB_ERROR. */
 static enum recon_outcome record(struct job *j, const char *step)
 {
@@ -608,8 +621,14 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	deferred = r->sbx.ops->start && (cache_hit || !wanted) && !limited;
 	r->sbx.create_defer_start = deferred;
 	t0 = clock_mono_s();
-	rc = r->sbx.ops->create(&r->sbx, j->in->session_id, j->sandbox_id, sizeof(j->sandbox_id),
-				j->error, sizeof(j->error));
+	{
+		const struct proc_watch *watch = r->sbx.watch;
+		struct proc_watch creating = { create_tick, j, watch ? watch->interval_ms : 1000L };
+		r->sbx.watch = watch ? &creating : NULL;
+		rc = r->sbx.ops->create(&r->sbx, j->in->session_id, j->sandbox_id,
+					sizeof(j->sandbox_id), j->error, sizeof(j->error));
+		r->sbx.watch = watch;
+	}
 	r->sbx.create_from = NULL;
 	r->sbx.create_env = NULL;
 	r->sbx.create_defer_start = 0;
