@@ -173,31 +173,37 @@ out=$(PATH="$SLOW:$PATH" "$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- grep -c tap
 check "bwrap: a slirp4netns started late still brings the network up ($out)" test "$out" = 1
 # a reconciler killed while a sandbox is being set up (here: waiting for its network) leaves the
 # sandbox to nobody; the next run kills it
-orphaned() { # orphaned DIR: bwrap's pid 1 of a sandbox binding DIR whose parent is not bwrap
+bwraps() { # bwraps DIR [orphaned]: bwrap processes of a sandbox binding DIR; with "orphaned",
+	# only those whose parent is not bwrap (the sandbox's pid 1 left by its monitor)
 	local p ppid n=0
 	for p in /proc/[0-9]*; do
 		[ "$(cat "$p/comm" 2>/dev/null)" = bwrap ] || continue
 		tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qxF "$1" || continue
 		ppid=$(awk '{ sub(/.*\) /, ""); print $2 }' "$p/stat" 2>/dev/null)
-		[ -n "$ppid" ] && [ "$(cat "/proc/$ppid/comm" 2>/dev/null)" != bwrap ] && n=$((n + 1))
+		[ -n "$ppid" ] || continue
+		[ -z "${2:-}" ] || [ "$(cat "/proc/$ppid/comm" 2>/dev/null)" != bwrap ] && n=$((n + 1))
 	done
 	echo "$n"
 }
 SLOWER=$T/slower-slirp
-mkdir -p "$SLOWER" && printf '#!/bin/sh\nsleep 4\nexec %s "$@"\n' "$(command -v slirp4netns)" \
+mkdir -p "$SLOWER" && printf '#!/bin/sh\nsleep 6\nexec %s "$@"\n' "$(command -v slirp4netns)" \
 	>"$SLOWER/slirp4netns" && chmod 0755 "$SLOWER" "$SLOWER/slirp4netns"
 PATH="$SLOWER:$PATH" "$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- sleep 300 >/dev/null 2>&1 &
 pid=$!
-sleep 2
+# killed once the sandbox exists (bwrap's monitor and pid 1) and waits for its network
+for _ in $(seq 200); do
+	[ "$(bwraps "$T/root-bwrap/$SID_B")" -ge 2 ] && break
+	sleep 0.1
+done
 kill -9 "$pid"
 wait "$pid" 2>/dev/null
 sleep 1
-n=$(orphaned "$T/root-bwrap/$SID_B")
+n=$(bwraps "$T/root-bwrap/$SID_B" orphaned)
 check "setup kill9: the sandbox outlived its reconciler killed during its setup ($n)" test "$n" -ge 1
 "$RECON" -c "$INI_BWRAP" --once >"$T/setup-kill.log" 2>&1
 check "setup kill9: the next run killed it and said so" grep -q "killed sandbox process" "$T/setup-kill.log"
 sleep 0.5
-n=$(orphaned "$T/root-bwrap/$SID_B")
+n=$(bwraps "$T/root-bwrap/$SID_B" orphaned)
 check "setup kill9: nothing of it is left ($n)" test "$n" -eq 0
 
 # ---- drift: a bwrap workspace removed behind terrarium's back ----
