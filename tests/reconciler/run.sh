@@ -173,12 +173,14 @@ out=$(PATH="$SLOW:$PATH" "$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- grep -c tap
 check "bwrap: a slirp4netns started late still brings the network up ($out)" test "$out" = 1
 # a reconciler killed while a sandbox is being set up (here: waiting for its network) leaves the
 # sandbox to nobody; the next run kills it
-bwraps() { # bwraps DIR [orphaned]: bwrap processes of a sandbox binding DIR; with "orphaned",
-	# only those whose parent is not bwrap (the sandbox's pid 1 left by its monitor)
+bwraps() { # bwraps DIR [orphaned]: bwrap processes of a sandbox binding DIR (or a path that
+	# starts with DIR); with "orphaned", only those whose parent is not bwrap (the sandbox's
+	# pid 1 left by its monitor)
 	local p ppid n=0
 	for p in /proc/[0-9]*; do
 		[ "$(cat "$p/comm" 2>/dev/null)" = bwrap ] || continue
-		tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qxF "$1" || continue
+		tr '\0' '\n' <"$p/cmdline" 2>/dev/null |
+			awk -v d="$1" 'index($0, d) == 1 { f = 1 } END { exit !f }' || continue
 		ppid=$(awk '{ sub(/.*\) /, ""); print $2 }' "$p/stat" 2>/dev/null)
 		[ -n "$ppid" ] || continue
 		[ -z "${2:-}" ] || [ "$(cat "/proc/$ppid/comm" 2>/dev/null)" != bwrap ] && n=$((n + 1))
@@ -360,6 +362,11 @@ for i in $(seq 1 "$CRASH_ROUNDS"); do
 done
 check "crash: $crash_ok/$CRASH_ROUNDS sessions ready exactly once with one sandbox" \
 	test "$crash_ok" -eq "$CRASH_ROUNDS"
+# a run killed while it set a sandbox up leaves that sandbox to nobody; the next run kills it
+"$RECON" -c "$INI_CRASH" --once >>"$T/crash.log" 2>&1
+sleep 0.5
+n=$(bwraps "$T/root-crash/" orphaned)
+check "crash: no sandbox of the killed runs is left running ($n)" test "$n" -eq 0
 
 # ---- teardown ----
 echo "# teardown"
