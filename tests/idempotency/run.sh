@@ -38,34 +38,40 @@ check "every 200 names that one environment (the others waited and replayed it),
 # is retried as the SDK retries (409 and 5xx) for up to 15 s. The claim and the create share a
 # transaction, so the kill left no object and a free key: the retry creates exactly one. (When
 # the claim was committed on its own, the key stayed "in progress" for 120 s.)
-NAME=${TERRARIUM_BACKEND:-local}
-tag="idem-kill-$$-$RANDOM"
-mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" terrarium \
-	-e "LOCK TABLES environments READ; SELECT SLEEP(4); UNLOCK TABLES;" >/dev/null &
-locker=$!
-sleep 0.5
-post "$tag" "{\"name\":\"$tag\"}" >"$RUN/idem-kill.first" &
-first=$!
-sleep 1.5
-killed=0
-for w in $(pgrep -P "$(cat "$RUN/$NAME.pid")"); do kill -9 "$w" && killed=$((killed + 1)); done
-wait "$first"
-wait "$locker"
-end=$((SECONDS + 15))
-while :; do
-	again=$(post "$tag" "{\"name\":\"$tag\"}")
-	case "${again%% *}" in 409 | 5*) [ $SECONDS -lt $end ] && sleep 0.5 && continue ;; esac
-	break
-done
-rows=$(sql "SELECT COUNT(*) FROM environments WHERE name = '$tag'")
-first_status=$(cut -d' ' -f1 "$RUN/idem-kill.first")
-# the kill must have happened while the create waited: a first answer of 200 means it was not
-# interrupted, and the rest proves nothing
-check "killed mid-create: workers were killed ($killed) and the first answer was not a 200 ($first_status)" \
-	test "$killed" -gt 0 -a -n "$first_status" -a "$first_status" != 200
-check "killed mid-create: the retry gets 200 ($again)" test "${again%% *}" = 200
-check "killed mid-create: one environment for the key ($rows)" test "$rows" = 1
-rm -f "$RUN/idem-kill.first"
+# IDEM_KILL=0 (the Galera cluster's suite): API hosts run in their own namespaces and a table
+# lock on one node does not hold writes on the others; the cluster's own fault tests kill hosts.
+if [ "${IDEM_KILL:-1}" = 1 ]; then
+	NAME=${TERRARIUM_BACKEND:-local}
+	tag="idem-kill-$$-$RANDOM"
+	mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" terrarium \
+		-e "LOCK TABLES environments READ; SELECT SLEEP(4); UNLOCK TABLES;" >/dev/null &
+	locker=$!
+	sleep 0.5
+	post "$tag" "{\"name\":\"$tag\"}" >"$RUN/idem-kill.first" &
+	first=$!
+	sleep 1.5
+	killed=0
+	for w in $(pgrep -P "$(cat "$RUN/$NAME.pid")"); do kill -9 "$w" && killed=$((killed + 1)); done
+	wait "$first"
+	wait "$locker"
+	end=$((SECONDS + 15))
+	while :; do
+		again=$(post "$tag" "{\"name\":\"$tag\"}")
+		case "${again%% *}" in 409 | 5*) [ $SECONDS -lt $end ] && sleep 0.5 && continue ;; esac
+		break
+	done
+	rows=$(sql "SELECT COUNT(*) FROM environments WHERE name = '$tag'")
+	first_status=$(cut -d' ' -f1 "$RUN/idem-kill.first")
+	# the kill must have happened while the create waited: a first answer of 200 means it was not
+	# interrupted, and the rest proves nothing
+	check "killed mid-create: workers were killed ($killed) and the first answer was not a 200 ($first_status)" \
+		test "$killed" -gt 0 -a -n "$first_status" -a "$first_status" != 200
+	check "killed mid-create: the retry gets 200 ($again)" test "${again%% *}" = 200
+	check "killed mid-create: one environment for the key ($rows)" test "$rows" = 1
+	rm -f "$RUN/idem-kill.first"
+else
+	echo "# killed mid-create: not run here (IDEM_KILL=0)"
+fi
 
 tag="idem-exp-$$-$RANDOM"
 first=$(post "$tag" "{\"name\":\"$tag\"}")
