@@ -446,7 +446,7 @@ static void discard(struct job *j)
 {
 	struct recon *r = j->r;
 	const struct proc_watch *watch = r->sbx.watch;
-	/* a create the watch cut short recorded no id: the name finds what it may have made */
+	/* a create that failed recorded no id: the name finds what it may have made */
 	const char *id = j->sandbox_id[0] ? j->sandbox_id : j->in->session_id;
 	char err[SBX_ERR_MAX];
 	int gone = 0;
@@ -634,7 +634,8 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	r->sbx.create_defer_start = 0;
 	if (rc) {
 		out = fail(j);
-		if (j->lost) /* the watch stopped the create: it may have made the sandbox */
+		if (j->lost) /* the lease went during a create that failed: it may have made a
+			      * sandbox that no one else will destroy */
 			discard(j);
 		goto out;
 	}

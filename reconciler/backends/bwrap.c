@@ -327,7 +327,10 @@ static void kill_orphans(const char *root)
 		if (strspn(e->d_name, "0123456789") != strlen(e->d_name) ||
 		    snprintf(pid, sizeof(pid), "%s", e->d_name) >= (int)sizeof(pid))
 			continue;
-		/* the descriptor pins the process: the checks below are about it, not a reuse */
+		if (!orphaned_sandbox(pid, root, our_pidns))
+			continue;
+		/* a candidate: the descriptor pins the process, and the checks are made again on
+		 * it, so a pid reused since the first look is never killed */
 		pidfd = (int)syscall(SYS_pidfd_open, (pid_t)atol(pid), 0);
 		if (pidfd < 0)
 			continue;
