@@ -1,7 +1,9 @@
 // Races "create a session" against "delete the environment" and against "archive the
 // environment", each from its own connection, ROUNDS times. A session must never be created for
 // an environment that is gone or that was archived before the session committed, and every 200
-// the clients saw must correspond to a stored row.
+// the clients saw must correspond to a stored row. Then races two updates of one environment
+// and an update against its archive: every 200 shows the object as its own update left it, and
+// an update is either applied before the archive or refused as archived.
 //
 // Env: TERRARIUM_URL, TERRARIUM_KEY; ROUNDS (default 200). Prints "N passed, N failed".
 import assert from 'node:assert/strict';
@@ -109,13 +111,51 @@ async function round(i, kind) {
   if (kind === 'archive' || op.status === 409) await call(0, 'DELETE', `/v1/environments/${envId}`);
 }
 
-const outcomes = { delete: { session: 0, env: 0 }, archive: { session: 0, env: 0 } };
+// Two updates of one environment, then an update against the archive of another.
+async function updateRound(i) {
+  const label = `update round ${i}`;
+  const env = await call(0, 'POST', '/v1/environments', { name: `race-update-${i}`, description: 'before' });
+  assert.equal(env.status, 200, env.text);
+  const envId = env.json.id;
+  const mine = [`by client 0 in round ${i}`, `by client 1 in round ${i}`];
+  const both = await Promise.all(mine.map((d, c) => call(c, 'POST', `/v1/environments/${envId}`, { description: d })));
+  both.forEach((u, c) => check(`${label}: update ${c} answers what it wrote`, () => {
+    assert.equal(u.status, 200, u.text);
+    assert.equal(u.json.description, mine[c]);
+  }));
+  const after = await call(0, 'GET', `/v1/environments/${envId}`);
+  check(`${label}: one of the two is stored`, () => assert.ok(mine.includes(after.json.description), after.text));
+  const [upd, arch] = await Promise.all([
+    call(0, 'POST', `/v1/environments/${envId}`, { name: `race-update-${i}-renamed` }),
+    call(1, 'POST', `/v1/environments/${envId}/archive`),
+  ]);
+  const stored = await call(0, 'GET', `/v1/environments/${envId}`);
+  outcomes.update[upd.status === 200 ? 'update' : 'archive']++;
+  check(`${label}: update against archive`, () => {
+    assert.equal(arch.status, 200, arch.text);
+    assert.ok(stored.json.archived_at, stored.text);
+    if (upd.status === 200) {
+      assert.equal(upd.json.archived_at, null, upd.text);
+      assert.equal(stored.json.name, `race-update-${i}-renamed`);
+    } else {
+      assert.equal(upd.status, 400, upd.text);
+      assert.equal(upd.json.error.details.error_code, 'environment_archived');
+      assert.equal(stored.json.name, `race-update-${i}`);
+    }
+  });
+  await call(0, 'DELETE', `/v1/environments/${envId}`);
+}
+
+const outcomes = { delete: { session: 0, env: 0 }, archive: { session: 0, env: 0 },
+  update: { update: 0, archive: 0 } };
 for (const kind of ['delete', 'archive']) {
   for (let i = 0; i < ROUNDS; i++) await round(i, kind);
 }
+for (let i = 0; i < ROUNDS; i++) await updateRound(i);
 for (const c of clients) c.destroy();
 for (const f of failures.slice(0, 20)) console.log(`not ok - ${f}`);
 console.log(`race: ${ROUNDS} rounds each; session first / environment first: ` +
-  `delete ${outcomes.delete.session}/${outcomes.delete.env}, archive ${outcomes.archive.session}/${outcomes.archive.env}`);
+  `delete ${outcomes.delete.session}/${outcomes.delete.env}, archive ${outcomes.archive.session}/${outcomes.archive.env}; ` +
+  `update first / archive first: ${outcomes.update.update}/${outcomes.update.archive}`);
 console.log(`${passed} passed, ${failures.length} failed`);
 process.exit(failures.length ? 1 : 0);
