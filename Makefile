@@ -122,7 +122,7 @@ UNIT_TESTS += $(BUILD)/test_resource
 
 # db/db.c without a server: error classes and the failure a handle reports
 $(BUILD)/test_db: $(call obj,tests/unit/test_db.c db/db.c common/crypto.c common/log.c \
-	common/config.c common/backend.c common/clock.c common/strbuf.c)
+	common/config.c common/backend.c common/clock.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB)
 UNIT_TESTS += $(BUILD)/test_db
 

@@ -13,7 +13,6 @@
 #include "../common/clock.h"
 #include "../common/crypto.h"
 #include "../common/log.h"
-#include "../common/strbuf.h"
 
 #define DB_CELL_MIN 64
 #define DB_ARENA_BLOCK 16384            /* later arena blocks of a result set, at least */
@@ -189,7 +188,7 @@ enum db_status db_connect(struct db *db)
 	mysql_options(m, MYSQL_INIT_COMMAND, "SET time_zone = '+00:00', NAMES utf8mb4");
 	if (!mysql_real_connect(m, c->db_socket[0] ? NULL : c->db_host, c->db_user,
 				c->db_password, c->db_name, c->db_port,
-				c->db_socket[0] ? c->db_socket : NULL, CLIENT_MULTI_STATEMENTS)) {
+				c->db_socket[0] ? c->db_socket : NULL, 0)) {
 		unsigned err = mysql_errno(m);
 		enum db_status st = db_fail(db, db_classify(err), "%u: %s", err, mysql_error(m));
 
@@ -593,165 +592,6 @@ enum db_status db_exec(struct db *db, const char *sql, const struct db_val *para
 	}
 	if (!st && !db->tx_open)
 		fail_clear(db);
-	return st;
-}
-
-/* Append SQL with its `?` placeholders (outside quoted literals) replaced by PARAMS as
- * literals: strings quoted and escaped by the connection (its character set and SQL mode),
- * integers in decimal, NULL. -1 when the counts differ or memory ran out. */
-static int batch_text(struct db *db, struct strbuf *out, const char *sql,
-		      const struct db_val *params, unsigned nparams)
-{
-	unsigned used = 0;
-	char quote = 0;
-
-	for (const char *p = sql; *p; p++) {
-		if (quote) {
-			if (*p == quote)
-				quote = 0;
-		} else if (*p == '\'' || *p == '"' || *p == '`') {
-			quote = *p;
-		} else if (*p == '?') {
-			const struct db_val *v;
-
-			if (used == nparams)
-				return -1;
-			v = &params[used++];
-			if (v->type == DBT_NULL) {
-				strbuf_addstr(out, "NULL");
-			} else if (v->type == DBT_INT) {
-				strbuf_addf(out, "%lld", v->i);
-			} else if (!strbuf_grow(out, 2 * v->len + 2)) {
-				out->buf[out->len++] = '\'';
-				out->len += mysql_real_escape_string(db->conn, out->buf + out->len,
-								     v->s, v->len);
-				out->buf[out->len++] = '\'';
-				out->buf[out->len] = '\0';
-			}
-			continue;
-		}
-		strbuf_addch(out, *p);
-	}
-	return used == nparams && !out->oom ? 0 : -1;
-}
-
-/* Copy the text-protocol result RES into ROWS (the arena layout of fetch_all). 0 or a MariaDB
- * error number. */
-static unsigned fetch_text(MYSQL_RES *res, struct db_rows *rows)
-{
-	unsigned ncols = mysql_num_fields(res);
-	size_t ncells = (size_t)mysql_num_rows(res) * ncols;
-	MYSQL_ROW row;
-
-	memset(rows, 0, sizeof(*rows));
-	rows->ncols = ncols;
-	rows->cell = arena_alloc(&rows->arena, (ncells + 1) * sizeof(*rows->cell), DB_ARENA_BLOCK);
-	rows->len = arena_alloc(&rows->arena, (ncells + 1) * sizeof(*rows->len), DB_ARENA_BLOCK);
-	if (!rows->cell || !rows->len)
-		goto oom;
-	memset(rows->cell, 0, (ncells + 1) * sizeof(*rows->cell));
-	memset(rows->len, 0, (ncells + 1) * sizeof(*rows->len));
-	while ((row = mysql_fetch_row(res))) {
-		unsigned long *lens = mysql_fetch_lengths(res);
-
-		for (unsigned c = 0; c < ncols; c++) {
-			size_t i = (size_t)rows->nrows * ncols + c;
-
-			if (!row[c])
-				continue;
-			rows->cell[i] = arena_alloc(&rows->arena, lens[c] + 1, DB_ARENA_BLOCK);
-			if (!rows->cell[i])
-				goto oom;
-			memcpy(rows->cell[i], row[c], lens[c]);
-			rows->cell[i][lens[c]] = '\0';
-			rows->len[i] = lens[c];
-		}
-		rows->nrows++;
-	}
-	return 0;
-oom:
-	db_rows_free(rows);
-	return CR_OUT_OF_MEMORY;
-}
-
-static enum db_status batch_once(struct db *db, const char *text, size_t len,
-				 struct db_rows *rows)
-{
-	enum db_status st = db_connect(db);
-	int more;
-
-	if (st)
-		return st;
-	if (mysql_real_query(db->conn, text, len))
-		goto failed;
-	do {
-		MYSQL_RES *res = mysql_store_result(db->conn);
-
-		if (res) {
-			unsigned err;
-
-			db_rows_free(rows); /* only the last result set is kept */
-			err = fetch_text(res, rows);
-
-			mysql_free_result(res);
-			if (err) {
-				/* the statements after it still answer: read them, then report */
-				while (mysql_next_result(db->conn) == 0)
-					mysql_free_result(mysql_store_result(db->conn));
-				st = fail(db, err, "fetching a result");
-				goto rollback;
-			}
-		} else if (mysql_errno(db->conn)) {
-			goto failed;
-		}
-		more = mysql_next_result(db->conn);
-	} while (more == 0);
-	if (more > 0)
-		goto failed;
-	return DB_OK;
-failed:
-	/* the server ran nothing after the statement that failed */
-	st = fail(db, mysql_errno(db->conn), mysql_error(db->conn));
-rollback:
-	if (db->conn && (db->conn->server_status & SERVER_STATUS_IN_TRANS) &&
-	    mysql_query(db->conn, "ROLLBACK"))
-		db_disconnect(db);
-	db_rows_free(rows);
-	return st;
-}
-
-enum db_status db_batch(struct db *db, const char *sql, const struct db_val *params,
-			unsigned nparams, struct db_rows *rows)
-{
-	struct strbuf text = STRBUF_INIT;
-	enum db_status st;
-
-	memset(rows, 0, sizeof(*rows));
-	if (db->in_tx || db->tx_lost)
-		return db_fail(db, DB_FATAL, "db_batch inside a transaction: %.80s", sql);
-	st = db_connect(db);
-	if (st)
-		return st;
-	if (batch_text(db, &text, sql, params, nparams)) {
-		st = text.oom ? db_fail(db, DB_NOMEM, "building a batch: out of memory")
-			      : db_fail(db, DB_FATAL, "%u parameters given for: %.80s", nparams, sql);
-		goto out;
-	}
-	st = batch_once(db, text.buf, text.len, rows);
-	if (st == DB_GONE || st == DB_RETRY) {
-		log_warn("database: %s (%s); retrying once", db_status_name(st), db->error);
-		/* the escaping depends on the connection: build the text again on the new one */
-		strbuf_reset(&text);
-		st = db_connect(db);
-		if (!st && batch_text(db, &text, sql, params, nparams))
-			st = db_fail(db, DB_NOMEM, "building a batch: out of memory");
-		if (!st)
-			st = batch_once(db, text.buf, text.len, rows);
-	}
-	if (!st)
-		fail_clear(db);
-out:
-	strbuf_release(&text);
 	return st;
 }
 

@@ -96,16 +96,6 @@ enum db_status db_connect(struct db *db);
 enum db_status db_exec(struct db *db, const char *sql, const struct db_val *params,
 		       unsigned nparams, struct db_rows *rows, unsigned long long *affected);
 
-/* One round trip for several statements: SQL holds `;`-separated statements (a string
- * literal) whose `?` placeholders, outside quoted literals, take PARAMS in order, sent as
- * escaped literals in the text protocol. ROWS receives the last result set (empty when none;
- * caller db_rows_free). The server stops at the first statement that fails; an open
- * transaction is then rolled back. Not inside db_tx. Like db_exec outside a transaction, a
- * server-gone or retryable failure runs the whole batch once more: a batch must be safe to
- * run twice (a transaction that writes only what differs is). */
-enum db_status db_batch(struct db *db, const char *sql, const struct db_val *params,
-			unsigned nparams, struct db_rows *rows);
-
 /* Execute SQL text without preparing (DDL, migrations). */
 enum db_status db_query(struct db *db, const char *sql);
 

@@ -2,14 +2,12 @@
 
 #include <stdlib.h>
 
-/* enum env_col, in order */
-#define ENV_COLUMNS                                                                       \
-	"id, name, description, metadata, config, scope,"                                 \
+#define ENV_SELECT                                                                        \
+	"SELECT id, name, description, metadata, config, scope,"                          \
 	" DATE_FORMAT(created_at, '%Y-%m-%dT%H:%i:%s.%fZ'),"                              \
 	" DATE_FORMAT(updated_at, '%Y-%m-%dT%H:%i:%s.%fZ'),"                              \
 	" DATE_FORMAT(archived_at, '%Y-%m-%dT%H:%i:%s.%fZ'), revision,"                   \
-	" DATE_FORMAT(created_at, '%Y-%m-%d %H:%i:%s.%f')"
-#define ENV_SELECT "SELECT " ENV_COLUMNS " FROM environments "
+	" DATE_FORMAT(created_at, '%Y-%m-%d %H:%i:%s.%f') FROM environments "
 
 #define ENV_VISIBLE " workspace_id = ? AND (scope IS NULL OR scope <> 'account' OR account_id = ?) "
 
@@ -54,37 +52,6 @@ enum db_status envdb_update(struct db *db, const struct env_row_in *in, long lon
 			      DB_INT(revision) };
 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, affected);
-}
-
-enum db_status envdb_update_direct(struct db *db, const struct env_row_in *in, int set_description,
-				   struct db_rows *rows, int *written)
-{
-	/* The write compares bytes (CAST ... AS BINARY): the columns' collation pads, and would
-	 * take "a " for "a". The SELECT in the same transaction sees the row as written. */
-#define ENV_DIRECT_NAME "COALESCE(?, name)"
-#define ENV_DIRECT_DESCRIPTION "IF(?, ?, description)"
-	static const char sql[] =
-		"START TRANSACTION;"
-		" UPDATE environments SET name = " ENV_DIRECT_NAME ","
-		" description = " ENV_DIRECT_DESCRIPTION ", revision = revision + 1, updated_at = ?"
-		" WHERE id = ? AND" ENV_VISIBLE "AND archived_at IS NULL AND NOT ("
-		" CAST(name AS BINARY) <=> CAST(" ENV_DIRECT_NAME " AS BINARY) AND"
-		" CAST(description AS BINARY) <=> CAST(" ENV_DIRECT_DESCRIPTION " AS BINARY));"
-		" SELECT " ENV_COLUMNS ", ROW_COUNT() FROM environments WHERE id = ? AND" ENV_VISIBLE ";"
-		" COMMIT";
-	struct db_val set_desc = DB_INT(set_description), desc = db_opt(in->description);
-	struct db_val p[] = { db_opt(in->name), set_desc, desc, DB_STR(in->now), DB_STR(in->id),
-			      DB_STR(in->workspace_id), DB_STR(in->account_id), db_opt(in->name),
-			      set_desc, desc, DB_STR(in->id), DB_STR(in->workspace_id),
-			      DB_STR(in->account_id) };
-	enum db_status st = db_batch(db, sql, DB_ARRAY(p), rows);
-
-	*written = 0;
-	if (!st && rows->nrows && rows->ncols == ENV_C_CREATED_DB + 2)
-		*written = strcmp(db_cell(rows, 0, ENV_C_CREATED_DB + 1), "0") != 0;
-	return st;
-#undef ENV_DIRECT_NAME
-#undef ENV_DIRECT_DESCRIPTION
 }
 
 enum db_status envdb_hold_for_session(struct db *db, const char *id, const char *ws,

@@ -40,13 +40,6 @@ enum db_status envdb_insert(struct db *db, const struct env_row_in *in);
  * caller's read). *AFFECTED = 1 when written, 0 when the row changed, went or was archived. */
 enum db_status envdb_update(struct db *db, const struct env_row_in *in, long long revision,
 			    unsigned long long *affected);
-/* Set name (IN->name, NULL: keep) and description (when SET_DESCRIPTION: IN->description,
- * NULL clears it), revision + 1 and updated_at = IN->now, when they change something and the
- * row is visible and not archived; then read the row back: one round trip and one transaction
- * (db_batch). ROWS gets the row as an environment SELECT answers it (0 rows: not visible);
- * *WRITTEN = 1 when the row was changed. IN's other fields are unused. */
-enum db_status envdb_update_direct(struct db *db, const struct env_row_in *in, int set_description,
-				   struct db_rows *rows, int *written);
 /* Session creation's write to its environment's row (session_writes + 1), before it reads the
  * row: the row lock is exclusive from the start, and on a Galera cluster, where locks are local
  * to one node, the write makes an archive or delete of the environment committed on another

@@ -825,30 +825,6 @@ static json_t *default_config(void)
 	return cloud_config(networking_default(), packages_default());
 }
 
-int env_update_direct(json_t *body, struct env_fields *out)
-{
-	struct verr err = { 0 };
-	const char *key;
-	json_t *v;
-
-	memset(out, 0, sizeof(*out));
-	if (!json_is_object(body))
-		return 0;
-	json_object_foreach(body, key, v)
-		if (strcmp(key, "name") && strcmp(key, "description"))
-			return 0;
-	v = json_object_get(body, "name");
-	if (v && name_parse(v, &out->name, &err))
-		goto no;
-	v = json_object_get(body, "description");
-	if (v && description_parse(v, &out->description, &err))
-		goto no;
-	return 1;
-no:
-	env_fields_release(out);
-	return 0;
-}
-
 int env_validate_update(json_t *body, const struct backend_caps *caps, struct env_fields *cur,
 			int *changed, struct verr *err)
 {

@@ -47,13 +47,6 @@ int env_validate_create(json_t *body, const struct backend_caps *caps, struct en
 int env_validate_update(json_t *body, const struct backend_caps *caps, struct env_fields *cur,
 			int *changed, struct verr *err);
 
-/* An update that sets nothing but `name` and `description` has new values that do not depend
- * on the stored row, so it can be written without reading it first. 1 when BODY is such an
- * update and valid: OUT->name and OUT->description hold what it sets (NULL: left as stored;
- * caller releases OUT). 0 otherwise, OUT empty: invalid bodies too, which env_validate_update
- * then judges after the stored row was found, as for every update. */
-int env_update_direct(json_t *body, struct env_fields *out);
-
 /* Validate a metadata object given at FIELD (e.g. "metadata"). NULL or JSON null means empty.
  * Returns a new reference (caller decrefs) or NULL with ERR = 400 invalid_metadata naming
  * every problem. */

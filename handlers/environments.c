@@ -78,13 +78,6 @@ static int check_id(struct request *req, struct response *resp)
 	return resource_check(&RES_ENVIRONMENT, req, resp, req->params[0]);
 }
 
-/* 400 for an update of an archived environment. */
-static void respond_archived(struct request *req, struct response *resp)
-{
-	resp_error(resp, req, 400, "environment_archived",
-		   "environment '%s' is archived and cannot be updated", req->params[0]);
-}
-
 /* Serialised forms of the fields for the row writers. Strings are owned (env_text_free). */
 struct env_text {
 	char *metadata, *config, *description;
@@ -227,7 +220,9 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 	}
 	if (!rows.nrows || db_cell(&rows, 0, ENV_C_ARCHIVED)) {
 		if (rows.nrows)
-			respond_archived(req, resp);
+			resp_error(resp, req, 400, "environment_archived",
+				   "environment '%s' is archived and cannot be updated",
+				   req->params[0]);
 		else
 			respond_row(req, resp, &rows);
 		goto out;
@@ -271,45 +266,9 @@ out:
 	return answered;
 }
 
-/* The update of a body that sets only name and description (env_update_direct): written and
- * read back in one round trip. 0 when the body is not such an update (nothing was done). */
-static int update_direct(struct worker *w, struct request *req, struct response *resp)
-{
-	struct env_fields f;
-	struct env_row_in in;
-	struct db_rows rows = { 0 };
-	char now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
-	const char *description;
-	enum db_status st;
-	int written;
-
-	if (!env_update_direct(req->json, &f))
-		return 0;
-	clock_now(now_db, now_api);
-	description = json_string_value(f.description); /* NULL for null or not set */
-	in = (struct env_row_in){ .id = req->params[0],
-				  .workspace_id = req->auth.workspace_id,
-				  .account_id = req->auth.account_id,
-				  .name = f.name,
-				  .description = description,
-				  .now = now_db };
-	st = envdb_update_direct(w->db, &in, f.description != NULL, &rows, &written);
-	if (st)
-		handle_db_error(w, req, resp, st);
-	else if (rows.nrows && !written && db_cell(&rows, 0, ENV_C_ARCHIVED))
-		respond_archived(req, resp);
-	else
-		respond_row(req, resp, &rows);
-	db_rows_free(&rows);
-	env_fields_release(&f);
-	return 1;
-}
-
 void env_update(struct worker *w, struct request *req, struct response *resp)
 {
 	if (check_id(req, resp))
-		return;
-	if (update_direct(w, req, resp))
 		return;
 	for (int attempt = 0; attempt < ENV_UPDATE_ATTEMPTS; attempt++)
 		if (update_once(w, req, resp))

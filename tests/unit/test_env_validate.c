@@ -968,60 +968,6 @@ static void test_update_name(void **state)
 	env_fields_release(&cur);
 }
 
-/* env_update_direct: only valid bodies setting nothing but name and description qualify. */
-static void test_update_direct(void **state)
-{
-	static const struct {
-		const char *body;
-		int direct;
-		const char *name;        /* NULL: not set */
-		const char *description; /* NULL: not set; "null": JSON null */
-	} cases[] = {
-		{ "{}", 1, NULL, NULL },
-		{ "{\"name\":\"n\"}", 1, "n", NULL },
-		{ "{\"description\":\"d\"}", 1, NULL, "d" },
-		{ "{\"description\":null}", 1, NULL, "null" },
-		{ "{\"name\":\"n \",\"description\":\"\"}", 1, "n ", "" },
-		{ "{\"name\":\"n\",\"metadata\":{}}", 0, NULL, NULL },
-		{ "{\"name\":\"n\",\"config\":{\"type\":\"cloud\"}}", 0, NULL, NULL },
-		{ "{\"scope\":null}", 0, NULL, NULL },
-		{ "{\"nmae\":\"n\"}", 0, NULL, NULL },
-		{ "{\"name\":\"\"}", 0, NULL, NULL },
-		{ "{\"name\":null}", 0, NULL, NULL },
-		{ "{\"description\":7}", 0, NULL, NULL },
-		{ "[]", 0, NULL, NULL },
-	};
-	char *over = unit_rep("d", ENV_DESCRIPTION_MAX + 1);
-	json_t *long_body = json_pack("{s:s}", "description", over);
-	struct env_fields f;
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		json_t *body = json_loads(cases[i].body, JSON_DECODE_ANY, NULL);
-
-		assert_non_null(body);
-		assert_int_equal(env_update_direct(body, &f), cases[i].direct);
-		if (cases[i].name)
-			assert_string_equal(f.name, cases[i].name);
-		else
-			assert_null(f.name);
-		if (!cases[i].description)
-			assert_null(f.description);
-		else if (!strcmp(cases[i].description, "null"))
-			assert_true(json_is_null(f.description));
-		else
-			assert_string_equal(json_string_value(f.description), cases[i].description);
-		assert_null(f.metadata);
-		assert_null(f.config);
-		env_fields_release(&f);
-		json_decref(body);
-	}
-	assert_int_equal(env_update_direct(long_body, &f), 0);
-	assert_null(f.description);
-	json_decref(long_body);
-	free(over);
-}
-
 static void test_update_description(void **state)
 {
 	struct env_fields cur = STORED(full_env);
@@ -1349,7 +1295,6 @@ int main(void)
 		cmocka_unit_test(test_update_body),
 		cmocka_unit_test(test_update_name),
 		cmocka_unit_test(test_update_description),
-		cmocka_unit_test(test_update_direct),
 		cmocka_unit_test(test_update_metadata_patch),
 		cmocka_unit_test(test_update_metadata_limits_on_merge),
 		cmocka_unit_test(test_update_config_type_required),
