@@ -134,7 +134,7 @@ UNIT_TESTS += $(BUILD)/test_auth_guard
 
 # Backend conformance suite (tests/backends/run.sh): the drivers' objects, no database.
 CONFORMANCE_BIN := $(BUILD)/test_conformance
-$(CONFORMANCE_BIN): $(call obj,tests/backends/conformance.c \
+$(CONFORMANCE_BIN): $(call obj,tests/backends/conformance.c tests/backends/check.c \
 	$(filter reconciler/backends/%,$(RECON_SRC)) $(COMMON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
 all: $(CONFORMANCE_BIN)
@@ -153,7 +153,7 @@ UNIT_TESTS += $(BUILD)/test_quote
 
 # e2b/cube/daytona driver checks past the conformance suite (run by tests/backends/run.sh)
 REMOTE_EXTRA_BIN := $(BUILD)/test_remote_extra
-$(REMOTE_EXTRA_BIN): $(call obj,tests/backends/remote_extra.c \
+$(REMOTE_EXTRA_BIN): $(call obj,tests/backends/remote_extra.c tests/backends/check.c \
 	$(filter reconciler/backends/%,$(RECON_SRC)) $(COMMON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
 all: $(REMOTE_EXTRA_BIN)

@@ -15,7 +15,6 @@
  * With CONFORMANCE_FAKE_LOG=URL (a protocol fake's /__fake/log), the egress check also reads the
  * policy states the fake recorded for the sandbox and requires the two updates in order.
  * No database is contacted. Prints "N passed, N failed"; exit status 1 when any failed. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +23,7 @@
 
 #include "../../common/config.h"
 #include "../../reconciler/backends/backend.h"
-#include "../../reconciler/backends/http.h"
+#include "check.h"
 
 #define CONF_NAME_MAX 64
 #define CONF_CAP 1000           /* output_max during the cap check */
@@ -32,23 +31,6 @@
 #define CONF_TIMEOUT_S 60
 #define CONF_ENV_VALUE "two words, 'quoted' and $NOT_EXPANDED"
 #define CONF_LIST_MAX 1000      /* sandboxes one list call may return here */
-
-static int passed, failed;
-
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	printf("%s ", ok ? "ok  " : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (ok)
-		passed++;
-	else
-		failed++;
-}
 
 /* Run ARGV in sandbox ID; RES filled (caller releases). The run's return code. */
 static int run(struct sbx *s, const char *id, const char *const argv[], struct proc_result *res)
@@ -148,39 +130,16 @@ static void check_output_cap(struct sbx *s, struct config *cfg, const char *id)
 	proc_result_release(&res);
 }
 
-/* The policy states the fake recorded for sandbox ID, or NULL. New reference. */
+/* The policy states the fake (its log at URL) recorded for sandbox ID, or NULL. New reference. */
 static json_t *fake_policies(const char *url, const char *id)
 {
-	struct remote_conf rc;
-	struct http_client c;
-	struct http_request rq;
-	struct http_response rs;
-	json_t *root, *states = NULL;
-	char err[512];
+	json_t *root = fake_json(url, "GET", url);
+	json_t *states = json_incref(json_object_get(json_object_get(root, "policies"), id));
 
-	memset(&rc, 0, sizeof(rc));
-	snprintf(rc.url, sizeof(rc.url), "%s", url);
-	rc.timeout_s = 10;
-	if (http_init(&c, "fake", &rc, err, sizeof(err))) {
-		printf("     fake log: %s\n", err);
-		return NULL;
-	}
-	memset(&rq, 0, sizeof(rq));
-	rq.method = "GET";
-	rq.path = url;
-	if (!http_do(&c, &rq, &rs, err, sizeof(err)) && rs.status == 200) {
-		root = http_json(&rs);
-		states = json_incref(json_object_get(json_object_get(root, "policies"), id));
-		json_decref(root);
-	} else {
-		printf("     fake log: %s (status %ld)\n", err, rs.status);
-	}
-	http_response_release(&rs);
-	http_release(&c);
+	json_decref(root);
 	return states;
 }
 
-/* JSON array of strings A and B hold the same set. */
 /* Is sandbox ID (created as NAME) in S's list? 1 yes, 0 no, -1 the list failed (reported). */
 static int listed(struct sbx *s, const char *id, const char *name)
 {
@@ -216,6 +175,7 @@ static void check_list(struct sbx *s, const char *id, const char *name)
 	snprintf(s->deployment, sizeof(s->deployment), "%s", mine);
 }
 
+/* JSON array of strings A and B hold the same set. */
 static int same_set(json_t *a, json_t *b)
 {
 	size_t i, j;
@@ -270,6 +230,20 @@ out:
 	json_decref(final);
 }
 
+/* sbx_open S as the reconciler of DEPLOYMENT does, checked under the name WHAT. 0, or -1. */
+static int open_as(struct sbx *s, const struct config *cfg, const char *config_file,
+		   const char *deployment, const char *what)
+{
+	char err[SBX_ERR_MAX] = "";
+	int rc = sbx_open(s, cfg, config_file, err, sizeof(err));
+
+	check(rc == 0, "%s (%s)", what, rc ? err : "ok");
+	if (rc)
+		return -1;
+	snprintf(s->deployment, sizeof(s->deployment), "%s", deployment);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *config_file = NULL, *prefix = "conf";
@@ -279,24 +253,11 @@ int main(int argc, char **argv)
 	char err[SBX_ERR_MAX] = "";
 	struct config cfg;
 	struct sbx s;
-	int opt, rc;
+	int rc;
 
-	while ((opt = getopt(argc, argv, "c:n:")) != -1) {
-		if (opt == 'c')
-			config_file = optarg;
-		else if (opt == 'n')
-			prefix = optarg;
-		else
-			return 2;
-	}
-	if (!config_file) {
-		fprintf(stderr, "usage: %s -c CONFIG [-n NAME-PREFIX]\n", argv[0]);
-		return 2;
-	}
-	if (config_load(&cfg, config_file)) {
-		fprintf(stderr, "config: %s\n", cfg.error);
-		return 2;
-	}
+	rc = check_args(argc, argv, 'n', "[-n NAME-PREFIX]", 0, &prefix, &config_file, &cfg);
+	if (rc)
+		return rc;
 	snprintf(name, sizeof(name), "%s-%ld-%ld-a", prefix, (long)getpid(), (long)time(NULL));
 	snprintf(name2, sizeof(name2), "%s-%ld-%ld-b", prefix, (long)getpid(), (long)time(NULL));
 	snprintf(never, sizeof(never), "%s-%ld-never", prefix, (long)getpid());
@@ -304,11 +265,8 @@ int main(int argc, char **argv)
 	snprintf(deployment, sizeof(deployment), "c0f0%08lx%08lx", (long)getpid(), (long)time(NULL));
 	printf("== conformance: backend %s (%s)\n", cfg.backend, config_file);
 
-	rc = sbx_open(&s, &cfg, config_file, err, sizeof(err));
-	check(rc == 0, "sbx_open (%s)", rc ? err : "ok");
-	if (rc)
+	if (open_as(&s, &cfg, config_file, deployment, "sbx_open"))
 		goto done;
-	snprintf(s.deployment, sizeof(s.deployment), "%s", deployment);
 
 	rc = s.ops->create(&s, name, id, sizeof(id), err, sizeof(err));
 	check(rc == 0 && id[0], "create %s -> %s (%s)", name, id, rc ? err : "ok");
@@ -320,11 +278,8 @@ int main(int argc, char **argv)
 
 	/* a reconciler restart: nothing kept in memory */
 	sbx_close(&s);
-	rc = sbx_open(&s, &cfg, config_file, err, sizeof(err));
-	check(rc == 0, "sbx_open after a restart (%s)", rc ? err : "ok");
-	if (rc)
+	if (open_as(&s, &cfg, config_file, deployment, "sbx_open after a restart"))
 		goto done;
-	snprintf(s.deployment, sizeof(s.deployment), "%s", deployment);
 	rc = s.ops->create(&s, name, id3, sizeof(id3), err, sizeof(err));
 	check(rc == 0 && !strcmp(id, id3), "after a restart, create attaches to the same sandbox (%s%s)",
 	      id3, rc ? err : "");
@@ -360,6 +315,5 @@ int main(int argc, char **argv)
 close:
 	sbx_close(&s);
 done:
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_summary();
 }

@@ -9,7 +9,6 @@
  * sleep (E2B: paused by its timeout; Daytona: auto-stopped) is woken before a command; Daytona
  * refuses an empty argument it could not pass; and the fake saw no protocol violation. Prints
  * "N passed, N failed"; exit status 1 when any failed. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,49 +17,7 @@
 
 #include "../../common/config.h"
 #include "../../reconciler/backends/backend.h"
-#include "../../reconciler/backends/http.h"
-
-static int passed, failed;
-
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	printf("%s ", ok ? "ok  " : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (ok)
-		passed++;
-	else
-		failed++;
-}
-
-/* METHOD FAKE/PATH on the fake's test hooks; the parsed answer (new reference) or NULL. */
-static json_t *fake_call(const char *fake, const char *method, const char *path)
-{
-	struct remote_conf rc;
-	struct http_client c;
-	struct http_request rq;
-	struct http_response rs;
-	json_t *root = NULL;
-	char err[512];
-
-	memset(&rc, 0, sizeof(rc));
-	snprintf(rc.url, sizeof(rc.url), "%s", fake);
-	rc.timeout_s = 10;
-	if (http_init(&c, "fake", &rc, err, sizeof(err)))
-		return NULL;
-	memset(&rq, 0, sizeof(rq));
-	rq.method = method;
-	rq.path = path;
-	if (!http_do(&c, &rq, &rs, err, sizeof(err)) && rs.status == 200)
-		root = http_json(&rs);
-	http_response_release(&rs);
-	http_release(&c);
-	return root;
-}
+#include "check.h"
 
 /* The fake's record of sandbox ID (borrowed from LOG), or NULL. */
 static json_t *fake_sandbox(json_t *log, const char *id)
@@ -99,25 +56,12 @@ int main(int argc, char **argv)
 	struct config cfg;
 	struct sbx s;
 	json_t *log;
-	int opt, rc, daytona;
+	int rc, daytona;
 	time_t t0;
 
-	while ((opt = getopt(argc, argv, "c:f:")) != -1) {
-		if (opt == 'c')
-			config_file = optarg;
-		else if (opt == 'f')
-			fake = optarg;
-		else
-			return 2;
-	}
-	if (!config_file || !fake) {
-		fprintf(stderr, "usage: %s -c CONFIG -f FAKE_URL\n", argv[0]);
-		return 2;
-	}
-	if (config_load(&cfg, config_file)) {
-		fprintf(stderr, "config: %s\n", cfg.error);
-		return 2;
-	}
+	rc = check_args(argc, argv, 'f', "-f FAKE_URL", 1, &fake, &config_file, &cfg);
+	if (rc)
+		return rc;
 	daytona = !strcmp(cfg.backend, "daytona");
 	printf("== %s driver checks (%s)\n", cfg.backend, config_file);
 	snprintf(name, sizeof(name), "extra-%ld-%ld-a", (long)getpid(), (long)time(NULL));
@@ -136,7 +80,7 @@ int main(int argc, char **argv)
 	check(rc == 0, "create without network (%s)", rc ? err : id2);
 	if (rc)
 		goto close;
-	log = fake_call(fake, "GET", "/__fake/log");
+	log = fake_json(fake, "GET", "/__fake/log");
 	if (daytona) {
 		json_t *a = fake_sandbox(log, id), *b = fake_sandbox(log, id2);
 		check(json_is_false(json_object_get(a, "networkBlockAll")) &&
@@ -177,7 +121,7 @@ int main(int argc, char **argv)
 
 	/* a sandbox put to sleep by the service is woken up before a command */
 	snprintf(path, sizeof(path), "/__fake/%s/%s", daytona ? "stop" : "pause", id);
-	json_decref(fake_call(fake, "POST", path));
+	json_decref(fake_json(fake, "POST", path));
 	rc = run(&s, id, echo, 10, &res);
 	check(rc == 0 && res.exit_code == 0 && res.output && !strcmp(res.output, "awake\n"),
 	      "a %s sandbox is woken for a command (rc %d, '%.120s')",
@@ -197,7 +141,7 @@ int main(int argc, char **argv)
 	check(rc == 0, "destroy both (%s)", rc ? err : "ok");
 close:
 	sbx_close(&s);
-	log = fake_call(fake, "GET", "/__fake/log");
+	log = fake_json(fake, "GET", "/__fake/log");
 	{
 		json_t *v = json_object_get(log, "violations");
 		char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
@@ -207,6 +151,5 @@ close:
 	}
 	json_decref(log);
 done:
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_summary();
 }
