@@ -33,6 +33,15 @@ static void run(char **env, const char *body, struct request *req, struct respon
 		stub_dispatch(&w, req, resp);
 }
 
+/* run() without a body for a caller whose key fails (the route then answers 401 unless it
+ * needs no key). */
+static void run_unauthenticated(char **env, struct request *req, struct response *resp)
+{
+	stub_auth_result = -1;
+	run(env, NULL, req, resp);
+	stub_auth_result = 0;
+}
+
 /* run(), then only the status (the request and response released). */
 static int status_of(char **env, const char *body)
 {
@@ -158,9 +167,7 @@ static void test_auth_failure_stops_dispatch(void **state)
 	struct request req;
 	struct response resp;
 	(void)state;
-	stub_auth_result = -1;
-	run(env, NULL, &req, &resp);
-	stub_auth_result = 0;
+	run_unauthenticated(env, &req, &resp);
 	assert_error(&resp, 401, "authentication_error", NULL);
 	assert_null(stub_last_handler);
 	req_release(&req);
@@ -203,9 +210,7 @@ static void test_health_needs_no_key_or_beta(void **state)
 	struct request req;
 	struct response resp;
 	(void)state;
-	stub_auth_result = -1;
-	run(env, NULL, &req, &resp);
-	stub_auth_result = 0;
+	run_unauthenticated(env, &req, &resp);
 	assert_int_equal(resp.status, 200);
 	assert_string_equal(stub_last_handler, "health_live");
 	req_release(&req);
@@ -247,6 +252,18 @@ static void test_server_error_redirect(void **state)
 	resp_release(&resp);
 }
 
+/* run() without a body; the request's path must be PATH. */
+static void expect_path(char **env, const char *path)
+{
+	struct request req;
+	struct response resp;
+
+	run(env, NULL, &req, &resp);
+	assert_string_equal(req.path, path);
+	req_release(&req);
+	resp_release(&resp);
+}
+
 /* The binary mapped to a URL (Apache .htaccess: /~alice/t/api.fcgi/v1/...): the path is
  * REQUEST_URI less SCRIPT_NAME, only when PATH_INFO says the server split it. */
 static void test_script_name_prefix(void **state)
@@ -267,39 +284,47 @@ static void test_script_name_prefix(void **state)
 	assert_string_equal(req_query(&req, "limit"), "1");
 	req_release(&req);
 	resp_release(&resp);
-	run(whole, NULL, &req, &resp);
-	assert_string_equal(req.path, "/v1/environments");
-	req_release(&req);
-	resp_release(&resp);
-	run(nginx, NULL, &req, &resp);
-	assert_string_equal(req.path, "/v1/environments");
-	req_release(&req);
-	resp_release(&resp);
+	expect_path(whole, "/v1/environments");
+	expect_path(nginx, "/v1/environments");
 	/* SCRIPT_NAME not followed by '/' in the URI: untouched */
-	run(notprefix, NULL, &req, &resp);
-	assert_string_equal(req.path, "/v1/environments");
-	req_release(&req);
-	resp_release(&resp);
+	expect_path(notprefix, "/v1/environments");
 }
 
 /* ---- body reading ---- */
 
+/* POST /v1/environments with the beta header and the CGI line CONTENT_LENGTH ("CONTENT_LENGTH=N"),
+ * into ENV; ENV. */
+#define POST_ENV_LEN 5
+static char **post_env(char *env[POST_ENV_LEN], const char *content_length)
+{
+	env[0] = "REQUEST_METHOD=POST";
+	env[1] = "REQUEST_URI=/v1/environments";
+	env[2] = BETA;
+	env[3] = (char *)content_length;
+	env[4] = NULL;
+	return env;
+}
+
+/* expect_error() on BODY posted as post_env() says. */
+static void expect_post_error(const char *content_length, const char *body, int status,
+			      const char *type, const char *msg_part)
+{
+	char *env[POST_ENV_LEN];
+
+	expect_error(post_env(env, content_length), body, status, type, msg_part);
+}
+
 static void test_body_json_rules(void **state)
 {
-	char *dup[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
-			"CONTENT_LENGTH=16", NULL };
-	char *arr[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
-			"CONTENT_LENGTH=2", NULL };
-	char *empty[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
-			  "CONTENT_LENGTH=", NULL };
 	char *archive[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments/env_1/archive",
 			    BETA, "CONTENT_LENGTH=", NULL };
 	struct request req;
 	struct response resp;
 	(void)state;
-	expect_error(dup, "{\"a\":1,\"a\":2}   ", 400, "invalid_request_error", "JSON");
-	expect_error(arr, "[]", 400, "invalid_request_error", "object");
-	expect_error(empty, NULL, 400, "invalid_request_error", "body is required");
+	expect_post_error("CONTENT_LENGTH=16", "{\"a\":1,\"a\":2}   ", 400, "invalid_request_error",
+			  "JSON");
+	expect_post_error("CONTENT_LENGTH=2", "[]", 400, "invalid_request_error", "object");
+	expect_post_error("CONTENT_LENGTH=", NULL, 400, "invalid_request_error", "body is required");
 	run(archive, NULL, &req, &resp);
 	assert_int_equal(resp.status, 200);
 	assert_string_equal(stub_last_handler, "env_archive");
@@ -309,28 +334,20 @@ static void test_body_json_rules(void **state)
 
 static void test_content_length_strict(void **state)
 {
-	char *bad[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
-			"CONTENT_LENGTH=12a", NULL };
-	char *neg[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
-			"CONTENT_LENGTH=-1", NULL };
-	char *shortb[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
-			   "CONTENT_LENGTH=10", NULL };
-	char *big[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
-			"CONTENT_LENGTH=1048577", NULL };
-	char *huge[] = { "REQUEST_METHOD=POST", "REQUEST_URI=/v1/environments", BETA,
-			 "CONTENT_LENGTH=99999999999999999999999", NULL };
+	char *big[POST_ENV_LEN];
 	struct request req;
 	struct response resp;
 	(void)state;
-	expect_error(bad, "{}", 400, "invalid_request_error", "Content-Length");
-	expect_error(neg, "{}", 400, "invalid_request_error", "Content-Length");
-	expect_error(shortb, "{}", 400, "invalid_request_error", "shorter");
-	run(big, "{}", &req, &resp);
+	expect_post_error("CONTENT_LENGTH=12a", "{}", 400, "invalid_request_error", "Content-Length");
+	expect_post_error("CONTENT_LENGTH=-1", "{}", 400, "invalid_request_error", "Content-Length");
+	expect_post_error("CONTENT_LENGTH=10", "{}", 400, "invalid_request_error", "shorter");
+	run(post_env(big, "CONTENT_LENGTH=1048577"), "{}", &req, &resp);
 	assert_error(&resp, 413, "request_too_large", NULL);
 	assert_null(req.body);
 	req_release(&req);
 	resp_release(&resp);
-	expect_error(huge, "{}", 413, "request_too_large", NULL);
+	expect_post_error("CONTENT_LENGTH=99999999999999999999999", "{}", 413, "request_too_large",
+			  NULL);
 }
 
 static void test_request_id_from_nginx_or_new(void **state)

@@ -259,26 +259,63 @@ static const char *error_code(json_t *b)
 	return str(json_object_get(b, "error"), "details", "error_code");
 }
 
+/* HANDLER on ID (no query, no body) answers 200 with the row ID, of type TYPE. */
+static void expect_row(handler_fn handler, const char *id, const char *type)
+{
+	json_t *b;
+
+	assert_int_equal(call(handler, id, NULL, NULL, &b), 200);
+	assert_string_equal(str(b, "id", NULL), id);
+	assert_string_equal(str(b, "type", NULL), type);
+	json_decref(b);
+}
+
+/* HANDLER on ID with QUERY and BODY answers STATUS; unless NULL, the envelope's error_code is
+ * CODE and its message holds PART. */
+static void expect_status(handler_fn handler, const char *id, const char *query,
+			  const char *body_json, int status, const char *code, const char *part)
+{
+	json_t *b;
+
+	assert_int_equal(call(handler, id, query, body_json, &b), status);
+	if (code)
+		assert_string_equal(error_code(b), code);
+	if (part)
+		assert_non_null(strstr(str(b, "error", "message"), part));
+	json_decref(b);
+}
+
+/* resource_list with QUERY (or NULL) answers 200: ROWS rows (unless -1), the first FIRST
+ * (unless NULL), a next page when MORE is 1, none when 0 (unchecked when -1). The body, which
+ * the caller releases. */
+static json_t *expect_page(const char *query, int rows, const char *first, int more)
+{
+	json_t *b, *data;
+
+	assert_int_equal(call(resource_list, NULL, query, NULL, &b), 200);
+	data = json_object_get(b, "data");
+	if (rows >= 0)
+		assert_int_equal(json_array_size(data), rows);
+	if (first)
+		assert_string_equal(str(json_array_get(data, 0), "id", NULL), first);
+	if (more >= 0)
+		assert_true(more ? json_is_string(json_object_get(b, "next_page"))
+				 : json_is_null(json_object_get(b, "next_page")));
+	return b;
+}
+
 static void test_retrieve(void **state)
 {
 	json_t *b;
 
 	(void)state;
-	assert_int_equal(call(resource_retrieve, "thg_a1", NULL, NULL, &b), 200);
-	assert_string_equal(str(b, "id", NULL), "thg_a1");
-	assert_string_equal(str(b, "type", NULL), "thing");
-	json_decref(b);
+	expect_row(resource_retrieve, "thg_a1", "thing");
 	/* another workspace's row and a missing one: the resource's own 404 */
-	assert_int_equal(call(resource_retrieve, "thg_b1", NULL, NULL, &b), 404);
-	assert_string_equal(error_code(b), "thing_not_found");
-	assert_non_null(strstr(str(b, "error", "message"), "thg_b1"));
-	json_decref(b);
+	expect_status(resource_retrieve, "thg_b1", NULL, NULL, 404, "thing_not_found", "thg_b1");
 	/* an id of another shape is refused before any query */
 	gets = 0;
-	assert_int_equal(call(resource_retrieve, "env_a1", NULL, NULL, &b), 404);
-	assert_string_equal(error_code(b), "thing_not_found");
+	expect_status(resource_retrieve, "env_a1", NULL, NULL, 404, "thing_not_found", NULL);
 	assert_int_equal(gets, 0);
-	json_decref(b);
 	/* the database unavailable: 503, retry later */
 	get_fails = DB_GONE;
 	assert_int_equal(call(resource_retrieve, "thg_a1", NULL, NULL, &b), 503);
@@ -288,48 +325,29 @@ static void test_retrieve(void **state)
 
 static void test_list_pages(void **state)
 {
-	json_t *b, *b2, *b3;
+	json_t *b, *b2;
 	char q[512];
 
 	(void)state;
 	/* workspace ws1 has four things: the default limit (2) shows the first two */
-	assert_int_equal(call(resource_list, NULL, NULL, NULL, &b), 200);
-	assert_int_equal(json_array_size(json_object_get(b, "data")), 2);
-	assert_string_equal(str(json_array_get(json_object_get(b, "data"), 0), "id", NULL),
-			    "thg_a1");
-	assert_true(json_is_string(json_object_get(b, "next_page")));
+	b = expect_page(NULL, 2, "thg_a1", 1);
 	/* the next page starts after the last row shown and ends the list */
 	snprintf(q, sizeof(q), "page=%s", str(b, "next_page", NULL));
-	assert_int_equal(call(resource_list, NULL, q, NULL, &b2), 200);
-	assert_int_equal(json_array_size(json_object_get(b2, "data")), 2);
-	assert_string_equal(str(json_array_get(json_object_get(b2, "data"), 0), "id", NULL),
-			    "thg_a3");
-	assert_true(json_is_null(json_object_get(b2, "next_page")));
+	b2 = expect_page(q, 2, "thg_a3", 0);
 	/* the cursor is bound to its filters: include_archived=true is another list */
 	snprintf(q, sizeof(q), "include_archived=true&page=%s", str(b, "next_page", NULL));
-	assert_int_equal(call(resource_list, NULL, q, NULL, &b3), 400);
-	assert_non_null(strstr(str(b3, "error", "message"), "include_archived"));
+	expect_status(resource_list, NULL, q, NULL, 400, NULL, "include_archived");
 	json_decref(b);
 	json_decref(b2);
-	json_decref(b3);
 	/* a forged cursor and limits out of range: 400 without a query */
 	lists = 0;
-	assert_int_equal(call(resource_list, NULL, "page=bm90IGEgY3Vyc29y", NULL, &b), 400);
-	json_decref(b);
-	assert_int_equal(call(resource_list, NULL, "limit=4", NULL, &b), 400);
-	assert_non_null(strstr(str(b, "error", "message"), "'limit'"));
-	json_decref(b);
-	assert_int_equal(call(resource_list, NULL, "limit=0", NULL, &b), 400);
-	json_decref(b);
-	assert_int_equal(call(resource_list, NULL, "include_archived=yes", NULL, &b), 400);
-	assert_non_null(strstr(str(b, "error", "message"), "include_archived"));
-	json_decref(b);
+	expect_status(resource_list, NULL, "page=bm90IGEgY3Vyc29y", NULL, 400, NULL, NULL);
+	expect_status(resource_list, NULL, "limit=4", NULL, 400, NULL, "'limit'");
+	expect_status(resource_list, NULL, "limit=0", NULL, 400, NULL, NULL);
+	expect_status(resource_list, NULL, "include_archived=yes", NULL, 400, NULL, "include_archived");
 	assert_int_equal(lists, 0);
 	/* limit=3 shows three of the four, with a next page */
-	assert_int_equal(call(resource_list, NULL, "limit=3", NULL, &b), 200);
-	assert_int_equal(json_array_size(json_object_get(b, "data")), 3);
-	assert_true(json_is_string(json_object_get(b, "next_page")));
-	json_decref(b);
+	json_decref(expect_page("limit=3", 3, NULL, 1));
 }
 
 static void test_archive(void **state)
@@ -347,42 +365,23 @@ static void test_archive(void **state)
 	json_decref(b);
 	assert_int_equal(archives, 1);
 	/* an archived row leaves the default list, and comes back with include_archived */
-	assert_int_equal(call(resource_list, NULL, "limit=3", NULL, &b), 200);
-	assert_string_equal(str(json_array_get(json_object_get(b, "data"), 0), "id", NULL),
-			    "thg_a2");
-	json_decref(b);
-	assert_int_equal(call(resource_list, NULL, "limit=3&include_archived=true", NULL, &b), 200);
-	assert_string_equal(str(json_array_get(json_object_get(b, "data"), 0), "id", NULL),
-			    "thg_a1");
-	json_decref(b);
+	json_decref(expect_page("limit=3", -1, "thg_a2", -1));
+	json_decref(expect_page("limit=3&include_archived=true", -1, "thg_a1", -1));
 	/* archive takes no fields; another workspace's row is not found */
-	assert_int_equal(call(resource_archive, "thg_a3", NULL, "{\"x\":1}", &b), 400);
-	assert_non_null(strstr(str(b, "error", "message"), "'x'"));
-	json_decref(b);
-	assert_int_equal(call(resource_archive, "thg_b1", NULL, NULL, &b), 404);
-	json_decref(b);
+	expect_status(resource_archive, "thg_a3", NULL, "{\"x\":1}", 400, NULL, "'x'");
+	expect_status(resource_archive, "thg_b1", NULL, NULL, 404, NULL, NULL);
 	assert_int_equal(archives, 1);
 }
 
 static void test_delete(void **state)
 {
-	json_t *b;
-
 	(void)state;
-	assert_int_equal(call(resource_delete, "thg_a1", NULL, NULL, &b), 200);
-	assert_string_equal(str(b, "id", NULL), "thg_a1");
-	assert_string_equal(str(b, "type", NULL), "thing_deleted");
-	json_decref(b);
-	assert_int_equal(call(resource_delete, "thg_a1", NULL, NULL, &b), 404);
-	assert_string_equal(error_code(b), "thing_not_found");
-	json_decref(b);
+	expect_row(resource_delete, "thg_a1", "thing_deleted");
+	expect_status(resource_delete, "thg_a1", NULL, NULL, 404, "thing_not_found", NULL);
 	/* a refusal of the resource's own (409) is answered as it was set */
-	assert_int_equal(call(resource_delete, "thg_a2", NULL, NULL, &b), 409);
-	assert_non_null(strstr(str(b, "error", "message"), "referenced"));
-	json_decref(b);
+	expect_status(resource_delete, "thg_a2", NULL, NULL, 409, NULL, "referenced");
 	assert_false(things[1].deleted);
-	assert_int_equal(call(resource_delete, "thg_b1", NULL, NULL, &b), 404);
-	json_decref(b);
+	expect_status(resource_delete, "thg_b1", NULL, NULL, 404, NULL, NULL);
 	assert_false(things[2].deleted);
 }
 
