@@ -66,12 +66,12 @@ $(BUILD)/test_core: $(call obj,tests/unit/test_core.c $(HTTP_SRC) handlers/route
 	handlers/cursor.c db/db.c $(COMMON_SRC)) $(BUILD)/obj/tests/unit/stubs.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB)
 
-$(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c)
+$(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 $(BUILD)/test_agent_validate: $(call obj,tests/unit/test_agent_validate.c \
 	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/backend.c \
-	tests/unit/unit_json.c)
+	tests/unit/unit_json.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 # the reconciler's objects but main.c: provision.c links against db/ (no database is contacted)

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "handlers/agent_validate.h"
+#include "tests/unit/unit.h"
 #include "tests/unit/unit_json.h"
 
 #define MIN_BODY "\"name\":\"a\",\"model\":\"claude-opus-5-5\""
@@ -393,21 +394,26 @@ static void test_mcp_servers_refused(void **state)
 
 static void test_url_host(void **state)
 {
-	char host[300];
+	static const struct unit_out_case hosts[] = {
+		{ "https://MCP.Example.COM:8443/x?y#z", 0, "mcp.example.com" },
+		{ "http://192.168.1.2", 0, "192.168.1.2" },
+	};
+	/* no output buffer: only whether the URL is accepted */
+	static const struct unit_out_case checked[] = {
+		{ "https://a.io", 0, NULL },
+		{ "https://a.io:65535", 0, NULL },
+		{ "https://a.io:99999", -1, NULL },
+		{ "https://a.io:123456", -1, NULL },
+		{ "mailto:x@a.io", -1, NULL },
+		{ "https://a.io\t", -1, NULL },
+		{ "https://caf\xc3\xa9.io", -1, NULL },
+	};
+	char small[4];
 
 	(void)state;
-	assert_int_equal(agent_url_host("https://MCP.Example.COM:8443/x?y#z", host, sizeof(host)), 0);
-	assert_string_equal(host, "mcp.example.com");
-	assert_int_equal(agent_url_host("http://192.168.1.2", host, sizeof(host)), 0);
-	assert_string_equal(host, "192.168.1.2");
-	assert_int_equal(agent_url_host("https://a.io", host, 4), -1); /* does not fit */
-	assert_int_equal(agent_url_host("https://a.io", NULL, 0), 0);
-	assert_int_equal(agent_url_host("https://a.io:65535", NULL, 0), 0);
-	assert_int_equal(agent_url_host("https://a.io:99999", NULL, 0), -1);
-	assert_int_equal(agent_url_host("https://a.io:123456", NULL, 0), -1);
-	assert_int_equal(agent_url_host("mailto:x@a.io", NULL, 0), -1);
-	assert_int_equal(agent_url_host("https://a.io\t", NULL, 0), -1);
-	assert_int_equal(agent_url_host("https://caf\xc3\xa9.io", NULL, 0), -1);
+	unit_out_cases(agent_url_host, 300, hosts, UNIT_LEN(hosts));
+	assert_int_equal(agent_url_host("https://a.io", small, sizeof(small)), -1); /* does not fit */
+	unit_out_cases(agent_url_host, 0, checked, UNIT_LEN(checked));
 }
 
 static void test_tools(void **state)
@@ -663,18 +669,17 @@ static void test_rfc3339(void **state)
 		"0999-01-01T00:00:00Z",
 		"26-07-27T00:00:00Z",
 	};
+	static const struct unit_out_case good[] = {
+		{ "2026-07-27T10:20:30Z", 0, "2026-07-27 10:20:30.000000" },
+		{ "2026-07-27t10:20:30.5z", 0, "2026-07-27 10:20:30.500000" },
+		{ "2026-07-27T10:20:30.123456789+02:00", 0, "2026-07-27 08:20:30.123456" },
+		{ "2026-01-01T00:30:00-01:00", 0, "2026-01-01 01:30:00.000000" },
+		{ "2028-02-29T00:00:00Z", 0, NULL },
+	};
 	char out[32];
 
 	(void)state;
-	assert_int_equal(rfc3339_to_db("2026-07-27T10:20:30Z", out, sizeof(out)), 0);
-	assert_string_equal(out, "2026-07-27 10:20:30.000000");
-	assert_int_equal(rfc3339_to_db("2026-07-27t10:20:30.5z", out, sizeof(out)), 0);
-	assert_string_equal(out, "2026-07-27 10:20:30.500000");
-	assert_int_equal(rfc3339_to_db("2026-07-27T10:20:30.123456789+02:00", out, sizeof(out)), 0);
-	assert_string_equal(out, "2026-07-27 08:20:30.123456");
-	assert_int_equal(rfc3339_to_db("2026-01-01T00:30:00-01:00", out, sizeof(out)), 0);
-	assert_string_equal(out, "2026-01-01 01:30:00.000000");
-	assert_int_equal(rfc3339_to_db("2028-02-29T00:00:00Z", out, sizeof(out)), 0);
+	unit_out_cases(rfc3339_to_db, sizeof(out), good, UNIT_LEN(good));
 	assert_int_equal(rfc3339_to_db("2026-07-27T10:20:30Z", out, 10), -1);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (!rfc3339_to_db(bad[i], out, sizeof(out)))

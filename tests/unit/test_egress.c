@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../common/egress.h"
+#include "unit.h"
 
 static const char *const registry[] = { "registry.npmjs.org", "pypi.org", NULL };
 
@@ -31,25 +32,33 @@ static void assert_policy(json_t *policy, const char *expect_json)
 	json_decref(policy);
 }
 
+/* The policy of a limited network (ALLOWED_HOSTS, allow_mcp_servers ALLOW_MCP,
+ * allow_package_managers ALLOW_PKG) with the agent's MCP servers MCP, at install time or not
+ * (INSTALL), must be EXPECT_JSON. */
+static void policy_is(const char *allowed_hosts, int allow_mcp, int allow_pkg, json_t *mcp,
+		      int install, const char *expect_json)
+{
+	json_t *n = limited(allowed_hosts, allow_mcp, allow_pkg);
+
+	assert_policy(egress_policy(n, mcp, registry, install), expect_json);
+	json_decref(n);
+}
+
 static void test_url_host(void **state)
 {
-	char h[EGRESS_HOST_MAX + 1];
+	static const struct unit_out_case hosts[] = {
+		{ "https://MCP.Example.com:8443/sse?x=1", 0, "mcp.example.com" },
+		{ "https://user:p%40ss@tools.example.org/x", 0, "tools.example.org" },
+		{ "http://a@b@10.0.0.7:80", 0, "10.0.0.7" },
+		{ "http://[::1]:8080/", 0, "::1" },
+		{ "https://example.com./", 0, "example.com" },
+		{ "example.com", -1, NULL },
+		{ "https://", -1, NULL },
+		{ "https://:80/", -1, NULL },
+		{ "https://[::1/", -1, NULL },
+	};
 	(void)state;
-	assert_int_equal(egress_url_host("https://MCP.Example.com:8443/sse?x=1", h, sizeof(h)), 0);
-	assert_string_equal(h, "mcp.example.com");
-	assert_int_equal(egress_url_host("https://user:p%40ss@tools.example.org/x", h, sizeof(h)),
-			 0);
-	assert_string_equal(h, "tools.example.org");
-	assert_int_equal(egress_url_host("http://a@b@10.0.0.7:80", h, sizeof(h)), 0);
-	assert_string_equal(h, "10.0.0.7");
-	assert_int_equal(egress_url_host("http://[::1]:8080/", h, sizeof(h)), 0);
-	assert_string_equal(h, "::1");
-	assert_int_equal(egress_url_host("https://example.com./", h, sizeof(h)), 0);
-	assert_string_equal(h, "example.com");
-	assert_int_equal(egress_url_host("example.com", h, sizeof(h)), -1);
-	assert_int_equal(egress_url_host("https://", h, sizeof(h)), -1);
-	assert_int_equal(egress_url_host("https://:80/", h, sizeof(h)), -1);
-	assert_int_equal(egress_url_host("https://[::1/", h, sizeof(h)), -1);
+	unit_out_cases(egress_url_host, EGRESS_HOST_MAX + 1, hosts, UNIT_LEN(hosts));
 }
 
 static void test_unrestricted_is_null(void **state)
@@ -67,12 +76,9 @@ static void test_unrestricted_is_null(void **state)
 
 static void test_explicit_hosts_sorted_deduplicated_lowercase(void **state)
 {
-	json_t *n = limited("[\"B.example.com\", \"a.example.com\", \"b.example.com\", \"*.X.org\"]",
-			    0, 0);
 	(void)state;
-	assert_policy(egress_policy(n, NULL, registry, 0),
-		      "[\"*.x.org\", \"a.example.com\", \"b.example.com\"]");
-	json_decref(n);
+	policy_is("[\"B.example.com\", \"a.example.com\", \"b.example.com\", \"*.X.org\"]", 0, 0,
+		  NULL, 0, "[\"*.x.org\", \"a.example.com\", \"b.example.com\"]");
 }
 
 static void test_mcp_hosts_only_when_allowed(void **state)
@@ -82,31 +88,24 @@ static void test_mcp_hosts_only_when_allowed(void **state)
 				 "{\"url\":\"https://mcp.example.com/other\"},"
 				 "{\"url\":\"not a url\"}]",
 				 0, NULL);
-	json_t *off = limited("[\"api.example.com\"]", 0, 0);
-	json_t *on = limited("[\"api.example.com\"]", 1, 0);
 	(void)state;
-	assert_policy(egress_policy(off, mcp, registry, 0), "[\"api.example.com\"]");
-	assert_policy(egress_policy(on, mcp, registry, 0),
-		      "[\"10.1.2.3\", \"api.example.com\", \"mcp.example.com\"]");
+	policy_is("[\"api.example.com\"]", 0, 0, mcp, 0, "[\"api.example.com\"]");
+	policy_is("[\"api.example.com\"]", 1, 0, mcp, 0,
+		  "[\"10.1.2.3\", \"api.example.com\", \"mcp.example.com\"]");
 	json_decref(mcp);
-	json_decref(off);
-	json_decref(on);
 }
 
 static void test_registry_hosts(void **state)
 {
-	json_t *off = limited("[\"pypi.org\", \"api.example.com\"]", 0, 0);
-	json_t *on = limited("[\"api.example.com\"]", 0, 1);
 	(void)state;
 	/* final without allow_package_managers: only what was listed */
-	assert_policy(egress_policy(off, NULL, registry, 0), "[\"api.example.com\", \"pypi.org\"]");
+	policy_is("[\"pypi.org\", \"api.example.com\"]", 0, 0, NULL, 0,
+		  "[\"api.example.com\", \"pypi.org\"]");
 	/* install time always adds the registries */
-	assert_policy(egress_policy(off, NULL, registry, 1),
-		      "[\"api.example.com\", \"pypi.org\", \"registry.npmjs.org\"]");
-	assert_policy(egress_policy(on, NULL, registry, 0),
-		      "[\"api.example.com\", \"pypi.org\", \"registry.npmjs.org\"]");
-	json_decref(off);
-	json_decref(on);
+	policy_is("[\"pypi.org\", \"api.example.com\"]", 0, 0, NULL, 1,
+		  "[\"api.example.com\", \"pypi.org\", \"registry.npmjs.org\"]");
+	policy_is("[\"api.example.com\"]", 0, 1, NULL, 0,
+		  "[\"api.example.com\", \"pypi.org\", \"registry.npmjs.org\"]");
 }
 
 static void test_default_registry_list(void **state)

@@ -1,0 +1,27 @@
+#include "unit.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+void unit_out_cases(int (*fn)(const char *in, char *out, size_t outsz), size_t outsz,
+		    const struct unit_out_case *cases, size_t n)
+{
+	char out[UNIT_OUT_MAX];
+
+	if (outsz > sizeof(out))
+		fail_msg("unit_out_cases: an output of %zu bytes is over UNIT_OUT_MAX", outsz);
+	for (size_t i = 0; i < n; i++) {
+		const struct unit_out_case *c = &cases[i];
+		int rc = fn(c->in, outsz ? out : NULL, outsz);
+
+		if (rc != c->rc || (c->want && (!outsz || strcmp(out, c->want))))
+			print_error("case '%s'\n", c->in);
+		assert_int_equal(rc, c->rc);
+		if (c->want)
+			assert_string_equal(outsz ? out : "", c->want);
+	}
+}

@@ -1,0 +1,23 @@
+/* Helpers shared by the unit tests (tests/unit/unit.c). */
+#ifndef TERRARIUM_TESTS_UNIT_H
+#define TERRARIUM_TESTS_UNIT_H
+
+#include <stddef.h>
+
+#define UNIT_OUT_MAX 512 /* the largest output buffer a case of unit_out_cases may ask for */
+
+/* One call of a function that reads IN and writes a string: it must return RC and, unless
+ * WANT is NULL, have written WANT. */
+struct unit_out_case {
+	const char *in;
+	int rc;
+	const char *want;
+};
+
+/* FN(IN, OUT, OUTSZ) for each of the N CASES, OUT a buffer of OUTSZ bytes (at most
+ * UNIT_OUT_MAX), or NULL when OUTSZ is 0; a test failure naming the case on a mismatch. */
+void unit_out_cases(int (*fn)(const char *in, char *out, size_t outsz), size_t outsz,
+		    const struct unit_out_case *cases, size_t n);
+#define UNIT_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif
