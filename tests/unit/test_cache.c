@@ -52,21 +52,26 @@ static void test_key_stable_and_canonical(void **state)
 
 static void test_key_distinguishes_what_matters(void **state)
 {
+	/* each differs from env_1's {"apt":["jq"]} on terrarium-sandbox:1 in one respect */
+	static const struct {
+		const char *image, *env, *packages;
+	} others[] = {
+		{ "terrarium-sandbox:1", "env_2", "{\"apt\":[\"jq\"]}" },        /* environment */
+		{ "terrarium-sandbox:1", "env_1", "{\"apt\":[\"jq\",\"curl\"]}" }, /* packages */
+		{ "terrarium-sandbox:1", "env_1", "{\"npm\":[\"jq\"]}" },        /* manager */
+		{ "terrarium-sandbox:2", "env_1", "{\"apt\":[\"jq\"]}" },        /* base image */
+	};
 	struct fixture f;
 	char base[RECON_CACHE_KEY_LEN + 1], k[RECON_CACHE_KEY_LEN + 1];
 	(void)state;
 
 	setup_recon(&f, "docker", "terrarium-sandbox:1");
 	key_of(&f, "env_1", "{\"apt\":[\"jq\"]}", base);
-	key_of(&f, "env_2", "{\"apt\":[\"jq\"]}", k);
-	assert_string_not_equal(base, k); /* another environment */
-	key_of(&f, "env_1", "{\"apt\":[\"jq\",\"curl\"]}", k);
-	assert_string_not_equal(base, k); /* other packages */
-	key_of(&f, "env_1", "{\"npm\":[\"jq\"]}", k);
-	assert_string_not_equal(base, k); /* another manager */
-	setup_recon(&f, "docker", "terrarium-sandbox:2");
-	key_of(&f, "env_1", "{\"apt\":[\"jq\"]}", k);
-	assert_string_not_equal(base, k); /* another base image */
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		setup_recon(&f, "docker", others[i].image);
+		key_of(&f, others[i].env, others[i].packages, k);
+		assert_string_not_equal(base, k);
+	}
 }
 
 static void test_cache_enabled(void **state)
