@@ -439,45 +439,48 @@ static void test_install_argv_empty_list(void **state)
 
 static void test_install_argv_unknown_manager(void **state)
 {
+	static const char *const unknown[] = { "brew", "", "APT", "pip3" };
 	json_t *pkgs = json_loads("[\"x\"]", 0, NULL);
 	const char *argv[16];
 	char prefix[64];
 	(void)state;
-	assert_int_equal(recon_install_argv("brew", pkgs, "/w", argv, 16, prefix, sizeof(prefix)),
-			 -1);
-	assert_int_equal(recon_install_argv("", pkgs, "/w", argv, 16, prefix, sizeof(prefix)), -1);
-	assert_int_equal(recon_install_argv("APT", pkgs, "/w", argv, 16, prefix, sizeof(prefix)),
-			 -1);
-	assert_int_equal(recon_install_argv("pip3", pkgs, "/w", argv, 16, prefix, sizeof(prefix)),
-			 -1);
+	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
+		assert_int_equal(recon_install_argv(unknown[i], pkgs, "/w", argv, 16, prefix,
+						    sizeof(prefix)),
+				 -1);
 	json_decref(pkgs);
 }
 
 static void test_install_argv_overflow(void **state)
 {
+	/* MANAGER's command for two packages into an argv of ARGV_MAX entries returns WANT */
+	static const struct {
+		const char *manager;
+		size_t argv_max;
+		int want;
+	} cases[] = {
+		/* apt: 4 fixed + 2 packages + NULL = 7 entries */
+		{ "apt", 6, -1 },
+		{ "apt", 3, -1 },
+		{ "apt", 1, -1 },
+		{ "apt", 0, -1 },
+		/* gem: 5 fixed + 2 + NULL = 8 */
+		{ "gem", 8, 7 },
+		{ "gem", 7, -1 },
+		/* npm: 6 fixed + 2 + NULL = 9 */
+		{ "npm", 9, 8 },
+		{ "npm", 8, -1 },
+	};
 	json_t *pkgs = json_loads("[\"p1\", \"p2\"]", 0, NULL);
 	const char *argv[16];
 	char prefix[64];
 	(void)state;
-	/* apt: 4 fixed + 2 packages + NULL = 7 entries */
 	assert_int_equal(recon_install_argv("apt", pkgs, "/w", argv, 7, prefix, sizeof(prefix)), 6);
 	assert_null(argv[6]);
-	assert_int_equal(recon_install_argv("apt", pkgs, "/w", argv, 6, prefix, sizeof(prefix)),
-			 -1);
-	assert_int_equal(recon_install_argv("apt", pkgs, "/w", argv, 3, prefix, sizeof(prefix)),
-			 -1);
-	assert_int_equal(recon_install_argv("apt", pkgs, "/w", argv, 1, prefix, sizeof(prefix)),
-			 -1);
-	assert_int_equal(recon_install_argv("apt", pkgs, "/w", argv, 0, prefix, sizeof(prefix)),
-			 -1);
-	/* gem: 5 fixed + 2 + NULL = 8 */
-	assert_int_equal(recon_install_argv("gem", pkgs, "/w", argv, 8, prefix, sizeof(prefix)), 7);
-	assert_int_equal(recon_install_argv("gem", pkgs, "/w", argv, 7, prefix, sizeof(prefix)),
-			 -1);
-	/* npm: 6 fixed + 2 + NULL = 9 */
-	assert_int_equal(recon_install_argv("npm", pkgs, "/w", argv, 9, prefix, sizeof(prefix)), 8);
-	assert_int_equal(recon_install_argv("npm", pkgs, "/w", argv, 8, prefix, sizeof(prefix)),
-			 -1);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_int_equal(recon_install_argv(cases[i].manager, pkgs, "/w", argv,
+						    cases[i].argv_max, prefix, sizeof(prefix)),
+				 cases[i].want);
 	json_decref(pkgs);
 }
 
@@ -619,88 +622,77 @@ static pid_t read_pid(const char *path)
 	return (pid_t)pid;
 }
 
+/* The process whose pid PIDFILE holds is gone within a second; if not, it is killed and the
+ * test fails naming it as WHAT. */
+static void assert_pid_gone(const char *pidfile, const char *what)
+{
+	pid_t pid = read_pid(pidfile);
+
+	if (!pid_gone(pid, 1000)) {
+		kill(pid, SIGKILL);
+		fail_msg("%s %d survived", what, (int)pid);
+	}
+}
+
+#define UT_ANY_EXIT (-1000) /* expect_child_run: the exit status is not checked */
+
+/* run_sh of "BEFORE & echo $! > PIDFILE; AFTER" (a command leaving a background child, CHILD,
+ * whose pid PIDFILE then holds) with the time limit TIMEOUT_S: it must take under MAX_S seconds
+ * (and at least MIN_S unless 0), be timed out or not (TIMED_OUT), exit with EXIT_CODE (unless
+ * UT_ANY_EXIT), print OUTPUT (unless NULL), and leave the child gone. */
+static void expect_child_run(const char *pidfile, const char *before, const char *after,
+			     long timeout_s, double min_s, double max_s, int timed_out,
+			     int exit_code, const char *output, const char *child)
+{
+	char script[512];
+	struct proc_result res;
+	double t0, took;
+
+	FMT(script, "%s & echo $! > %s; %s", before, pidfile, after);
+	t0 = clock_mono_s();
+	res = run_sh(script, NULL, timeout_s, UT_OUT_MAX);
+	took = clock_mono_s() - t0;
+	assert_true(took < max_s);
+	if (min_s > 0)
+		assert_true(took >= min_s);
+	assert_int_equal(res.timed_out, timed_out);
+	if (output)
+		assert_string_equal(res.output, output);
+	if (exit_code != UT_ANY_EXIT)
+		assert_int_equal(res.exit_code, exit_code);
+	assert_pid_gone(pidfile, child);
+	proc_result_release(&res);
+}
+
 /* A command that runs past its limit with a background grandchild: the call returns near the
  * limit and the whole process group is gone. */
 static void test_proc_timeout_kills_group(void **state)
 {
-	char *dir = *state, script[512], pidfile[256];
-	struct proc_result res;
-	double t0;
-	pid_t gpid;
+	char *dir = *state, pidfile[256];
 	FMT(pidfile, "%s/pid", dir);
-	FMT(script, "sleep 30 & echo $! > %s; echo started; wait", pidfile);
-	t0 = clock_mono_s();
-	res = run_sh(script, NULL, 1, UT_OUT_MAX);
-	assert_true(clock_mono_s() - t0 < 2.5);
-	assert_true(clock_mono_s() - t0 >= 0.9);
-	assert_int_equal(res.timed_out, 1);
-	assert_string_equal(res.output, "started\n");
-	assert_int_equal(res.exit_code, 128 + SIGTERM);
-	gpid = read_pid(pidfile);
-	if (!pid_gone(gpid, 1000)) {
-		kill(gpid, SIGKILL);
-		fail_msg("grandchild %d survived the timeout", (int)gpid);
-	}
-	proc_result_release(&res);
+	expect_child_run(pidfile, "sleep 30", "echo started; wait", 1, 0.9, 2.5, 1, 128 + SIGTERM,
+			 "started\n", "grandchild");
 }
 
 /* SIGTERM ignored by the whole group: SIGKILL after the grace period (2 s). */
 static void test_proc_timeout_term_ignored(void **state)
 {
-	char *dir = *state, script[512], pidfile[256];
-	struct proc_result res;
-	double t0, took;
-	pid_t gpid;
+	char *dir = *state, pidfile[256];
 	FMT(pidfile, "%s/pid", dir);
-	FMT(script, "trap '' TERM; sleep 30 & echo $! > %s; wait", pidfile);
-	t0 = clock_mono_s();
-	res = run_sh(script, NULL, 1, UT_OUT_MAX);
-	took = clock_mono_s() - t0;
-	assert_true(took >= 2.9);
-	assert_true(took < 4.5);
-	assert_int_equal(res.timed_out, 1);
-	assert_int_equal(res.exit_code, 128 + SIGKILL);
-	gpid = read_pid(pidfile);
-	if (!pid_gone(gpid, 1000)) {
-		kill(gpid, SIGKILL);
-		fail_msg("grandchild %d survived the timeout", (int)gpid);
-	}
-	proc_result_release(&res);
+	expect_child_run(pidfile, "trap '' TERM; sleep 30", "wait", 1, 2.9, 4.5, 1, 128 + SIGKILL,
+			 NULL, "grandchild");
 }
 
 /* The command exits but leaves a child in its group: that child goes too. Not holding the
  * output pipe, it does not delay the call; holding it, the call waits for the time limit. */
 static void test_proc_leftover_children_killed(void **state)
 {
-	char *dir = *state, script[512], pidfile[256];
-	struct proc_result res;
-	double t0;
-	pid_t gpid;
+	char *dir = *state, pidfile[256];
 	FMT(pidfile, "%s/pid", dir);
-	FMT(script, "sleep 30 >/dev/null 2>&1 & echo $! > %s; exit 0", pidfile);
-	t0 = clock_mono_s();
-	res = run_sh(script, NULL, 5, UT_OUT_MAX);
-	assert_true(clock_mono_s() - t0 < 1.0);
-	assert_int_equal(res.timed_out, 0);
-	assert_int_equal(res.exit_code, 0);
-	gpid = read_pid(pidfile);
-	if (!pid_gone(gpid, 1000)) {
-		kill(gpid, SIGKILL);
-		fail_msg("leftover child %d survived", (int)gpid);
-	}
-	proc_result_release(&res);
-
-	FMT(script, "sleep 30 & echo $! > %s; exit 0", pidfile);
-	t0 = clock_mono_s();
-	res = run_sh(script, NULL, 1, UT_OUT_MAX);
-	assert_true(clock_mono_s() - t0 < 2.5);
-	assert_int_equal(res.timed_out, 1);
-	gpid = read_pid(pidfile);
-	if (!pid_gone(gpid, 1000)) {
-		kill(gpid, SIGKILL);
-		fail_msg("leftover child %d survived", (int)gpid);
-	}
-	proc_result_release(&res);
+	expect_child_run(pidfile, "sleep 30 >/dev/null 2>&1", "exit 0", 5, 0, 1.0, 0, 0, NULL,
+			 "leftover child");
+	expect_child_run(pidfile, "sleep 30", "exit 0", 1, 0, 2.5, 1, UT_ANY_EXIT, NULL,
+			 "leftover child");
 }
 
 static void test_proc_command_not_found(void **state)
