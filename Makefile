@@ -58,7 +58,7 @@ $(RUNNER_BIN): $(call obj,tests/e2e/runner.c common/strbuf.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
 
 $(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/env_validate.c \
-	handlers/verr.c common/backend.c tests/unit/unit_json.c)
+	handlers/verr.c common/backend.c tests/unit/unit_json.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 # the API policy (handlers/router.c) over a fake route table: tests/unit/stubs.c
@@ -99,7 +99,7 @@ $(eval $(call unit_test,intent,db/intent.c))
 $(eval $(call unit_test,clock,common/clock.c))
 # the srt backend's allowlist as srt's allowedDomains (reconciler/backends/srt_hosts.c)
 $(eval $(call unit_test,srt_hosts,reconciler/backends/srt_hosts.c common/log.c \
-	tests/unit/unit_json.c,-ljansson))
+	tests/unit/unit_json.c tests/unit/unit.c,-ljansson))
 
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
 $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "handlers/env_validate.h"
+#include "tests/unit/unit.h"
 #include "tests/unit/unit_json.h"
 
 #define SECRET "s3cr3t-t0ken"
@@ -610,12 +611,8 @@ static void test_host_pattern_valid(void **state)
 	char *long_bad;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-		if (!host_pattern_valid(good[i]))
-			fail_msg("refused valid host '%s'", good[i]);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (host_pattern_valid(bad[i]))
-			fail_msg("accepted invalid host '%s'", bad[i]);
+	unit_pred_cases("host_pattern_valid", host_pattern_valid, good, UNIT_LEN(good), bad,
+			UNIT_LEN(bad));
 	assert_false(host_pattern_valid(NULL));
 
 	long_ok[249] = 'x'; /* 250 characters, last label "abcdefghix" */
@@ -920,92 +917,102 @@ static const char full_config[] =
 	"\"packages\":{\"type\":\"packages\",\"apt\":[],\"cargo\":[],\"gem\":[],\"go\":[],"
 	"\"npm\":[\"left-pad\"],\"pip\":[\"numpy\"]}}";
 
+/* The fixture of the update tests: *STATE is the environment created from full_env. */
+static int full_env_setup(void **state)
+{
+	struct env_fields *cur = malloc(sizeof(*cur));
+
+	if (!cur)
+		return -1;
+	*cur = STORED(full_env);
+	*state = cur;
+	return 0;
+}
+
+static int full_env_teardown(void **state)
+{
+	env_fields_release(*state);
+	free(*state);
+	return 0;
+}
+
 static void test_update_empty(void **state)
 {
-	struct env_fields cur = STORED(full_env), before = { 0 };
+	struct env_fields *cur = *state;
+	struct env_fields before = { 0 };
 
-	(void)state;
-	fields_copy(&cur, &before);
-	UPDATE_OK(&cur, "{}", 0);
-	assert_true(fields_equal(&cur, &before));
+	fields_copy(cur, &before);
+	UPDATE_OK(cur, "{}", 0);
+	assert_true(fields_equal(cur, &before));
 	/* re-sending identical values is not a change either */
-	UPDATE_OK(&cur,
+	UPDATE_OK(cur,
 		  "{\"name\":\"env\",\"description\":\"desc\",\"metadata\":{\"a\":\"1\","
 		  "\"zz\":null},\"config\":{\"type\":\"cloud\"}}",
 		  0);
-	assert_true(fields_equal(&cur, &before));
+	assert_true(fields_equal(cur, &before));
 	env_fields_release(&before);
-	env_fields_release(&cur);
 }
 
 static void test_update_body(void **state)
 {
-	struct env_fields cur = STORED(full_env);
+	struct env_fields *cur = *state;
 
-	(void)state;
-	UPDATE_BAD(&cur, "[]", "body");
-	UPDATE_BAD(&cur, "{\"bogus\":1}", "unknown field 'bogus'");
-	env_fields_release(&cur);
+	UPDATE_BAD(cur, "[]", "body");
+	UPDATE_BAD(cur, "{\"bogus\":1}", "unknown field 'bogus'");
 }
 
 static void test_update_name(void **state)
 {
-	struct env_fields cur = STORED(full_env);
+	struct env_fields *cur = *state;
 	char *over = unit_rep("n", ENV_NAME_MAX + 1);
 
-	(void)state;
-	UPDATE_BAD(&cur, "{\"name\":null}", "'name'");
-	UPDATE_BAD(&cur, "{\"name\":\"\"}", "'name' must be 1-256 characters");
-	UPDATE_BAD(&cur, "{\"name\":7}", "'name'");
-	update_err_(__LINE__, &cur, json_pack("{s:s}", "name", over), PERMISSIVE, 400, "",
+	UPDATE_BAD(cur, "{\"name\":null}", "'name'");
+	UPDATE_BAD(cur, "{\"name\":\"\"}", "'name' must be 1-256 characters");
+	UPDATE_BAD(cur, "{\"name\":7}", "'name'");
+	update_err_(__LINE__, cur, json_pack("{s:s}", "name", over), PERMISSIVE, 400, "",
 		    "'name'");
-	UPDATE_OK(&cur, "{\"name\":\"renamed\"}", 1);
-	assert_string_equal(cur.name, "renamed");
-	UPDATE_OK(&cur, "{\"name\":\"renamed\"}", 0);
-	UPDATE_OK(&cur, "{\"description\":\"desc\"}", 0);
-	assert_string_equal(cur.name, "renamed");
+	UPDATE_OK(cur, "{\"name\":\"renamed\"}", 1);
+	assert_string_equal(cur->name, "renamed");
+	UPDATE_OK(cur, "{\"name\":\"renamed\"}", 0);
+	UPDATE_OK(cur, "{\"description\":\"desc\"}", 0);
+	assert_string_equal(cur->name, "renamed");
 	free(over);
-	env_fields_release(&cur);
 }
 
 static void test_update_description(void **state)
 {
-	struct env_fields cur = STORED(full_env);
+	struct env_fields *cur = *state;
 	char *over = unit_rep("d", ENV_DESCRIPTION_MAX + 1);
 
-	(void)state;
-	UPDATE_OK(&cur, "{\"name\":\"x\"}", 1);
-	assert_string_equal(json_string_value(cur.description), "desc");
-	UPDATE_OK(&cur, "{\"description\":\"\"}", 1);
-	assert_true(json_is_string(cur.description));
-	assert_string_equal(json_string_value(cur.description), "");
-	UPDATE_OK(&cur, "{\"description\":null}", 1);
-	assert_true(json_is_null(cur.description));
-	UPDATE_OK(&cur, "{\"description\":null}", 0);
-	UPDATE_BAD(&cur, "{\"description\":[]}", "'description'");
-	update_err_(__LINE__, &cur, json_pack("{s:s}", "description", over), PERMISSIVE, 400, "",
+	UPDATE_OK(cur, "{\"name\":\"x\"}", 1);
+	assert_string_equal(json_string_value(cur->description), "desc");
+	UPDATE_OK(cur, "{\"description\":\"\"}", 1);
+	assert_true(json_is_string(cur->description));
+	assert_string_equal(json_string_value(cur->description), "");
+	UPDATE_OK(cur, "{\"description\":null}", 1);
+	assert_true(json_is_null(cur->description));
+	UPDATE_OK(cur, "{\"description\":null}", 0);
+	UPDATE_BAD(cur, "{\"description\":[]}", "'description'");
+	update_err_(__LINE__, cur, json_pack("{s:s}", "description", over), PERMISSIVE, 400, "",
 		    "'description'");
 	free(over);
-	env_fields_release(&cur);
 }
 
 static void test_update_metadata_patch(void **state)
 {
-	struct env_fields cur = STORED(full_env);
+	struct env_fields *cur = *state;
 
-	(void)state;
-	UPDATE_OK(&cur, "{\"metadata\":{\"c\":\"3\",\"a\":\"one\"}}", 1);
-	assert_json(cur.metadata, "{\"a\":\"one\",\"b\":\"2\",\"c\":\"3\"}");
-	UPDATE_OK(&cur, "{\"metadata\":{\"a\":null,\"b\":\"\"}}", 1);
-	assert_json(cur.metadata, "{\"c\":\"3\"}");
-	UPDATE_OK(&cur, "{\"metadata\":{\"missing\":null,\"gone\":\"\"}}", 0);
-	UPDATE_OK(&cur, "{\"metadata\":{}}", 0);
-	UPDATE_OK(&cur, "{\"metadata\":null}", 0);
-	assert_json(cur.metadata, "{\"c\":\"3\"}");
-	UPDATE_ERR(&cur, "{\"metadata\":{\"n\":5}}", PERMISSIVE, 400, "invalid_metadata",
+	UPDATE_OK(cur, "{\"metadata\":{\"c\":\"3\",\"a\":\"one\"}}", 1);
+	assert_json(cur->metadata, "{\"a\":\"one\",\"b\":\"2\",\"c\":\"3\"}");
+	UPDATE_OK(cur, "{\"metadata\":{\"a\":null,\"b\":\"\"}}", 1);
+	assert_json(cur->metadata, "{\"c\":\"3\"}");
+	UPDATE_OK(cur, "{\"metadata\":{\"missing\":null,\"gone\":\"\"}}", 0);
+	UPDATE_OK(cur, "{\"metadata\":{}}", 0);
+	UPDATE_OK(cur, "{\"metadata\":null}", 0);
+	assert_json(cur->metadata, "{\"c\":\"3\"}");
+	UPDATE_ERR(cur, "{\"metadata\":{\"n\":5}}", PERMISSIVE, 400, "invalid_metadata",
 		   "metadata.n");
-	UPDATE_ERR(&cur, "{\"metadata\":[]}", PERMISSIVE, 400, "invalid_metadata", "'metadata'");
-	env_fields_release(&cur);
+	UPDATE_ERR(cur, "{\"metadata\":[]}", PERMISSIVE, 400, "invalid_metadata", "'metadata'");
 }
 
 static void test_update_metadata_limits_on_merge(void **state)
@@ -1031,78 +1038,72 @@ static void test_update_metadata_limits_on_merge(void **state)
 
 static void test_update_config_type_required(void **state)
 {
-	struct env_fields cur = STORED(full_env);
+	struct env_fields *cur = *state;
 
-	(void)state;
-	UPDATE_BAD(&cur, "{\"config\":{}}", "'config.type'");
-	UPDATE_BAD(&cur, "{\"config\":{\"packages\":{\"pip\":[]}}}", "'config.type'");
-	UPDATE_BAD(&cur, "{\"config\":null}", "'config'");
-	UPDATE_BAD(&cur, "{\"config\":\"cloud\"}", "'config'");
-	UPDATE_BAD(&cur, "{\"config\":{\"type\":\"vm\"}}", "'config.type'");
-	env_fields_release(&cur);
+	UPDATE_BAD(cur, "{\"config\":{}}", "'config.type'");
+	UPDATE_BAD(cur, "{\"config\":{\"packages\":{\"pip\":[]}}}", "'config.type'");
+	UPDATE_BAD(cur, "{\"config\":null}", "'config'");
+	UPDATE_BAD(cur, "{\"config\":\"cloud\"}", "'config'");
+	UPDATE_BAD(cur, "{\"config\":{\"type\":\"vm\"}}", "'config.type'");
 }
 
 static void test_update_cloud_keeps_omitted(void **state)
 {
-	struct env_fields cur = STORED(full_env);
+	struct env_fields *cur = *state;
 
-	(void)state;
-	UPDATE_OK(&cur, "{\"config\":{\"type\":\"cloud\"}}", 0);
-	assert_json(cur.config, full_config);
-	UPDATE_OK(&cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"apt\":[\"curl\"]}}}", 1);
-	assert_json(json_object_get(cur.config, "networking"),
+	UPDATE_OK(cur, "{\"config\":{\"type\":\"cloud\"}}", 0);
+	assert_json(cur->config, full_config);
+	UPDATE_OK(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"apt\":[\"curl\"]}}}", 1);
+	assert_json(json_object_get(cur->config, "networking"),
 		    "{\"type\":\"limited\",\"allowed_hosts\":[\"a.example.com\"],"
 		    "\"allow_mcp_servers\":true,\"allow_package_managers\":true}");
 	/* a given packages object replaces all six lists */
-	assert_json(json_object_get(cur.config, "packages"),
+	assert_json(json_object_get(cur->config, "packages"),
 		    "{\"type\":\"packages\",\"apt\":[\"curl\"],\"cargo\":[],\"gem\":[],\"go\":[],"
 		    "\"npm\":[],\"pip\":[]}");
-	UPDATE_OK(&cur,
+	UPDATE_OK(cur,
 		  "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"}}}",
 		  1);
-	assert_json(json_object_get(cur.config, "networking"), "{\"type\":\"unrestricted\"}");
-	assert_json(json_object_get(cur.config, "packages"),
+	assert_json(json_object_get(cur->config, "networking"), "{\"type\":\"unrestricted\"}");
+	assert_json(json_object_get(cur->config, "packages"),
 		    "{\"type\":\"packages\",\"apt\":[\"curl\"],\"cargo\":[],\"gem\":[],\"go\":[],"
 		    "\"npm\":[],\"pip\":[]}");
-	UPDATE_OK(&cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{}}}", 1);
-	assert_json(cur.config, default_config);
-	env_fields_release(&cur);
+	UPDATE_OK(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{}}}", 1);
+	assert_json(cur->config, default_config);
 }
 
 static void test_update_limited_merge(void **state)
 {
-	struct env_fields cur = STORED(full_env);
+	struct env_fields *cur = *state;
 
-	(void)state;
-	UPDATE_OK(&cur,
+	UPDATE_OK(cur,
 		  "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\","
 		  "\"allowed_hosts\":[\"B.example.com\"]}}}",
 		  1);
-	assert_json(json_object_get(cur.config, "networking"),
+	assert_json(json_object_get(cur->config, "networking"),
 		    "{\"type\":\"limited\",\"allowed_hosts\":[\"b.example.com\"],"
 		    "\"allow_mcp_servers\":true,\"allow_package_managers\":true}");
-	UPDATE_OK(&cur,
+	UPDATE_OK(cur,
 		  "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\","
 		  "\"allow_mcp_servers\":false,\"allowed_hosts\":null}}}",
 		  1);
-	assert_json(json_object_get(cur.config, "networking"),
+	assert_json(json_object_get(cur->config, "networking"),
 		    "{\"type\":\"limited\",\"allowed_hosts\":[\"b.example.com\"],"
 		    "\"allow_mcp_servers\":false,\"allow_package_managers\":true}");
-	UPDATE_OK(&cur,
+	UPDATE_OK(cur,
 		  "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\"}}}", 0);
 	/* packages untouched throughout */
-	assert_json(json_object_get(cur.config, "packages"),
+	assert_json(json_object_get(cur->config, "packages"),
 		    "{\"type\":\"packages\",\"apt\":[],\"cargo\":[],\"gem\":[],\"go\":[],"
 		    "\"npm\":[\"left-pad\"],\"pip\":[\"numpy\"]}");
-	UPDATE_BAD(&cur,
+	UPDATE_BAD(cur,
 		   "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\","
 		   "\"allowed_hosts\":[\"http://x\"]}}}",
 		   "'config.networking.allowed_hosts[0]'");
-	UPDATE_BAD(&cur,
+	UPDATE_BAD(cur,
 		   "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\","
 		   "\"allow_package_managers\":\"yes\"}}}",
 		   "'config.networking.allow_package_managers' must be a boolean");
-	env_fields_release(&cur);
 }
 
 static void test_update_unrestricted_to_limited(void **state)
@@ -1131,51 +1132,47 @@ static void test_update_unrestricted_to_limited(void **state)
 
 static void test_update_null_networking_packages(void **state)
 {
-	struct env_fields cur = STORED(full_env);
+	struct env_fields *cur = *state;
 
-	(void)state;
-	UPDATE_BAD(&cur, "{\"config\":{\"type\":\"cloud\",\"networking\":null}}",
+	UPDATE_BAD(cur, "{\"config\":{\"type\":\"cloud\",\"networking\":null}}",
 		   "'config.networking'");
-	UPDATE_BAD(&cur, "{\"config\":{\"type\":\"cloud\",\"packages\":null}}",
+	UPDATE_BAD(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":null}}",
 		   "'config.packages'");
-	UPDATE_BAD(&cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"pip\":[\"\"]}}}",
+	UPDATE_BAD(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"pip\":[\"\"]}}}",
 		   "'config.packages.pip[0]'");
-	UPDATE_BAD(&cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"brew\":[]}}}",
+	UPDATE_BAD(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"brew\":[]}}}",
 		   "'config.packages.brew'");
-	UPDATE_BAD(&cur, "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\","
+	UPDATE_BAD(cur, "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\","
 			 "\"foo\":1}}}",
 		   "'config.networking.foo'");
-	env_fields_release(&cur);
 }
 
 static void test_update_type_change(void **state)
 {
-	struct env_fields cur = STORED(full_env);
+	struct env_fields *cur = *state;
 
-	(void)state;
-	UPDATE_BAD(&cur, "{\"config\":{\"type\":\"self_hosted\",\"packages\":{}}}",
+	UPDATE_BAD(cur, "{\"config\":{\"type\":\"self_hosted\",\"packages\":{}}}",
 		   "'config.packages'");
-	UPDATE_OK(&cur, "{\"config\":{\"type\":\"self_hosted\"},\"scope\":\"account\"}", 1);
-	assert_json(cur.config, "{\"type\":\"self_hosted\"}");
-	assert_string_equal(cur.scope, "account");
-	UPDATE_OK(&cur, "{\"config\":{\"type\":\"self_hosted\"}}", 0);
-	assert_string_equal(cur.scope, "account");
+	UPDATE_OK(cur, "{\"config\":{\"type\":\"self_hosted\"},\"scope\":\"account\"}", 1);
+	assert_json(cur->config, "{\"type\":\"self_hosted\"}");
+	assert_string_equal(cur->scope, "account");
+	UPDATE_OK(cur, "{\"config\":{\"type\":\"self_hosted\"}}", 0);
+	assert_string_equal(cur->scope, "account");
 	/* back to cloud: defaults, scope cleared, stored cloud values are not resurrected */
-	UPDATE_OK(&cur, "{\"config\":{\"type\":\"cloud\"}}", 1);
-	assert_json(cur.config, default_config);
-	assert_null(cur.scope);
-	UPDATE_OK(&cur, "{\"config\":{\"type\":\"self_hosted\"}}", 1);
-	assert_null(cur.scope);
-	UPDATE_OK(&cur,
+	UPDATE_OK(cur, "{\"config\":{\"type\":\"cloud\"}}", 1);
+	assert_json(cur->config, default_config);
+	assert_null(cur->scope);
+	UPDATE_OK(cur, "{\"config\":{\"type\":\"self_hosted\"}}", 1);
+	assert_null(cur->scope);
+	UPDATE_OK(cur,
 		  "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\","
 		  "\"allow_package_managers\":true},\"packages\":{\"pip\":[\"x\"]}}}",
 		  1);
-	assert_json(cur.config,
+	assert_json(cur->config,
 		    "{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\",\"allowed_hosts\":[],"
 		    "\"allow_mcp_servers\":false,\"allow_package_managers\":true},"
 		    "\"packages\":{\"type\":\"packages\",\"apt\":[],\"cargo\":[],\"gem\":[],"
 		    "\"go\":[],\"npm\":[],\"pip\":[\"x\"]}}");
-	env_fields_release(&cur);
 }
 
 static void test_update_scope(void **state)
@@ -1207,25 +1204,24 @@ static void test_update_scope(void **state)
 
 static void test_update_admission_on_merged(void **state)
 {
-	struct env_fields cur = STORED(full_env); /* limited + pip/npm, made on opensandbox */
+	struct env_fields *cur = *state; /* limited + pip/npm, made on opensandbox */
 	struct env_fields plain = STORED("{\"name\":\"p\",\"config\":{\"packages\":"
 					 "{\"pip\":[\"numpy\"]}}}");
 
-	(void)state;
 	/* touching only packages still judges the kept limited networking */
-	UPDATE_ERR(&cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"pip\":[\"x\"]}}}",
+	UPDATE_ERR(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"pip\":[\"x\"]}}}",
 		   "docker", 422, "", "config.networking");
 	/* srt enforces the kept limited networking, and refuses apt like bwrap */
-	UPDATE_ERR(&cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"apt\":[\"curl\"]}}}",
+	UPDATE_ERR(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"apt\":[\"curl\"]}}}",
 		   "srt", 422, "", "config.packages.apt");
-	UPDATE_OK_ON(&cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"pip\":[\"x\"]}}}",
+	UPDATE_OK_ON(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"pip\":[\"x\"]}}}",
 		     "srt", 1);
 	/* an update that does not touch config is not re-admitted */
-	UPDATE_OK_ON(&cur, "{\"name\":\"renamed\"}", "docker", 1);
-	UPDATE_OK_ON(&cur,
+	UPDATE_OK_ON(cur, "{\"name\":\"renamed\"}", "docker", 1);
+	UPDATE_OK_ON(cur,
 		     "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"}}}",
 		     "docker", 1);
-	UPDATE_ERR(&cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"apt\":[\"curl\"]}}}",
+	UPDATE_ERR(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"apt\":[\"curl\"]}}}",
 		   "bwrap", 422, "", "config.packages.apt");
 	/* kept pip list under local */
 	UPDATE_ERR(&plain,
@@ -1233,7 +1229,6 @@ static void test_update_admission_on_merged(void **state)
 		   "local", 422, "", "config.packages");
 	UPDATE_OK_ON(&plain, "{\"config\":{\"type\":\"cloud\",\"packages\":{}}}", "local", 1);
 	UPDATE_OK_ON(&plain, "{\"config\":{\"type\":\"self_hosted\"}}", "local", 1);
-	env_fields_release(&cur);
 	env_fields_release(&plain);
 }
 
@@ -1291,20 +1286,20 @@ int main(void)
 		cmocka_unit_test(test_admission_table),
 		cmocka_unit_test(test_admission_messages),
 		cmocka_unit_test(test_admission_after_validation),
-		cmocka_unit_test(test_update_empty),
-		cmocka_unit_test(test_update_body),
-		cmocka_unit_test(test_update_name),
-		cmocka_unit_test(test_update_description),
-		cmocka_unit_test(test_update_metadata_patch),
+		cmocka_unit_test_setup_teardown(test_update_empty, full_env_setup, full_env_teardown),
+		cmocka_unit_test_setup_teardown(test_update_body, full_env_setup, full_env_teardown),
+		cmocka_unit_test_setup_teardown(test_update_name, full_env_setup, full_env_teardown),
+		cmocka_unit_test_setup_teardown(test_update_description, full_env_setup, full_env_teardown),
+		cmocka_unit_test_setup_teardown(test_update_metadata_patch, full_env_setup, full_env_teardown),
 		cmocka_unit_test(test_update_metadata_limits_on_merge),
-		cmocka_unit_test(test_update_config_type_required),
-		cmocka_unit_test(test_update_cloud_keeps_omitted),
-		cmocka_unit_test(test_update_limited_merge),
+		cmocka_unit_test_setup_teardown(test_update_config_type_required, full_env_setup, full_env_teardown),
+		cmocka_unit_test_setup_teardown(test_update_cloud_keeps_omitted, full_env_setup, full_env_teardown),
+		cmocka_unit_test_setup_teardown(test_update_limited_merge, full_env_setup, full_env_teardown),
 		cmocka_unit_test(test_update_unrestricted_to_limited),
-		cmocka_unit_test(test_update_null_networking_packages),
-		cmocka_unit_test(test_update_type_change),
+		cmocka_unit_test_setup_teardown(test_update_null_networking_packages, full_env_setup, full_env_teardown),
+		cmocka_unit_test_setup_teardown(test_update_type_change, full_env_setup, full_env_teardown),
 		cmocka_unit_test(test_update_scope),
-		cmocka_unit_test(test_update_admission_on_merged),
+		cmocka_unit_test_setup_teardown(test_update_admission_on_merged, full_env_setup, full_env_teardown),
 		cmocka_unit_test(test_update_failure_leaves_cur),
 	};
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../../reconciler/backends/srt_hosts.h"
+#include "tests/unit/unit.h"
 #include "tests/unit/unit_json.h"
 
 #define UT_ERR_MAX 512
@@ -90,12 +91,8 @@ static void test_fixed_ranges(void **state)
 					     "*.example.org" };
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
-		if (!srt_names_this_host(local[i]))
-			fail_msg("%s is this machine", local[i]);
-	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
-		if (srt_names_this_host(other[i]))
-			fail_msg("%s is not this machine", other[i]);
+	unit_pred_cases("srt_names_this_host", srt_names_this_host, local, UNIT_LEN(local), other,
+			UNIT_LEN(other));
 }
 
 static void test_own_addresses(void **state)

@@ -25,3 +25,14 @@ void unit_out_cases(int (*fn)(const char *in, char *out, size_t outsz), size_t o
 			assert_string_equal(outsz ? out : "", c->want);
 	}
 }
+
+void unit_pred_cases(const char *name, int (*pred)(const char *), const char *const *yes,
+		     size_t n_yes, const char *const *no, size_t n_no)
+{
+	for (size_t i = 0; i < n_yes; i++)
+		if (!pred(yes[i]))
+			fail_msg("%s('%s') is false, expected true", name, yes[i]);
+	for (size_t i = 0; i < n_no; i++)
+		if (pred(no[i]))
+			fail_msg("%s('%s') is true, expected false", name, no[i]);
+}

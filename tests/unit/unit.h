@@ -18,6 +18,11 @@ struct unit_out_case {
  * UNIT_OUT_MAX), or NULL when OUTSZ is 0; a test failure naming the case on a mismatch. */
 void unit_out_cases(int (*fn)(const char *in, char *out, size_t outsz), size_t outsz,
 		    const struct unit_out_case *cases, size_t n);
+/* PRED (named NAME in failures) holds for each of the N_YES strings YES and for none of the
+ * N_NO strings NO. */
+void unit_pred_cases(const char *name, int (*pred)(const char *), const char *const *yes,
+		     size_t n_yes, const char *const *no, size_t n_no);
+
 #define UNIT_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif
