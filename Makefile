@@ -142,12 +142,12 @@ all: $(CONFORMANCE_BIN)
 # HTTP driver helpers: shell quoting (against /bin/sh), output tail, HTTP client errors
 $(BUILD)/test_remote: $(call obj,tests/unit/test_remote.c reconciler/backends/remote.c \
 	reconciler/backends/quote.c reconciler/backends/http.c reconciler/backends/process.c \
-	common/redact.c common/clock.c common/strbuf.c)
+	common/redact.c common/clock.c common/strbuf.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -lcurl
 UNIT_TESTS += $(BUILD)/test_remote
 
 # argv quoting for Daytona's toolbox (checked against /bin/sh and the daemon's tokenizer)
-$(BUILD)/test_quote: $(call obj,tests/unit/test_quote.c reconciler/backends/quote.c)
+$(BUILD)/test_quote: $(call obj,tests/unit/test_quote.c reconciler/backends/quote.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka
 UNIT_TESTS += $(BUILD)/test_quote
 

@@ -7,10 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "../../reconciler/backends/quote.h"
+#include "unit.h"
 
 #define ARGS_MAX 16
 #define LINE_MAX_ 4096
@@ -60,27 +59,11 @@ static int daytona_parse(const char *cmd, char tok[ARGS_MAX][LINE_MAX_])
 static int shell_parse(const char *line, char tok[ARGS_MAX][LINE_MAX_])
 {
 	char script[LINE_MAX_ * 2], buf[LINE_MAX_ * 2];
-	int fd[2], n = 0, status;
-	size_t got = 0;
-	ssize_t r;
-	pid_t pid;
+	size_t got;
+	int n = 0;
 
 	snprintf(script, sizeof(script), "printf '%%s\\0' %s", line);
-	assert_int_equal(pipe(fd), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(fd[1], 1);
-		close(fd[0]);
-		execl("/bin/sh", "sh", "-c", script, (char *)NULL);
-		_exit(127);
-	}
-	close(fd[1]);
-	while ((r = read(fd[0], buf + got, sizeof(buf) - got)) > 0)
-		got += (size_t)r;
-	close(fd[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	got = unit_sh(script, NULL, buf, sizeof(buf));
 	for (size_t i = 0; i < got; n++) {
 		size_t l = strlen(buf + i);
 		assert_true(n < ARGS_MAX && l < LINE_MAX_);

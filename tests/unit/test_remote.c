@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../reconciler/backends/http.h"
 #include "../../reconciler/backends/remote.h"
+#include "unit.h"
 
 #define OUT_MAX 65536
 
@@ -27,27 +27,9 @@ static int shell_words(const char *line, char words[][256], int max)
 {
 	static const char script[] = "eval \"set -- $1\"; for a; do printf '%s\\0' \"$a\"; done";
 	char buf[OUT_MAX];
-	size_t len = 0;
-	ssize_t n;
-	int fds[2], status, count = 0;
-	pid_t pid;
+	size_t len = unit_sh(script, line, buf, sizeof(buf));
+	int count = 0;
 
-	assert_int_equal(pipe(fds), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(fds[1], 1);
-		close(fds[0]);
-		close(fds[1]);
-		execl("/bin/sh", "sh", "-c", script, "sh", line, (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	while ((n = read(fds[0], buf + len, sizeof(buf) - len)) > 0)
-		len += (size_t)n;
-	close(fds[0]);
-	waitpid(pid, &status, 0);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	for (size_t i = 0; i < len && count < max; count++) {
 		size_t w = strlen(buf + i);
 		assert_true(w < 256);
@@ -75,24 +57,28 @@ static void assert_round_trip(const char *const argv[])
 	free(line);
 }
 
+/* sh_join(ARGV) is EXPECTED, which the shell reads back as ARGV. */
+static void assert_joins(const char *const argv[], const char *expected)
+{
+	char *line = sh_join((char *const *)argv);
+
+	assert_string_equal(line, expected);
+	free(line);
+	assert_round_trip(argv);
+}
+
 static void test_sh_join_plain(void **state)
 {
 	const char *const argv[] = { "pip", "install", "--target", "/workspace/.pip", "requests==2.31", NULL };
-	char *line = sh_join((char *const *)argv);
 	(void)state;
-	assert_string_equal(line, "pip install --target /workspace/.pip requests==2.31");
-	free(line);
-	assert_round_trip(argv);
+	assert_joins(argv, "pip install --target /workspace/.pip requests==2.31");
 }
 
 static void test_sh_join_quotes(void **state)
 {
 	const char *const argv[] = { "sh", "-c", "exit 3", "it's", "'", "''", "a'b'c", NULL };
-	char *line = sh_join((char *const *)argv);
 	(void)state;
-	assert_string_equal(line, "sh -c 'exit 3' 'it'\"'\"'s' ''\"'\"'' ''\"'\"''\"'\"'' 'a'\"'\"'b'\"'\"'c'");
-	free(line);
-	assert_round_trip(argv);
+	assert_joins(argv, "sh -c 'exit 3' 'it'\"'\"'s' ''\"'\"'' ''\"'\"''\"'\"'' 'a'\"'\"'b'\"'\"'c'");
 }
 
 static void test_sh_join_no_expansion(void **state)

@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -35,4 +37,33 @@ void unit_pred_cases(const char *name, int (*pred)(const char *), const char *co
 	for (size_t i = 0; i < n_no; i++)
 		if (pred(no[i]))
 			fail_msg("%s('%s') is true, expected false", name, no[i]);
+}
+
+size_t unit_sh(const char *script, const char *arg, char *out, size_t outsz)
+{
+	size_t len = 0;
+	ssize_t n;
+	int fds[2], status;
+	pid_t pid;
+
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		close(fds[1]);
+		if (arg)
+			execl("/bin/sh", "sh", "-c", script, "sh", arg, (char *)NULL);
+		else
+			execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	while ((n = read(fds[0], out + len, outsz - len)) > 0)
+		len += (size_t)n;
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return len;
 }

@@ -23,6 +23,10 @@ void unit_out_cases(int (*fn)(const char *in, char *out, size_t outsz), size_t o
 void unit_pred_cases(const char *name, int (*pred)(const char *), const char *const *yes,
 		     size_t n_yes, const char *const *no, size_t n_no);
 
+/* Run /bin/sh -c SCRIPT, with $1 set to ARG unless it is NULL; what it prints goes into OUT (at
+ * most OUTSZ bytes). A test failure unless the shell exits 0. Returns the bytes printed. */
+size_t unit_sh(const char *script, const char *arg, char *out, size_t outsz);
+
 #define UNIT_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif
