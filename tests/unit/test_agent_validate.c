@@ -686,31 +686,25 @@ static void test_rfc3339(void **state)
 			fail_msg("accepted '%s' as %s", bad[i], out);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_create_minimal),
-		cmocka_unit_test(test_create_full),
-		cmocka_unit_test(test_create_body_and_unknown),
-		cmocka_unit_test(test_create_required),
-		cmocka_unit_test(test_name),
-		cmocka_unit_test(test_model),
-		cmocka_unit_test(test_description_and_system),
-		cmocka_unit_test(test_metadata),
-		cmocka_unit_test(test_mcp_servers_accepted),
-		cmocka_unit_test(test_mcp_servers_refused),
-		cmocka_unit_test(test_url_host),
-		cmocka_unit_test(test_tools),
-		cmocka_unit_test(test_skills),
-		cmocka_unit_test(test_execution_identity),
-		cmocka_unit_test(test_multiagent),
-		cmocka_unit_test(test_update_noop),
-		cmocka_unit_test(test_update_fields),
-		cmocka_unit_test(test_update_refused),
-		cmocka_unit_test(test_update_version),
-		cmocka_unit_test(test_rfc3339),
-		cmocka_unit_test(test_total_size),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(test_create_minimal),
+	cmocka_unit_test(test_create_full),
+	cmocka_unit_test(test_create_body_and_unknown),
+	cmocka_unit_test(test_create_required),
+	cmocka_unit_test(test_name),
+	cmocka_unit_test(test_model),
+	cmocka_unit_test(test_description_and_system),
+	cmocka_unit_test(test_metadata),
+	cmocka_unit_test(test_mcp_servers_accepted),
+	cmocka_unit_test(test_mcp_servers_refused),
+	cmocka_unit_test(test_url_host),
+	cmocka_unit_test(test_tools),
+	cmocka_unit_test(test_skills),
+	cmocka_unit_test(test_execution_identity),
+	cmocka_unit_test(test_multiagent),
+	cmocka_unit_test(test_update_noop),
+	cmocka_unit_test(test_update_fields),
+	cmocka_unit_test(test_update_refused),
+	cmocka_unit_test(test_update_version),
+	cmocka_unit_test(test_rfc3339),
+	cmocka_unit_test(test_total_size))

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../../handlers/auth_guard.h"
+#include "unit.h"
 
 #define RACERS 8               /* worker processes sharing the guard */
 #define TRIES_PER_RACER 20     /* lookups each attempts: together far past the burst */
@@ -108,12 +109,6 @@ static void valid_keys_cost_nothing_and_pass_an_empty_bucket(void **state)
 	assert_int_equal(auth_guard_known_bad(good, now + AUTH_NEG_TTL_MS), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(racing_workers_cannot_overdraw),
-		cmocka_unit_test(valid_keys_cost_nothing_and_pass_an_empty_bucket),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(racing_workers_cannot_overdraw),
+	cmocka_unit_test(valid_keys_cost_nothing_and_pass_an_empty_bucket))

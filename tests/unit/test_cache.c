@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../reconciler/recon.h"
+#include "unit.h"
 
 struct fixture {
 	struct config cfg;
@@ -118,13 +119,8 @@ static void test_session_env(void **state)
 	assert_string_equal(env_get(e.envp, "SSL_CERT_FILE"), "/host/ca.pem");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_key_stable_and_canonical),
-		cmocka_unit_test(test_key_distinguishes_what_matters),
-		cmocka_unit_test(test_cache_enabled),
-		cmocka_unit_test(test_session_env),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(test_key_stable_and_canonical),
+	cmocka_unit_test(test_key_distinguishes_what_matters),
+	cmocka_unit_test(test_cache_enabled),
+	cmocka_unit_test(test_session_env))

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../../common/clock.h"
+#include "unit.h"
 
 /* The monotonic clock moves forward across a sleep, in both units, by about the time slept
  * (the bound above is loose: this is a shared machine). */
@@ -42,11 +43,6 @@ static void test_timestamps(void **state)
 	assert_true(strcmp(later, api) > 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_clock),
-		cmocka_unit_test(test_timestamps),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(test_clock),
+	cmocka_unit_test(test_timestamps))

@@ -12,6 +12,7 @@
 
 #include "../../common/backend.h"
 #include "../../common/config.h"
+#include "unit.h"
 
 #define DOC_PATH_MAX 4096
 #define DOC_MAX	     (256 * 1024)
@@ -403,16 +404,11 @@ static void test_docs_list_every_key(void **state)
 	free(doc);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_load),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_bounds),
-		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_dump),
-		cmocka_unit_test(test_docs_list_every_key),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(test_load),
+	cmocka_unit_test(test_errors),
+	cmocka_unit_test(test_defaults),
+	cmocka_unit_test(test_bounds),
+	cmocka_unit_test(test_table),
+	cmocka_unit_test(test_dump),
+	cmocka_unit_test(test_docs_list_every_key))

@@ -13,6 +13,7 @@
 #include "../../db/db.h"
 #include "../../handlers/cursor.h"
 #include "stubs.h"
+#include "unit.h"
 
 /* CGI parameter arrays are written as string literals; the code under test never writes them. */
 #pragma GCC diagnostic ignored "-Wdiscarded-qualifiers"
@@ -510,28 +511,23 @@ static void test_cursor(void **state)
 	assert_int_equal(cursor_parse(key, 32, "env", "a0", ".", created, id), CURSOR_FORGED);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_unknown_route_404),
-		cmocka_unit_test(test_error_message_not_utf8),
-		cmocka_unit_test(test_wrong_method_405_allow),
-		cmocka_unit_test(test_dispatch_reaches_handler),
-		cmocka_unit_test(test_auth_failure_stops_dispatch),
-		cmocka_unit_test(test_beta_header_required),
-		cmocka_unit_test(test_version_header),
-		cmocka_unit_test(test_health_needs_no_key_or_beta),
-		cmocka_unit_test(test_server_error_redirect),
-		cmocka_unit_test(test_script_name_prefix),
-		cmocka_unit_test(test_body_json_rules),
-		cmocka_unit_test(test_content_length_strict),
-		cmocka_unit_test(test_request_id_from_nginx_or_new),
-		cmocka_unit_test(test_header_parsing),
-		cmocka_unit_test(test_query_parsing),
-		cmocka_unit_test(test_error_mapping),
-		cmocka_unit_test(test_sha256_vectors),
-		cmocka_unit_test(test_ids),
-		cmocka_unit_test(test_cursor),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(test_unknown_route_404),
+	cmocka_unit_test(test_error_message_not_utf8),
+	cmocka_unit_test(test_wrong_method_405_allow),
+	cmocka_unit_test(test_dispatch_reaches_handler),
+	cmocka_unit_test(test_auth_failure_stops_dispatch),
+	cmocka_unit_test(test_beta_header_required),
+	cmocka_unit_test(test_version_header),
+	cmocka_unit_test(test_health_needs_no_key_or_beta),
+	cmocka_unit_test(test_server_error_redirect),
+	cmocka_unit_test(test_script_name_prefix),
+	cmocka_unit_test(test_body_json_rules),
+	cmocka_unit_test(test_content_length_strict),
+	cmocka_unit_test(test_request_id_from_nginx_or_new),
+	cmocka_unit_test(test_header_parsing),
+	cmocka_unit_test(test_query_parsing),
+	cmocka_unit_test(test_error_mapping),
+	cmocka_unit_test(test_sha256_vectors),
+	cmocka_unit_test(test_ids),
+	cmocka_unit_test(test_cursor))

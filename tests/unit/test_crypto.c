@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../common/crypto.h"
+#include "unit.h"
 
 static long dec(const char *in, int strict, unsigned char *out, size_t outsz)
 {
@@ -47,10 +48,5 @@ static void test_base64(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_base64),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(test_base64))

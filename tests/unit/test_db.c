@@ -11,6 +11,7 @@
 
 #include "../../common/config.h"
 #include "../../db/db.h"
+#include "unit.h"
 
 static void test_classes(void **state)
 {
@@ -103,12 +104,7 @@ static void test_messages(void **state)
 	db_free(db);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_classes),
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_messages),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(test_classes),
+	cmocka_unit_test(test_names),
+	cmocka_unit_test(test_messages))

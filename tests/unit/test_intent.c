@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../db/intent.h"
+#include "unit.h"
 
 #define SRC_MAX (512 * 1024)
 
@@ -95,11 +96,6 @@ static void test_sql_literals(void **state)
 	assert_true(check_sql_literals("db/sandboxes.c") >= 1);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_sql_literals),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(test_names),
+	cmocka_unit_test(test_sql_literals))

@@ -146,12 +146,7 @@ static void test_quote_limits(void **state)
 	assert_string_equal(out, "'a' ");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_quote_exact),
-		cmocka_unit_test(test_quote_roundtrip_shell_and_daytona),
-		cmocka_unit_test(test_quote_limits),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(test_quote_exact),
+	cmocka_unit_test(test_quote_roundtrip_shell_and_daytona),
+	cmocka_unit_test(test_quote_limits))

@@ -330,19 +330,14 @@ static void test_watch_stops_a_call(void **state)
 	http_release(&c);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sh_join_plain),
-		cmocka_unit_test(test_sh_join_quotes),
-		cmocka_unit_test(test_sh_join_no_expansion),
-		cmocka_unit_test(test_sh_join_empty_and_utf8),
-		cmocka_unit_test(test_out_tail_keeps_end),
-		cmocka_unit_test(test_key_file),
-		cmocka_unit_test(test_error_string),
-		cmocka_unit_test(test_escape),
-		cmocka_unit_test(test_connection_refused_retries),
-		cmocka_unit_test(test_watch_stops_a_call),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(test_sh_join_plain),
+	cmocka_unit_test(test_sh_join_quotes),
+	cmocka_unit_test(test_sh_join_no_expansion),
+	cmocka_unit_test(test_sh_join_empty_and_utf8),
+	cmocka_unit_test(test_out_tail_keeps_end),
+	cmocka_unit_test(test_key_file),
+	cmocka_unit_test(test_error_string),
+	cmocka_unit_test(test_escape),
+	cmocka_unit_test(test_connection_refused_retries),
+	cmocka_unit_test(test_watch_stops_a_call))

@@ -14,6 +14,7 @@
 #include "../../db/db.h"
 #include "../../handlers/resource.h"
 #include "../../http/http.h"
+#include "unit.h"
 
 #define THINGS_MAX 8
 #define THING_COLS 4 /* id, created (db form), archived_at, workspace */
@@ -385,13 +386,8 @@ static void test_delete(void **state)
 	assert_false(things[2].deleted);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_retrieve, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_archive, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test_setup_teardown(test_retrieve, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_archive, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_delete, setup, teardown))

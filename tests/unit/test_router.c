@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../http/router.h"
+#include "unit.h"
 
 /* A table entry of the caller's own: the router reads only the leading route_pattern. */
 struct fake_route {
@@ -107,13 +108,8 @@ static void test_server_error(void **state)
 	resp_release(&resp);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_match_captures),
-		cmocka_unit_test(test_find),
-		cmocka_unit_test(test_header_list),
-		cmocka_unit_test(test_server_error),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(test_match_captures),
+	cmocka_unit_test(test_find),
+	cmocka_unit_test(test_header_list),
+	cmocka_unit_test(test_server_error))

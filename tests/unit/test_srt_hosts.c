@@ -160,13 +160,8 @@ static void test_refused(void **state)
 	domains_refused_(__LINE__, many, "too long");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fixed_ranges),
-		cmocka_unit_test(test_own_addresses),
-		cmocka_unit_test(test_translation),
-		cmocka_unit_test(test_refused),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(test_fixed_ranges),
+	cmocka_unit_test(test_own_addresses),
+	cmocka_unit_test(test_translation),
+	cmocka_unit_test(test_refused))

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../common/strbuf.h"
+#include "unit.h"
 
 static void test_add(void **state)
 {
@@ -95,12 +96,7 @@ static void test_oom_is_sticky(void **state)
 	strbuf_release(&sb);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_add),
-		cmocka_unit_test(test_remove_reset_detach),
-		cmocka_unit_test(test_oom_is_sticky),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(test_add),
+	cmocka_unit_test(test_remove_reset_detach),
+	cmocka_unit_test(test_oom_is_sticky))

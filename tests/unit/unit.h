@@ -18,6 +18,7 @@ struct unit_out_case {
  * UNIT_OUT_MAX), or NULL when OUTSZ is 0; a test failure naming the case on a mismatch. */
 void unit_out_cases(int (*fn)(const char *in, char *out, size_t outsz), size_t outsz,
 		    const struct unit_out_case *cases, size_t n);
+
 /* PRED (named NAME in failures) holds for each of the N_YES strings YES and for none of the
  * N_NO strings NO. */
 void unit_pred_cases(const char *name, int (*pred)(const char *), const char *const *yes,
@@ -26,6 +27,15 @@ void unit_pred_cases(const char *name, int (*pred)(const char *), const char *co
 /* Run /bin/sh -c SCRIPT, with $1 set to ARG unless it is NULL; what it prints goes into OUT (at
  * most OUTSZ bytes). A test failure unless the shell exits 0. Returns the bytes printed. */
 size_t unit_sh(const char *script, const char *arg, char *out, size_t outsz);
+
+/* The main() of a unit test program: runs the cmocka tests given (cmocka_unit_test(f), ...)
+ * as one group; its exit status is the number that failed. */
+#define UNIT_MAIN(...)                                             \
+	int main(void)                                             \
+	{                                                          \
+		const struct CMUnitTest tests[] = { __VA_ARGS__ }; \
+		return cmocka_run_group_tests(tests, NULL, NULL);  \
+	}
 
 #define UNIT_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
