@@ -147,7 +147,8 @@ $(BUILD)/test_remote: $(call obj,tests/unit/test_remote.c reconciler/backends/re
 UNIT_TESTS += $(BUILD)/test_remote
 
 # argv quoting for Daytona's toolbox (checked against /bin/sh and the daemon's tokenizer)
-$(BUILD)/test_quote: $(call obj,tests/unit/test_quote.c reconciler/backends/quote.c tests/unit/unit.c)
+$(BUILD)/test_quote: $(call obj,tests/unit/test_quote.c reconciler/backends/quote.c \
+	tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka
 UNIT_TESTS += $(BUILD)/test_quote
 

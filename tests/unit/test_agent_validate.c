@@ -412,7 +412,8 @@ static void test_url_host(void **state)
 
 	(void)state;
 	unit_out_cases(agent_url_host, 300, hosts, UNIT_LEN(hosts));
-	assert_int_equal(agent_url_host("https://a.io", small, sizeof(small)), -1); /* does not fit */
+	/* does not fit */
+	assert_int_equal(agent_url_host("https://a.io", small, sizeof(small)), -1);
 	unit_out_cases(agent_url_host, 0, checked, UNIT_LEN(checked));
 }
 

@@ -293,8 +293,8 @@ static void test_script_name_prefix(void **state)
 
 /* ---- body reading ---- */
 
-/* POST /v1/environments with the beta header and the CGI line CONTENT_LENGTH ("CONTENT_LENGTH=N"),
- * into ENV; ENV. */
+/* Fill ENV with the CGI variables of POST /v1/environments with the beta header and the line
+ * CONTENT_LENGTH ("CONTENT_LENGTH=N"); returns ENV. */
 #define POST_ENV_LEN 5
 static char **post_env(char *env[POST_ENV_LEN], const char *content_length)
 {
@@ -339,8 +339,10 @@ static void test_content_length_strict(void **state)
 	struct request req;
 	struct response resp;
 	(void)state;
-	expect_post_error("CONTENT_LENGTH=12a", "{}", 400, "invalid_request_error", "Content-Length");
-	expect_post_error("CONTENT_LENGTH=-1", "{}", 400, "invalid_request_error", "Content-Length");
+	expect_post_error("CONTENT_LENGTH=12a", "{}", 400, "invalid_request_error",
+			  "Content-Length");
+	expect_post_error("CONTENT_LENGTH=-1", "{}", 400, "invalid_request_error",
+			  "Content-Length");
 	expect_post_error("CONTENT_LENGTH=10", "{}", 400, "invalid_request_error", "shorter");
 	run(post_env(big, "CONTENT_LENGTH=1048577"), "{}", &req, &resp);
 	assert_error(&resp, 413, "request_too_large", NULL);

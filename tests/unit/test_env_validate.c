@@ -936,6 +936,9 @@ static int full_env_teardown(void **state)
 	return 0;
 }
 
+/* A test run with the full_env fixture */
+#define FULL_ENV_TEST(f) cmocka_unit_test_setup_teardown(f, full_env_setup, full_env_teardown)
+
 static void test_update_empty(void **state)
 {
 	struct env_fields *cur = *state;
@@ -1284,18 +1287,18 @@ UNIT_MAIN(
 	cmocka_unit_test(test_admission_table),
 	cmocka_unit_test(test_admission_messages),
 	cmocka_unit_test(test_admission_after_validation),
-	cmocka_unit_test_setup_teardown(test_update_empty, full_env_setup, full_env_teardown),
-	cmocka_unit_test_setup_teardown(test_update_body, full_env_setup, full_env_teardown),
-	cmocka_unit_test_setup_teardown(test_update_name, full_env_setup, full_env_teardown),
-	cmocka_unit_test_setup_teardown(test_update_description, full_env_setup, full_env_teardown),
-	cmocka_unit_test_setup_teardown(test_update_metadata_patch, full_env_setup, full_env_teardown),
+	FULL_ENV_TEST(test_update_empty),
+	FULL_ENV_TEST(test_update_body),
+	FULL_ENV_TEST(test_update_name),
+	FULL_ENV_TEST(test_update_description),
+	FULL_ENV_TEST(test_update_metadata_patch),
 	cmocka_unit_test(test_update_metadata_limits_on_merge),
-	cmocka_unit_test_setup_teardown(test_update_config_type_required, full_env_setup, full_env_teardown),
-	cmocka_unit_test_setup_teardown(test_update_cloud_keeps_omitted, full_env_setup, full_env_teardown),
-	cmocka_unit_test_setup_teardown(test_update_limited_merge, full_env_setup, full_env_teardown),
+	FULL_ENV_TEST(test_update_config_type_required),
+	FULL_ENV_TEST(test_update_cloud_keeps_omitted),
+	FULL_ENV_TEST(test_update_limited_merge),
 	cmocka_unit_test(test_update_unrestricted_to_limited),
-	cmocka_unit_test_setup_teardown(test_update_null_networking_packages, full_env_setup, full_env_teardown),
-	cmocka_unit_test_setup_teardown(test_update_type_change, full_env_setup, full_env_teardown),
+	FULL_ENV_TEST(test_update_null_networking_packages),
+	FULL_ENV_TEST(test_update_type_change),
 	cmocka_unit_test(test_update_scope),
-	cmocka_unit_test_setup_teardown(test_update_admission_on_merged, full_env_setup, full_env_teardown),
+	FULL_ENV_TEST(test_update_admission_on_merged),
 	cmocka_unit_test(test_update_failure_leaves_cur))

@@ -78,7 +78,8 @@ static void test_sh_join_quotes(void **state)
 {
 	const char *const argv[] = { "sh", "-c", "exit 3", "it's", "'", "''", "a'b'c", NULL };
 	(void)state;
-	assert_joins(argv, "sh -c 'exit 3' 'it'\"'\"'s' ''\"'\"'' ''\"'\"''\"'\"'' 'a'\"'\"'b'\"'\"'c'");
+	assert_joins(argv,
+		     "sh -c 'exit 3' 'it'\"'\"'s' ''\"'\"'' ''\"'\"''\"'\"'' 'a'\"'\"'b'\"'\"'c'");
 }
 
 static void test_sh_join_no_expansion(void **state)

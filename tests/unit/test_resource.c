@@ -345,7 +345,8 @@ static void test_list_pages(void **state)
 	expect_status(resource_list, NULL, "page=bm90IGEgY3Vyc29y", NULL, 400, NULL, NULL);
 	expect_status(resource_list, NULL, "limit=4", NULL, 400, NULL, "'limit'");
 	expect_status(resource_list, NULL, "limit=0", NULL, 400, NULL, NULL);
-	expect_status(resource_list, NULL, "include_archived=yes", NULL, 400, NULL, "include_archived");
+	expect_status(resource_list, NULL, "include_archived=yes", NULL, 400, NULL,
+		      "include_archived");
 	assert_int_equal(lists, 0);
 	/* limit=3 shows three of the four, with a next page */
 	json_decref(expect_page("limit=3", 3, NULL, 1));
