@@ -97,29 +97,36 @@ void sha256(const void *data, size_t len, unsigned char out[SHA256_LEN])
 	sha256_final(&s, out);
 }
 
+#define HMAC_BLOCK 64     /* SHA-256's block size (RFC 2104's B) */
+#define HMAC_IPAD 0x36
+#define HMAC_OPAD 0x5c
+
+/* One of HMAC's two hashes: SHA-256 of (K xor PAD repeated) followed by DATA. */
+static void hmac_pass(const unsigned char k[HMAC_BLOCK], unsigned char pad, const void *data,
+		      size_t len, unsigned char out[SHA256_LEN])
+{
+	unsigned char block[HMAC_BLOCK];
+	struct sha256 s;
+
+	for (int i = 0; i < HMAC_BLOCK; i++)
+		block[i] = k[i] ^ pad;
+	sha256_init(&s);
+	sha256_update(&s, block, HMAC_BLOCK);
+	sha256_update(&s, data, len);
+	sha256_final(&s, out);
+}
+
 void hmac_sha256(const void *key, size_t keylen, const void *data, size_t len,
 		 unsigned char out[SHA256_LEN])
 {
-	unsigned char k[64] = { 0 }, pad[64], inner[SHA256_LEN];
-	struct sha256 s;
-	int i;
+	unsigned char k[HMAC_BLOCK] = { 0 }, inner[SHA256_LEN];
 
-	if (keylen > 64)
+	if (keylen > HMAC_BLOCK)
 		sha256(key, keylen, k);
 	else
 		memcpy(k, key, keylen);
-	for (i = 0; i < 64; i++)
-		pad[i] = k[i] ^ 0x36;
-	sha256_init(&s);
-	sha256_update(&s, pad, 64);
-	sha256_update(&s, data, len);
-	sha256_final(&s, inner);
-	for (i = 0; i < 64; i++)
-		pad[i] = k[i] ^ 0x5c;
-	sha256_init(&s);
-	sha256_update(&s, pad, 64);
-	sha256_update(&s, inner, SHA256_LEN);
-	sha256_final(&s, out);
+	hmac_pass(k, HMAC_IPAD, data, len, inner);
+	hmac_pass(k, HMAC_OPAD, inner, SHA256_LEN, out);
 }
 
 int random_bytes(void *buf, size_t len)
