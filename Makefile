@@ -54,7 +54,7 @@ $(API_BIN): $(call obj,$(API_SRC))
 $(RECON_BIN): $(call obj,$(RECON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
 
-$(RUNNER_BIN): $(call obj,tests/e2e/runner.c common/strbuf.c)
+$(RUNNER_BIN): $(call obj,tests/e2e/runner.c common/clock.c common/strbuf.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
 
 $(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/env_validate.c \
@@ -71,7 +71,7 @@ $(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c tests/
 
 $(BUILD)/test_agent_validate: $(call obj,tests/unit/test_agent_validate.c \
 	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/backend.c \
-	tests/unit/unit_json.c tests/unit/unit.c)
+	common/clock.c tests/unit/unit_json.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 # the reconciler's objects but main.c: provision.c links against db/ (no database is contacted)
@@ -236,7 +236,8 @@ $(BUILD)/fuzz/fuzz_env_validate: $(call fobj,tests/fuzz/fuzz_env_validate.c \
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
 
 $(BUILD)/fuzz/fuzz_agent_validate: $(call fobj,tests/fuzz/fuzz_agent_validate.c \
-	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/egress.c)
+	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/egress.c \
+	common/clock.c)
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
 
 $(BUILD)/fuzz/fuzz_redact: $(call fobj,tests/fuzz/fuzz_redact.c common/redact.c)

@@ -31,6 +31,19 @@ void clock_in(long seconds, char db[CLOCK_DB_LEN], char api[CLOCK_API_LEN])
 	}
 }
 
+long long clock_utc(int year, int month, int day, int hour, int min, int sec)
+{
+	struct tm tm = { 0 };
+
+	tm.tm_year = year - 1900;
+	tm.tm_mon = month - 1;
+	tm.tm_mday = day;
+	tm.tm_hour = hour;
+	tm.tm_min = min;
+	tm.tm_sec = sec;
+	return (long long)timegm(&tm);
+}
+
 long long clock_mono_ms(void)
 {
 	struct timespec ts;

@@ -12,6 +12,10 @@ void clock_now(char db[CLOCK_DB_LEN], char api[CLOCK_API_LEN]);
 /* The same, SECONDS from now. */
 void clock_in(long seconds, char db[CLOCK_DB_LEN], char api[CLOCK_API_LEN]);
 
+/* Seconds since the epoch of the UTC calendar time YEAR-MONTH-DAY HOUR:MIN:SEC (MONTH 1-12);
+ * fields out of range carry over as timegm's do (February 30 is March 1 or 2). */
+long long clock_utc(int year, int month, int day, int hour, int min, int sec);
+
 /* The monotonic clock (CLOCK_MONOTONIC: never steps back, unrelated to the wall clock), in
  * milliseconds and in seconds with a fraction. For durations and deadlines only. */
 long long clock_mono_ms(void);

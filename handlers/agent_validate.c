@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "env_validate.h"
 
 #define AV_BAD_REQUEST 400
@@ -392,20 +393,36 @@ fail:
 
 /* --- tools ------------------------------------------------------------------------------ */
 
+/* OBJ's member KEY (of OBJ at PATH) when it may be absent, null or an object of the fields
+ * ALLOWED: 0 with *OUT the object and SUB its path ("PATH.KEY"), or *OUT NULL when absent or
+ * null; else -1 with ERR a 400. */
+static int optional_object(json_t *obj, const char *key, const char *path,
+			   const char *const *allowed, char sub[AV_PATH_MAX], json_t **out,
+			   struct verr *err)
+{
+	json_t *v = json_object_get(obj, key);
+
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	snprintf(sub, AV_PATH_MAX, "%s.%s", path, key);
+	if (!json_is_object(v))
+		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object or null", sub);
+	if (verr_check_fields(v, sub, allowed, err))
+		return -1;
+	*out = v;
+	return 0;
+}
+
 /* permission_policy at PATH: absent, null, or {"type": one of policies}. */
 static int policy_check(json_t *obj, const char *path, struct verr *err)
 {
 	char sub[AV_PATH_MAX];
-	json_t *v = json_object_get(obj, "permission_policy");
+	json_t *v;
 
-	if (!v || json_is_null(v))
-		return 0;
-	snprintf(sub, sizeof(sub), "%s.permission_policy", path);
-	if (!json_is_object(v))
-		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object or null", sub);
-	if (verr_check_fields(v, sub, type_only_fields, err))
+	if (optional_object(obj, "permission_policy", path, type_only_fields, sub, &v, err))
 		return -1;
-	if (!enum_member(v, "type", policies))
+	if (v && !enum_member(v, "type", policies))
 		return verr_set(err, AV_BAD_REQUEST, NULL,
 				"'%s.type' must be 'always_allow', 'always_ask' or 'auto'", sub);
 	return 0;
@@ -426,15 +443,10 @@ static int enabled_check(json_t *obj, const char *path, struct verr *err)
 static int default_config_check(json_t *tool, const char *path, struct verr *err)
 {
 	char sub[AV_PATH_MAX];
-	json_t *v = json_object_get(tool, "default_config");
+	json_t *v;
 
-	if (!v || json_is_null(v))
-		return 0;
-	snprintf(sub, sizeof(sub), "%s.default_config", path);
-	if (!json_is_object(v))
-		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object or null", sub);
-	if (verr_check_fields(v, sub, default_config_fields, err) || enabled_check(v, sub, err) ||
-	    policy_check(v, sub, err))
+	if (optional_object(tool, "default_config", path, default_config_fields, sub, &v, err) ||
+	    (v && (enabled_check(v, sub, err) || policy_check(v, sub, err))))
 		return -1;
 	return 0;
 }
@@ -546,78 +558,75 @@ static int tool_check(json_t *t, const char *path, struct verr *err)
 	return 0;
 }
 
-/* The tools array V (null: empty), checked and copied. New reference or NULL with ERR set. */
-static json_t *tools_parse(json_t *v, struct verr *err)
+/* The list V at FIELD (null: empty, at most MAX entries), each entry checked by ENTRY (entry I of
+ * LIST at PATH "FIELD[I]": 0, or -1 with ERR set), copied. New reference or NULL with ERR set. */
+static json_t *list_parse(json_t *v, const char *field, size_t max,
+			  int (*entry)(json_t *list, size_t i, const char *path, struct verr *err),
+			  struct verr *err)
 {
-	char path[AV_PATH_MAX], buf[VERR_ECHO_BUF];
-	json_t *t;
+	char path[AV_PATH_MAX];
 	size_t i;
 
-	if (check_list(v, "tools", AGENT_TOOLS_MAX, err))
+	if (check_list(v, field, max, err))
 		return NULL;
 	if (json_is_null(v))
 		return json_array();
-	json_array_foreach(v, i, t) {
-		snprintf(path, sizeof(path), "tools[%zu]", i);
-		if (tool_check(t, path, err))
+	for (i = 0; i < json_array_size(v); i++) {
+		snprintf(path, sizeof(path), "%s[%zu]", field, i);
+		if (entry(v, i, path, err))
 			return NULL;
-		if (!strcmp(json_string_value(json_object_get(t, "type")), AV_CUSTOM))
-			for (size_t j = 0; j < i; j++) {
-				json_t *o = json_array_get(v, j);
-				const char *name = json_string_value(json_object_get(t, "name"));
-
-				if (str_eq(json_string_value(json_object_get(o, "type")), AV_CUSTOM) &&
-				    str_eq(json_string_value(json_object_get(o, "name")), name)) {
-					verr_set(err, AV_BAD_REQUEST, NULL,
-						 "'%s.name' duplicates 'tools[%zu].name' ('%s'): custom "
-						 "tool names must be unique",
-						 path, j, verr_echo(buf, name, VERR_ECHO_CHARS));
-					return NULL;
-				}
-			}
 	}
 	return copy_or_oom(v, err);
 }
 
+/* Entry I of the tools array: a tool, and a custom tool's name not used by an earlier one. */
+static int tools_entry(json_t *tools, size_t i, const char *path, struct verr *err)
+{
+	char buf[VERR_ECHO_BUF];
+	json_t *t = json_array_get(tools, i);
+	const char *name;
+
+	if (tool_check(t, path, err))
+		return -1;
+	if (strcmp(json_string_value(json_object_get(t, "type")), AV_CUSTOM))
+		return 0;
+	name = json_string_value(json_object_get(t, "name"));
+	for (size_t j = 0; j < i; j++) {
+		json_t *o = json_array_get(tools, j);
+
+		if (str_eq(json_string_value(json_object_get(o, "type")), AV_CUSTOM) &&
+		    str_eq(json_string_value(json_object_get(o, "name")), name))
+			return verr_set(err, AV_BAD_REQUEST, NULL,
+					"'%s.name' duplicates 'tools[%zu].name' ('%s'): custom "
+					"tool names must be unique",
+					path, j, verr_echo(buf, name, VERR_ECHO_CHARS));
+	}
+	return 0;
+}
+
 /* --- skills, execution identity, multiagent -------------------------------------------- */
 
-static json_t *skills_parse(json_t *v, struct verr *err)
+/* Entry I of the skills array. */
+static int skills_entry(json_t *skills, size_t i, const char *path, struct verr *err)
 {
-	char path[AV_PATH_MAX];
-	json_t *s;
-	size_t i;
+	json_t *s = json_array_get(skills, i), *ver;
 
-	if (check_list(v, "skills", AGENT_SKILLS_MAX, err))
-		return NULL;
-	if (json_is_null(v))
-		return json_array();
-	json_array_foreach(v, i, s) {
-		json_t *ver;
-
-		snprintf(path, sizeof(path), "skills[%zu]", i);
-		if (!json_is_object(s)) {
-			verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object", path);
-			return NULL;
-		}
-		if (verr_check_fields(s, path, skill_fields, err))
-			return NULL;
-		if (!enum_member(s, "type", skill_types)) {
-			verr_set(err, AV_BAD_REQUEST, NULL, "'%s.type' must be 'anthropic' or 'custom'", path);
-			return NULL;
-		}
-		if (!str_chars(json_object_get(s, "skill_id"), 1, AGENT_SKILL_ID_MAX)) {
-			verr_set(err, AV_BAD_REQUEST, NULL,
-				 "'%s.skill_id' must be a string of 1-%d characters", path,
-				 AGENT_SKILL_ID_MAX);
-			return NULL;
-		}
-		ver = json_object_get(s, "version");
-		if (ver && !json_is_null(ver) && !str_chars(ver, 1, AGENT_SKILL_ID_MAX)) {
-			verr_set(err, AV_BAD_REQUEST, NULL, "'%s.version' must be a non-empty string or null", path);
-			return NULL;
-		}
-	}
-	return copy_or_oom(v, err);
+	if (!json_is_object(s))
+		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object", path);
+	if (verr_check_fields(s, path, skill_fields, err))
+		return -1;
+	if (!enum_member(s, "type", skill_types))
+		return verr_set(err, AV_BAD_REQUEST, NULL,
+				"'%s.type' must be 'anthropic' or 'custom'", path);
+	if (!str_chars(json_object_get(s, "skill_id"), 1, AGENT_SKILL_ID_MAX))
+		return verr_set(err, AV_BAD_REQUEST, NULL,
+				"'%s.skill_id' must be a string of 1-%d characters", path,
+				AGENT_SKILL_ID_MAX);
+	ver = json_object_get(s, "version");
+	if (ver && !json_is_null(ver) && !str_chars(ver, 1, AGENT_SKILL_ID_MAX))
+		return verr_set(err, AV_BAD_REQUEST, NULL,
+				"'%s.version' must be a non-empty string or null", path);
+	return 0;
 }
 
 /* null, {"type":"service_account"} -> the default; {"type":"aws_role","role_arn":...}. */
@@ -775,9 +784,11 @@ static int apply(json_t *body, json_t *def, int create, struct verr *err)
 	if ((v = json_object_get(body, "mcp_servers")) &&
 	    put(def, "mcp_servers", mcp_servers_validate(v, "mcp_servers", err), err))
 		return -1;
-	if ((v = json_object_get(body, "tools")) && put(def, "tools", tools_parse(v, err), err))
+	if ((v = json_object_get(body, "tools")) &&
+	    put(def, "tools", list_parse(v, "tools", AGENT_TOOLS_MAX, tools_entry, err), err))
 		return -1;
-	if ((v = json_object_get(body, "skills")) && put(def, "skills", skills_parse(v, err), err))
+	if ((v = json_object_get(body, "skills")) &&
+	    put(def, "skills", list_parse(v, "skills", AGENT_SKILLS_MAX, skills_entry, err), err))
 		return -1;
 	if ((v = json_object_get(body, "execution_identity")) &&
 	    put(def, "execution_identity", identity_parse(v, err), err))
@@ -819,10 +830,23 @@ static int check_total(const json_t *def, struct verr *err)
 	return -1;
 }
 
+/* BODY applied to DEF (stolen; NULL: out of memory), CREATE as apply's, and the size checked:
+ * DEF, or NULL with ERR set. */
+static json_t *applied(json_t *body, json_t *def, int create, struct verr *err)
+{
+	if (!def) {
+		oom(err);
+		return NULL;
+	}
+	if (apply(body, def, create, err) || check_total(def, err)) {
+		json_decref(def);
+		return NULL;
+	}
+	return def;
+}
+
 json_t *agent_validate_create(json_t *body, struct verr *err)
 {
-	json_t *def;
-
 	if (!json_is_object(body)) {
 		verr_set(err, AV_BAD_REQUEST, NULL, "request body must be a JSON object");
 		return NULL;
@@ -837,16 +861,7 @@ json_t *agent_validate_create(json_t *body, struct verr *err)
 		verr_set(err, AV_BAD_REQUEST, NULL, "'model' is required");
 		return NULL;
 	}
-	def = def_defaults();
-	if (!def) {
-		oom(err);
-		return NULL;
-	}
-	if (apply(body, def, 1, err) || check_total(def, err)) {
-		json_decref(def);
-		return NULL;
-	}
-	return def;
+	return applied(body, def_defaults(), 1, err);
 }
 
 int agent_update_version(json_t *body, long long *version, struct verr *err)
@@ -880,16 +895,9 @@ json_t *agent_validate_update(json_t *body, json_t *cur, int *changed, struct ve
 		verr_set(err, AV_BAD_REQUEST, NULL, "'name' cannot be null: omit it to keep the name");
 		return NULL;
 	}
-	next = json_deep_copy(cur);
-	if (!next) {
-		oom(err);
-		return NULL;
-	}
-	if (apply(body, next, 0, err) || check_total(next, err)) {
-		json_decref(next);
-		return NULL;
-	}
-	*changed = !json_equal(next, cur);
+	next = applied(body, json_deep_copy(cur), 0, err);
+	if (next)
+		*changed = !json_equal(next, cur);
 	return next;
 }
 
@@ -920,7 +928,7 @@ int rfc3339_to_db(const char *s, char *out, size_t outsz)
 	char frac[7] = "000000";
 	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
 	const char *p = s;
-	struct tm tm = { 0 }, back;
+	struct tm back;
 	time_t t;
 
 	if (digits(&p, 4, &y) || expect(&p, "-") || digits(&p, 2, &mo) || expect(&p, "-") ||
@@ -947,13 +955,7 @@ int rfc3339_to_db(const char *s, char *out, size_t outsz)
 	}
 	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59)
 		return -1;
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = sec;
-	t = timegm(&tm);
+	t = (time_t)clock_utc(y, mo, d, h, mi, sec);
 	if (!gmtime_r(&t, &back) || back.tm_mday != d || back.tm_mon != mo - 1)
 		return -1; /* 2026-02-30 */
 	t -= (time_t)sign * (oh * 3600 + om * 60);

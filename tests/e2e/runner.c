@@ -22,6 +22,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "../../common/clock.h"
 #include "../../common/strbuf.h"
 
 #define RUN_MAX_FILE (8u << 20)           /* bytes read from one request/expect file */
@@ -976,7 +977,6 @@ static size_t utf8_len(const char *s)
 /* Parse an RFC 3339 timestamp. Returns 0 with *SEC and *NSEC set, or -1. */
 static int parse_rfc3339(const char *s, long long *sec, long *nsec)
 {
-	struct tm tm = {0};
 	int y, mo, d, h, mi, se, used = 0;
 	long ns = 0, off = 0;
 	const char *p;
@@ -1008,13 +1008,7 @@ static int parse_rfc3339(const char *s, long long *sec, long *nsec)
 	}
 	if (*p)
 		return -1;
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = se;
-	*sec = (long long)timegm(&tm) - off;
+	*sec = clock_utc(y, mo, d, h, mi, se) - off;
 	*nsec = ns;
 	return 0;
 }
