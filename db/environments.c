@@ -25,16 +25,20 @@ enum db_status envdb_get(struct db *db, const char *id, const char *ws, const ch
 						  : sql, DB_ARRAY(p), rows, NULL);
 }
 
+/* The user-settable columns, as envdb_insert and envdb_update write them, and their values from
+ * a struct env_row_in, in the same order. */
+#define ENV_FIELDS_SET "name = ?, description = ?, metadata = ?, type = ?, scope = ?, config = ?"
+#define ENV_FIELDS_VALUES(in)                                                                  \
+	DB_STR((in)->name), db_opt((in)->description), DB_STR((in)->metadata),               \
+		DB_STR((in)->type), db_opt((in)->scope), DB_STR((in)->config)
+
 enum db_status envdb_insert(struct db *db, const struct env_row_in *in)
 {
 	static const char sql[] =
-		"INSERT INTO environments (id, workspace_id, account_id, name, description, metadata,"
-		" type, scope, config, revision, created_at, updated_at)"
-		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)";
-	struct db_val p[] = { DB_STR(in->id),	    DB_STR(in->workspace_id), DB_STR(in->account_id),
-			      DB_STR(in->name),	    db_opt(in->description),     DB_STR(in->metadata),
-			      DB_STR(in->type),	    db_opt(in->scope),	      DB_STR(in->config),
-			      DB_STR(in->now),	    DB_STR(in->now) };
+		"INSERT INTO environments SET id = ?, workspace_id = ?, account_id = ?, "
+		ENV_FIELDS_SET ", revision = 1, created_at = ?, updated_at = ?";
+	struct db_val p[] = { DB_STR(in->id), DB_STR(in->workspace_id), DB_STR(in->account_id),
+			      ENV_FIELDS_VALUES(in), DB_STR(in->now), DB_STR(in->now) };
 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
@@ -43,13 +47,10 @@ enum db_status envdb_update(struct db *db, const struct env_row_in *in, long lon
 			    unsigned long long *affected)
 {
 	static const char sql[] =
-		"UPDATE environments SET name = ?, description = ?, metadata = ?, type = ?, scope = ?,"
-		" config = ?, revision = revision + 1, updated_at = ? WHERE id = ? AND workspace_id = ?"
-		" AND revision = ? AND archived_at IS NULL";
-	struct db_val p[] = { DB_STR(in->name),	  db_opt(in->description), DB_STR(in->metadata),
-			      DB_STR(in->type),	  db_opt(in->scope),	DB_STR(in->config),
-			      DB_STR(in->now),	  DB_STR(in->id),	DB_STR(in->workspace_id),
-			      DB_INT(revision) };
+		"UPDATE environments SET " ENV_FIELDS_SET ", revision = revision + 1, updated_at = ?"
+		" WHERE id = ? AND workspace_id = ? AND revision = ? AND archived_at IS NULL";
+	struct db_val p[] = { ENV_FIELDS_VALUES(in), DB_STR(in->now), DB_STR(in->id),
+			      DB_STR(in->workspace_id), DB_INT(revision) };
 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, affected);
 }
