@@ -17,8 +17,6 @@
 #include "resource.h"
 
 #define AGENT_ID_PREFIX "agent_"
-#define AGENT_LIST_DEFAULT_LIMIT 100
-#define AGENT_LIST_MAX_LIMIT 1000
 #define AGENT_CURSOR_KIND "agent"
 #define AGENT_VERSIONS_CURSOR_KIND "agentv"
 #define AGENT_VERSION_TEXT_MAX 24
@@ -55,11 +53,6 @@ static json_t *agent_object(const struct db_rows *rows, unsigned r)
 	return obj;
 }
 
-static void respond_row(struct request *req, struct response *resp, const struct db_rows *rows)
-{
-	resource_respond(&RES_AGENT, req, resp, rows, req->params[0]);
-}
-
 static int check_id(struct request *req, struct response *resp)
 {
 	return resource_check(&RES_AGENT, req, resp, req->params[0]);
@@ -82,7 +75,7 @@ void agent_create(struct worker *w, struct request *req, struct response *resp)
 
 	def = agent_validate_create(req->json, &err);
 	if (!def) {
-		resp_error(resp, req, err.status, err.code, "%s", err.msg);
+		respond_verr(req, resp, &err);
 		return;
 	}
 	text = json_dumps(def, JSON_COMPACT);
@@ -120,65 +113,52 @@ out:
 
 /* --- update ----------------------------------------------------------------------------- */
 
-struct update_ctx {
-	struct request *req;
-	long long expected; /* the body's `version`, 0 when absent */
-	struct db_rows rows; /* the row after the update (or unchanged) */
-	struct verr err;     /* set when the update is refused */
+/* The update's body and its `version` (0 when absent). */
+struct update_arg {
+	json_t *body;
+	long long expected;
 };
 
-static enum db_status update_tx(struct db *db, void *arg)
+/* The update's change (resource_change): a new version when the body changes the definition,
+ * refused when the body names a version that is not the current one. */
+static enum db_status update_change(struct db *db, const struct resource_key *k,
+				    const struct db_rows *rows, void *arg, int *wrote,
+				    struct verr *err)
 {
-	struct update_ctx *c = arg;
-	struct request *req = c->req;
-	json_t *cur = NULL, *next = NULL;
+	const struct update_arg *u = arg;
+	long long current = atoll(db_cell(rows, 0, AGENT_C_CURRENT));
+	json_t *cur, *next = NULL;
 	char now_db[CLOCK_DB_LEN];
 	char *text = NULL;
-	long long current;
-	enum db_status st;
+	enum db_status st = DB_OK;
 	int changed = 0;
 
-	db_rows_free(&c->rows);
-	memset(&c->err, 0, sizeof(c->err));
-	st = agentdb_get(db, req->auth.workspace_id, req->params[0], 0, 1, &c->rows);
-	if (st || !c->rows.nrows)
-		return st;
-	if (db_cell(&c->rows, 0, AGENT_C_ARCHIVED)) {
-		verr_set(&c->err, 400, NULL, "agent '%s' is archived and cannot be updated",
-			 req->params[0]);
-		return DB_OK;
-	}
-	current = atoll(db_cell(&c->rows, 0, AGENT_C_CURRENT));
-	if (c->expected && c->expected != current) {
-		verr_set(&c->err, 409, NULL,
+	if (u->expected && u->expected != current) {
+		verr_set(err, 409, NULL,
 			 "'version' %lld does not match the agent's current version %lld: retrieve "
 			 "the agent and retry",
-			 c->expected, current);
+			 u->expected, current);
 		return DB_OK;
 	}
-	cur = json_loads(db_cell(&c->rows, 0, AGENT_C_DEFINITION), 0, NULL);
+	cur = json_loads(db_cell(rows, 0, AGENT_C_DEFINITION), 0, NULL);
 	if (!cur)
-		return db_fail(db, DB_CORRUPT, "agent %s: stored definition does not parse",
-			       req->params[0]);
-	next = agent_validate_update(req->json, cur, &changed, &c->err);
+		return db_fail(db, DB_CORRUPT, "agent %s: stored definition does not parse", k->id);
+	next = agent_validate_update(u->body, cur, &changed, err);
 	if (!next || !changed)
 		goto out; /* refused, or nothing to write: no new version */
 	text = json_dumps(next, JSON_COMPACT);
 	if (!text) {
-		st = db_fail(db, DB_NOMEM, "agent %s: serialising the definition", req->params[0]);
+		st = db_fail(db, DB_NOMEM, "agent %s: serialising the definition", k->id);
 		goto out;
 	}
 	clock_now(now_db, NULL);
 	st = agentdb_add_version(db,
-				 &(struct agent_row_in){ .id = req->params[0],
-							 .workspace_id = req->auth.workspace_id,
+				 &(struct agent_row_in){ .id = k->id,
+							 .workspace_id = k->workspace_id,
 							 .definition = text,
 							 .now = now_db },
 				 current + 1);
-	if (!st) {
-		db_rows_free(&c->rows);
-		st = agentdb_get(db, req->auth.workspace_id, req->params[0], 0, 0, &c->rows);
-	}
+	*wrote = 1;
 out:
 	free(text);
 	json_decref(next);
@@ -188,20 +168,17 @@ out:
 
 void agent_update(struct worker *w, struct request *req, struct response *resp)
 {
-	struct update_ctx c = { .req = req };
-	enum db_status st;
+	struct update_arg u = { .body = req->json };
+	struct verr err = { 0 };
 
 	if (check_id(req, resp))
 		return;
 	/* a malformed `version` is a 400 before anything is read */
-	if (agent_update_version(req->json, &c.expected, &c.err)) {
-		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
+	if (agent_update_version(req->json, &u.expected, &err)) {
+		respond_verr(req, resp, &err);
 		return;
 	}
-	st = db_tx(w->db, update_tx, &c);
-	if (!respond_refusal(w, req, resp, st, &c.err))
-		respond_row(req, resp, &c.rows);
-	db_rows_free(&c.rows);
+	resource_update(&RES_AGENT, w, req, resp, update_change, &u);
 }
 
 /* --- list ------------------------------------------------------------------------------- */
@@ -260,8 +237,6 @@ const struct resource RES_AGENT = {
 	.visibility = RES_VIS_WORKSPACE,
 	.flags = RES_VERSIONED | RES_LIST_ARCHIVED,
 	.cursor_kind = AGENT_CURSOR_KIND,
-	.list_default = AGENT_LIST_DEFAULT_LIMIT,
-	.list_max = AGENT_LIST_MAX_LIMIT,
 	.filters_text = AGENT_FILTERS_TEXT,
 	.col_id = AGENT_C_ID,
 	.col_created_db = AGENT_C_CREATED_DB,
@@ -283,7 +258,7 @@ void agent_versions(struct worker *w, struct request *req, struct response *resp
 	int paged;
 
 	if (check_id(req, resp) ||
-	    query_limit(req, resp, AGENT_LIST_MAX_LIMIT, AGENT_LIST_DEFAULT_LIMIT, &limit) ||
+	    query_limit(req, resp, LIST_MAX_LIMIT, LIST_DEFAULT_LIMIT, &limit) ||
 	    page_parse(w, req, resp, AGENT_VERSIONS_CURSOR_KIND, req->params[0], NULL, created, id,
 		       &paged))
 		return;

@@ -263,13 +263,18 @@ unsigned list_page_rows(const struct db_rows *rows, long long limit)
 	return n;
 }
 
+void respond_verr(struct request *req, struct response *resp, const struct verr *err)
+{
+	resp_error(resp, req, err->status, err->code, "%s", err->msg);
+}
+
 int respond_refusal(struct worker *w, struct request *req, struct response *resp,
 		    enum db_status st, const struct verr *err)
 {
 	if (st)
 		handle_db_error(w, req, resp, st);
 	else if (err->status)
-		resp_error(resp, req, err->status, err->code, "%s", err->msg);
+		respond_verr(req, resp, err);
 	else
 		return 0;
 	return 1;

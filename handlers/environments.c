@@ -13,8 +13,6 @@
 #include "resource.h"
 
 #define ENV_ID_PREFIX "env_"
-#define ENV_LIST_DEFAULT_LIMIT 100
-#define ENV_LIST_MAX_LIMIT 1000
 #define ENV_CURSOR_KIND "env"
 #define ENV_NOT_FOUND_CODE "environment_not_found" /* the SDK maps it to BetaEnvironmentNotFoundError */
 
@@ -155,7 +153,7 @@ void env_create(struct worker *w, struct request *req, struct response *resp)
 	enum db_status st;
 
 	if (env_validate_create(req->json, w->caps, &f, &err)) {
-		resp_error(resp, req, err.status, err.code, "%s", err.msg);
+		respond_verr(req, resp, &err);
 		return;
 	}
 	if (env_text_make(&f, &t) || random_id(id, sizeof(id), ENV_ID_PREFIX, ID_RANDOM_LEN)) {
@@ -337,8 +335,6 @@ const struct resource RES_ENVIRONMENT = {
 	.visibility = RES_VIS_ACCOUNT,
 	.flags = RES_LIST_ARCHIVED,
 	.cursor_kind = ENV_CURSOR_KIND,
-	.list_default = ENV_LIST_DEFAULT_LIMIT,
-	.list_max = ENV_LIST_MAX_LIMIT,
 	.filters_text = "include_archived",
 	.col_id = ENV_C_ID,
 	.col_created_db = ENV_C_CREATED_DB,

@@ -32,7 +32,10 @@ struct worker {
 	struct auth_cache_entry auth_cache[AUTH_CACHE_SLOTS];
 };
 
-typedef void (*handler_fn)(struct worker *w, struct request *req, struct response *resp);
+/* A route's handler: answers REQ into RESP. The handlers the route table names are declared
+ * with this type (handler_func name;), so their signature is stated here once. */
+typedef void handler_func(struct worker *w, struct request *req, struct response *resp);
+typedef handler_func *handler_fn;
 
 /* Map a database failure to the response: DB_GONE/DB_RETRY -> 503 overloaded_error with
  * retry-after; anything else -> 500 api_error. Logs the failure's class (database error, out of
@@ -59,6 +62,9 @@ int auth_request(struct worker *w, struct request *req, struct response *resp);
 int query_count(struct request *req, struct response *resp, const char *name, long long min,
 		long long max, long long def, long long *out);
 
+/* A list's `limit`: 1..LIST_MAX_LIMIT, LIST_DEFAULT_LIMIT when absent (docs/api.md). */
+#define LIST_DEFAULT_LIMIT 100
+#define LIST_MAX_LIMIT 1000
 /* Pages of at most this many rows are light; larger ones spend nginx's heavy budget. */
 #define LIST_LIGHT_LIMIT 100
 /* A list page ends early, with next_page set, rather than carry more than this many stored
@@ -99,27 +105,20 @@ int resource_id_valid(const char *s, const char *prefix);
 int page_parse(struct worker *w, struct request *req, struct response *resp, const char *kind,
 	       const char *filter, const char *filters_text, char *created, char *id, int *paged);
 
-/* The end of a write: ST (handle_db_error) or a refusal ERR (its status, error_code and
- * message) answered into RESP: 1; else 0 (nothing answered, the caller responds). */
+/* Answer the refusal ERR: its status, error_code and message. */
+void respond_verr(struct request *req, struct response *resp, const struct verr *err);
+
+/* The end of a write: ST (handle_db_error) or a refusal ERR (respond_verr) answered into RESP:
+ * 1; else 0 (nothing answered, the caller responds). */
 int respond_refusal(struct worker *w, struct request *req, struct response *resp,
 		    enum db_status st, const struct verr *err);
 
-void health_live(struct worker *w, struct request *req, struct response *resp);
-void health_ready(struct worker *w, struct request *req, struct response *resp);
-
-void env_create(struct worker *w, struct request *req, struct response *resp);
-void env_update(struct worker *w, struct request *req, struct response *resp);
-
-void session_create(struct worker *w, struct request *req, struct response *resp);
-void session_update(struct worker *w, struct request *req, struct response *resp);
-
+handler_func health_live, health_ready;
+handler_func env_create, env_update;
+handler_func session_create, session_update;
+handler_func agent_create, agent_update, agent_versions;
 /* The self-hosted work queue (handlers/work.c, docs/work-queue.md). */
-void work_poll(struct worker *w, struct request *req, struct response *resp);
-void work_ack(struct worker *w, struct request *req, struct response *resp);
-void work_heartbeat(struct worker *w, struct request *req, struct response *resp);
-void work_stop(struct worker *w, struct request *req, struct response *resp);
-void work_update(struct worker *w, struct request *req, struct response *resp);
-void work_stats(struct worker *w, struct request *req, struct response *resp);
+handler_func work_poll, work_ack, work_heartbeat, work_stop, work_update, work_stats;
 
 /* 1 when KEY has the shape of an environment key or a sessions token (not a workspace key). */
 int work_key_scoped(const char *key);
@@ -136,9 +135,5 @@ int work_auth(struct worker *w, struct request *req, struct response *resp, cons
  * Workspace keys pass. 0, or -1 with RESP a 404. */
 int work_scope_check(struct request *req, struct response *resp, int env_key_route,
 		     int token_route);
-
-void agent_create(struct worker *w, struct request *req, struct response *resp);
-void agent_update(struct worker *w, struct request *req, struct response *resp);
-void agent_versions(struct worker *w, struct request *req, struct response *resp);
 
 #endif

@@ -113,12 +113,19 @@ static void key_make(const struct resource *res, const struct request *req, cons
 	k->id = id;
 }
 
+/* RES's 404 naming ID (its first 64 bytes: an id not yet checked may be anything). */
+static void res_not_found(const struct resource *res, struct request *req,
+			  struct response *resp, const char *id)
+{
+	resp_error(resp, req, 404, res->not_found_code, "%s '%.64s' not found", res->kind, id);
+}
+
 int resource_check(const struct resource *res, struct request *req, struct response *resp,
 		   const char *id)
 {
 	if (resource_id_valid(id, res->id_prefix))
 		return 0;
-	resp_error(resp, req, 404, res->not_found_code, "%s '%.64s' not found", res->kind, id);
+	res_not_found(res, req, resp, id);
 	return -1;
 }
 
@@ -128,7 +135,7 @@ void resource_respond(const struct resource *res, struct request *req, struct re
 	struct strbuf b = STRBUF_INIT;
 
 	if (!rows->nrows) {
-		resp_error(resp, req, 404, res->not_found_code, "%s '%s' not found", res->kind, id);
+		res_not_found(res, req, resp, id);
 		return;
 	}
 	if (res_put(res, &b, rows, 0)) {
@@ -182,42 +189,93 @@ void resource_retrieve(struct worker *w, struct request *req, struct response *r
 	db_rows_free(&rows);
 }
 
-/* ---- archive ---- */
+/* ---- changes: archive and update ---- */
 
-struct archive_ctx {
+struct change_ctx {
 	const struct resource *res;
 	const struct resource_key *key;
-	struct db_rows rows; /* the row after archiving */
+	resource_change change;
+	void *arg;
+	int refuse_archived; /* an update: 400 when archived (an archive leaves the row as it is) */
+	struct db_rows rows; /* the row after the change */
+	struct verr err;     /* set when the change is refused */
 };
 
-/* Lock the row first, then take the time: a writer that held the row (a session creation's
- * hold on its environment) has committed by then, so archived_at is later than what it wrote.
- * Archiving twice returns the row unchanged. */
-static enum db_status archive_tx(struct db *db, void *arg)
+/* The row locked first, then changed, then read again when written (db_tx may run it again). */
+static enum db_status change_tx(struct db *db, void *arg)
 {
-	struct archive_ctx *c = arg;
-	char now_db[CLOCK_DB_LEN];
+	struct change_ctx *c = arg;
+	const struct resource *res = c->res;
 	enum db_status st;
+	int wrote = 0;
 
 	db_rows_free(&c->rows);
-	st = c->res->get(db, c->key, 1, &c->rows);
-	if (st || !c->rows.nrows || db_cell(&c->rows, 0, c->res->col_archived))
+	memset(&c->rows, 0, sizeof(c->rows));
+	memset(&c->err, 0, sizeof(c->err));
+	st = res->get(db, c->key, 1, &c->rows);
+	if (st || !c->rows.nrows)
 		return st;
-	clock_now(now_db, NULL);
-	st = c->res->archive(db, c->key, now_db);
-	if (!st) {
+	if (res->archive && db_cell(&c->rows, 0, res->col_archived)) {
+		if (c->refuse_archived)
+			verr_set(&c->err, 400, NULL, "%s '%s' is archived and cannot be updated",
+				 res->kind, c->key->id);
+		return DB_OK;
+	}
+	st = c->change(db, c->key, &c->rows, c->arg, &wrote, &c->err);
+	if (!st && wrote) {
 		db_rows_free(&c->rows);
-		st = c->res->get(db, c->key, 0, &c->rows);
+		st = res->get(db, c->key, 0, &c->rows);
 	}
 	return st;
+}
+
+/* Run C's change and answer: its refusal, a database failure, RES's 404 or the row. */
+static void change_run(struct worker *w, struct request *req, struct response *resp,
+		       struct change_ctx *c)
+{
+	enum db_status st = db_tx(w->db, change_tx, c);
+
+	if (!respond_refusal(w, req, resp, st, &c->err))
+		resource_respond(c->res, req, resp, &c->rows, c->key->id);
+	db_rows_free(&c->rows);
+}
+
+void resource_update(const struct resource *res, struct worker *w, struct request *req,
+		     struct response *resp, resource_change change, void *arg)
+{
+	struct resource_key k;
+
+	key_make(res, req, req->params[res->id_param], &k);
+	change_run(w, req, resp,
+		   &(struct change_ctx){ .res = res,
+					 .key = &k,
+					 .change = change,
+					 .arg = arg,
+					 .refuse_archived = 1 });
+}
+
+/* The archive (resource_change; ARG is the resource). The row is locked before the time is
+ * taken: a writer that held the row (a session creation's hold on its environment) has
+ * committed by then, so archived_at is later than what it wrote. Archiving twice returns the
+ * row unchanged (change_tx). */
+static enum db_status archive_change(struct db *db, const struct resource_key *k,
+				     const struct db_rows *rows, void *arg, int *wrote,
+				     struct verr *err)
+{
+	const struct resource *res = arg;
+	char now_db[CLOCK_DB_LEN];
+
+	(void)rows;
+	(void)err;
+	clock_now(now_db, NULL);
+	*wrote = 1;
+	return res->archive(db, k, now_db);
 }
 
 void resource_archive(struct worker *w, struct request *req, struct response *resp)
 {
 	struct resource_key k;
 	const struct resource *res = res_route(w, req, resp, &k);
-	struct archive_ctx c;
-	enum db_status st;
 
 	if (!res)
 		return;
@@ -226,13 +284,11 @@ void resource_archive(struct worker *w, struct request *req, struct response *re
 			   json_object_iter_key(json_object_iter(req->json)));
 		return;
 	}
-	c = (struct archive_ctx){ .res = res, .key = &k };
-	st = db_tx(w->db, archive_tx, &c);
-	if (st)
-		handle_db_error(w, req, resp, st);
-	else
-		resource_respond(res, req, resp, &c.rows, k.id);
-	db_rows_free(&c.rows);
+	change_run(w, req, resp,
+		   &(struct change_ctx){ .res = res,
+					 .key = &k,
+					 .change = archive_change,
+					 .arg = (void *)res });
 }
 
 /* ---- delete ---- */
@@ -251,7 +307,7 @@ void resource_delete(struct worker *w, struct request *req, struct response *res
 	if (respond_refusal(w, req, resp, st, &err))
 		return;
 	if (!found)
-		resp_error(resp, req, 404, res->not_found_code, "%s '%s' not found", res->kind, k.id);
+		res_not_found(res, req, resp, k.id);
 	else {
 		char type[RESOURCE_ID_MAX];
 
@@ -311,7 +367,8 @@ void resource_list(struct worker *w, struct request *req, struct response *resp)
 	int paged;
 
 	memset(&l, 0, sizeof(l));
-	if (query_limit(req, resp, res->list_max, res->list_default, &l.limit))
+	if (query_limit(req, resp, res->list_max ? res->list_max : LIST_MAX_LIMIT,
+			res->list_default ? res->list_default : LIST_DEFAULT_LIMIT, &l.limit))
 		return;
 	if (res->route_check && res->route_check(w, req, resp))
 		return;

@@ -67,7 +67,7 @@ struct resource {
 	enum resource_visibility visibility;
 	unsigned flags;             /* RES_* */
 	const char *cursor_kind;    /* the list cursor's kind (cursor.h) */
-	long long list_default, list_max;
+	long long list_default, list_max; /* `limit`'s; 0: LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT */
 	const char *filters_text;   /* named in the 400 for a cursor of another list, or NULL */
 	unsigned col_id, col_created_db, col_archived; /* columns of the resource's SELECTs */
 	/* The API object of row R: as text appended to B (-1 when it does not render), or, when
@@ -98,10 +98,20 @@ struct resource {
 extern const struct resource RES_ENVIRONMENT, RES_AGENT, RES_SESSION, RES_WORK;
 
 /* The generic handlers: the resource is the route's data (req->route_data). */
-void resource_retrieve(struct worker *w, struct request *req, struct response *resp);
-void resource_list(struct worker *w, struct request *req, struct response *resp);
-void resource_archive(struct worker *w, struct request *req, struct response *resp);
-void resource_delete(struct worker *w, struct request *req, struct response *resp);
+handler_func resource_retrieve, resource_list, resource_archive, resource_delete;
+
+/* A change to one row inside resource_update's transaction: ROWS holds the row, read locked
+ * (visible, not archived). It writes the change (*WROTE = 1), leaves the row as it is (*WROTE
+ * stays 0), or refuses with ERR set (and DB_OK). ARG is resource_update's. */
+typedef enum db_status (*resource_change)(struct db *db, const struct resource_key *k,
+					  const struct db_rows *rows, void *arg, int *wrote,
+					  struct verr *err);
+
+/* Update the row the request names (route and id already checked) in one transaction: the row
+ * read locked, 400 when archived, CHANGE, the row read again when written. Answered with the
+ * refusal, a database failure, RES's 404 or RES's object of the row. */
+void resource_update(const struct resource *res, struct worker *w, struct request *req,
+		     struct response *resp, resource_change change, void *arg);
 
 /* Respond 200 with RES's object of row 0 of ROWS, 404 (RES's not-found) naming ID when ROWS is
  * empty, or 500 when the row does not render. */

@@ -21,8 +21,6 @@
 #include "resource.h"
 
 #define SES_TITLE_MAX 500 /* characters */
-#define SES_LIST_DEFAULT_LIMIT 100
-#define SES_LIST_MAX_LIMIT 1000
 #define SES_CURSOR_KIND "sesn"
 
 
@@ -326,7 +324,7 @@ void session_create(struct worker *w, struct request *req, struct response *resp
 	enum db_status st;
 
 	if (create_parse(req->json, &c)) {
-		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
+		respond_verr(req, resp, &c.err);
 		goto out;
 	}
 	st = db_tx(w->db, create_tx, &c);
@@ -345,10 +343,9 @@ out:
 /* ---- update ---- */
 
 struct update_ctx {
-	struct request *req;
+	json_t *body;
 	json_t *mcp;         /* validated replacement list or NULL when not given */
-	struct db_rows rows;
-	struct verr err;
+	struct verr err;     /* the body's refusal */
 };
 
 static int update_parse(json_t *body, struct update_ctx *c)
@@ -420,63 +417,49 @@ static int mcp_toolsets_kept(const char *agent_text, json_t *mcp, struct verr *e
 	return ret;
 }
 
-static enum db_status update_tx(struct db *db, void *arg)
+/* The update's change (resource_change): title, metadata (a per-key patch) and the agent's MCP
+ * servers, written when any of them changes. */
+static enum db_status update_change(struct db *db, const struct resource_key *k,
+				    const struct db_rows *rows, void *arg, int *wrote,
+				    struct verr *err)
 {
 	struct update_ctx *c = arg;
-	struct request *req = c->req;
-	json_t *body = req->json, *meta = NULL, *patch, *old_meta = NULL, *title;
+	json_t *meta = NULL, *patch, *old_meta = NULL, *title;
 	char *meta_text = NULL, *mcp_text = NULL, now_db[CLOCK_DB_LEN];
-	const char *new_title, *old_mcp;
-	enum db_status st;
+	const char *new_title, *old_title = db_cell(rows, 0, SES_C_TITLE), *old_mcp;
+	enum db_status st = DB_OK;
 	int changed;
 
-	db_rows_free(&c->rows);
-	memset(&c->err, 0, sizeof(c->err));
-	st = sesdb_get(db, req->params[0], req->auth.workspace_id, req->auth.account_id, 1,
-		       &c->rows);
-	if (st || !c->rows.nrows)
-		return st;
-	if (db_cell(&c->rows, 0, SES_C_ARCHIVED)) {
-		verr_set(&c->err, 400, NULL, "session '%s' is archived and cannot be updated",
-			 req->params[0]);
+	if (c->mcp && mcp_toolsets_kept(db_cell(rows, 0, SES_C_AGENT), c->mcp, err))
 		return DB_OK;
-	}
-	if (c->mcp && mcp_toolsets_kept(db_cell(&c->rows, 0, SES_C_AGENT), c->mcp, &c->err))
-		return DB_OK;
-	old_meta = json_loads(db_cell(&c->rows, 0, SES_C_METADATA), 0, NULL);
+	old_meta = json_loads(db_cell(rows, 0, SES_C_METADATA), 0, NULL);
 	if (!old_meta) {
-		st = db_fail(db, DB_CORRUPT, "session %s: stored metadata does not parse",
-			     req->params[0]);
+		st = db_fail(db, DB_CORRUPT, "session %s: stored metadata does not parse", k->id);
 		goto out;
 	}
-	patch = json_object_get(body, "metadata");
-	meta = patch && !json_is_null(patch) ? meta_patch(old_meta, patch, "metadata", &c->err)
+	patch = json_object_get(c->body, "metadata");
+	meta = patch && !json_is_null(patch) ? meta_patch(old_meta, patch, "metadata", err)
 					     : json_incref(old_meta);
 	if (!meta)
 		goto out;
-	title = json_object_get(body, "title");
-	new_title = title ? json_string_value(title) : db_cell(&c->rows, 0, SES_C_TITLE);
-	old_mcp = db_cell(&c->rows, 0, SES_C_MCP);
+	title = json_object_get(c->body, "title");
+	new_title = title ? json_string_value(title) : old_title;
+	old_mcp = db_cell(rows, 0, SES_C_MCP);
 	mcp_text = c->mcp ? json_dumps(c->mcp, JSON_COMPACT) : old_mcp ? strdup(old_mcp) : NULL;
 	meta_text = json_dumps(meta, JSON_COMPACT);
 	if (!meta_text || ((c->mcp || old_mcp) && !mcp_text)) {
-		st = db_fail(db, DB_NOMEM, "session %s: serialising the update", req->params[0]);
+		st = db_fail(db, DB_NOMEM, "session %s: serialising the update", k->id);
 		goto out;
 	}
 	changed = !json_equal(meta, old_meta) ||
-		  (title && ((new_title == NULL) != (db_cell(&c->rows, 0, SES_C_TITLE) == NULL) ||
-			     (new_title && strcmp(new_title, db_cell(&c->rows, 0, SES_C_TITLE))))) ||
+		  (title && ((new_title == NULL) != (old_title == NULL) ||
+			     (new_title && strcmp(new_title, old_title)))) ||
 		  (c->mcp && (!old_mcp || strcmp(mcp_text, old_mcp)));
 	if (!changed)
 		goto out;
 	clock_now(now_db, NULL);
-	st = sesdb_update(db, req->params[0], req->auth.workspace_id, new_title, meta_text, mcp_text,
-			  now_db);
-	if (!st) {
-		db_rows_free(&c->rows);
-		st = sesdb_get(db, req->params[0], req->auth.workspace_id, req->auth.account_id, 0,
-			       &c->rows);
-	}
+	st = sesdb_update(db, k->id, k->workspace_id, new_title, meta_text, mcp_text, now_db);
+	*wrote = 1;
 out:
 	json_decref(old_meta);
 	json_decref(meta);
@@ -487,21 +470,15 @@ out:
 
 void session_update(struct worker *w, struct request *req, struct response *resp)
 {
-	struct update_ctx c = { .req = req };
-	enum db_status st;
+	struct update_ctx c = { .body = req->json };
 
 	if (check_id(req, resp))
 		return;
-	if (update_parse(req->json, &c)) {
-		resp_error(resp, req, c.err.status, c.err.code, "%s", c.err.msg);
-		goto out;
-	}
-	st = db_tx(w->db, update_tx, &c);
-	if (!respond_refusal(w, req, resp, st, &c.err))
-		respond_row(req, resp, &c.rows, req->params[0]);
-out:
+	if (update_parse(req->json, &c))
+		respond_verr(req, resp, &c.err);
+	else
+		resource_update(&RES_SESSION, w, req, resp, update_change, &c);
 	json_decref(c.mcp);
-	db_rows_free(&c.rows);
 }
 
 /* ---- delete ---- */
@@ -619,8 +596,6 @@ const struct resource RES_SESSION = {
 	.visibility = RES_VIS_ACCOUNT,
 	.flags = RES_LIST_ARCHIVED | RES_LIST_PREV_PAGE,
 	.cursor_kind = SES_CURSOR_KIND,
-	.list_default = SES_LIST_DEFAULT_LIMIT,
-	.list_max = SES_LIST_MAX_LIMIT,
 	.col_id = SES_C_ID,
 	.col_created_db = SES_C_CREATED_DB,
 	.col_archived = SES_C_ARCHIVED,

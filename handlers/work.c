@@ -20,8 +20,6 @@
 
 #define WORK_KIND "work"
 #define WORK_CURSOR_KIND "work"
-#define WORK_LIST_DEFAULT_LIMIT 100
-#define WORK_LIST_MAX_LIMIT 1000
 #define WORK_BLOCK_MS_MAX 999            /* docs/api.md §6: block_ms 1-999 */
 #define WORK_RECLAIM_DEFAULT_MS 5000
 #define WORK_RECLAIM_MAX_MS 86400000LL   /* a day */
@@ -569,46 +567,30 @@ void work_stop(struct worker *w, struct request *req, struct response *resp)
 
 /* ---- retrieve, update, list, stats ---- */
 
-struct update_tx {
-	struct request *req;
-	json_t *patch;
-	struct db_rows rows;
-	struct verr err;
-};
-
-static enum db_status update_tx_run(struct db *db, void *arg)
+/* The update's change (resource_change; ARG is the `metadata` patch): a per-key patch of the
+ * item's metadata, written when it changes. */
+static enum db_status update_change(struct db *db, const struct resource_key *k,
+				    const struct db_rows *rows, void *arg, int *wrote,
+				    struct verr *err)
 {
-	struct update_tx *c = arg;
-	struct request *req = c->req;
-	json_t *old = NULL, *merged = NULL;
+	json_t *old, *merged;
 	char now[CLOCK_DB_LEN], *text = NULL;
-	enum db_status st;
+	enum db_status st = DB_OK;
 
-	db_rows_free(&c->rows);
-	memset(&c->rows, 0, sizeof(c->rows));
-	memset(&c->err, 0, sizeof(c->err));
-	st = workdb_get(db, req->params[0], req->auth.workspace_id, req->params[1], 1, &c->rows);
-	if (st || !c->rows.nrows)
-		return st;
-	old = json_loads(db_cell(&c->rows, 0, WORK_C_METADATA), 0, NULL);
+	old = json_loads(db_cell(rows, 0, WORK_C_METADATA), 0, NULL);
 	if (!old)
-		return db_fail(db, DB_CORRUPT, "work %s: stored metadata does not parse",
-			       req->params[1]);
-	merged = meta_patch(old, c->patch, "metadata", &c->err);
+		return db_fail(db, DB_CORRUPT, "work %s: stored metadata does not parse", k->id);
+	merged = meta_patch(old, arg, "metadata", err);
 	if (!merged || json_equal(merged, old))
 		goto out;
 	text = json_dumps(merged, JSON_COMPACT);
 	if (!text) {
-		st = db_fail(db, DB_NOMEM, "work %s: serialising metadata", req->params[1]);
+		st = db_fail(db, DB_NOMEM, "work %s: serialising metadata", k->id);
 		goto out;
 	}
 	clock_now(now, NULL);
-	st = workdb_set_metadata(db, req->params[1], text, now);
-	if (!st) {
-		db_rows_free(&c->rows);
-		st = workdb_get(db, req->params[0], req->auth.workspace_id, req->params[1], 0,
-				&c->rows);
-	}
+	st = workdb_set_metadata(db, k->id, text, now);
+	*wrote = 1;
 out:
 	json_decref(old);
 	json_decref(merged);
@@ -619,25 +601,21 @@ out:
 void work_update(struct worker *w, struct request *req, struct response *resp)
 {
 	static const char *const fields[] = { "metadata", NULL };
-	struct update_tx c = { .req = req };
-	enum db_status st;
+	json_t *patch;
 
 	/* the environment and item first: another workspace's ids answer 404 whatever the body */
 	if (work_item_route(w, req, resp) || body_fields(req, resp, fields))
 		return;
-	c.patch = json_object_get(req->json, "metadata");
-	if (!c.patch) {
+	patch = json_object_get(req->json, "metadata");
+	if (!patch) {
 		resp_error(resp, req, 400, NULL, "'metadata' is required");
 		return;
 	}
-	if (!json_is_object(c.patch)) {
+	if (!json_is_object(patch)) {
 		resp_error(resp, req, 400, "invalid_metadata", "'metadata' must be an object");
 		return;
 	}
-	st = db_tx(w->db, update_tx_run, &c);
-	if (!respond_refusal(w, req, resp, st, &c.err))
-		respond_work(req, resp, &c.rows);
-	db_rows_free(&c.rows);
+	resource_update(&RES_WORK, w, req, resp, update_change, patch);
 }
 
 /* A cursor belongs to one environment's list. */
@@ -667,8 +645,6 @@ const struct resource RES_WORK = {
 	.id_param = 1,
 	.visibility = RES_VIS_ENVIRONMENT,
 	.cursor_kind = WORK_CURSOR_KIND,
-	.list_default = WORK_LIST_DEFAULT_LIMIT,
-	.list_max = WORK_LIST_MAX_LIMIT,
 	.filters_text = "another environment",
 	.col_id = WORK_C_ID,
 	.col_created_db = WORK_C_CREATED,
