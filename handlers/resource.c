@@ -229,29 +229,42 @@ static enum db_status change_tx(struct db *db, void *arg)
 	return st;
 }
 
-/* Run C's change and answer: its refusal, a database failure, RES's 404 or the row. */
-static void change_run(struct worker *w, struct request *req, struct response *resp,
-		       struct change_ctx *c)
+/* Answer a change of RES's row ID: its refusal, a database failure, the 404 or the row. ROWS is
+ * freed. */
+static void change_answer(const struct resource *res, struct worker *w, struct request *req,
+			  struct response *resp, enum db_status st, struct db_rows *rows,
+			  const struct verr *err, const char *id)
 {
-	enum db_status st = db_tx(w->db, change_tx, c);
+	if (!respond_refusal(w, req, resp, st, err))
+		resource_respond(res, req, resp, rows, id);
+	db_rows_free(rows);
+}
 
-	if (!respond_refusal(w, req, resp, st, &c->err))
-		resource_respond(c->res, req, resp, &c->rows, c->key->id);
-	db_rows_free(&c->rows);
+enum db_status resource_change_run(const struct resource *res, struct worker *w,
+				   struct request *req, resource_change change, void *arg,
+				   struct db_rows *rows, struct verr *err)
+{
+	struct resource_key k;
+	struct change_ctx c = {
+		.res = res, .key = &k, .change = change, .arg = arg, .refuse_archived = 1
+	};
+	enum db_status st;
+
+	key_make(res, req, req->params[res->id_param], &k);
+	st = db_tx(w->db, change_tx, &c);
+	*rows = c.rows;
+	*err = c.err;
+	return st;
 }
 
 void resource_update(const struct resource *res, struct worker *w, struct request *req,
 		     struct response *resp, resource_change change, void *arg)
 {
-	struct resource_key k;
+	struct db_rows rows;
+	struct verr err;
+	enum db_status st = resource_change_run(res, w, req, change, arg, &rows, &err);
 
-	key_make(res, req, req->params[res->id_param], &k);
-	change_run(w, req, resp,
-		   &(struct change_ctx){ .res = res,
-					 .key = &k,
-					 .change = change,
-					 .arg = arg,
-					 .refuse_archived = 1 });
+	change_answer(res, w, req, resp, st, &rows, &err, req->params[res->id_param]);
 }
 
 /* The archive (resource_change; ARG is the resource). The row is locked before the time is
@@ -276,6 +289,8 @@ void resource_archive(struct worker *w, struct request *req, struct response *re
 {
 	struct resource_key k;
 	const struct resource *res = res_route(w, req, resp, &k);
+	struct change_ctx c;
+	enum db_status st;
 
 	if (!res)
 		return;
@@ -284,11 +299,11 @@ void resource_archive(struct worker *w, struct request *req, struct response *re
 			   json_object_iter_key(json_object_iter(req->json)));
 		return;
 	}
-	change_run(w, req, resp,
-		   &(struct change_ctx){ .res = res,
-					 .key = &k,
-					 .change = archive_change,
-					 .arg = (void *)res });
+	c = (struct change_ctx){
+		.res = res, .key = &k, .change = archive_change, .arg = (void *)res
+	};
+	st = db_tx(w->db, change_tx, &c);
+	change_answer(res, w, req, resp, st, &c.rows, &c.err, k.id);
 }
 
 /* ---- delete ---- */

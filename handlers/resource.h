@@ -113,6 +113,13 @@ typedef enum db_status (*resource_change)(struct db *db, const struct resource_k
 void resource_update(const struct resource *res, struct worker *w, struct request *req,
 		     struct response *resp, resource_change change, void *arg);
 
+/* resource_update's transaction without the answer, for a caller that answers itself: ROWS
+ * (the caller frees it) holds the row after the change, no row when it is not visible; ERR the
+ * refusal (status 0: none). */
+enum db_status resource_change_run(const struct resource *res, struct worker *w,
+				   struct request *req, resource_change change, void *arg,
+				   struct db_rows *rows, struct verr *err);
+
 /* Respond 200 with RES's object of row 0 of ROWS, 404 (RES's not-found) naming ID when ROWS is
  * empty, or 500 when the row does not render. */
 void resource_respond(const struct resource *res, struct request *req, struct response *resp,

@@ -359,7 +359,6 @@ db_fail:
 enum work_op { WORK_ACK, WORK_HEARTBEAT, WORK_STOP };
 
 struct work_tx {
-	struct request *req;
 	enum work_op op;
 	int force;                         /* stop */
 	long long ttl;                     /* heartbeat: the clamped TTL */
@@ -385,9 +384,10 @@ static void set_now(char *field, const char *now)
 		snprintf(field, WORK_TS_LEN, "%s", now);
 }
 
-/* The heartbeat rules of docs/api.md §6 on ROW. 0 with ROW changed (or left when stopping), or -1
- * with c->err and c->details (412). */
-static int heartbeat_apply(struct work_tx *c, struct work_row *row, const char *now)
+/* The heartbeat rules of docs/api.md §6 on ROW (item ID). 0 with ROW changed (or left when
+ * stopping), or -1 with ERR and c->details (412). */
+static int heartbeat_apply(struct work_tx *c, const char *id, struct work_row *row,
+			   const char *now, struct verr *err)
 {
 	char stored[CLOCK_API_LEN];
 
@@ -405,11 +405,11 @@ static int heartbeat_apply(struct work_tx *c, struct work_row *row, const char *
 		c->details = json_pack("{s:s, s:o}", "error_code", "heartbeat_precondition_failed",
 				       "current_state", lease_state(row));
 		if (!strcmp(row->state, "queued"))
-			return verr_set(&c->err, 412, NULL,
+			return verr_set(err, 412, NULL,
 					"work '%s' holds no lease: it is queued (not acknowledged, "
 					"or its lease expired)",
-					c->req->params[1]);
-		return verr_set(&c->err, 412, NULL,
+					id);
+		return verr_set(err, 412, NULL,
 				"'expected_last_heartbeat' does not match the stored heartbeat (%s)",
 				*stored ? stored : "none: send NO_HEARTBEAT");
 	}
@@ -425,29 +425,24 @@ static int heartbeat_apply(struct work_tx *c, struct work_row *row, const char *
 	return 0;
 }
 
-static enum db_status work_tx_run(struct db *db, void *arg)
+/* Transition C->op of the item (resource_change; ARG is C): ROWS holds it, read locked. */
+static enum db_status work_change(struct db *db, const struct resource_key *k,
+				  const struct db_rows *rows, void *arg, int *wrote,
+				  struct verr *err)
 {
 	struct work_tx *c = arg;
-	struct request *req = c->req;
 	char now[CLOCK_DB_LEN];
 	struct work_row row;
-	enum db_status st;
 
-	db_rows_free(&c->rows);
-	memset(&c->rows, 0, sizeof(c->rows));
-	memset(&c->err, 0, sizeof(c->err));
-	json_decref(c->details);
+	json_decref(c->details); /* from an attempt db_tx ran again */
 	c->details = NULL;
-	st = workdb_get(db, req->params[0], req->auth.workspace_id, req->params[1], 1, &c->rows);
-	if (st || !c->rows.nrows)
-		return st;
-	work_row_load(&row, &c->rows, 0);
+	work_row_load(&row, rows, 0);
 	clock_now(now, NULL);
 	switch (c->op) {
 	case WORK_ACK:
 		if (strcmp(row.state, "queued") || !*row.delivered_at) {
-			verr_set(&c->err, 409, NULL,
-				 "work '%s' cannot be acknowledged: it is %s%s", req->params[1],
+			verr_set(err, 409, NULL,
+				 "work '%s' cannot be acknowledged: it is %s%s", k->id,
 				 row.state, strcmp(row.state, "queued") ? "" : " and was not delivered by a poll");
 			return DB_OK;
 		}
@@ -458,14 +453,14 @@ static enum db_status work_tx_run(struct db *db, void *arg)
 		clock_in(WORK_TTL_DEFAULT_S, row.lease_expires_at, NULL);
 		break;
 	case WORK_HEARTBEAT:
-		if (heartbeat_apply(c, &row, now))
+		if (heartbeat_apply(c, k->id, &row, now, err))
 			return DB_OK;
 		if (!c->lease_extended)
 			return DB_OK; /* stopping or stopped: nothing changes */
 		break;
 	case WORK_STOP:
 		if (!strcmp(row.state, "stopped")) {
-			verr_set(&c->err, 409, NULL, "work '%s' is already stopped", req->params[1]);
+			verr_set(err, 409, NULL, "work '%s' is already stopped", k->id);
 			return DB_OK;
 		}
 		set_now(row.stop_requested_at, now);
@@ -478,20 +473,16 @@ static enum db_status work_tx_run(struct db *db, void *arg)
 		}
 		break;
 	}
-	st = workdb_write(db, req->params[1], &row, now);
-	if (!st) {
-		db_rows_free(&c->rows);
-		st = workdb_get(db, req->params[0], req->auth.workspace_id, req->params[1], 0,
-				&c->rows);
-	}
-	return st;
+	*wrote = 1;
+	return workdb_write(db, k->id, &row, now);
 }
 
 /* Run transition C and answer with the item (or, for a heartbeat, its lease). */
 static void work_transition(struct worker *w, struct request *req, struct response *resp,
 			    struct work_tx *c)
 {
-	enum db_status st = db_tx(w->db, work_tx_run, c);
+	enum db_status st =
+		resource_change_run(&RES_WORK, w, req, work_change, c, &c->rows, &c->err);
 
 	if (st)
 		handle_db_error(w, req, resp, st);
@@ -520,7 +511,7 @@ static void work_transition(struct worker *w, struct request *req, struct respon
 void work_ack(struct worker *w, struct request *req, struct response *resp)
 {
 	static const char *const fields[] = { NULL };
-	struct work_tx c = { .req = req, .op = WORK_ACK };
+	struct work_tx c = { .op = WORK_ACK };
 
 	if (work_item_route(w, req, resp) || body_fields(req, resp, fields))
 		return;
@@ -530,7 +521,7 @@ void work_ack(struct worker *w, struct request *req, struct response *resp)
 void work_heartbeat(struct worker *w, struct request *req, struct response *resp)
 {
 	static const char *const fields[] = { NULL };
-	struct work_tx c = { .req = req, .op = WORK_HEARTBEAT };
+	struct work_tx c = { .op = WORK_HEARTBEAT };
 
 	if (work_item_route(w, req, resp) || body_fields(req, resp, fields) ||
 	    query_count(req, resp, "desired_ttl_seconds", 0, WORK_TTL_PARAM_MAX, WORK_TTL_DEFAULT_S,
@@ -552,7 +543,7 @@ void work_heartbeat(struct worker *w, struct request *req, struct response *resp
 void work_stop(struct worker *w, struct request *req, struct response *resp)
 {
 	static const char *const fields[] = { "force", NULL };
-	struct work_tx c = { .req = req, .op = WORK_STOP };
+	struct work_tx c = { .op = WORK_STOP };
 	json_t *force = req->json ? json_object_get(req->json, "force") : NULL;
 
 	if (work_item_route(w, req, resp) || body_fields(req, resp, fields))
