@@ -113,6 +113,7 @@ void respond_verr(struct request *req, struct response *resp, const struct verr 
 int respond_refusal(struct worker *w, struct request *req, struct response *resp,
 		    enum db_status st, const struct verr *err);
 
+/* The handlers the route table (handlers/routes.c) names, by resource. */
 handler_func health_live, health_ready;
 handler_func env_create, env_update;
 handler_func session_create, session_update;
