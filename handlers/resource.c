@@ -229,15 +229,36 @@ static enum db_status change_tx(struct db *db, void *arg)
 	return st;
 }
 
-/* Answer a change of RES's row ID: its refusal, a database failure, the 404 or the row. ROWS is
- * freed. */
-static void change_answer(const struct resource *res, struct worker *w, struct request *req,
-			  struct response *resp, enum db_status st, struct db_rows *rows,
-			  const struct verr *err, const char *id)
+/* RES's row K changed by CHANGE (with ARG) in one transaction (change_tx); ROWS (the caller
+ * frees it) and ERR hold the outcome. */
+static enum db_status change_in_tx(const struct resource *res, struct worker *w,
+				   const struct resource_key *k, resource_change change, void *arg,
+				   int refuse_archived, struct db_rows *rows, struct verr *err)
 {
-	if (!respond_refusal(w, req, resp, st, err))
-		resource_respond(res, req, resp, rows, id);
-	db_rows_free(rows);
+	struct change_ctx c = { .res = res,
+				.key = k,
+				.change = change,
+				.arg = arg,
+				.refuse_archived = refuse_archived };
+	enum db_status st = db_tx(w->db, change_tx, &c);
+
+	*rows = c.rows;
+	*err = c.err;
+	return st;
+}
+
+/* change_in_tx, answered: the refusal, a database failure, RES's 404 or the row. */
+static void change_answer(const struct resource *res, struct worker *w, struct request *req,
+			  struct response *resp, const struct resource_key *k,
+			  resource_change change, void *arg, int refuse_archived)
+{
+	struct db_rows rows;
+	struct verr err;
+	enum db_status st = change_in_tx(res, w, k, change, arg, refuse_archived, &rows, &err);
+
+	if (!respond_refusal(w, req, resp, st, &err))
+		resource_respond(res, req, resp, &rows, k->id);
+	db_rows_free(&rows);
 }
 
 enum db_status resource_change_run(const struct resource *res, struct worker *w,
@@ -245,26 +266,18 @@ enum db_status resource_change_run(const struct resource *res, struct worker *w,
 				   struct db_rows *rows, struct verr *err)
 {
 	struct resource_key k;
-	struct change_ctx c = {
-		.res = res, .key = &k, .change = change, .arg = arg, .refuse_archived = 1
-	};
-	enum db_status st;
 
 	key_make(res, req, req->params[res->id_param], &k);
-	st = db_tx(w->db, change_tx, &c);
-	*rows = c.rows;
-	*err = c.err;
-	return st;
+	return change_in_tx(res, w, &k, change, arg, 1, rows, err);
 }
 
 void resource_update(const struct resource *res, struct worker *w, struct request *req,
 		     struct response *resp, resource_change change, void *arg)
 {
-	struct db_rows rows;
-	struct verr err;
-	enum db_status st = resource_change_run(res, w, req, change, arg, &rows, &err);
+	struct resource_key k;
 
-	change_answer(res, w, req, resp, st, &rows, &err, req->params[res->id_param]);
+	key_make(res, req, req->params[res->id_param], &k);
+	change_answer(res, w, req, resp, &k, change, arg, 1);
 }
 
 /* The archive (resource_change; ARG is the resource). The row is locked before the time is
@@ -289,8 +302,6 @@ void resource_archive(struct worker *w, struct request *req, struct response *re
 {
 	struct resource_key k;
 	const struct resource *res = res_route(w, req, resp, &k);
-	struct change_ctx c;
-	enum db_status st;
 
 	if (!res)
 		return;
@@ -299,11 +310,7 @@ void resource_archive(struct worker *w, struct request *req, struct response *re
 			   json_object_iter_key(json_object_iter(req->json)));
 		return;
 	}
-	c = (struct change_ctx){
-		.res = res, .key = &k, .change = archive_change, .arg = (void *)res
-	};
-	st = db_tx(w->db, change_tx, &c);
-	change_answer(res, w, req, resp, st, &c.rows, &c.err, k.id);
+	change_answer(res, w, req, resp, &k, archive_change, (void *)res, 0);
 }
 
 /* ---- delete ---- */
