@@ -74,57 +74,71 @@ struct sbx {
 	void *priv;                       /* the driver's state (HTTP client...), owned by it */
 };
 
+/* The operations' types: one a signature, so that a driver's functions are declared in one
+ * line each (below) and the table in open.c binds them. */
+typedef int sbx_setup_fn(struct sbx *s, char *err, size_t errsz);
+typedef void sbx_release_fn(struct sbx *s);
+typedef int sbx_create_fn(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
+			  size_t errsz);
+typedef void sbx_workdir_fn(struct sbx *s, const char *id, char *out, size_t outsz);
+typedef int sbx_run_fn(struct sbx *s, const char *id, int share_net, char *const argv[],
+		       char *const envp[], long timeout_s, struct proc_result *res);
+typedef int sbx_egress_fn(struct sbx *s, const char *id, json_t *hosts, char *err, size_t errsz);
+/* ID: a sandbox id (destroy, start, exists) or a package cache key (cache_remove) */
+typedef int sbx_target_fn(struct sbx *s, const char *id, char *err, size_t errsz);
+typedef int sbx_list_fn(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
+			size_t errsz);
+typedef int sbx_cache_lookup_fn(struct sbx *s, const char *key, char *ref, size_t refsz,
+				char *err, size_t errsz);
+typedef int sbx_cache_store_fn(struct sbx *s, const char *id, const char *key, char *err,
+			       size_t errsz);
+
 struct sandbox_backend {
 	const char *name;
 	/* Optional: prepare the driver's state in s->priv (HTTP client, credential) once per
 	 * sbx_open; s->cfg and s->remote are set. 0, or -1 with ERR set. */
-	int (*open)(struct sbx *s, char *err, size_t errsz);
+	sbx_setup_fn *open;
 	/* Optional, directory backends (local, bwrap): prepare s->priv once the sandbox root and
 	 * the hidden paths (s->masks) are known. 0, or -1 with ERR set. */
-	int (*prepare)(struct sbx *s, char *err, size_t errsz);
+	sbx_setup_fn *prepare;
 	/* Optional: release s->priv (called by sbx_close). */
-	void (*close)(struct sbx *s);
+	sbx_release_fn *close;
 	/* Create the sandbox NAME, or attach to it when it exists; its id goes to ID. 0 or -1. */
-	int (*create)(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-		      size_t errsz);
+	sbx_create_fn *create;
 	/* The working directory of commands inside sandbox ID, as they see it (into OUT). */
-	void (*workdir)(struct sbx *s, const char *id, char *out, size_t outsz);
+	sbx_workdir_fn *workdir;
 	/* Run ARGV inside sandbox ID with environment ENVP; SHARE_NET gives it the host's
 	 * network (unrestricted policy; bwrap: outbound through user-mode networking, never the
 	 * host's loopback), else it has none unless the backend enforces a list. */
-	int (*run)(struct sbx *s, const char *id, int share_net, char *const argv[],
-		   char *const envp[], long timeout_s, struct proc_result *res);
+	sbx_run_fn *run;
 	/* Set the egress allowlist (a JSON array of hosts); NULL when unsupported. */
-	int (*set_egress)(struct sbx *s, const char *id, json_t *hosts, char *err, size_t errsz);
+	sbx_egress_fn *set_egress;
 	/* Destroy sandbox ID; one that does not exist counts as destroyed. 0 or -1. */
-	int (*destroy)(struct sbx *s, const char *id, char *err, size_t errsz);
+	sbx_target_fn *destroy;
 	/* Optional: finish starting sandbox ID, created with create_defer_start (docker: start
 	 * the container; one already running counts as started). 0, or -1 with ERR set: its first
 	 * command starts it then. */
-	int (*start)(struct sbx *s, const char *id, char *err, size_t errsz);
+	sbx_target_fn *start;
 	/* Optional: does sandbox ID still exist? 1 yes, 0 no (removed behind our back), -1 with
 	 * ERR when it cannot tell. NULL: the backend cannot say (no drift checks). */
-	int (*exists)(struct sbx *s, const char *id, char *err, size_t errsz);
+	sbx_target_fn *exists;
 	/* Optional: the sandboxes of this deployment that exist now (directory backends: the
 	 * directories under s->root; the others: those created with s->deployment, found through
 	 * the service's list call with its label or metadata filter), at most MAX into OUT, their
 	 * number into *N. Sandboxes being removed may be listed. 0, or -1 with ERR set (nothing is
 	 * listed). NULL: the backend cannot list (no sweep of sandboxes without a session). */
-	int (*list)(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
-		    size_t errsz);
+	sbx_list_fn *list;
 	/* Optional package cache (reconciler/cache.c). cache_lookup: the ref of entry KEY (64 hex
 	 * digits) into REF, for create_from; 1 present, 0 absent, -1 error. cache_store: make
 	 * sandbox ID's state entry KEY, replacing any entry of that key as one atomic step (two
 	 * reconcilers storing one key leave one whole entry); 0 or -1. cache_remove: remove entry
 	 * KEY; 0 removed or absent, 1 kept because a sandbox still uses it, -1 error. */
-	int (*cache_lookup)(struct sbx *s, const char *key, char *ref, size_t refsz, char *err,
-			    size_t errsz);
-	int (*cache_store)(struct sbx *s, const char *id, const char *key, char *err,
-			   size_t errsz);
-	int (*cache_remove)(struct sbx *s, const char *key, char *err, size_t errsz);
+	sbx_cache_lookup_fn *cache_lookup;
+	sbx_cache_store_fn *cache_store;
+	sbx_target_fn *cache_remove;
 	/* Optional, for --check: run a command through the backend as sandboxes would. 0, or -1
 	 * with ERR set. */
-	int (*check)(struct sbx *s, char *err, size_t errsz);
+	sbx_setup_fn *check;
 	/* 1 when set_egress tells only this process (srt wraps every command with the list it was
 	 * last given): --exec gives it the bound list before running. */
 	int egress_per_command;
@@ -150,14 +164,24 @@ void sbx_list_add(struct sbx *s, struct sbx_listed *out, int max, int *n, const 
 /* Release what sbx_open prepared (the driver's state); safe to call twice. */
 void sbx_close(struct sbx *s);
 
-extern const struct sandbox_backend sbx_local;
-extern const struct sandbox_backend sbx_bwrap;
-extern const struct sandbox_backend sbx_opensandbox;
-extern const struct sandbox_backend sbx_docker;
-extern const struct sandbox_backend sbx_e2b;     /* e2b.c */
-extern const struct sandbox_backend sbx_cube;    /* e2b.c: the E2B protocol at [cube] */
-extern const struct sandbox_backend sbx_daytona; /* daytona.c */
-extern const struct sandbox_backend sbx_srt;     /* srt.c: sandbox-runtime (bwrap + proxies) */
+/* The driver of backend NAME (the table in open.c), or NULL when this build has none. */
+const struct sandbox_backend *sbx_driver(const char *name);
+
+/* The drivers' own operations, bound to their backends' names by the table in open.c (each
+ * file's, with the contract of its member of struct sandbox_backend). e2b.c serves both e2b and
+ * cube (the E2B protocol at [cube]); srt.c is sandbox-runtime (bwrap + proxies). */
+sbx_setup_fn bwrap_prepare, srt_prepare, srt_check;
+sbx_setup_fn docker_open, osb_open, e2b_open, daytona_open;
+sbx_release_fn bwrap_close, srt_close;
+sbx_create_fn bwrap_create, docker_create, osb_create, e2b_create, daytona_create;
+sbx_workdir_fn e2b_workdir, daytona_workdir;
+sbx_run_fn local_run, bwrap_run, srt_run, docker_run, osb_run, e2b_run, daytona_run;
+sbx_egress_fn srt_set_egress, osb_set_egress;
+sbx_target_fn docker_destroy, osb_destroy, e2b_destroy, daytona_destroy;
+sbx_target_fn docker_start, docker_exists, docker_cache_remove;
+sbx_list_fn docker_list, osb_list, e2b_list, daytona_list;
+sbx_cache_lookup_fn docker_cache_lookup;
+sbx_cache_store_fn docker_cache_store;
 
 /* The working directory of backends whose sandboxes see their workspace at SBX_WORKSPACE
  * (bwrap, docker, opensandbox): ops->workdir. */

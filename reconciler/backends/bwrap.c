@@ -236,7 +236,7 @@ static int view_add(struct sbx *s, struct bwrap_state *st, const char *path, int
 	return 0;
 }
 
-static void bwrap_close(struct sbx *s)
+void bwrap_close(struct sbx *s)
 {
 	struct bwrap_state *st = s->priv;
 
@@ -344,7 +344,7 @@ static void kill_orphans(const char *root)
 	closedir(d);
 }
 
-static int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
+int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
 {
 	static const char *const roots[] = BWRAP_VIEW_ROOTS;
 	struct bwrap_state *st = calloc(1, sizeof(*st));
@@ -766,16 +766,15 @@ static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 }
 
 /* Create or attach sandbox NAME: layered on s->create_from where this host can, else a copy. */
-static int bwrap_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-			size_t errsz)
+int bwrap_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
 {
 	int layered = s->create_from && overlay_usable(s, s->priv);
 
 	return sbx_dir_create_from(s, name, layered, id, idsz, err, errsz);
 }
 
-static int bwrap_run(struct sbx *s, const char *id, int share_net, char *const argv[],
-		     char *const envp[], long timeout_s, struct proc_result *res)
+int bwrap_run(struct sbx *s, const char *id, int share_net, char *const argv[], char *const envp[],
+	      long timeout_s, struct proc_result *res)
 {
 	struct bwrap_state *st = s->priv;
 	const char **args = NULL;
@@ -913,19 +912,3 @@ out:
 	free(om);
 	return rc;
 }
-
-const struct sandbox_backend sbx_bwrap = {
-	.name = "bwrap",
-	.prepare = bwrap_prepare,
-	.close = bwrap_close,
-	.create = bwrap_create,
-	.workdir = sbx_workspace_workdir,
-	.run = bwrap_run,
-	.set_egress = NULL,
-	.destroy = sbx_dir_destroy,
-	.list = sbx_dir_list,
-	.exists = sbx_dir_exists,
-	.cache_lookup = sbx_dir_cache_lookup,
-	.cache_store = sbx_dir_cache_store,
-	.cache_remove = sbx_dir_cache_remove,
-};

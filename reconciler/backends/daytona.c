@@ -56,7 +56,7 @@ static int valid_id(const char *id, size_t max)
 	       strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == n;
 }
 
-static int daytona_open(struct sbx *s, char *err, size_t errsz)
+int daytona_open(struct sbx *s, char *err, size_t errsz)
 {
 	struct daytona *d = calloc(1, sizeof(*d));
 
@@ -74,7 +74,7 @@ static int daytona_open(struct sbx *s, char *err, size_t errsz)
 	return 0;
 }
 
-static void daytona_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
+void daytona_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
 {
 	(void)s;
 	(void)id;
@@ -165,8 +165,7 @@ static int daytona_find(struct sbx *s, const char *name, char *id, size_t idsz, 
 
 /* This deployment's sandboxes (label DAYTONA_DEPLOYMENT_LABEL) not being or already destroyed,
  * up to MAX (one list call: the server answers every match). */
-static int daytona_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
-			size_t errsz)
+int daytona_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, size_t errsz)
 {
 	json_t *list, *it;
 	size_t i;
@@ -286,8 +285,7 @@ static int daytona_wait_started(struct sbx *s, const char *id, char *err, size_t
 	}
 }
 
-static int daytona_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-			  size_t errsz)
+int daytona_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
 {
 	struct daytona *d = s->priv;
 	struct http_request rq = { .method = "POST", .path = "/sandbox", .no_retry = 1,
@@ -357,7 +355,7 @@ static int daytona_delete(struct sbx *s, const char *id, char *err, size_t errsz
 
 /* X is a sandbox id, or the deterministic name when no id was recorded: the live sandboxes
  * labelled X go first; when there are none, X itself is deleted as an id. */
-static int daytona_destroy(struct sbx *s, const char *x, char *err, size_t errsz)
+int daytona_destroy(struct sbx *s, const char *x, char *err, size_t errsz)
 {
 	char id[SBX_ID_MAX];
 	int found = 0, rc;
@@ -426,8 +424,8 @@ static char *command_line(char *const argv[], char *const envp[], char *why, siz
 	return out;
 }
 
-static int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[],
-		       char *const envp[], long timeout_s, struct proc_result *res)
+int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[],
+		char *const envp[], long timeout_s, struct proc_result *res)
 {
 	struct daytona *d = s->priv;
 	char err[SBX_ERR_MAX * 2], path[96 + SBX_ID_MAX];
@@ -539,15 +537,3 @@ out:
 	http_response_release(&rs);
 	return ret;
 }
-
-const struct sandbox_backend sbx_daytona = {
-	.name = "daytona",
-	.open = daytona_open,
-	.close = sbx_http_close,
-	.create = daytona_create,
-	.workdir = daytona_workdir,
-	.run = daytona_run,
-	.set_egress = NULL,
-	.destroy = daytona_destroy,
-	.list = daytona_list,
-};

@@ -98,7 +98,7 @@ static struct http_request req(const char *method, const char *path, json_t *bod
 	return rq;
 }
 
-static int docker_open(struct sbx *s, char *err, size_t errsz)
+int docker_open(struct sbx *s, char *err, size_t errsz)
 {
 	struct remote_conf rc = *s->remote;
 	struct docker *d;
@@ -363,8 +363,7 @@ static int start_container(struct docker *d, const char *id, char *err, size_t e
 
 static int delete_container(struct docker *d, const char *ref, char *err, size_t errsz);
 
-static int docker_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-			 size_t errsz)
+int docker_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
 {
 	struct docker *d = docker_of(s);
 	char cname[CONFIG_STR_MAX], image[CONFIG_STR_MAX] = "";
@@ -400,7 +399,7 @@ static int docker_create(struct sbx *s, const char *name, char *id, size_t idsz,
 	return start_container(d, id, err, errsz);
 }
 
-static int docker_start(struct sbx *s, const char *id, char *err, size_t errsz)
+int docker_start(struct sbx *s, const char *id, char *err, size_t errsz)
 {
 	return start_container(docker_of(s), id, err, errsz);
 }
@@ -640,8 +639,8 @@ out:
 	return ret;
 }
 
-static int docker_run(struct sbx *s, const char *id, int share_net, char *const argv[],
-		      char *const envp[], long timeout_s, struct proc_result *res)
+int docker_run(struct sbx *s, const char *id, int share_net, char *const argv[], char *const envp[],
+	       long timeout_s, struct proc_result *res)
 {
 	unsigned char r[DOCKER_MARK_BYTES];
 	char mark[sizeof(DOCKER_MARK_VAR) + 2 * DOCKER_MARK_BYTES + 1];
@@ -675,7 +674,7 @@ static int full_id(const char *id)
 /* ID is the container id create returned, or the sandbox name when none was recorded. A name
  * is never sent as is (the Engine also matches id prefixes and other people's names): it goes
  * through "terrarium-NAME", whose label must name it, and the container is removed by its Id. */
-static int docker_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
+int docker_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
 {
 	static const long found[] = { 200, 404, 0 };
 	struct docker *d = docker_of(s);
@@ -699,7 +698,7 @@ static int docker_destroy(struct sbx *s, const char *id, char *err, size_t errsz
 }
 
 /* GET /containers/{id}/json (ContainerInspect): 200 exists (running or not), 404 gone. */
-static int docker_exists(struct sbx *s, const char *id, char *err, size_t errsz)
+int docker_exists(struct sbx *s, const char *id, char *err, size_t errsz)
 {
 	static const long ok[] = { 200, 404, 0 };
 	long st = call_ref(docker_of(s), "GET", "/containers/", id, "/json", ok, err, errsz);
@@ -709,8 +708,7 @@ static int docker_exists(struct sbx *s, const char *id, char *err, size_t errsz)
 /* GET /containers/json?all=1&limit=MAX&filters={"label":[managed, deployment]} (ContainerList:
  * label filters must all match; running or not; the newest first): this deployment's
  * containers, each by its Id and the session of its terrarium.session label. */
-static int docker_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
-		       size_t errsz)
+int docker_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, size_t errsz)
 {
 	char filters[HTTP_URL_MAX / 4], efilters[HTTP_URL_MAX / 2], path[HTTP_URL_MAX];
 	json_t *root, *c;
@@ -805,8 +803,8 @@ static int image_delete(struct docker *d, const char *name, char *err, size_t er
 	return !st ? -1 : st == 409;
 }
 
-static int docker_cache_lookup(struct sbx *s, const char *key, char *ref, size_t refsz,
-			       char *err, size_t errsz)
+int docker_cache_lookup(struct sbx *s, const char *key, char *ref, size_t refsz, char *err,
+			size_t errsz)
 {
 	if (cache_ref(key, ref, refsz)) {
 		snprintf(err, errsz, "docker: invalid cache key");
@@ -849,8 +847,7 @@ out:
 /* POST /commit?container=ID&repo=R&tag=KEY (ImageCommit): the Engine builds the image, then
  * moves the tag to it in one step, so two reconcilers committing one key leave the tag on one
  * whole image; the loser's image, left untagged, is removed here. */
-static int docker_cache_store(struct sbx *s, const char *id, const char *key, char *err,
-			      size_t errsz)
+int docker_cache_store(struct sbx *s, const char *id, const char *key, char *err, size_t errsz)
 {
 	struct docker *d = docker_of(s);
 	char ref[CONFIG_STR_MAX], cref[SBX_ID_MAX * 3], path[HTTP_URL_MAX];
@@ -898,7 +895,7 @@ out:
 	return ret;
 }
 
-static int docker_cache_remove(struct sbx *s, const char *key, char *err, size_t errsz)
+int docker_cache_remove(struct sbx *s, const char *key, char *err, size_t errsz)
 {
 	char ref[CONFIG_STR_MAX];
 
@@ -908,20 +905,3 @@ static int docker_cache_remove(struct sbx *s, const char *key, char *err, size_t
 	}
 	return image_delete(docker_of(s), ref, err, errsz);
 }
-
-const struct sandbox_backend sbx_docker = {
-	.name = "docker",
-	.open = docker_open,
-	.close = sbx_http_close,
-	.create = docker_create,
-	.workdir = sbx_workspace_workdir,
-	.run = docker_run,
-	.set_egress = NULL,
-	.destroy = docker_destroy,
-	.exists = docker_exists,
-	.list = docker_list,
-	.start = docker_start,
-	.cache_lookup = docker_cache_lookup,
-	.cache_store = docker_cache_store,
-	.cache_remove = docker_cache_remove,
-};

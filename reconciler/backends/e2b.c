@@ -108,7 +108,7 @@ static void domain_from_url(const char *url, char *out, size_t outsz)
 	out[n] = '\0';
 }
 
-static int e2b_open(struct sbx *s, char *err, size_t errsz)
+int e2b_open(struct sbx *s, char *err, size_t errsz)
 {
 	struct e2b *e = calloc(1, sizeof(*e));
 
@@ -127,7 +127,7 @@ static int e2b_open(struct sbx *s, char *err, size_t errsz)
 	return 0;
 }
 
-static void e2b_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
+void e2b_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
 {
 	(void)s;
 	(void)id;
@@ -224,8 +224,7 @@ static int e2b_find(struct sbx *s, const char *name, char *id, size_t idsz, char
 
 /* This deployment's sandboxes (metadata E2B_DEPLOYMENT_KEY), running or paused, page after page
  * (X-Next-Token) up to MAX. */
-static int e2b_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
-		    size_t errsz)
+int e2b_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, size_t errsz)
 {
 	char token[E2B_TOKEN_MAX] = "";
 
@@ -253,8 +252,7 @@ static int e2b_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char
 	return 0;
 }
 
-static int e2b_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-		      size_t errsz)
+int e2b_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
 {
 	struct e2b *e = s->priv;
 	const char *tpl = s->remote->image[0] ? s->remote->image : E2B_DEFAULT_TEMPLATE;
@@ -328,7 +326,7 @@ out:
 /* X is a sandbox id, or the deterministic name when the reconciler never recorded an id (a
  * teardown after a crash between create and record): the sandboxes carrying name X in their
  * metadata go first; when there are none, X itself is deleted as an id. */
-static int e2b_destroy(struct sbx *s, const char *x, char *err, size_t errsz)
+int e2b_destroy(struct sbx *s, const char *x, char *err, size_t errsz)
 {
 	char id[SBX_ID_MAX];
 	int found = 0, rc;
@@ -602,8 +600,8 @@ static int signal_status(const char *status)
 	return -1;
 }
 
-static int e2b_run(struct sbx *s, const char *id, int share_net, char *const argv[],
-		   char *const envp[], long timeout_s, struct proc_result *res)
+int e2b_run(struct sbx *s, const char *id, int share_net, char *const argv[], char *const envp[],
+	    long timeout_s, struct proc_result *res)
 {
 	struct e2b *e = s->priv;
 	size_t cap = (size_t)s->cfg->output_max;
@@ -742,13 +740,3 @@ out:
 	http_response_release(&rs);
 	return ret;
 }
-
-/* CubeSandbox is the same driver under its own name, so that [cube] holds its settings. */
-#define E2B_DRIVER(NAME)                                                                 \
-	{                                                                                \
-		.name = NAME, .open = e2b_open, .close = sbx_http_close, .create = e2b_create, \
-		.workdir = e2b_workdir, .run = e2b_run, .set_egress = NULL,              \
-		.destroy = e2b_destroy, .list = e2b_list,                                 \
-	}
-const struct sandbox_backend sbx_e2b = E2B_DRIVER("e2b");
-const struct sandbox_backend sbx_cube = E2B_DRIVER("cube");

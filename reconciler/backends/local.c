@@ -5,8 +5,8 @@
 
 #include "backend.h"
 
-static int local_run(struct sbx *s, const char *id, int share_net, char *const argv[],
-		     char *const envp[], long timeout_s, struct proc_result *res)
+int local_run(struct sbx *s, const char *id, int share_net, char *const argv[], char *const envp[],
+	      long timeout_s, struct proc_result *res)
 {
 	char dir[CONFIG_STR_MAX * 2];
 
@@ -15,13 +15,3 @@ static int local_run(struct sbx *s, const char *id, int share_net, char *const a
 	return proc_run(argv, dir, envp, timeout_s, (size_t)s->cfg->output_max, s->watch,
 			res);
 }
-
-const struct sandbox_backend sbx_local = {
-	.name = "local",
-	.create = sbx_dir_create,
-	.workdir = sbx_dir_workdir,
-	.run = local_run,
-	.set_egress = NULL,
-	.destroy = sbx_dir_destroy,
-	.list = sbx_dir_list,
-};

@@ -32,19 +32,49 @@ static void add_mask(struct sbx *s, const char *path)
 		strcpy(s->masks[s->nmasks++], path);
 }
 
-/* The drivers in this build, by the backend name of the configuration. A driver with an open
- * operation is an HTTP backend: it gets its [section] (config_remote) and prepares its own state;
- * the others work in directories under the sandbox root. */
-static const struct sandbox_backend *const drivers[] = {
-	&sbx_local,
-	&sbx_bwrap,
-	&sbx_opensandbox,
-	&sbx_docker,
-	&sbx_e2b,
-	&sbx_cube,
-	&sbx_daytona,
-	&sbx_srt,
+/* The drivers, one row per backend the configuration may name, in common/backend.c's order: the
+ * backend's name, then its operations (struct sandbox_backend, backend.h); an operation a row
+ * leaves out is NULL, not supported. local, bwrap and srt keep their sandboxes in directories
+ * under the sandbox root (dir.c). A row with an open operation is an HTTP driver: it gets its
+ * [section] (config_remote), prepares its own state and is closed by sbx_http_close. e2b and
+ * cube are one driver under two names, so that [cube] holds CubeSandbox's settings. */
+static const struct sandbox_backend drivers[] = {
+	{ .name = "local", .create = sbx_dir_create, .workdir = sbx_dir_workdir, .run = local_run,
+	  .destroy = sbx_dir_destroy, .list = sbx_dir_list },
+	{ .name = "bwrap", .prepare = bwrap_prepare, .close = bwrap_close, .create = bwrap_create,
+	  .workdir = sbx_workspace_workdir, .run = bwrap_run, .destroy = sbx_dir_destroy,
+	  .exists = sbx_dir_exists, .list = sbx_dir_list, .cache_lookup = sbx_dir_cache_lookup,
+	  .cache_store = sbx_dir_cache_store, .cache_remove = sbx_dir_cache_remove },
+	{ .name = "srt", .prepare = srt_prepare, .close = srt_close, .create = sbx_dir_create,
+	  .workdir = sbx_dir_workdir, .run = srt_run, .set_egress = srt_set_egress,
+	  .destroy = sbx_dir_destroy, .list = sbx_dir_list, .check = srt_check,
+	  .egress_per_command = 1 },
+	{ .name = "docker", .open = docker_open, .close = sbx_http_close, .create = docker_create,
+	  .workdir = sbx_workspace_workdir, .run = docker_run, .destroy = docker_destroy,
+	  .start = docker_start, .exists = docker_exists, .list = docker_list,
+	  .cache_lookup = docker_cache_lookup, .cache_store = docker_cache_store,
+	  .cache_remove = docker_cache_remove },
+	{ .name = "opensandbox", .open = osb_open, .close = sbx_http_close, .create = osb_create,
+	  .workdir = sbx_workspace_workdir, .run = osb_run, .set_egress = osb_set_egress,
+	  .destroy = osb_destroy, .list = osb_list },
+	{ .name = "e2b", .open = e2b_open, .close = sbx_http_close, .create = e2b_create,
+	  .workdir = e2b_workdir, .run = e2b_run, .destroy = e2b_destroy, .list = e2b_list },
+	{ .name = "cube", .open = e2b_open, .close = sbx_http_close, .create = e2b_create,
+	  .workdir = e2b_workdir, .run = e2b_run, .destroy = e2b_destroy, .list = e2b_list },
+	{ .name = "daytona", .open = daytona_open, .close = sbx_http_close, .create = daytona_create,
+	  .workdir = daytona_workdir, .run = daytona_run, .destroy = daytona_destroy,
+	  .list = daytona_list },
 };
+_Static_assert(sizeof(drivers) / sizeof(drivers[0]) == BACKEND_TABLE_LEN,
+	       "every backend of common/backend.c has a driver");
+
+const struct sandbox_backend *sbx_driver(const char *name)
+{
+	for (size_t i = 0; i < sizeof(drivers) / sizeof(drivers[0]); i++)
+		if (!strcmp(name, drivers[i].name))
+			return &drivers[i];
+	return NULL;
+}
 
 int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, char *err,
 	     size_t errsz)
@@ -54,9 +84,7 @@ int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, c
 	memset(s, 0, sizeof(*s));
 	s->cfg = cfg;
 	s->caps = backend_lookup(cfg->backend);
-	for (size_t i = 0; i < sizeof(drivers) / sizeof(drivers[0]); i++)
-		if (!strcmp(cfg->backend, drivers[i]->name))
-			s->ops = drivers[i];
+	s->ops = sbx_driver(cfg->backend);
 	if (!s->ops || !s->caps) {
 		snprintf(err, errsz, "backend '%s' has no driver in this build", cfg->backend);
 		return -1;

@@ -83,7 +83,7 @@ static struct osb *osb_of(struct sbx *s)
 	return s->priv;
 }
 
-static int osb_open(struct sbx *s, char *err, size_t errsz)
+int osb_open(struct sbx *s, char *err, size_t errsz)
 {
 	struct osb *o;
 
@@ -448,8 +448,8 @@ out_free:
 	return ret;
 }
 
-static int osb_run(struct sbx *s, const char *id, int share_net, char *const argv[],
-		   char *const envp[], long timeout_s, struct proc_result *res)
+int osb_run(struct sbx *s, const char *id, int share_net, char *const argv[], char *const envp[],
+	    long timeout_s, struct proc_result *res)
 {
 	char *command = sh_join(argv);
 	int rc;
@@ -538,8 +538,7 @@ static int find_by_name(struct osb *o, const char *name, char *id, size_t idsz, 
 
 /* This deployment's sandboxes not on their way out (OSB_LIVE_STATES), page after page while the
  * answer says another follows, up to MAX. */
-static int osb_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
-		    size_t errsz)
+int osb_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, size_t errsz)
 {
 	struct osb *o = osb_of(s);
 	int more = 1;
@@ -676,8 +675,7 @@ out:
 	return ret;
 }
 
-static int osb_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-		      size_t errsz)
+int osb_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
 {
 	struct osb *o = osb_of(s);
 	struct proc_result res;
@@ -734,7 +732,7 @@ out:
 /* ID is the sandbox id, or, when the reconciler never recorded one, the deterministic name:
  * a 404 then looks the name up, so a sandbox made by a run that crashed before recording it
  * is not left behind. */
-static int osb_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
+int osb_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
 {
 	struct osb *o = osb_of(s);
 	char found[SBX_ID_MAX], state[64];
@@ -799,7 +797,7 @@ static int in_list(json_t *list, const char *host)
 
 /* Make the sidecar's allow rules exactly HOSTS: read the policy, PATCH the missing hosts, then
  * DELETE the extra ones (widen before narrowing, so nothing needed is ever cut off). */
-static int osb_set_egress(struct sbx *s, const char *id, json_t *hosts, char *err, size_t errsz)
+int osb_set_egress(struct sbx *s, const char *id, json_t *hosts, char *err, size_t errsz)
 {
 	struct osb *o = osb_of(s);
 	struct osb_endpoint *ep = endpoint(o, id, OSB_EGRESS_PORT, err, errsz);
@@ -853,15 +851,3 @@ out:
 	json_decref(del);
 	return ret;
 }
-
-const struct sandbox_backend sbx_opensandbox = {
-	.name = "opensandbox",
-	.open = osb_open,
-	.close = sbx_http_close,
-	.create = osb_create,
-	.workdir = sbx_workspace_workdir,
-	.run = osb_run,
-	.set_egress = osb_set_egress,
-	.destroy = osb_destroy,
-	.list = osb_list,
-};

@@ -89,7 +89,7 @@ static int runtime_dir(const struct config *cfg, char *out, size_t outsz)
 	return snprintf(out, outsz, "%s", exe) < (int)outsz ? 0 : -1;
 }
 
-static void srt_close(struct sbx *s)
+void srt_close(struct sbx *s)
 {
 	struct srt_state *st = s->priv;
 	char err[SBX_ERR_MAX];
@@ -156,7 +156,7 @@ static int srt_reachable(const struct srt_state *st, char *err, size_t errsz)
 	return 0;
 }
 
-static int srt_prepare(struct sbx *s, char *err, size_t errsz)
+int srt_prepare(struct sbx *s, char *err, size_t errsz)
 {
 	struct srt_state *st = calloc(1, sizeof(*st));
 	const char *path = getenv("PATH");
@@ -226,7 +226,7 @@ static int srt_tmp(struct srt_state *st, char *err, size_t errsz)
 	return 0;
 }
 
-static int srt_set_egress(struct sbx *s, const char *id, json_t *hosts, char *err, size_t errsz)
+int srt_set_egress(struct sbx *s, const char *id, json_t *hosts, char *err, size_t errsz)
 {
 	struct srt_state *st = s->priv;
 	json_t *domains = srt_domains(hosts, err, errsz);
@@ -348,8 +348,8 @@ static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_ne
 	return rc;
 }
 
-static int srt_run(struct sbx *s, const char *id, int share_net, char *const argv[],
-		   char *const envp[], long timeout_s, struct proc_result *res)
+int srt_run(struct sbx *s, const char *id, int share_net, char *const argv[], char *const envp[],
+	    long timeout_s, struct proc_result *res)
 {
 	struct srt_state *st = s->priv;
 	char dir[CONFIG_STR_MAX * 2];
@@ -371,7 +371,7 @@ static int srt_run(struct sbx *s, const char *id, int share_net, char *const arg
 
 /* --check: a command runs through srt in a scratch workspace, writes there, and has no
  * network. */
-static int srt_check(struct sbx *s, char *err, size_t errsz)
+int srt_check(struct sbx *s, char *err, size_t errsz)
 {
 	struct srt_state *st = s->priv;
 	char dir[sizeof(st->tmp) + 8], path_env[sizeof(st->host_path) + 8], rm_err[SBX_ERR_MAX];
@@ -409,17 +409,3 @@ static int srt_check(struct sbx *s, char *err, size_t errsz)
 		log_warn("srt: %s", rm_err);
 	return rc ? -1 : 0;
 }
-
-const struct sandbox_backend sbx_srt = {
-	.name = "srt",
-	.prepare = srt_prepare,
-	.close = srt_close,
-	.create = sbx_dir_create,
-	.workdir = sbx_dir_workdir,
-	.run = srt_run,
-	.set_egress = srt_set_egress,
-	.destroy = sbx_dir_destroy,
-	.list = sbx_dir_list,
-	.check = srt_check,
-	.egress_per_command = 1,
-};

@@ -23,9 +23,7 @@ static void setup_recon(struct fixture *f, const char *backend, const char *imag
 	f->cfg.cache_max_age_days = 14;
 	f->r.cfg = &f->cfg;
 	f->r.sbx.cfg = &f->cfg;
-	f->r.sbx.ops = !strcmp(backend, "docker") ? &sbx_docker
-		       : !strcmp(backend, "bwrap")  ? &sbx_bwrap
-						    : &sbx_local;
+	f->r.sbx.ops = sbx_driver(backend);
 	f->r.sbx.remote = !strcmp(backend, "docker") ? &f->remote : NULL;
 }
 
