@@ -187,6 +187,13 @@ sbx_cache_store_fn docker_cache_store;
  * (bwrap, docker, opensandbox): ops->workdir. */
 #define SBX_WORKSPACE "/workspace"
 void sbx_workspace_workdir(struct sbx *s, const char *id, char *out, size_t outsz);
+/* The common part of the HTTP drivers' ops->open (http.c): their state, SIZE bytes zeroed whose
+ * first member is its struct http_client, becomes s->priv with the client bound to RC (the
+ * driver's [section], as the driver completed it) under the backend's name, asking the caller's
+ * watch (sbx.watch) while its calls run, and sending the credential as "AUTH_NAME:
+ * AUTH_PREFIXkey" (AUTH_NAME NULL: none). The state, or NULL with ERR set. */
+void *sbx_http_open(struct sbx *s, const struct remote_conf *rc, size_t size,
+		    const char *auth_name, const char *auth_prefix, char *err, size_t errsz);
 /* ops->close of the HTTP drivers (http.c): s->priv is their state, whose first member is its
  * struct http_client: released, then the state freed. */
 void sbx_http_close(struct sbx *s);

@@ -42,35 +42,18 @@
 #define DAYTONA_ERR_BODY_MAX 4096          /* response bytes kept for lifecycle calls */
 #define DAYTONA_ANSWER_MAX (32u << 20)     /* execute answers read in full, at most */
 #define DAYTONA_STATE_MAX 64
-#define DAYTONA_DESTROY_MAX 8              /* sandboxes deleted under one name, at most */
 
 struct daytona {
 	struct http_client http;
 };
 _Static_assert(offsetof(struct daytona, http) == 0, "sbx_http_close frees the state from its client");
 
-static int valid_id(const char *id, size_t max)
-{
-	size_t n = strlen(id);
-	return n && n < max && n < 128 && id[0] != '.' && id[0] != '-' &&
-	       strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == n;
-}
-
 int daytona_open(struct sbx *s, char *err, size_t errsz)
 {
-	struct daytona *d = calloc(1, sizeof(*d));
-
-	if (!d) {
-		snprintf(err, errsz, "daytona: out of memory");
-		return -1;
-	}
-	if (http_init(&d->http, s->ops->name, s->remote, err, errsz)) {
-		free(d);
-		return -1;
-	}
 	/* Authorization: Bearer <apiKey> (libs/sdk-typescript/src/Daytona.ts, constructor) */
-	http_set_auth(&d->http, "Authorization", "Bearer ");
-	s->priv = d;
+	if (!sbx_http_open(s, s->remote, sizeof(struct daytona), "Authorization", "Bearer ", err,
+			   errsz))
+		return -1;
 	return 0;
 }
 
@@ -95,12 +78,9 @@ static json_t *label_list(struct sbx *s, const char *key, const char *value, cha
 {
 	struct daytona *d = s->priv;
 	char q[SBX_ID_MAX * 6 + 128], path[sizeof(q) + 64];
-	struct http_request rq = { .method = "GET", .path = path };
-	struct http_response rs;
 	json_t *labels = json_pack("{s:s}", key, value), *ans = NULL, *list = NULL;
 	char *ltext = labels ? json_dumps(labels, JSON_COMPACT) : NULL;
 
-	memset(&rs, 0, sizeof(rs));
 	if (!ltext || http_escape(ltext, q, sizeof(q))) {
 		snprintf(err, errsz, "daytona: sandbox name is too long");
 		goto out;
@@ -111,13 +91,8 @@ static json_t *label_list(struct sbx *s, const char *key, const char *value, cha
 	 * call with a page {items: Sandbox[], ...} (the SDK's Daytona.list reads
 	 * response.data.items), so both shapes are read. */
 	snprintf(path, sizeof(path), "/sandbox?labels=%s", q);
-	if (http_do(&d->http, &rq, &rs, err, errsz))
+	if (!(ans = http_get_json(&d->http, path, err, errsz)))
 		goto out;
-	if (rs.status != 200) {
-		http_error(&d->http, &rq, &rs, err, errsz);
-		goto out;
-	}
-	ans = http_json(&rs);
 	list = json_is_array(ans) ? ans : json_object_get(ans, "items");
 	if (!json_is_array(list)) {
 		snprintf(err, errsz, "GET /sandbox: answer is not a list of sandboxes");
@@ -129,7 +104,6 @@ out:
 	free(ltext);
 	json_decref(labels);
 	json_decref(ans);
-	http_response_release(&rs);
 	return list;
 }
 
@@ -150,7 +124,7 @@ static int daytona_find(struct sbx *s, const char *name, char *id, size_t idsz, 
 		const char *sid = json_string_value(json_object_get(it, "id"));
 		if (!label || strcmp(label, name) || (state && dead_state(state)))
 			continue;
-		if (!sid || !valid_id(sid, idsz)) {
+		if (!sid || !remote_valid_id(sid, idsz)) {
 			snprintf(err, errsz, "GET /sandbox: sandbox without a usable id");
 			ret = -1;
 			break;
@@ -181,7 +155,7 @@ int daytona_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *e
 
 		if (state && (!strcmp(state, "destroyed") || !strcmp(state, "destroying")))
 			continue;
-		sbx_list_add(s, out, max, n, sid && valid_id(sid, SBX_ID_MAX) ? sid : NULL,
+		sbx_list_add(s, out, max, n, sid && remote_valid_id(sid, SBX_ID_MAX) ? sid : NULL,
 			     json_string_value(json_object_get(labels, DAYTONA_LABEL)),
 			     json_string_value(json_object_get(labels, DAYTONA_DEPLOYMENT_LABEL)));
 	}
@@ -193,6 +167,7 @@ int daytona_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *e
 static int daytona_state(struct sbx *s, const char *id, char *state, size_t statesz,
 			 char *reason, size_t reasonsz, char *err, size_t errsz)
 {
+	static const long ok[] = { 200, 404, 0 };
 	struct daytona *d = s->priv;
 	char path[64 + SBX_ID_MAX];
 	struct http_request rq = { .method = "GET", .path = path,
@@ -206,14 +181,10 @@ static int daytona_state(struct sbx *s, const char *id, char *state, size_t stat
 	 * (apps/api/src/sandbox/controllers/sandbox.controller.ts getSandbox, guarded by
 	 * SandboxAccessGuard; apps/api/src/sandbox/dto/sandbox.dto.ts) */
 	snprintf(path, sizeof(path), "/sandbox/%s", id);
-	if (http_do(&d->http, &rq, &rs, err, errsz))
+	if (http_expect(&d->http, &rq, ok, &rs, err, errsz))
 		goto out;
 	if (rs.status == 404) {
 		ret = 1;
-		goto out;
-	}
-	if (rs.status != 200) {
-		http_error(&d->http, &rq, &rs, err, errsz);
 		goto out;
 	}
 	sb = http_json(&rs);
@@ -287,13 +258,12 @@ static int daytona_wait_started(struct sbx *s, const char *id, char *err, size_t
 
 int daytona_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
 {
+	static const long ok[] = { 200, 201, 0 };
 	struct daytona *d = s->priv;
 	struct http_request rq = { .method = "POST", .path = "/sandbox", .no_retry = 1,
 				   .body_max = DAYTONA_ERR_BODY_MAX };
-	struct http_response rs = { 0 };
-	json_t *body = NULL, *sb = NULL;
-	const char *sid;
-	int found, ret = -1;
+	json_t *body;
+	int found, ret;
 
 	found = daytona_find(s, name, id, idsz, err, errsz);
 	if (found < 0)
@@ -319,62 +289,17 @@ int daytona_create(struct sbx *s, const char *name, char *id, size_t idsz, char 
 		return -1;
 	}
 	rq.body = body;
-	if (http_do(&d->http, &rq, &rs, err, errsz))
-		goto out;
-	if (rs.status != 200 && rs.status != 201) {
-		http_error(&d->http, &rq, &rs, err, errsz);
-		goto out;
-	}
-	sb = http_json(&rs);
-	sid = json_string_value(json_object_get(sb, "id"));
-	if (!sid || !valid_id(sid, idsz)) {
-		snprintf(err, errsz, "POST /sandbox: answer has no usable id");
-		goto out;
-	}
-	strcpy(id, sid);
-	ret = daytona_wait_started(s, id, err, errsz);
-out:
+	ret = remote_create(&d->http, &rq, ok, "id", id, idsz, err, errsz);
 	json_decref(body);
-	json_decref(sb);
-	http_response_release(&rs);
-	return ret;
+	return ret ? -1 : daytona_wait_started(s, id, err, errsz);
 }
 
-/* DELETE /sandbox/{sandboxId}: 200 "Sandbox has been deleted"; 404 from the access guard when it
- * does not exist (apps/api/src/sandbox/controllers/sandbox.controller.ts deleteSandbox): gone
- * either way. 0 or -1. */
-static int daytona_delete(struct sbx *s, const char *id, char *err, size_t errsz)
-{
-	static const long ok[] = { 200, 204, 404, 0 };
-	struct daytona *d = s->priv;
-	char path[64 + SBX_ID_MAX];
-
-	snprintf(path, sizeof(path), "/sandbox/%s", id);
-	return http_call(&d->http, "DELETE", path, ok, DAYTONA_ERR_BODY_MAX, err, errsz) ? 0 : -1;
-}
-
-/* X is a sandbox id, or the deterministic name when no id was recorded: the live sandboxes
- * labelled X go first; when there are none, X itself is deleted as an id. */
+/* X is a sandbox id, or the name its label carries (remote_destroy). DELETE /sandbox/{sandboxId}:
+ * 200 "Sandbox has been deleted"; 404 from the access guard when it does not exist
+ * (apps/api/src/sandbox/controllers/sandbox.controller.ts deleteSandbox). */
 int daytona_destroy(struct sbx *s, const char *x, char *err, size_t errsz)
 {
-	char id[SBX_ID_MAX];
-	int found = 0, rc;
-
-	if (!valid_id(x, SBX_ID_MAX)) {
-		snprintf(err, errsz, "daytona: invalid sandbox id");
-		return -1;
-	}
-	for (int i = 0; i < DAYTONA_DESTROY_MAX; i++) {
-		rc = daytona_find(s, x, id, sizeof(id), err, errsz);
-		if (rc < 0)
-			return -1;
-		if (!rc)
-			break;
-		found = 1;
-		if (daytona_delete(s, id, err, errsz))
-			return -1;
-	}
-	return found ? 0 : daytona_delete(s, x, err, errsz);
+	return remote_destroy(s, x, daytona_find, "/sandbox/", DAYTONA_ERR_BODY_MAX, err, errsz);
 }
 
 /* The command string: `env NAME=VALUE... argv...`, every element quoted (quote.h). New string,
@@ -441,7 +366,7 @@ int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[]
 	(void)share_net; /* the sandbox's network was set when it was created */
 	memset(res, 0, sizeof(*res));
 	out_tail_init(&tail, (size_t)s->cfg->output_max);
-	if (!valid_id(id, SBX_ID_MAX)) {
+	if (!remote_valid_id(id, SBX_ID_MAX)) {
 		proc_result_fail(res, "daytona: invalid sandbox id");
 		return -1;
 	}
@@ -481,12 +406,10 @@ int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[]
 	if (http_do(&d->http, &rq, &rs, err, sizeof(err))) {
 		if (rs.stopped) {
 			/* the call ends; the daemon's execute has no kill: its timeout ends it */
-			res->stopped = 1;
-			res->exit_code = 128 + 9;
+			proc_result_killed(res, 0, 1);
 			ret = 0;
 		} else if (rs.timed_out || clock_mono_s() - t0 >= (double)timeout_s) {
-			res->timed_out = 1;
-			res->exit_code = 128 + 9;
+			proc_result_killed(res, 1, 0);
 			ret = 0;
 		} else {
 			proc_result_fail(res, err);
@@ -494,8 +417,7 @@ int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[]
 		goto out;
 	}
 	if (rs.status == 408) {
-		res->timed_out = 1;
-		res->exit_code = 128 + 9;
+		proc_result_killed(res, 1, 0);
 		ret = 0;
 		goto out;
 	}

@@ -88,20 +88,9 @@ static struct docker *docker_of(struct sbx *s)
 	return s->priv;
 }
 
-static struct http_request req(const char *method, const char *path, json_t *body)
-{
-	struct http_request rq;
-	memset(&rq, 0, sizeof(rq));
-	rq.method = method;
-	rq.path = path;
-	rq.body = body;
-	return rq;
-}
-
 int docker_open(struct sbx *s, char *err, size_t errsz)
 {
 	struct remote_conf rc = *s->remote;
-	struct docker *d;
 
 	if (!rc.image[0]) {
 		snprintf(err, errsz, "docker: [docker] image is not set");
@@ -109,19 +98,11 @@ int docker_open(struct sbx *s, char *err, size_t errsz)
 	}
 	if (!rc.socket[0] && !rc.url[0])
 		snprintf(rc.socket, sizeof(rc.socket), "%s", DOCKER_DEFAULT_SOCKET);
-	d = calloc(1, sizeof(*d));
-	if (!d) {
-		snprintf(err, errsz, "docker: out of memory");
-		return -1;
-	}
 	/* the Engine's socket has no credential; an api_key_file would be ignored */
-	if (http_init(&d->http, "docker", &rc, err, errsz)) {
-		free(d);
+	if (!sbx_http_open(s, &rc, sizeof(struct docker), NULL, NULL, err, errsz))
 		return -1;
-	}
 	if (rc.socket[0])
 		snprintf(s->control_socket, sizeof(s->control_socket), "%s", rc.socket);
-	s->priv = d;
 	return 0;
 }
 
@@ -135,6 +116,23 @@ static int container_name(const char *name, char *out, size_t outsz)
 		return -1;
 	n = snprintf(out, outsz, "%s%s", DOCKER_NAME_PREFIX, name);
 	return n < 0 || (size_t)n >= outsz || n > DOCKER_NAME_MAX ? -1 : 0;
+}
+
+/* PREFIX + REF (a container or image id or name, escaped) + SUFFIX into PATH: 0, or -1 with ERR
+ * set when REF is empty or the path does not fit. */
+static int ref_path(const char *prefix, const char *ref, const char *suffix, char *path,
+		    size_t pathsz, char *err, size_t errsz)
+{
+	char eref[CONFIG_STR_MAX * 3];
+	int n;
+
+	if (!*ref || http_escape(ref, eref, sizeof(eref)) ||
+	    (n = snprintf(path, pathsz, "%s%s%s", prefix, eref, suffix)) < 0 ||
+	    (size_t)n >= pathsz) {
+		snprintf(err, errsz, "docker: invalid or too long reference");
+		return -1;
+	}
+	return 0;
 }
 
 /* A container id or name as a path segment. */
@@ -151,21 +149,13 @@ static int inspect_owned(struct docker *d, const char *cname, const char *name, 
 			 size_t idsz, char *image, size_t imagesz, char *err, size_t errsz)
 {
 	char path[HTTP_URL_MAX];
-	struct http_request rq;
-	struct http_response rs;
-	json_t *root = NULL;
+	json_t *root;
 	const char *cid, *label;
 	int ret = -1;
 
 	snprintf(path, sizeof(path), "/containers/%s/json", cname);
-	rq = req("GET", path, NULL);
-	if (http_do(&d->http, &rq, &rs, err, errsz))
-		goto out;
-	if (rs.status != 200) {
-		http_error(&d->http, &rq, &rs, err, errsz);
-		goto out;
-	}
-	root = http_json(&rs);
+	if (!(root = http_get_json(&d->http, path, err, errsz)))
+		return -1;
 	cid = json_string_value(json_object_get(root, "Id"));
 	label = json_string_value(json_object_get(
 		json_object_get(json_object_get(root, "Config"), "Labels"), DOCKER_LABEL_SESSION));
@@ -187,7 +177,6 @@ static int inspect_owned(struct docker *d, const char *cname, const char *name, 
 	ret = 0;
 out:
 	json_decref(root);
-	http_response_release(&rs);
 	return ret;
 }
 
@@ -195,27 +184,23 @@ out:
  * failure shows as an {"error": ...} object inside it. */
 static int pull_image(struct docker *d, const char *image, char *err, size_t errsz)
 {
-	char eimage[CONFIG_STR_MAX * 3], path[HTTP_URL_MAX];
+	static const long ok[] = { 200, 0 };
+	char path[HTTP_URL_MAX];
 	struct http_request rq;
 	struct http_response rs;
 	int ret = -1;
 
-	if (http_escape(image, eimage, sizeof(eimage))) {
-		snprintf(err, errsz, "docker: image name is too long");
+	if (ref_path("/images/create?fromImage=", image, "", path, sizeof(path), err, errsz))
 		return -1;
-	}
-	snprintf(path, sizeof(path), "/images/create?fromImage=%s", eimage);
-	rq = req("POST", path, NULL);
+	rq = http_req("POST", path, NULL);
 	rq.timeout_s = DOCKER_PULL_TIMEOUT_S;
 	rq.body_max = DOCKER_PULL_BODY_MAX;
-	if (http_do(&d->http, &rq, &rs, err, errsz))
-		goto out;
-	if (rs.status != 200 || strstr(rs.body, "\"error\"")) {
-		http_error(&d->http, &rq, &rs, err, errsz);
-		goto out;
+	if (!http_expect(&d->http, &rq, ok, &rs, err, errsz)) {
+		if (strstr(rs.body, "\"error\""))
+			http_error(&d->http, &rq, &rs, err, errsz);
+		else
+			ret = 0;
 	}
-	ret = 0;
-out:
 	http_response_release(&rs);
 	return ret;
 }
@@ -301,13 +286,13 @@ static json_t *container_spec(struct sbx *s, const char *name)
 static long create_container(struct sbx *s, const char *cname, const char *name, char *id,
 			     size_t idsz, char *err, size_t errsz)
 {
+	static const long ok[] = { 201, 409, 0 };
 	struct docker *d = docker_of(s);
 	char path[HTTP_URL_MAX];
 	struct http_request rq;
 	struct http_response rs;
-	json_t *body, *root = NULL;
-	const char *cid;
-	long status = 0;
+	json_t *body;
+	long status;
 
 	body = container_spec(s, name);
 	if (!body) {
@@ -315,42 +300,25 @@ static long create_container(struct sbx *s, const char *cname, const char *name,
 		return 0;
 	}
 	snprintf(path, sizeof(path), "/containers/create?name=%s", cname);
-	rq = req("POST", path, body);
-	if (http_do(&d->http, &rq, &rs, err, errsz))
-		goto out;
+	rq = http_req("POST", path, body);
+	http_expect(&d->http, &rq, ok, &rs, err, errsz); /* ERR set unless 201 or 409 */
 	status = rs.status;
-	if (status == 201) {
-		root = http_json(&rs);
-		cid = json_string_value(json_object_get(root, "Id"));
-		if (!cid || !*cid || strlen(cid) >= idsz) {
-			snprintf(err, errsz, "docker: create %s: answer has no usable Id", cname);
-			status = 0;
-		} else {
-			strcpy(id, cid);
-		}
-	} else if (status != 409) {
-		http_error(&d->http, &rq, &rs, err, errsz);
-	}
-out:
+	if (status == 201 && http_answer_str(&d->http, &rq, &rs, "Id", id, idsz, err, errsz))
+		status = 0;
 	json_decref(body);
-	json_decref(root);
 	http_response_release(&rs);
 	return status;
 }
 
-/* METHOD PREFIX + REF (escaped as a path segment) + SUFFIX, without a body: the answer's
- * status when it is one of OK (0-terminated), else 0 with ERR set (the Engine's message, or why
- * the call failed). */
+/* METHOD PREFIX + REF + SUFFIX (ref_path), without a body: the answer's status when it is one
+ * of OK (0-terminated), else 0 with ERR set (the Engine's message, or why the call failed). */
 static long call_ref(struct docker *d, const char *method, const char *prefix, const char *ref,
 		     const char *suffix, const long *ok, char *err, size_t errsz)
 {
-	char eref[CONFIG_STR_MAX * 3], path[HTTP_URL_MAX];
+	char path[HTTP_URL_MAX];
 
-	if (!*ref || http_escape(ref, eref, sizeof(eref))) {
-		snprintf(err, errsz, "docker: invalid or too long reference");
+	if (ref_path(prefix, ref, suffix, path, sizeof(path), err, errsz))
 		return 0;
-	}
-	snprintf(path, sizeof(path), "%s%s%s", prefix, eref, suffix);
 	return http_call(&d->http, method, path, ok, 0, err, errsz);
 }
 
@@ -450,13 +418,13 @@ static int demux_data(void *arg, const char *data, size_t n)
 static int exec_create(struct sbx *s, const char *id, char *const argv[], char *const envp[],
 		       const char *mark, char *execid, size_t execidsz, char *err, size_t errsz)
 {
+	static const long created[] = { 201, 0 }, created_or_stopped[] = { 201, 409, 0 };
 	struct docker *d = docker_of(s);
 	int started = 0;
 	char ref[SBX_ID_MAX * 3], path[HTTP_URL_MAX];
 	struct http_request rq;
 	struct http_response rs;
-	json_t *body, *cmd = json_array(), *env = json_array(), *root = NULL;
-	const char *eid;
+	json_t *body, *cmd = json_array(), *env = json_array();
 	int ret = -1;
 
 	memset(&rs, 0, sizeof(rs));
@@ -478,31 +446,21 @@ static int exec_create(struct sbx *s, const char *id, char *const argv[], char *
 	}
 	snprintf(path, sizeof(path), "/containers/%s/exec", ref);
 again:
-	rq = req("POST", path, body);
-	if (http_do(&d->http, &rq, &rs, err, errsz))
+	rq = http_req("POST", path, body);
+	if (http_expect(&d->http, &rq, started ? created : created_or_stopped, &rs, err, errsz))
 		goto out;
-	if (rs.status == 409 && !started) {
+	if (rs.status == 409) {
 		http_response_release(&rs);
 		started = 1;
 		if (start_container(d, id, err, errsz))
 			goto out;
 		goto again;
 	}
-	if (rs.status != 201) {
-		http_error(&d->http, &rq, &rs, err, errsz);
+	if (http_answer_str(&d->http, &rq, &rs, "Id", execid, execidsz, err, errsz))
 		goto out;
-	}
-	root = http_json(&rs);
-	eid = json_string_value(json_object_get(root, "Id"));
-	if (!eid || !*eid || strlen(eid) >= execidsz) {
-		snprintf(err, errsz, "docker: exec create: answer has no usable Id");
-		goto out;
-	}
-	strcpy(execid, eid);
 	ret = 0;
 out:
 	json_decref(body);
-	json_decref(root);
 	http_response_release(&rs);
 	return ret;
 }
@@ -518,22 +476,11 @@ static int exec_inspect(struct docker *d, const char *execid, int *code, char *e
 	}
 	snprintf(path, sizeof(path), "/exec/%s/json", ref);
 	for (int i = 0; i < DOCKER_INSPECT_POLLS; i++) {
-		struct http_request rq = req("GET", path, NULL);
-		struct http_response rs;
-		json_t *root;
+		json_t *root = http_get_json(&d->http, path, err, errsz);
 		json_t *running, *exit_code;
 
-		if (http_do(&d->http, &rq, &rs, err, errsz)) {
-			http_response_release(&rs);
+		if (!root)
 			return -1;
-		}
-		if (rs.status != 200) {
-			http_error(&d->http, &rq, &rs, err, errsz);
-			http_response_release(&rs);
-			return -1;
-		}
-		root = http_json(&rs);
-		http_response_release(&rs);
 		running = json_object_get(root, "Running");
 		exit_code = json_object_get(root, "ExitCode");
 		if (!json_is_true(running) && json_is_integer(exit_code)) {
@@ -600,7 +547,7 @@ static int docker_exec(struct sbx *s, const char *id, char *const argv[], char *
 		goto out;
 	}
 	snprintf(path, sizeof(path), "/exec/%s/start", ref);
-	rq = req("POST", path, body);
+	rq = http_req("POST", path, body);
 	rq.no_retry = 1; /* a command must not run twice */
 	rq.on_data = demux_data;
 	rq.on_data_arg = &m;
@@ -610,9 +557,7 @@ static int docker_exec(struct sbx *s, const char *id, char *const argv[], char *
 		if (mark)
 			exec_kill(s, id, mark);
 		out_tail_finish(&out, res);
-		res->timed_out = rs.timed_out;
-		res->stopped = rs.stopped;
-		res->exit_code = 128 + 9;
+		proc_result_killed(res, rs.timed_out, rs.stopped);
 		ret = 0;
 		goto out;
 	}
@@ -759,38 +704,23 @@ static int cache_ref(const char *key, char *ref, size_t refsz)
 static int image_id(struct docker *d, const char *name, char *id, size_t idsz, char *err,
 		    size_t errsz)
 {
-	char ref[CONFIG_STR_MAX * 3], path[HTTP_URL_MAX];
+	static const long ok[] = { 200, 404, 0 };
+	char path[HTTP_URL_MAX], scratch[SBX_ID_MAX];
 	struct http_request rq;
 	struct http_response rs;
-	json_t *root = NULL;
-	const char *iid;
 	int ret = -1;
 
-	if (http_escape(name, ref, sizeof(ref))) {
-		snprintf(err, errsz, "docker: image name is too long");
+	if (ref_path("/images/", name, "/json", path, sizeof(path), err, errsz))
 		return -1;
-	}
-	snprintf(path, sizeof(path), "/images/%s/json", ref);
-	rq = req("GET", path, NULL);
-	if (http_do(&d->http, &rq, &rs, err, errsz))
-		goto out;
-	if (rs.status == 404) {
-		ret = 0;
-	} else if (rs.status != 200) {
-		http_error(&d->http, &rq, &rs, err, errsz);
-	} else {
-		root = http_json(&rs);
-		iid = json_string_value(json_object_get(root, "Id"));
-		if (!iid || (id && strlen(iid) >= idsz)) {
-			snprintf(err, errsz, "docker: inspect image %s: answer has no usable Id", name);
-		} else {
-			if (id)
-				strcpy(id, iid);
+	if (!id)
+		id = scratch, idsz = sizeof(scratch);
+	rq = http_req("GET", path, NULL);
+	if (!http_expect(&d->http, &rq, ok, &rs, err, errsz)) {
+		if (rs.status == 404)
+			ret = 0;
+		else if (!http_answer_str(&d->http, &rq, &rs, "Id", id, idsz, err, errsz))
 			ret = 1;
-		}
 	}
-out:
-	json_decref(root);
 	http_response_release(&rs);
 	return ret;
 }
@@ -820,9 +750,7 @@ static void delete_untagged(struct docker *d, const char *key)
 {
 	char filters[HTTP_URL_MAX / 4], efilters[HTTP_URL_MAX / 2], path[HTTP_URL_MAX];
 	char err[SBX_ERR_MAX];
-	struct http_request rq;
-	struct http_response rs;
-	json_t *root = NULL, *img;
+	json_t *root, *img;
 	size_t i;
 
 	snprintf(filters, sizeof(filters), "{\"dangling\":[\"true\"],\"label\":[\"%s=%s\"]}",
@@ -830,18 +758,13 @@ static void delete_untagged(struct docker *d, const char *key)
 	if (http_escape(filters, efilters, sizeof(efilters)))
 		return;
 	snprintf(path, sizeof(path), "/images/json?filters=%s", efilters);
-	rq = req("GET", path, NULL);
-	if (http_do(&d->http, &rq, &rs, err, sizeof(err)) || rs.status != 200)
-		goto out;
-	root = http_json(&rs);
+	root = http_get_json(&d->http, path, err, sizeof(err)); /* NULL: nothing to delete */
 	json_array_foreach(root, i, img) {
 		const char *iid = json_string_value(json_object_get(img, "Id"));
 		if (iid)
 			image_delete(d, iid, err, sizeof(err));
 	}
-out:
 	json_decref(root);
-	http_response_release(&rs);
 }
 
 /* POST /commit?container=ID&repo=R&tag=KEY (ImageCommit): the Engine builds the image, then
@@ -849,13 +772,13 @@ out:
  * whole image; the loser's image, left untagged, is removed here. */
 int docker_cache_store(struct sbx *s, const char *id, const char *key, char *err, size_t errsz)
 {
+	static const long ok[] = { 201, 200, 0 };
 	struct docker *d = docker_of(s);
 	char ref[CONFIG_STR_MAX], cref[SBX_ID_MAX * 3], path[HTTP_URL_MAX];
 	char mine[SBX_ID_MAX] = "", tagged[SBX_ID_MAX] = "";
 	struct http_request rq;
 	struct http_response rs;
-	json_t *body, *root = NULL;
-	const char *iid;
+	json_t *body;
 	int ret = -1;
 
 	if (cache_ref(key, ref, sizeof(ref)) || path_ref(id, cref, sizeof(cref))) {
@@ -868,21 +791,11 @@ int docker_cache_store(struct sbx *s, const char *id, const char *key, char *err
 			 DOCKER_LABEL_CACHE, key);
 	snprintf(path, sizeof(path), "/commit?container=%s&repo=%s&tag=%s&pause=true", cref,
 		 DOCKER_CACHE_REPO, key);
-	rq = req("POST", path, body);
+	rq = http_req("POST", path, body);
 	rq.timeout_s = DOCKER_COMMIT_TIMEOUT_S;
-	if (http_do(&d->http, &rq, &rs, err, errsz))
+	if (http_expect(&d->http, &rq, ok, &rs, err, errsz) ||
+	    http_answer_str(&d->http, &rq, &rs, "Id", mine, sizeof(mine), err, errsz))
 		goto out;
-	if (rs.status != 201 && rs.status != 200) {
-		http_error(&d->http, &rq, &rs, err, errsz);
-		goto out;
-	}
-	root = http_json(&rs);
-	iid = json_string_value(json_object_get(root, "Id"));
-	if (!iid || strlen(iid) >= sizeof(mine)) {
-		snprintf(err, errsz, "docker: commit: answer has no usable Id");
-		goto out;
-	}
-	strcpy(mine, iid);
 	ret = 0;
 	if (image_id(d, ref, tagged, sizeof(tagged), err, errsz) == 1 && strcmp(tagged, mine))
 		image_delete(d, mine, err, errsz); /* another reconciler's commit won the tag */
@@ -890,7 +803,6 @@ int docker_cache_store(struct sbx *s, const char *id, const char *key, char *err
 		delete_untagged(d, key); /* an earlier commit of the key this one took the tag from */
 out:
 	json_decref(body);
-	json_decref(root);
 	http_response_release(&rs);
 	return ret;
 }

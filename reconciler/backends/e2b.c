@@ -58,7 +58,6 @@
 #define E2B_TOKEN_MAX 1024
 #define E2B_STATUS_MAX 128
 #define E2B_ERR_BODY_MAX 4096              /* response bytes kept for non-streamed calls */
-#define E2B_DESTROY_MAX 8                  /* sandboxes deleted under one name, at most */
 
 struct e2b {
 	struct http_client http;
@@ -71,14 +70,6 @@ struct envd {
 	char base[HTTP_URL_MAX];
 	char token[E2B_TOKEN_MAX];
 };
-
-/* A sandbox id goes into URL paths and a host name: letters, digits, '-', '_' and '.'. */
-static int valid_id(const char *id, size_t max)
-{
-	size_t n = strlen(id);
-	return n && n < max && n < 128 && id[0] != '.' && id[0] != '-' &&
-	       strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == n;
-}
 
 static int loopback_domain(const char *domain)
 {
@@ -110,20 +101,12 @@ static void domain_from_url(const char *url, char *out, size_t outsz)
 
 int e2b_open(struct sbx *s, char *err, size_t errsz)
 {
-	struct e2b *e = calloc(1, sizeof(*e));
-
-	if (!e) {
-		snprintf(err, errsz, "%s: out of memory", s->ops->name);
-		return -1;
-	}
-	if (http_init(&e->http, s->ops->name, s->remote, err, errsz)) {
-		free(e);
-		return -1;
-	}
 	/* e2b-dev/E2B spec/openapi.yml: securitySchemes ApiKeyAuth, header X-API-Key */
-	http_set_auth(&e->http, "X-API-Key", "");
+	struct e2b *e = sbx_http_open(s, s->remote, sizeof(*e), "X-API-Key", "", err, errsz);
+
+	if (!e)
+		return -1;
 	domain_from_url(e->http.base, e->domain, sizeof(e->domain));
-	s->priv = e;
 	return 0;
 }
 
@@ -132,17 +115,6 @@ void e2b_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
 	(void)s;
 	(void)id;
 	snprintf(out, outsz, "%s", E2B_WORKDIR);
-}
-
-/* Copy the string member KEY of OBJ into OUT; -1 when absent, not a string or too long. */
-static int get_str(json_t *obj, const char *key, char *out, size_t outsz)
-{
-	const char *v = json_string_value(json_object_get(obj, key));
-
-	if (!v || strlen(v) >= outsz)
-		return -1;
-	strcpy(out, v);
-	return 0;
 }
 
 /* One page of GET /v2/sandboxes?metadata=KEY=VALUE&state=running,paused[&limit=N][&nextToken=T]:
@@ -158,6 +130,7 @@ static int get_str(json_t *obj, const char *key, char *out, size_t outsz)
 static json_t *list_page(struct sbx *s, const char *key, const char *value, const char *token,
 			 char *next, size_t nextsz, char *err, size_t errsz)
 {
+	static const long ok[] = { 200, 0 };
 	struct e2b *e = s->priv;
 	char pair[SBX_ID_MAX * 3 + 64], ekey[64], val[SBX_ID_MAX * 3], q[sizeof(pair) * 3];
 	char etoken[E2B_TOKEN_MAX * 3], path[sizeof(q) + sizeof(etoken) + 128];
@@ -173,12 +146,8 @@ static json_t *list_page(struct sbx *s, const char *key, const char *value, cons
 	}
 	snprintf(path, sizeof(path), "/v2/sandboxes?metadata=%s&state=running,paused%s%s%s", q,
 		 next ? "&limit=" E2B_LIST_PAGE : "", *token ? "&nextToken=" : "", etoken);
-	if (http_do(&e->http, &rq, &rs, err, errsz))
+	if (http_expect(&e->http, &rq, ok, &rs, err, errsz))
 		goto out;
-	if (rs.status != 200) {
-		http_error(&e->http, &rq, &rs, err, errsz);
-		goto out;
-	}
 	list = http_json(&rs);
 	if (!json_is_array(list)) {
 		snprintf(err, errsz, "GET /v2/sandboxes: answer is not a JSON array");
@@ -210,7 +179,7 @@ static int e2b_find(struct sbx *s, const char *name, char *id, size_t idsz, char
 		 * service that ignores it */
 		if (!meta || strcmp(meta, name))
 			continue;
-		if (get_str(it, "sandboxID", id, idsz) || !valid_id(id, idsz)) {
+		if (http_json_str(it, "sandboxID", id, idsz) || !remote_valid_id(id, idsz)) {
 			snprintf(err, errsz, "GET /v2/sandboxes: sandbox has no usable sandboxID");
 			ret = -1;
 			break;
@@ -243,7 +212,7 @@ int e2b_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, 
 			json_t *meta = json_object_get(it, "metadata");
 			const char *sid = json_string_value(json_object_get(it, "sandboxID"));
 
-			sbx_list_add(s, out, max, n, sid && valid_id(sid, SBX_ID_MAX) ? sid : NULL,
+			sbx_list_add(s, out, max, n, sid && remote_valid_id(sid, SBX_ID_MAX) ? sid : NULL,
 				     json_string_value(json_object_get(meta, E2B_META_KEY)),
 				     json_string_value(json_object_get(meta, E2B_DEPLOYMENT_KEY)));
 		}
@@ -254,13 +223,13 @@ int e2b_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, 
 
 int e2b_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
 {
+	static const long ok[] = { 201, 200, 0 };
 	struct e2b *e = s->priv;
 	const char *tpl = s->remote->image[0] ? s->remote->image : E2B_DEFAULT_TEMPLATE;
 	struct http_request rq = { .method = "POST", .path = "/sandboxes", .no_retry = 1,
 				   .body_max = E2B_ERR_BODY_MAX };
-	struct http_response rs;
-	json_t *body, *sb = NULL;
-	int found, ret = -1;
+	json_t *body;
+	int found, ret;
 
 	found = e2b_find(s, name, id, idsz, err, errsz);
 	if (found)
@@ -281,76 +250,22 @@ int e2b_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err
 		return -1;
 	}
 	rq.body = body;
-	if (http_do(&e->http, &rq, &rs, err, errsz))
-		goto out;
-	if (rs.status != 201 && rs.status != 200) {
-		http_error(&e->http, &rq, &rs, err, errsz);
-		goto out;
-	}
-	sb = http_json(&rs);
-	if (get_str(sb, "sandboxID", id, idsz) || !valid_id(id, idsz)) {
-		snprintf(err, errsz, "POST /sandboxes: answer has no usable sandboxID");
-		goto out;
-	}
-	ret = 0;
-out:
+	ret = remote_create(&e->http, &rq, ok, "sandboxID", id, idsz, err, errsz);
 	json_decref(body);
-	json_decref(sb);
-	http_response_release(&rs);
 	return ret;
 }
 
-/* DELETE /sandboxes/{sandboxID}: 204 killed, 404 not found (e2b-dev/E2B spec/openapi.yml); a
- * missing sandbox counts as destroyed. 0 or -1. */
-static int e2b_delete(struct sbx *s, const char *id, char *err, size_t errsz)
-{
-	struct e2b *e = s->priv;
-	char path[64 + SBX_ID_MAX];
-	struct http_request rq = { .method = "DELETE", .path = path, .body_max = E2B_ERR_BODY_MAX };
-	struct http_response rs;
-	int ret = -1;
-
-	snprintf(path, sizeof(path), "/sandboxes/%s", id);
-	if (http_do(&e->http, &rq, &rs, err, errsz))
-		goto out;
-	if (rs.status != 204 && rs.status != 200 && rs.status != 404) {
-		http_error(&e->http, &rq, &rs, err, errsz);
-		goto out;
-	}
-	ret = 0;
-out:
-	http_response_release(&rs);
-	return ret;
-}
-
-/* X is a sandbox id, or the deterministic name when the reconciler never recorded an id (a
- * teardown after a crash between create and record): the sandboxes carrying name X in their
- * metadata go first; when there are none, X itself is deleted as an id. */
+/* X is a sandbox id, or the name its metadata carries (remote_destroy). DELETE
+ * /sandboxes/{sandboxID}: 204 killed, 404 not found (e2b-dev/E2B spec/openapi.yml). */
 int e2b_destroy(struct sbx *s, const char *x, char *err, size_t errsz)
 {
-	char id[SBX_ID_MAX];
-	int found = 0, rc;
-
-	if (!valid_id(x, SBX_ID_MAX)) {
-		snprintf(err, errsz, "%s: invalid sandbox id", s->ops->name);
-		return -1;
-	}
-	for (int i = 0; i < E2B_DESTROY_MAX; i++) {
-		rc = e2b_find(s, x, id, sizeof(id), err, errsz);
-		if (rc < 0)
-			return -1;
-		if (!rc)
-			break;
-		found = 1;
-		if (e2b_delete(s, id, err, errsz))
-			return -1;
-	}
-	return found ? 0 : e2b_delete(s, x, err, errsz);
+	return remote_destroy(s, x, e2b_find, "/sandboxes/", E2B_ERR_BODY_MAX, err, errsz);
 }
 
 /* Resume-or-keep sandbox ID and learn its envd address and token. 0, -1 (ERR set). */
 static int e2b_connect(struct sbx *s, const char *id, struct envd *ev, char *err, size_t errsz)
 {
+	static const long ok[] = { 200, 201, 0 };
 	struct e2b *e = s->priv;
 	char path[64 + SBX_ID_MAX], domain[E2B_DOMAIN_MAX];
 	struct http_request rq = { .method = "POST", .path = path, .body_max = E2B_ERR_BODY_MAX };
@@ -368,18 +283,14 @@ static int e2b_connect(struct sbx *s, const char *id, struct envd *ev, char *err
 	 * (e2b-dev/E2B spec/openapi.yml) */
 	snprintf(path, sizeof(path), "/sandboxes/%s/connect", id);
 	rq.body = body;
-	if (http_do(&e->http, &rq, &rs, err, errsz))
+	if (http_expect(&e->http, &rq, ok, &rs, err, errsz))
 		goto out;
-	if (rs.status != 200 && rs.status != 201) {
-		http_error(&e->http, &rq, &rs, err, errsz);
-		goto out;
-	}
 	sb = http_json(&rs);
 	if (!json_is_object(sb)) {
 		snprintf(err, errsz, "POST /sandboxes/{id}/connect: answer is not a JSON object");
 		goto out;
 	}
-	if (get_str(sb, "domain", domain, sizeof(domain)) || !domain[0])
+	if (http_json_str(sb, "domain", domain, sizeof(domain)) || !domain[0])
 		strcpy(domain, e->domain);
 	if (!domain[0] || strspn(domain, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 					 "0123456789-.:[]") != strlen(domain)) {
@@ -393,7 +304,7 @@ static int e2b_connect(struct sbx *s, const char *id, struct envd *ev, char *err
 		goto out;
 	}
 	/* envdAccessToken is absent when the sandbox was created with secure false */
-	if (get_str(sb, "envdAccessToken", ev->token, sizeof(ev->token)))
+	if (http_json_str(sb, "envdAccessToken", ev->token, sizeof(ev->token)))
 		ev->token[0] = '\0';
 	if (strpbrk(ev->token, "\r\n")) {
 		snprintf(err, errsz, "%s: malformed envd access token", s->ops->name);
@@ -473,8 +384,8 @@ static void on_message(struct stream *st, const char *msg, size_t len, int end)
 		json_t *e = json_object_get(m, "error");
 		st->end_stream = 1;
 		if (json_is_object(e)) {
-			get_str(e, "code", st->error_code, sizeof(st->error_code));
-			if (get_str(e, "message", st->error_msg, sizeof(st->error_msg)))
+			http_json_str(e, "code", st->error_code, sizeof(st->error_code));
+			if (http_json_str(e, "message", st->error_msg, sizeof(st->error_msg)))
 				st->error_msg[0] = '\0';
 			if (!st->error_code[0])
 				strcpy(st->error_code, "unknown");
@@ -510,7 +421,7 @@ static void on_message(struct stream *st, const char *msg, size_t len, int end)
 		st->ended = 1;
 		st->exit_code = json_is_integer(code) ? (long)json_integer_value(code) : 0;
 		st->exited = json_is_true(json_object_get(x, "exited"));
-		if (get_str(x, "status", st->status, sizeof(st->status)))
+		if (http_json_str(x, "status", st->status, sizeof(st->status)))
 			st->status[0] = '\0';
 	}
 	/* keepalive: nothing to do */
@@ -625,7 +536,7 @@ int e2b_run(struct sbx *s, const char *id, int share_net, char *const argv[], ch
 	memset(&st, 0, sizeof(st));
 	out_tail_init(&tail, cap);
 	st.out = &tail;
-	if (!argv[0] || !valid_id(id, SBX_ID_MAX)) {
+	if (!argv[0] || !remote_valid_id(id, SBX_ID_MAX)) {
 		proc_result_fail(res, "e2b: invalid command or sandbox id");
 		return -1;
 	}
@@ -679,8 +590,7 @@ int e2b_run(struct sbx *s, const char *id, int share_net, char *const argv[], ch
 		if (st.started)
 			e2b_kill(s, id, &ev, st.pid);
 		s->watch = watch;
-		res->stopped = 1;
-		res->exit_code = 128 + 9;
+		proc_result_killed(res, 0, 1);
 		ret = 0;
 		goto out;
 	}
@@ -689,8 +599,7 @@ int e2b_run(struct sbx *s, const char *id, int share_net, char *const argv[], ch
 			/* our own limit: envd's should have fired first; make sure it is dead */
 			if (st.started)
 				e2b_kill(s, id, &ev, st.pid);
-			res->timed_out = 1;
-			res->exit_code = 128 + 9;
+			proc_result_killed(res, 1, 0);
 			ret = 0;
 		} else {
 			if (st.bad)
@@ -707,8 +616,9 @@ int e2b_run(struct sbx *s, const char *id, int share_net, char *const argv[], ch
 	}
 	if (!strcmp(st.error_code, "deadline_exceeded")) {
 		/* envd's deadline (Connect-Timeout-Ms) passed: it killed the process */
-		res->timed_out = 1;
-		res->exit_code = st.ended && st.exit_code > 0 ? (int)st.exit_code : 128 + 9;
+		proc_result_killed(res, 1, 0);
+		if (st.ended && st.exit_code > 0)
+			res->exit_code = (int)st.exit_code;
 		ret = 0;
 		goto out;
 	}

@@ -158,6 +158,17 @@ void http_release(struct http_client *c)
 	wipe(c->key, sizeof(c->key));
 }
 
+struct http_request http_req(const char *method, const char *path, json_t *body)
+{
+	struct http_request rq;
+
+	memset(&rq, 0, sizeof(rq));
+	rq.method = method;
+	rq.path = path;
+	rq.body = body;
+	return rq;
+}
+
 void http_response_release(struct http_response *rs)
 {
 	free(rs->body);
@@ -167,17 +178,14 @@ void http_response_release(struct http_response *rs)
 
 json_t *http_get_json(struct http_client *c, const char *path, char *err, size_t errsz)
 {
+	static const long ok[] = { 200, 0 };
 	struct http_request rq = { .method = "GET", .path = path };
 	struct http_response rs;
 	json_t *root = NULL;
 
-	if (!http_do(c, &rq, &rs, err, errsz)) {
-		if (rs.status != 200)
-			http_error(c, &rq, &rs, err, errsz);
-		else if (!(root = http_json(&rs)))
-			snprintf(err, errsz, "%s: GET %.*s: answer is not JSON", c->backend,
-				 (int)strcspn(path, "?"), path);
-	}
+	if (!http_expect(c, &rq, ok, &rs, err, errsz) && !(root = http_json(&rs)))
+		snprintf(err, errsz, "%s: GET %.*s: answer is not JSON", c->backend,
+			 (int)strcspn(path, "?"), path);
 	http_response_release(&rs);
 	return root;
 }
@@ -187,17 +195,32 @@ long http_call(struct http_client *c, const char *method, const char *path, cons
 {
 	struct http_request rq = { .method = method, .path = path, .body_max = body_max };
 	struct http_response rs;
-	long status = 0;
+	long status = http_expect(c, &rq, ok, &rs, err, errsz) ? 0 : rs.status;
 
-	if (!http_do(c, &rq, &rs, err, errsz)) {
-		for (int i = 0; ok[i]; i++)
-			if (rs.status == ok[i])
-				status = rs.status;
-		if (!status)
-			http_error(c, &rq, &rs, err, errsz);
-	}
 	http_response_release(&rs);
 	return status;
+}
+
+int http_expect(struct http_client *c, const struct http_request *rq, const long *ok,
+		struct http_response *rs, char *err, size_t errsz)
+{
+	if (http_do(c, rq, rs, err, errsz))
+		return -1;
+	for (int i = 0; ok[i]; i++)
+		if (rs->status == ok[i])
+			return 0;
+	http_error(c, rq, rs, err, errsz);
+	return -1;
+}
+
+int http_json_str(json_t *obj, const char *key, char *out, size_t outsz)
+{
+	const char *v = json_string_value(json_object_get(obj, key));
+
+	if (!v || !*v || strlen(v) >= outsz)
+		return -1;
+	strcpy(out, v);
+	return 0;
 }
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -346,6 +369,23 @@ void http_error(const struct http_client *c, const struct http_request *rq,
 	snprintf(err, errsz, "%s %s: status %ld%s%s", rq->method, path, rs->status,
 		 clean[0] ? ": " : "", clean);
 	http_scrub(c, err, errsz);
+}
+
+int http_answer_str(const struct http_client *c, const struct http_request *rq,
+		    const struct http_response *rs, const char *key, char *out, size_t outsz,
+		    char *err, size_t errsz)
+{
+	char path[HTTP_URL_MAX];
+	json_t *root = http_json(rs);
+	int rc = http_json_str(root, key, out, outsz);
+
+	json_decref(root);
+	if (rc) {
+		display_path(rq, path, sizeof(path));
+		snprintf(err, errsz, "%s: %s %s: answer has no usable %s", c->backend, rq->method,
+			 path, key);
+	}
+	return rc;
 }
 
 static int transient_status(long status)
@@ -619,6 +659,26 @@ int http_escape(const char *in, char *out, size_t outsz)
 		return -1;
 	out[o] = '\0';
 	return 0;
+}
+
+void *sbx_http_open(struct sbx *s, const struct remote_conf *rc, size_t size,
+		    const char *auth_name, const char *auth_prefix, char *err, size_t errsz)
+{
+	struct http_client *c = calloc(1, size); /* the state's first member */
+
+	if (!c) {
+		snprintf(err, errsz, "%s: out of memory", s->ops->name);
+		return NULL;
+	}
+	if (http_init(c, s->ops->name, rc, err, errsz)) {
+		free(c);
+		return NULL;
+	}
+	if (auth_name)
+		http_set_auth(c, auth_name, auth_prefix);
+	c->watch = &s->watch;
+	s->priv = c;
+	return c;
 }
 
 void sbx_http_close(struct sbx *s)

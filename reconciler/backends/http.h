@@ -98,6 +98,9 @@ struct http_response {
 			    * returned -1) */
 };
 
+/* A request METHOD PATH with the JSON body BODY (borrowed; NULL: none), every other field zero. */
+struct http_request http_req(const char *method, const char *path, json_t *body);
+
 /* Bind C to backend BACKEND (its name, for messages) with settings RC: base URL (required unless
  * RC->socket is set, then default "http://localhost"), unix socket, timeout, and the credential
  * read from RC->api_key_file when set (error: "BACKEND: api_key_file PATH: <strerror>" or "is
@@ -125,6 +128,24 @@ int http_do(struct http_client *c, const struct http_request *rq, struct http_re
 
 /* Release what RS owns; RS may be reused. */
 void http_response_release(struct http_response *rs);
+
+/* http_do RQ into RS, then check the answer's status: 0 when it is one of OK (0-terminated), -1
+ * with ERR set when the call failed or the status is another (http_error; rs->status says
+ * which, 0 when no answer arrived). RS is filled either way: release it with
+ * http_response_release. */
+int http_expect(struct http_client *c, const struct http_request *rq, const long *ok,
+		struct http_response *rs, char *err, size_t errsz);
+
+/* The string member KEY of RS's JSON answer to RQ into OUT: 0, or -1 with ERR set ("BACKEND:
+ * METHOD PATH: answer has no usable KEY") when the body is not a JSON object whose KEY is a
+ * non-empty string that fits. */
+int http_answer_str(const struct http_client *c, const struct http_request *rq,
+		    const struct http_response *rs, const char *key, char *out, size_t outsz,
+		    char *err, size_t errsz);
+
+/* The string member KEY of OBJ into OUT: 0, or -1 when OBJ has none, it is empty or it does not
+ * fit (OUT is then left as it was). */
+int http_json_str(json_t *obj, const char *key, char *out, size_t outsz);
 
 /* METHOD PATH without a body: the answer's status when it is one of OK (0-terminated), else 0
  * with ERR set (the service's message, or why the call failed). BODY_MAX: bytes of an answer's

@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include "backend.h"
-#include "http.h"
 
 static int mkdir_p(const char *path)
 {
@@ -103,12 +102,7 @@ int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, c
 				 cfg->backend);
 			return -1;
 		}
-		if (s->ops->open(s, err, errsz))
-			return -1;
-		/* an HTTP driver's calls ask the caller's watch (sbx.watch) while they run */
-		if (s->ops->close == sbx_http_close)
-			((struct http_client *)s->priv)->watch = &s->watch;
-		return 0;
+		return s->ops->open(s, err, errsz);
 	}
 	if (mkdir_p(cfg->sandbox_root) || !realpath(cfg->sandbox_root, real) ||
 	    strlen(real) >= sizeof(s->root)) {

@@ -85,36 +85,14 @@ static struct osb *osb_of(struct sbx *s)
 
 int osb_open(struct sbx *s, char *err, size_t errsz)
 {
-	struct osb *o;
-
 	if (!s->remote->image[0]) {
 		snprintf(err, errsz, "opensandbox: [opensandbox] image is not set");
 		return -1;
 	}
-	o = calloc(1, sizeof(*o));
-	if (!o) {
-		snprintf(err, errsz, "opensandbox: out of memory");
-		return -1;
-	}
-	if (http_init(&o->http, "opensandbox", s->remote, err, errsz)) {
-		free(o);
-		return -1;
-	}
 	/* lifecycle spec: securitySchemes.apiKeyAuth, header OPEN-SANDBOX-API-KEY */
-	http_set_auth(&o->http, OSB_API_KEY_HEADER, "");
-	s->priv = o;
+	if (!sbx_http_open(s, s->remote, sizeof(struct osb), OSB_API_KEY_HEADER, "", err, errsz))
+		return -1;
 	return 0;
-}
-
-/* A request with no extra headers. */
-static struct http_request req(const char *method, const char *path, json_t *body)
-{
-	struct http_request rq;
-	memset(&rq, 0, sizeof(rq));
-	rq.method = method;
-	rq.path = path;
-	rq.body = body;
-	return rq;
 }
 
 static const char *state_of(json_t *sandbox)
@@ -220,7 +198,7 @@ static int ep_request(const struct osb_endpoint *ep, struct http_request *rq, co
 	int n = snprintf(url, urlsz, "%s%s", ep->url, path);
 	if (n < 0 || (size_t)n >= urlsz)
 		return -1;
-	*rq = req(method, url, body);
+	*rq = http_req(method, url, body);
 	for (int i = 0; i < ep->nheaders; i++)
 		rq->headers[i] = ep->headers[i];
 	rq->no_auth = !ep->same_origin;
@@ -404,9 +382,7 @@ static int exec_command(struct sbx *s, const char *id, const char *command, cons
 		if (rs.stopped && e.command_id[0])
 			interrupt_command(s, ep, e.command_id);
 		out_tail_finish(&out, res);
-		res->timed_out = rs.timed_out;
-		res->stopped = rs.stopped;
-		res->exit_code = 128 + 9;
+		proc_result_killed(res, rs.timed_out, rs.stopped);
 		ret = 0;
 		goto out_free;
 	}
@@ -435,8 +411,7 @@ static int exec_command(struct sbx *s, const char *id, const char *command, cons
 	out_tail_finish(&out, res);
 	if (e.have_exit && e.exit_code < 0) {
 		/* killed by a signal (Go's ExitCode() is -1): execd's timeout, or another kill */
-		res->exit_code = 128 + 9;
-		res->timed_out = clock_mono_s() - t0 >= (double)timeout_s - 1;
+		proc_result_killed(res, clock_mono_s() - t0 >= (double)timeout_s - 1, 0);
 	} else {
 		res->exit_code = e.have_exit ? e.exit_code : 0;
 	}
@@ -577,22 +552,12 @@ static int wait_running(struct osb *o, const char *id, char *err, size_t errsz)
 	}
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", eid);
 	for (;;) {
-		struct http_request rq = req("GET", path, NULL);
-		struct http_response rs;
-		json_t *root;
+		json_t *root = http_get_json(&o->http, path, err, errsz);
 		const char *st;
 		int done = 0, failed = 0;
 
-		if (http_do(&o->http, &rq, &rs, err, errsz)) {
-			http_response_release(&rs);
+		if (!root)
 			return -1;
-		}
-		if (rs.status != 200) {
-			http_error(&o->http, &rq, &rs, err, errsz);
-			http_response_release(&rs);
-			return -1;
-		}
-		root = http_json(&rs);
 		st = state_of(root);
 		if (st && !strcmp(st, "Running")) {
 			done = 1;
@@ -606,7 +571,6 @@ static int wait_running(struct osb *o, const char *id, char *err, size_t errsz)
 			failed = 1;
 		}
 		json_decref(root);
-		http_response_release(&rs);
 		if (done)
 			return 0;
 		if (failed)
@@ -627,11 +591,11 @@ static int wait_running(struct osb *o, const char *id, char *err, size_t errsz)
 static int create_sandbox(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
 			  size_t errsz)
 {
+	static const long ok[] = { 202, 200, 201, 0 };
 	struct osb *o = osb_of(s);
 	struct http_request rq;
 	struct http_response rs;
-	json_t *body, *root = NULL;
-	const char *sid;
+	json_t *body;
 	int ret = -1;
 
 	body = json_pack("{s:{s:s}, s:[s,s,s], s:{s:s}, s:i, s:{s:s, s:s}}",
@@ -650,27 +614,14 @@ static int create_sandbox(struct sbx *s, const char *name, char *id, size_t idsz
 	if (!s->create_share_net)
 		json_object_set_new(body, "networkPolicy",
 				    json_pack("{s:s, s:[]}", "defaultAction", "deny", "egress"));
-	rq = req("POST", "/v1/sandboxes", body);
+	rq = http_req("POST", "/v1/sandboxes", body);
 	/* a retried create could make a second sandbox; the caller's next attempt attaches by
 	 * name instead */
 	rq.no_retry = 1;
-	if (http_do(&o->http, &rq, &rs, err, errsz))
-		goto out;
-	if (rs.status != 202 && rs.status != 200 && rs.status != 201) {
-		http_error(&o->http, &rq, &rs, err, errsz);
-		goto out;
-	}
-	root = http_json(&rs);
-	sid = json_string_value(json_object_get(root, "id"));
-	if (!sid || !*sid || strlen(sid) >= idsz) {
-		snprintf(err, errsz, "opensandbox: POST /v1/sandboxes: answer has no usable id");
-		goto out;
-	}
-	strcpy(id, sid);
-	ret = 0;
-out:
+	if (!http_expect(&o->http, &rq, ok, &rs, err, errsz) &&
+	    !http_answer_str(&o->http, &rq, &rs, "id", id, idsz, err, errsz))
+		ret = 0;
 	json_decref(body);
-	json_decref(root);
 	http_response_release(&rs);
 	return ret;
 }
@@ -705,28 +656,17 @@ int osb_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err
  * -1 error. */
 static int delete_sandbox(struct osb *o, const char *id, char *err, size_t errsz)
 {
+	static const long ok[] = { 204, 200, 202, 404, 0 };
 	char eid[SBX_ID_MAX * 3], path[HTTP_URL_MAX];
-	struct http_request rq;
-	struct http_response rs;
-	int ret = -1;
+	long st;
 
 	if (http_escape(id, eid, sizeof(eid))) {
 		snprintf(err, errsz, "opensandbox: sandbox id is too long");
 		return -1;
 	}
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", eid);
-	rq = req("DELETE", path, NULL);
-	if (http_do(&o->http, &rq, &rs, err, errsz))
-		goto out;
-	if (rs.status == 204 || rs.status == 200 || rs.status == 202)
-		ret = 0;
-	else if (rs.status == 404)
-		ret = 1;
-	else
-		http_error(&o->http, &rq, &rs, err, errsz);
-out:
-	http_response_release(&rs);
-	return ret;
+	st = http_call(&o->http, "DELETE", path, ok, 0, err, errsz);
+	return !st ? -1 : st == 404;
 }
 
 /* ID is the sandbox id, or, when the reconciler never recorded one, the deterministic name:
@@ -762,25 +702,19 @@ done:
 static int policy_call(struct osb *o, struct osb_endpoint *ep, const char *method, json_t *body,
 		       json_t **answer, char *err, size_t errsz)
 {
+	static const long ok[] = { 200, 0 };
 	struct http_request rq;
 	struct http_response rs;
 	char url[HTTP_URL_MAX * 2];
-	int ret = -1;
+	int ret;
 
 	if (ep_request(ep, &rq, method, "/policy", body, url, sizeof(url))) {
 		snprintf(err, errsz, "opensandbox: egress URL is too long");
 		return -1;
 	}
-	if (http_do(&o->http, &rq, &rs, err, errsz))
-		goto out;
-	if (rs.status != 200) {
-		http_error(&o->http, &rq, &rs, err, errsz);
-		goto out;
-	}
-	if (answer)
+	ret = http_expect(&o->http, &rq, ok, &rs, err, errsz);
+	if (!ret && answer)
 		*answer = http_json(&rs);
-	ret = 0;
-out:
 	http_response_release(&rs);
 	return ret;
 }

@@ -2,6 +2,7 @@
 
 #include "quote.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,13 @@ void proc_result_fail(struct proc_result *res, const char *msg)
 	res->len = res->output ? strlen(res->output) : 0;
 }
 
+void proc_result_killed(struct proc_result *res, int timed_out, int stopped)
+{
+	res->exit_code = REMOTE_EXIT_KILLED;
+	res->timed_out = timed_out;
+	res->stopped = stopped;
+}
+
 static int plain(const char *s)
 {
 	if (!*s)
@@ -107,4 +115,63 @@ char *sh_join(char *const argv[])
 	}
 	out[len] = '\0';
 	return out;
+}
+
+int remote_valid_id(const char *id, size_t max)
+{
+	size_t n = strlen(id);
+	return n && n < max && n < REMOTE_ID_MAX && id[0] != '.' && id[0] != '-' &&
+	       strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == n;
+}
+
+int remote_create(struct http_client *c, const struct http_request *rq, const long *ok,
+		  const char *key, char *id, size_t idsz, char *err, size_t errsz)
+{
+	struct http_response rs;
+	int ret = -1;
+
+	if (!http_expect(c, rq, ok, &rs, err, errsz) &&
+	    !http_answer_str(c, rq, &rs, key, id, idsz, err, errsz)) {
+		if (remote_valid_id(id, idsz))
+			ret = 0;
+		else
+			snprintf(err, errsz, "%s: %s %.*s: answer has no usable %s", c->backend,
+				 rq->method, (int)strcspn(rq->path, "?"), rq->path, key);
+	}
+	http_response_release(&rs);
+	return ret;
+}
+
+static int remote_delete(struct http_client *c, const char *prefix, const char *id,
+			 size_t body_max, char *err, size_t errsz)
+{
+	static const long ok[] = { 200, 204, 404, 0 };
+	char path[HTTP_URL_MAX];
+
+	snprintf(path, sizeof(path), "%s%s", prefix, id);
+	return http_call(c, "DELETE", path, ok, body_max, err, errsz) ? 0 : -1;
+}
+
+int remote_destroy(struct sbx *s, const char *x, remote_find_fn *find, const char *delete_prefix,
+		   size_t body_max, char *err, size_t errsz)
+{
+	struct http_client *c = s->priv; /* the state's first member */
+	char id[SBX_ID_MAX];
+	int found = 0, rc;
+
+	if (!remote_valid_id(x, SBX_ID_MAX)) {
+		snprintf(err, errsz, "%s: invalid sandbox id", s->ops->name);
+		return -1;
+	}
+	for (int i = 0; i < REMOTE_DESTROY_MAX; i++) {
+		rc = find(s, x, id, sizeof(id), err, errsz);
+		if (rc < 0)
+			return -1;
+		if (!rc)
+			break;
+		found = 1;
+		if (remote_delete(c, delete_prefix, id, body_max, err, errsz))
+			return -1;
+	}
+	return found ? 0 : remote_delete(c, delete_prefix, x, body_max, err, errsz);
 }

@@ -1,12 +1,19 @@
 /* Helpers shared by the HTTP sandbox drivers: capturing command output with its tail kept (the
- * end is where an install says what went wrong), and joining argv into a POSIX shell command
- * line for services whose command API takes a string. */
+ * end is where an install says what went wrong), joining argv into a POSIX shell command line
+ * for services whose command API takes a string, and the ids and teardown of services that find
+ * a sandbox again by its name (e2b, daytona). */
 #ifndef TERRARIUM_REMOTE_H
 #define TERRARIUM_REMOTE_H
 
 #include <stddef.h>
 
+#include "backend.h"
+#include "http.h"
 #include "process.h"
+
+#define REMOTE_ID_MAX 128     /* a sandbox id of a service, in bytes (remote_valid_id) */
+#define REMOTE_DESTROY_MAX 8  /* sandboxes remote_destroy deletes under one name, at most */
+#define REMOTE_EXIT_KILLED (128 + 9) /* a command killed by a time limit or a stop, as by SIGKILL */
 
 /* Output of one command: at most max bytes, the oldest dropped first. */
 struct out_tail {
@@ -26,11 +33,40 @@ void out_tail_release(struct out_tail *t);
 
 /* Set RES to "could not run": exit_code -1, output = MSG (copied). */
 void proc_result_fail(struct proc_result *res, const char *msg);
+/* Set RES to "killed" (REMOTE_EXIT_KILLED) by its time limit (TIMED_OUT) or because the watch
+ * said stop (STOPPED); its output is left as it is. */
+void proc_result_killed(struct proc_result *res, int timed_out, int stopped);
 
 /* ARGV joined by spaces, each element quoted for a POSIX shell when it holds anything but
  * [A-Za-z0-9_./=:@%+,-] as sbx_quote_arg does it (quote.h); the empty string
  * becomes ''. A shell (sh -c, bash -c) parses the result back into exactly ARGV, with no
  * expansion of any kind. New string, caller frees; NULL when ARGV is empty or memory ran out. */
 char *sh_join(char *const argv[]);
+
+/* 1 when ID can be a sandbox id of a service that puts it into URL paths and a host name (e2b,
+ * daytona): shorter than MAX and REMOTE_ID_MAX, not empty, of letters, digits, '-', '_' and '.',
+ * starting with neither '.' nor '-'; else 0. */
+int remote_valid_id(const char *id, size_t max);
+
+/* Find the live sandbox created as NAME (by its label or metadata): 1 found (its id into ID), 0
+ * none, -1 with ERR set. */
+typedef int remote_find_fn(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
+			   size_t errsz);
+
+/* Perform RQ, the create call of a driver whose sandboxes FIND finds by name (rq->no_retry: the
+ * next attempt finds a create that timed out), answered with one of the statuses OK: the
+ * answer's string member KEY, a valid id (remote_valid_id), into ID. 0, or -1 with ERR set. */
+int remote_create(struct http_client *c, const struct http_request *rq, const long *ok,
+		  const char *key, char *id, size_t idsz, char *err, size_t errsz);
+
+/* ops->destroy of a driver that finds its sandboxes by name (FIND) and deletes one with DELETE
+ * DELETE_PREFIX + id (200, 204, and 404 for one that does not exist, count as deleted; BODY_MAX
+ * bytes of an answer kept); s->priv is its state, whose first member is its http_client. X is a
+ * sandbox id, or the deterministic name when the reconciler never recorded an id (a teardown
+ * after a crash between create and record): the sandboxes FIND finds under name X go first, at
+ * most REMOTE_DESTROY_MAX of them; when there are none, X itself is deleted as an id. 0, or -1
+ * with ERR set. */
+int remote_destroy(struct sbx *s, const char *x, remote_find_fn *find, const char *delete_prefix,
+		   size_t body_max, char *err, size_t errsz);
 
 #endif
