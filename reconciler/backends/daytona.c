@@ -107,34 +107,22 @@ out:
 	return list;
 }
 
-/* Find the live sandbox labelled NAME. 1 found (ID set), 0 none, -1 error. */
+/* A listed sandbox in a state it never leaves for `started` (remote_tags.gone). */
+static int daytona_gone(json_t *item)
+{
+	const char *state = json_string_value(json_object_get(item, "state"));
+	return state && dead_state(state);
+}
+
+/* Sandbox {id, labels, state} (apps/api/src/sandbox/dto/sandbox.dto.ts) */
+static const struct remote_tags daytona_tags = { "labels", DAYTONA_LABEL, "id", daytona_gone };
+
+/* Find the live sandbox labelled NAME (remote_find_fn). */
 static int daytona_find(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
 			size_t errsz)
 {
-	json_t *list = label_list(s, DAYTONA_LABEL, name, err, errsz), *it;
-	size_t i;
-	int ret = 0;
-
-	if (!list)
-		return -1;
-	json_array_foreach(list, i, it) {
-		const char *label = json_string_value(
-			json_object_get(json_object_get(it, "labels"), DAYTONA_LABEL));
-		const char *state = json_string_value(json_object_get(it, "state"));
-		const char *sid = json_string_value(json_object_get(it, "id"));
-		if (!label || strcmp(label, name) || (state && dead_state(state)))
-			continue;
-		if (!sid || !remote_valid_id(sid, idsz)) {
-			snprintf(err, errsz, "GET /sandbox: sandbox without a usable id");
-			ret = -1;
-			break;
-		}
-		strcpy(id, sid);
-		ret = 1;
-		break;
-	}
-	json_decref(list);
-	return ret;
+	return remote_find_in(s, label_list(s, DAYTONA_LABEL, name, err, errsz), &daytona_tags,
+			      name, id, idsz, err, errsz);
 }
 
 /* This deployment's sandboxes (label DAYTONA_DEPLOYMENT_LABEL) not being or already destroyed,

@@ -162,33 +162,16 @@ out:
 	return list;
 }
 
-/* Find the sandbox whose metadata carries NAME. 1 found (ID set), 0 none, -1 error. */
+/* ListedSandbox {sandboxID, metadata} (e2b-dev/E2B spec/openapi.yml); the list asks for running
+ * and paused ones only. */
+static const struct remote_tags e2b_tags = { "metadata", E2B_META_KEY, "sandboxID", NULL };
+
+/* Find the sandbox whose metadata carries NAME (remote_find_fn). */
 static int e2b_find(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
 		    size_t errsz)
 {
-	json_t *list = list_page(s, E2B_META_KEY, name, "", NULL, 0, err, errsz), *it;
-	size_t i;
-	int ret = 0;
-
-	if (!list)
-		return -1;
-	json_array_foreach(list, i, it) {
-		const char *meta = json_string_value(
-			json_object_get(json_object_get(it, "metadata"), E2B_META_KEY));
-		/* ListedSandbox.sandboxID; the filter already matched, the check guards against a
-		 * service that ignores it */
-		if (!meta || strcmp(meta, name))
-			continue;
-		if (http_json_str(it, "sandboxID", id, idsz) || !remote_valid_id(id, idsz)) {
-			snprintf(err, errsz, "GET /v2/sandboxes: sandbox has no usable sandboxID");
-			ret = -1;
-			break;
-		}
-		ret = 1;
-		break;
-	}
-	json_decref(list);
-	return ret;
+	return remote_find_in(s, list_page(s, E2B_META_KEY, name, "", NULL, 0, err, errsz),
+			      &e2b_tags, name, id, idsz, err, errsz);
 }
 
 /* This deployment's sandboxes (metadata E2B_DEPLOYMENT_KEY), running or paused, page after page

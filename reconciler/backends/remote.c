@@ -142,6 +142,32 @@ int remote_create(struct http_client *c, const struct http_request *rq, const lo
 	return ret;
 }
 
+int remote_find_in(struct sbx *s, json_t *list, const struct remote_tags *t, const char *name,
+		   char *id, size_t idsz, char *err, size_t errsz)
+{
+	json_t *it;
+	size_t i;
+	int ret = 0;
+
+	if (!list)
+		return -1;
+	json_array_foreach(list, i, it) {
+		const char *tag =
+			json_string_value(json_object_get(json_object_get(it, t->tags), t->name_tag));
+		if (!tag || strcmp(tag, name) || (t->gone && t->gone(it)))
+			continue;
+		ret = 1;
+		if (http_json_str(it, t->id_key, id, idsz) || !remote_valid_id(id, idsz)) {
+			snprintf(err, errsz, "%s: listed sandbox %s has no usable %s", s->ops->name,
+				 name, t->id_key);
+			ret = -1;
+		}
+		break;
+	}
+	json_decref(list);
+	return ret;
+}
+
 static int remote_delete(struct http_client *c, const char *prefix, const char *id,
 			 size_t body_max, char *err, size_t errsz)
 {

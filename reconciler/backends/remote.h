@@ -53,6 +53,23 @@ int remote_valid_id(const char *id, size_t max);
 typedef int remote_find_fn(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
 			   size_t errsz);
 
+/* Where a listed sandbox of such a service keeps its id and the deterministic name it was created
+ * with, for remote_find_in. */
+struct remote_tags {
+	const char *tags;     /* the object member holding its tags: "metadata", "labels" */
+	const char *name_tag; /* the tag carrying the name */
+	const char *id_key;   /* the string member holding its id */
+	int (*gone)(json_t *item); /* 1 when the sandbox ITEM is on its way out; NULL: none is */
+};
+
+/* For a remote_find_fn: the first sandbox of LIST (a JSON array of the service's list answer; a
+ * new reference, stolen; NULL when the list call failed with ERR set) whose tag T->name_tag is
+ * NAME and that is not gone: its id (T->id_key, a valid id) into ID. The name is checked even
+ * when the list call filtered by it: a service that ignores the filter must not hand us
+ * another's sandbox. 1 found, 0 none, -1 with ERR set. */
+int remote_find_in(struct sbx *s, json_t *list, const struct remote_tags *t, const char *name,
+		   char *id, size_t idsz, char *err, size_t errsz);
+
 /* Perform RQ, the create call of a driver whose sandboxes FIND finds by name (rq->no_retry: the
  * next attempt finds a create that timed out), answered with one of the statuses OK: the
  * answer's string member KEY, a valid id (remote_valid_id), into ID. 0, or -1 with ERR set. */
