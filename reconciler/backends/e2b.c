@@ -195,7 +195,8 @@ int e2b_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, 
 			json_t *meta = json_object_get(it, "metadata");
 			const char *sid = json_string_value(json_object_get(it, "sandboxID"));
 
-			sbx_list_add(s, out, max, n, sid && remote_valid_id(sid, SBX_ID_MAX) ? sid : NULL,
+			sbx_list_add(s, out, max, n,
+				     sid && remote_valid_id(sid, SBX_ID_MAX) ? sid : NULL,
 				     json_string_value(json_object_get(meta, E2B_META_KEY)),
 				     json_string_value(json_object_get(meta, E2B_DEPLOYMENT_KEY)));
 		}

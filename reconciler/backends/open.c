@@ -60,12 +60,12 @@ static const struct sandbox_backend drivers[] = {
 	  .workdir = e2b_workdir, .run = e2b_run, .destroy = e2b_destroy, .list = e2b_list },
 	{ .name = "cube", .open = e2b_open, .close = sbx_http_close, .create = e2b_create,
 	  .workdir = e2b_workdir, .run = e2b_run, .destroy = e2b_destroy, .list = e2b_list },
-	{ .name = "daytona", .open = daytona_open, .close = sbx_http_close, .create = daytona_create,
-	  .workdir = daytona_workdir, .run = daytona_run, .destroy = daytona_destroy,
-	  .list = daytona_list },
+	{ .name = "daytona", .open = daytona_open, .close = sbx_http_close,
+	  .create = daytona_create, .workdir = daytona_workdir, .run = daytona_run,
+	  .destroy = daytona_destroy, .list = daytona_list },
 };
 _Static_assert(sizeof(drivers) / sizeof(drivers[0]) == BACKEND_TABLE_LEN,
-	       "every backend of common/backend.c has a driver");
+	       "one row per backend of common/backend.c");
 
 const struct sandbox_backend *sbx_driver(const char *name)
 {
