@@ -188,15 +188,21 @@ bwraps() { # bwraps DIR [orphaned]: bwrap processes of a sandbox binding DIR (or
 	echo "$n"
 }
 SLOWER=$T/slower-slirp
-mkdir -p "$SLOWER" && printf '#!/bin/sh\nsleep 6\nexec %s "$@"\n' "$(command -v slirp4netns)" \
-	>"$SLOWER/slirp4netns" && chmod 0755 "$SLOWER" "$SLOWER/slirp4netns"
+# the stand-in slirp4netns says when it was started: the reconciler starts it once the sandbox's
+# namespaces are set up and its loopback is up, and the sandbox then waits for its network
+mkdir -p "$SLOWER" && printf '#!/bin/sh\n: >%s/started\nsleep 6\nexec %s "$@"\n' "$SLOWER" \
+	"$(command -v slirp4netns)" >"$SLOWER/slirp4netns" && chmod 0755 "$SLOWER/slirp4netns" &&
+	chmod 0777 "$SLOWER" # the reconciler's user writes the mark
 PATH="$SLOWER:$PATH" "$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- sleep 300 >/dev/null 2>&1 &
 pid=$!
-# killed once the sandbox exists (bwrap's monitor and pid 1) and waits for its network
-for _ in $(seq 200); do
-	[ "$(bwraps "$T/root-bwrap/$SID_B")" -ge 2 ] && break
+# killed once the sandbox exists (bwrap's monitor and pid 1) and waits for its network: killed
+# earlier, while bwrap still sets the sandbox up, its pid 1 ends with the monitor
+for _ in $(seq 300); do
+	[ -e "$SLOWER/started" ] && [ "$(bwraps "$T/root-bwrap/$SID_B")" -ge 2 ] && break
 	sleep 0.1
 done
+check "setup kill9: the sandbox was waiting for its network when its reconciler was killed" \
+	test -e "$SLOWER/started"
 kill -9 "$pid"
 wait "$pid" 2>/dev/null
 sleep 1
