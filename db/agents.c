@@ -13,8 +13,8 @@
 	" DATE_FORMAT(a.created_at, '%Y-%m-%d %H:%i:%s.%f')"                               \
 	" FROM agents a JOIN agent_versions v ON v.agent_id = a.id "
 
-enum db_status agentdb_get(struct db *db, const char *ws, const char *id, long long version,
-			   int for_update, struct db_rows *rows)
+enum db_status agentdb_get(struct db *db, const struct db_key *k, int for_update,
+			   struct db_rows *rows)
 {
 	static const char current[] =
 		AGENT_SELECT "WHERE a.workspace_id = ? AND a.id = ? AND v.version = a.version";
@@ -22,11 +22,11 @@ enum db_status agentdb_get(struct db *db, const char *ws, const char *id, long l
 		"WHERE a.workspace_id = ? AND a.id = ? AND v.version = a.version FOR UPDATE";
 	static const char at[] =
 		AGENT_SELECT "WHERE a.workspace_id = ? AND a.id = ? AND v.version = ?";
-	if (version > 0)
-		return db_exec(db, at, DB_PARAMS(DB_STR(ws), DB_STR(id), DB_INT(version)), rows,
-			       NULL);
-	return db_exec(db, for_update ? current_lock : current, DB_PARAMS(DB_STR(ws), DB_STR(id)),
-		       rows, NULL);
+	struct db_val ws = DB_STR(k->workspace_id), id = DB_STR(k->id);
+
+	if (k->version > 0)
+		return db_exec(db, at, DB_PARAMS(ws, id, DB_INT(k->version)), rows, NULL);
+	return db_exec(db, for_update ? current_lock : current, DB_PARAMS(ws, id), rows, NULL);
 }
 
 enum db_status agentdb_insert(struct db *db, const struct agent_row_in *in)
@@ -64,19 +64,17 @@ enum db_status agentdb_add_version(struct db *db, const struct agent_row_in *in,
 	return st ? st : n == 1 ? DB_OK : DB_CONFLICT;
 }
 
-enum db_status agentdb_archive(struct db *db, const char *ws, const char *id, const char *now,
-			       unsigned long long *affected)
+enum db_status agentdb_archive(struct db *db, const struct db_key *k, const char *now)
 {
 	static const char sql[] = "UPDATE agents SET archived_at = ?, updated_at = ?"
 				  " WHERE id = ? AND workspace_id = ? AND archived_at IS NULL";
-	struct db_val p[] = { DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws) };
+	struct db_val p[] = { DB_STR(now), DB_STR(now), DB_STR(k->id), DB_STR(k->workspace_id) };
 
-	return db_exec(db, sql, DB_ARRAY(p), NULL, affected);
+	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
 
-enum db_status agentdb_list(struct db *db, const char *ws, int include_archived, const char *gte,
-			    const char *lte, const char *after_created, const char *after_id,
-			    long long limit, struct db_rows *rows)
+enum db_status agentdb_list(struct db *db, const struct db_key *k, const struct db_page *p,
+			    struct db_rows *rows)
 {
 #define AGENT_LIST_WHERE                                                                   \
 	"WHERE a.workspace_id = ? AND v.version = a.version AND (? OR a.archived_at IS NULL)" \
@@ -85,19 +83,16 @@ enum db_status agentdb_list(struct db *db, const char *ws, int include_archived,
 	static const char first[] = AGENT_SELECT AGENT_LIST_WHERE AGENT_LIST_ORDER;
 	static const char next[] = AGENT_SELECT AGENT_LIST_WHERE
 		" AND (a.created_at < ? OR (a.created_at = ? AND a.id < ?))" AGENT_LIST_ORDER;
-	struct db_val g = db_opt(gte), l = db_opt(lte);
+	struct db_val ws = DB_STR(k->workspace_id), archived = DB_INT(!!p->include_archived);
+	struct db_val g = db_opt_nonempty(p->gte), l = db_opt_nonempty(p->lte);
+	struct db_val limit = DB_INT(db_page_rows(p));
 
-	if (!after_created) {
-		struct db_val p[] = { DB_STR(ws), DB_INT(!!include_archived), g, g, l, l,
-				      DB_INT(limit) };
-		return db_exec(db, first, DB_ARRAY(p), rows, NULL);
-	}
-	{
-		struct db_val p[] = { DB_STR(ws), DB_INT(!!include_archived), g, g, l, l,
-				      DB_STR(after_created), DB_STR(after_created),
-				      DB_STR(after_id), DB_INT(limit) };
-		return db_exec(db, next, DB_ARRAY(p), rows, NULL);
-	}
+	if (!p->after_created)
+		return db_exec(db, first, DB_PARAMS(ws, archived, g, g, l, l, limit), rows, NULL);
+	return db_exec(db, next,
+		       DB_PARAMS(ws, archived, g, g, l, l, DB_STR(p->after_created),
+				 DB_STR(p->after_created), DB_STR(p->after_id), limit),
+		       rows, NULL);
 }
 
 enum db_status agentdb_versions(struct db *db, const char *ws, const char *id,
@@ -149,7 +144,10 @@ enum db_status agentdb_snapshot(struct db *db, const char *ws, const char *agent
 
 	*snapshot = NULL;
 	*archived = 0;
-	st = agentdb_get(db, ws, agent_id, version > 0 ? version : 0, 0, &rows);
+	st = agentdb_get(db,
+			 &(struct db_key){ .workspace_id = ws, .id = agent_id,
+					   .version = version > 0 ? version : 0 },
+			 0, &rows);
 	if (st)
 		return st;
 	if (!rows.nrows)

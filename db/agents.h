@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "db.h"
+#include "resource.h"
 
 /* Columns of every agent SELECT (agentdb_get, agentdb_list, agentdb_versions), in this order. */
 enum agent_col {
@@ -29,10 +30,10 @@ struct agent_row_in {
 	const char *now;        /* "YYYY-MM-DD HH:MM:SS.ffffff" */
 };
 
-/* Agent ID of workspace WS at VERSION (0 = current) into ROWS (0 or 1 row). FOR_UPDATE locks
- * the agent row (current version only). */
-enum db_status agentdb_get(struct db *db, const char *ws, const char *id, long long version,
-			   int for_update, struct db_rows *rows);
+/* Agent K->id of workspace K->workspace_id at K->version (0 = current) into ROWS (0 or 1 row;
+ * caller db_rows_free). FOR_UPDATE locks the agent row (current version only). */
+enum db_status agentdb_get(struct db *db, const struct db_key *k, int for_update,
+			   struct db_rows *rows);
 
 /* Insert the agent row and its version 1. Run inside db_tx (two statements). */
 enum db_status agentdb_insert(struct db *db, const struct agent_row_in *in);
@@ -42,16 +43,15 @@ enum db_status agentdb_insert(struct db *db, const struct agent_row_in *in);
 enum db_status agentdb_add_version(struct db *db, const struct agent_row_in *in,
 				   long long version);
 
-/* Set archived_at (and updated_at) when not yet archived. *AFFECTED = rows changed. */
-enum db_status agentdb_archive(struct db *db, const char *ws, const char *id, const char *now,
-			       unsigned long long *affected);
+/* Set archived_at (and updated_at) of agent K->id of K->workspace_id at NOW when not yet
+ * archived (an archived agent is left as it is). */
+enum db_status agentdb_archive(struct db *db, const struct db_key *k, const char *now);
 
-/* Agents of WS newest first (created_at, id), current versions. INCLUDE_ARCHIVED; GTE / LTE
- * (DATETIME literals or NULL) bound created_at inclusively; AFTER_CREATED / AFTER_ID (both NULL
- * for the first page) the keyset position; at most LIMIT rows. */
-enum db_status agentdb_list(struct db *db, const char *ws, int include_archived, const char *gte,
-			    const char *lte, const char *after_created, const char *after_id,
-			    long long limit, struct db_rows *rows);
+/* Agents of K->workspace_id newest first (created_at, id), current versions, as page P says
+ * (include_archived, created_at between gte and lte inclusive when given, after the cursor),
+ * at most db_page_rows(P) rows into ROWS (caller db_rows_free). */
+enum db_status agentdb_list(struct db *db, const struct db_key *k, const struct db_page *p,
+			    struct db_rows *rows);
 
 /* Versions of agent ID (of WS) newest first, below BEFORE_VERSION (0: from the newest), at
  * most LIMIT rows. No rows when the agent does not exist. */

@@ -65,14 +65,14 @@ enum db_status envdb_hold_for_session(struct db *db, const char *id, const char 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
 
-enum db_status envdb_archive(struct db *db, const char *id, const char *ws, const char *account,
-			     const char *now, unsigned long long *affected)
+enum db_status envdb_archive(struct db *db, const struct db_key *k, const char *now)
 {
 	static const char sql[] = "UPDATE environments SET archived_at = ?, updated_at = ?"
 				  " WHERE id = ? AND archived_at IS NULL AND" ENV_VISIBLE;
-	struct db_val p[] = { DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws), DB_STR(account) };
+	struct db_val p[] = { DB_STR(now), DB_STR(now), DB_STR(k->id), DB_STR(k->workspace_id),
+			      DB_STR(k->account_id) };
 
-	return db_exec(db, sql, DB_ARRAY(p), NULL, affected);
+	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
 
 enum db_status envdb_delete(struct db *db, const char *id, const char *ws, const char *account,
@@ -105,8 +105,7 @@ enum db_status envdb_references(struct db *db, const char *id, const char *ws,
 	return DB_OK;
 }
 
-enum db_status envdb_list(struct db *db, const char *ws, const char *account, int include_archived,
-			  const char *after_created, const char *after_id, long long limit,
+enum db_status envdb_list(struct db *db, const struct db_key *k, const struct db_page *p,
 			  struct db_rows *rows)
 {
 #define ENV_LIST_ORDER " ORDER BY created_at DESC, id DESC LIMIT ?"
@@ -117,14 +116,14 @@ enum db_status envdb_list(struct db *db, const char *ws, const char *account, in
 	static const char all_next[] = ENV_SELECT "WHERE" ENV_VISIBLE ENV_LIST_AFTER ENV_LIST_ORDER;
 	static const char live_next[] = ENV_SELECT "WHERE" ENV_VISIBLE
 		"AND archived_at IS NULL" ENV_LIST_AFTER ENV_LIST_ORDER;
-	struct db_val first[] = { DB_STR(ws), DB_STR(account), DB_INT(limit) };
+	struct db_val ws = DB_STR(k->workspace_id), account = DB_STR(k->account_id);
+	struct db_val limit = DB_INT(db_page_rows(p));
 
-	if (!after_created)
-		return db_exec(db, include_archived ? all_first : live_first, DB_ARRAY(first), rows, NULL);
-	{
-		struct db_val next[] = { DB_STR(ws),		 DB_STR(account),
-					 DB_STR(after_created), DB_STR(after_created),
-					 DB_STR(after_id),	 DB_INT(limit) };
-		return db_exec(db, include_archived ? all_next : live_next, DB_ARRAY(next), rows, NULL);
-	}
+	if (!p->after_created)
+		return db_exec(db, p->include_archived ? all_first : live_first,
+			       DB_PARAMS(ws, account, limit), rows, NULL);
+	return db_exec(db, p->include_archived ? all_next : live_next,
+		       DB_PARAMS(ws, account, DB_STR(p->after_created), DB_STR(p->after_created),
+				 DB_STR(p->after_id), limit),
+		       rows, NULL);
 }

@@ -4,6 +4,7 @@
 #define TERRARIUM_DB_ENVIRONMENTS_H
 
 #include "db.h"
+#include "resource.h"
 
 /* Columns of every environment SELECT, in this order. */
 enum env_col {
@@ -46,19 +47,19 @@ enum db_status envdb_update(struct db *db, const struct env_row_in *in, long lon
  * node fail one of the two at certification (a shared lock alone would let both commit). */
 enum db_status envdb_hold_for_session(struct db *db, const char *id, const char *ws,
 				      const char *account);
-/* Set archived_at (and updated_at) when not yet archived. *AFFECTED = rows changed. */
-enum db_status envdb_archive(struct db *db, const char *id, const char *ws, const char *account,
-			     const char *now, unsigned long long *affected);
+/* Set archived_at (and updated_at) of environment K->id, as K->workspace_id and K->account_id
+ * see it, at NOW when not yet archived (an archived one is left as it is). */
+enum db_status envdb_archive(struct db *db, const struct db_key *k, const char *now);
 /* Delete when no session references it: one statement. *AFFECTED = 1 when deleted. */
 enum db_status envdb_delete(struct db *db, const char *id, const char *ws, const char *account,
 			    unsigned long long *affected);
 /* Sessions referencing ENVIRONMENT_ID into *COUNT; *EXISTS = the environment is visible. */
 enum db_status envdb_references(struct db *db, const char *id, const char *ws,
 				const char *account, int *exists, long long *count);
-/* Visible environments newest first, after the cursor (AFTER_CREATED/AFTER_ID, both NULL for
- * the first page), at most LIMIT rows. */
-enum db_status envdb_list(struct db *db, const char *ws, const char *account, int include_archived,
-			  const char *after_created, const char *after_id, long long limit,
+/* Environments of K->workspace_id that K->account_id sees, newest first, as page P says
+ * (include_archived, after the cursor), at most db_page_rows(P) rows into ROWS (caller
+ * db_rows_free). */
+enum db_status envdb_list(struct db *db, const struct db_key *k, const struct db_page *p,
 			  struct db_rows *rows);
 
 #endif

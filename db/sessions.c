@@ -21,15 +21,15 @@
 	" AND NOT EXISTS (SELECT 1 FROM environments e WHERE e.id = s.environment_id"              \
 	" AND e.scope = 'account' AND e.account_id <> ?) "
 
-enum db_status sesdb_get(struct db *db, const char *id, const char *ws, const char *account,
-			 int for_update, struct db_rows *rows)
+enum db_status sesdb_get(struct db *db, const struct db_key *k, int for_update,
+			 struct db_rows *rows)
 {
 	static const char sql[] = SES_SELECT
 		"WHERE s.id = ? AND s.workspace_id = ? AND s.deleted_at IS NULL" SES_VISIBLE;
 	static const char sql_lock[] = SES_SELECT
 		"WHERE s.id = ? AND s.workspace_id = ? AND s.deleted_at IS NULL" SES_VISIBLE
 		"FOR UPDATE";
-	struct db_val p[] = {DB_STR(id), DB_STR(ws), DB_STR(account)};
+	struct db_val p[] = {DB_STR(k->id), DB_STR(k->workspace_id), DB_STR(k->account_id)};
 
 	return db_exec(db, for_update ? sql_lock : sql, DB_ARRAY(p), rows, NULL);
 }
@@ -82,13 +82,14 @@ enum db_status sesdb_update(struct db *db, const char *id, const char *ws, const
 	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
 
-enum db_status sesdb_archive(struct db *db, const char *id, const char *ws, const char *account,
-			     const char *now, unsigned long long *affected)
+enum db_status sesdb_archive(struct db *db, const struct db_key *k, const char *now,
+			     unsigned long long *affected)
 {
 	static const char sql[] = "UPDATE sessions s SET archived_at = ?, updated_at = ? WHERE id "
 				  "= ? AND workspace_id = ?"
 				  " AND archived_at IS NULL AND deleted_at IS NULL" SES_VISIBLE;
-	struct db_val p[] = {DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws), DB_STR(account)};
+	struct db_val p[] = {DB_STR(now), DB_STR(now), DB_STR(k->id), DB_STR(k->workspace_id),
+			     DB_STR(k->account_id)};
 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, affected);
 }
@@ -124,9 +125,8 @@ enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const
 	return st;
 }
 
-enum db_status sesdb_list(struct db *db, const char *ws, const char *account, int asc,
-			  const char *agent_id, int include_archived, const char *after_created,
-			  const char *after_id, long long limit, struct db_rows *rows)
+enum db_status sesdb_list(struct db *db, const struct db_key *k, const struct db_page *p,
+			  struct db_rows *rows)
 {
 #define SES_LIST_WHERE                                                                             \
 	"WHERE s.workspace_id = ? AND s.deleted_at IS NULL"                                        \
@@ -137,12 +137,12 @@ enum db_status sesdb_list(struct db *db, const char *ws, const char *account, in
 	static const char asc_sql[] = SES_SELECT SES_LIST_WHERE
 		"AND (s.created_at > ? OR (s.created_at = ? AND s.id > ?))"
 		" ORDER BY s.created_at ASC, s.id ASC LIMIT ?";
-	const char *ts = after_created ? after_created : asc ? SES_FIRST_TS : SES_LAST_TS;
-	const char *id = after_id ? after_id : asc ? "" : "~";
-	struct db_val p[] = {
-		DB_STR(ws),	 db_opt(agent_id), db_opt(agent_id), DB_INT(include_archived),
-		DB_STR(account), DB_STR(ts),	DB_STR(ts),    DB_STR(id),
-		DB_INT(limit)};
+	const char *ts = p->after_created ? p->after_created : p->asc ? SES_FIRST_TS : SES_LAST_TS;
+	const char *id = p->after_id ? p->after_id : p->asc ? "" : "~";
+	struct db_val v[] = {
+		DB_STR(k->workspace_id), db_opt(p->agent_id), db_opt(p->agent_id),
+		DB_INT(p->include_archived), DB_STR(k->account_id), DB_STR(ts), DB_STR(ts),
+		DB_STR(id), DB_INT(db_page_rows(p))};
 
-	return db_exec(db, asc ? asc_sql : desc, DB_ARRAY(p), rows, NULL);
+	return db_exec(db, p->asc ? asc_sql : desc, DB_ARRAY(v), rows, NULL);
 }

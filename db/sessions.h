@@ -7,6 +7,7 @@
 
 #include "db.h"
 #include "intent.h"
+#include "resource.h"
 
 #define SES_ID_PREFIX "sesn_" /* also the sandbox names of the directory backends */
 
@@ -41,10 +42,11 @@ struct session_row_in {
 	const char *agent_snapshot, *title /* NULL */, *metadata, *now;
 };
 
-/* One live (not deleted) session of workspace WS that ACCOUNT may see (not one of another
- * account's scope: account environment); FOR_UPDATE locks it. */
-enum db_status sesdb_get(struct db *db, const char *id, const char *ws, const char *account,
-			 int for_update, struct db_rows *rows);
+/* Live (not deleted) session K->id of K->workspace_id, when K->account_id may see it (it is
+ * not one of another account's scope: account environment), into ROWS (0 or 1 row; caller
+ * db_rows_free); FOR_UPDATE locks it. */
+enum db_status sesdb_get(struct db *db, const struct db_key *k, int for_update,
+			 struct db_rows *rows);
 enum db_status sesdb_insert(struct db *db, const struct session_row_in *in);
 /* A pending provision intent for session SESSION_ID with SPEC (JSON text), due at NOW. */
 enum db_status sesdb_insert_intent(struct db *db, const char *session_id, const char *ws,
@@ -53,8 +55,10 @@ enum db_status sesdb_insert_intent(struct db *db, const char *session_id, const 
 /* Write title (NULL: null), metadata and the session-local MCP list (NULL: none). */
 enum db_status sesdb_update(struct db *db, const char *id, const char *ws, const char *title,
 			    const char *metadata, const char *mcp_servers, const char *now);
-enum db_status sesdb_archive(struct db *db, const char *id, const char *ws, const char *account,
-			     const char *now, unsigned long long *affected);
+/* Set archived_at (and updated_at) of session K (as sesdb_get sees it) at NOW when not yet
+ * archived. *AFFECTED = rows changed. */
+enum db_status sesdb_archive(struct db *db, const struct db_key *k, const char *now,
+			     unsigned long long *affected);
 /* Remove the session and its intents outright (nothing was provisioned yet). */
 enum db_status sesdb_remove(struct db *db, const char *id, const char *ws);
 /* Hide the session (deleted_at; its environment reference is dropped, so the environment can be
@@ -63,11 +67,10 @@ enum db_status sesdb_remove(struct db *db, const char *id, const char *ws);
  * and cannot renew it (the intent is cancelled): the teardown comes after it. */
 enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const char *sandbox_id,
 			    const char *now, const char *not_before);
-/* Live sessions of WS that ACCOUNT may see, in ORDER (asc when ASC) after the cursor position
- * (AFTER_CREATED, AFTER_ID; NULL for the first page), optionally only AGENT_ID's, at most LIMIT
- * rows. */
-enum db_status sesdb_list(struct db *db, const char *ws, const char *account, int asc,
-			  const char *agent_id, int include_archived, const char *after_created,
-			  const char *after_id, long long limit, struct db_rows *rows);
+/* Live sessions of K->workspace_id that K->account_id may see, as page P says (newest first,
+ * oldest first when asc; only agent_id's when given; include_archived; after the cursor), at
+ * most db_page_rows(P) rows into ROWS (caller db_rows_free). */
+enum db_status sesdb_list(struct db *db, const struct db_key *k, const struct db_page *p,
+			  struct db_rows *rows);
 
 #endif

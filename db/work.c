@@ -52,14 +52,14 @@ enum db_status workdb_enqueue(struct db *db, const char *id, const char *ws, con
 	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
 
-enum db_status workdb_get(struct db *db, const char *env_id, const char *ws, const char *work_id,
-			  int for_update, struct db_rows *rows)
+enum db_status workdb_get(struct db *db, const struct db_key *k, int for_update,
+			  struct db_rows *rows)
 {
 	static const char sql[] =
 		WORK_SELECT "WHERE id = ? AND environment_id = ? AND workspace_id = ?";
 	static const char sql_lock[] =
 		WORK_SELECT "WHERE id = ? AND environment_id = ? AND workspace_id = ? FOR UPDATE";
-	struct db_val p[] = { DB_STR(work_id), DB_STR(env_id), DB_STR(ws) };
+	struct db_val p[] = { DB_STR(k->id), DB_STR(k->parent_id), DB_STR(k->workspace_id) };
 
 	return db_exec(db, for_update ? sql_lock : sql, DB_ARRAY(p), rows, NULL);
 }
@@ -298,19 +298,20 @@ enum db_status workdb_stats(struct db *db, const char *env_id, struct db_rows *r
 					  DB_STR(env_id)), rows, NULL);
 }
 
-enum db_status workdb_list(struct db *db, const char *env_id, const char *ws,
-			   const char *after_created, const char *after_id, long long limit,
+enum db_status workdb_list(struct db *db, const struct db_key *k, const struct db_page *p,
 			   struct db_rows *rows)
 {
 	static const char sql[] =
 		WORK_SELECT "WHERE environment_id = ? AND workspace_id = ?"
 			    " AND (created_at < ? OR (created_at = ? AND id < ?))"
 			    " ORDER BY created_at DESC, id DESC LIMIT ?";
-	const char *c = after_created ? after_created : WORK_LAST_TS;
-	const char *i = after_id ? after_id : WORK_LAST_ID;
+	const char *c = p->after_created ? p->after_created : WORK_LAST_TS;
+	const char *i = p->after_id ? p->after_id : WORK_LAST_ID;
 
-	return db_exec(db, sql, DB_PARAMS(DB_STR(env_id), DB_STR(ws), DB_STR(c), DB_STR(c),
-					  DB_STR(i), DB_INT(limit)), rows, NULL);
+	return db_exec(db, sql,
+		       DB_PARAMS(DB_STR(k->parent_id), DB_STR(k->workspace_id), DB_STR(c),
+				 DB_STR(c), DB_STR(i), DB_INT(db_page_rows(p))),
+		       rows, NULL);
 }
 
 enum db_status workdb_set_metadata(struct db *db, const char *work_id, const char *metadata,

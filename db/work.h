@@ -6,6 +6,7 @@
 #define TERRARIUM_DB_WORK_H
 
 #include "db.h"
+#include "resource.h"
 
 #define WORK_ID_PREFIX "work_"
 #define WORK_TOKEN_PREFIX "trmst_"   /* sessions tokens (the `secret` of a poll) */
@@ -53,9 +54,10 @@ void work_row_load(struct work_row *row, const struct db_rows *rows, unsigned r)
 enum db_status workdb_enqueue(struct db *db, const char *id, const char *ws, const char *env_id,
 			      const char *session_id, const char *now);
 
-/* Item WORK_ID of ENV_ID in workspace WS (0 or 1 row); FOR_UPDATE locks it. */
-enum db_status workdb_get(struct db *db, const char *env_id, const char *ws, const char *work_id,
-			  int for_update, struct db_rows *rows);
+/* Item K->id of environment K->parent_id in workspace K->workspace_id into ROWS (0 or 1 row;
+ * caller db_rows_free); FOR_UPDATE locks it. */
+enum db_status workdb_get(struct db *db, const struct db_key *k, int for_update,
+			  struct db_rows *rows);
 
 /* Write ROW's fields to item WORK_ID (locked by the caller) with updated_at = NOW. When the
  * new state is stopped, the item's sessions tokens are revoked in the same statement run. */
@@ -96,9 +98,9 @@ enum db_status workdb_seen(struct db *db, const char *env_id, const char *worker
  * seen in the window, workers ever recorded). */
 enum db_status workdb_stats(struct db *db, const char *env_id, struct db_rows *rows);
 
-/* Items of ENV_ID in WS newest first after the cursor (both NULL: first page), LIMIT rows. */
-enum db_status workdb_list(struct db *db, const char *env_id, const char *ws,
-			   const char *after_created, const char *after_id, long long limit,
+/* Items of environment K->parent_id in K->workspace_id newest first after page P's cursor, at
+ * most db_page_rows(P) rows into ROWS (caller db_rows_free). */
+enum db_status workdb_list(struct db *db, const struct db_key *k, const struct db_page *p,
 			   struct db_rows *rows);
 
 /* Replace the metadata of item WORK_ID. */

@@ -121,7 +121,7 @@ struct update_arg {
 
 /* The update's change (resource_change): a new version when the body changes the definition,
  * refused when the body names a version that is not the current one. */
-static enum db_status update_change(struct db *db, const struct resource_key *k,
+static enum db_status update_change(struct db *db, const struct db_key *k,
 				    const struct db_rows *rows, void *arg, int *wrote,
 				    struct verr *err)
 {
@@ -203,32 +203,13 @@ static int query_time(struct request *req, struct response *resp, const char *na
 /* created_at[gte], created_at[lte]; the cursor is bound to every filter. */
 static int agent_list_query(struct request *req, struct response *resp, struct resource_list *l)
 {
-	if (query_time(req, resp, AGENT_Q_GTE, l->gte) || query_time(req, resp, AGENT_Q_LTE, l->lte))
+	struct db_page *p = &l->page;
+
+	if (query_time(req, resp, AGENT_Q_GTE, p->gte) ||
+	    query_time(req, resp, AGENT_Q_LTE, p->lte))
 		return -1;
-	snprintf(l->filter, sizeof(l->filter), "a%d;g%s;l%s", l->include_archived, l->gte, l->lte);
+	snprintf(l->filter, sizeof(l->filter), "a%d;g%s;l%s", p->include_archived, p->gte, p->lte);
 	return 0;
-}
-
-static enum db_status agent_get(struct db *db, const struct resource_key *k, int for_update,
-				struct db_rows *rows)
-{
-	return agentdb_get(db, k->workspace_id, k->id, k->version, for_update, rows);
-}
-
-static enum db_status agent_list_rows(struct db *db, const struct resource_key *k,
-				      const struct resource_list *l, struct db_rows *rows)
-{
-	return agentdb_list(db, k->workspace_id, l->include_archived, *l->gte ? l->gte : NULL,
-			    *l->lte ? l->lte : NULL, l->after_created, l->after_id, l->limit + 1,
-			    rows);
-}
-
-static enum db_status agent_archive_row(struct db *db, const struct resource_key *k,
-					const char *now)
-{
-	unsigned long long n = 0;
-
-	return agentdb_archive(db, k->workspace_id, k->id, now, &n);
 }
 
 const struct resource RES_AGENT = {
@@ -243,9 +224,9 @@ const struct resource RES_AGENT = {
 	.col_archived = AGENT_C_ARCHIVED,
 	.render = agent_object,
 	.list_query = agent_list_query,
-	.get = agent_get,
-	.list = agent_list_rows,
-	.archive = agent_archive_row,
+	.get = agentdb_get,
+	.list = agentdb_list,
+	.archive = agentdb_archive,
 };
 
 void agent_versions(struct worker *w, struct request *req, struct response *resp)
@@ -273,7 +254,10 @@ void agent_versions(struct worker *w, struct request *req, struct response *resp
 			      &rows);
 	if (!st && !rows.nrows) { /* every agent has a version: no rows means no such agent */
 		db_rows_free(&rows); /* an empty result set still holds its arena */
-		st = agentdb_get(w->db, req->auth.workspace_id, req->params[0], 0, 0, &rows);
+		st = agentdb_get(w->db,
+				 &(struct db_key){ .workspace_id = req->auth.workspace_id,
+						   .id = req->params[0] },
+				 0, &rows);
 	}
 	if (st) {
 		handle_db_error(w, req, resp, st);

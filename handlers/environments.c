@@ -284,31 +284,16 @@ static int env_put_row(struct strbuf *b, const struct db_rows *rows, unsigned r)
 	return 0;
 }
 
-static enum db_status env_get(struct db *db, const struct resource_key *k, int for_update,
+static enum db_status env_get(struct db *db, const struct db_key *k, int for_update,
 			      struct db_rows *rows)
 {
 	return envdb_get(db, k->id, k->workspace_id, k->account_id,
 			 for_update ? ENVDB_LOCK_UPDATE : ENVDB_NO_LOCK, rows);
 }
 
-static enum db_status env_list_rows(struct db *db, const struct resource_key *k,
-				    const struct resource_list *l, struct db_rows *rows)
-{
-	return envdb_list(db, k->workspace_id, k->account_id, l->include_archived,
-			  l->after_created, l->after_id, l->limit + 1, rows);
-}
-
-static enum db_status env_archive_row(struct db *db, const struct resource_key *k,
-				      const char *now)
-{
-	unsigned long long n = 0;
-
-	return envdb_archive(db, k->id, k->workspace_id, k->account_id, now, &n);
-}
-
 /* One statement deletes only while no session references the environment; when it deleted
  * nothing, a second tells a missing environment (404) from a referenced one (409). */
-static enum db_status env_remove(struct db *db, const struct resource_key *k, int *found,
+static enum db_status env_remove(struct db *db, const struct db_key *k, int *found,
 				 struct verr *err)
 {
 	unsigned long long n = 0;
@@ -341,7 +326,7 @@ const struct resource RES_ENVIRONMENT = {
 	.col_archived = ENV_C_ARCHIVED,
 	.put = env_put_row,
 	.get = env_get,
-	.list = env_list_rows,
-	.archive = env_archive_row,
+	.list = envdb_list,
+	.archive = envdb_archive,
 	.remove = env_remove,
 };

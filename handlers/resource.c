@@ -104,7 +104,7 @@ static int res_put(const struct resource *res, struct strbuf *b, const struct db
 
 /* The key of the row the request names (ID), by RES's visibility rule. */
 static void key_make(const struct resource *res, const struct request *req, const char *id,
-		     struct resource_key *k)
+		     struct db_key *k)
 {
 	memset(k, 0, sizeof(*k));
 	k->workspace_id = req->auth.workspace_id;
@@ -150,7 +150,7 @@ void resource_respond(const struct resource *res, struct request *req, struct re
 /* The route's resource, after its route check and the shape of its id, and into K the key of
  * the row the route names. NULL with RESP filled. */
 static const struct resource *res_route(struct worker *w, struct request *req,
-					struct response *resp, struct resource_key *k)
+					struct response *resp, struct db_key *k)
 {
 	const struct resource *res = req->route_data;
 
@@ -166,7 +166,7 @@ static const struct resource *res_route(struct worker *w, struct request *req,
 
 void resource_retrieve(struct worker *w, struct request *req, struct response *resp)
 {
-	struct resource_key k;
+	struct db_key k;
 	const struct resource *res = res_route(w, req, resp, &k);
 	struct db_rows rows;
 	enum db_status st;
@@ -193,7 +193,7 @@ void resource_retrieve(struct worker *w, struct request *req, struct response *r
 
 struct change_ctx {
 	const struct resource *res;
-	const struct resource_key *key;
+	const struct db_key *key;
 	resource_change change;
 	void *arg;
 	int refuse_archived; /* an update: 400 when archived (an archive leaves the row as it is) */
@@ -232,7 +232,7 @@ static enum db_status change_tx(struct db *db, void *arg)
 /* RES's row K changed by CHANGE (with ARG) in one transaction (change_tx); ROWS (the caller
  * frees it) and ERR hold the outcome. */
 static enum db_status change_in_tx(const struct resource *res, struct worker *w,
-				   const struct resource_key *k, resource_change change, void *arg,
+				   const struct db_key *k, resource_change change, void *arg,
 				   int refuse_archived, struct db_rows *rows, struct verr *err)
 {
 	struct change_ctx c = { .res = res,
@@ -249,8 +249,8 @@ static enum db_status change_in_tx(const struct resource *res, struct worker *w,
 
 /* change_in_tx, answered: the refusal, a database failure, RES's 404 or the row. */
 static void change_answer(const struct resource *res, struct worker *w, struct request *req,
-			  struct response *resp, const struct resource_key *k,
-			  resource_change change, void *arg, int refuse_archived)
+			  struct response *resp, const struct db_key *k, resource_change change,
+			  void *arg, int refuse_archived)
 {
 	struct db_rows rows;
 	struct verr err;
@@ -265,7 +265,7 @@ enum db_status resource_change_run(const struct resource *res, struct worker *w,
 				   struct request *req, resource_change change, void *arg,
 				   struct db_rows *rows, struct verr *err)
 {
-	struct resource_key k;
+	struct db_key k;
 
 	key_make(res, req, req->params[res->id_param], &k);
 	return change_in_tx(res, w, &k, change, arg, 1, rows, err);
@@ -274,7 +274,7 @@ enum db_status resource_change_run(const struct resource *res, struct worker *w,
 void resource_update(const struct resource *res, struct worker *w, struct request *req,
 		     struct response *resp, resource_change change, void *arg)
 {
-	struct resource_key k;
+	struct db_key k;
 
 	key_make(res, req, req->params[res->id_param], &k);
 	change_answer(res, w, req, resp, &k, change, arg, 1);
@@ -284,7 +284,7 @@ void resource_update(const struct resource *res, struct worker *w, struct reques
  * taken: a writer that held the row (a session creation's hold on its environment) has
  * committed by then, so archived_at is later than what it wrote. Archiving twice returns the
  * row unchanged (change_tx). */
-static enum db_status archive_change(struct db *db, const struct resource_key *k,
+static enum db_status archive_change(struct db *db, const struct db_key *k,
 				     const struct db_rows *rows, void *arg, int *wrote,
 				     struct verr *err)
 {
@@ -300,7 +300,7 @@ static enum db_status archive_change(struct db *db, const struct resource_key *k
 
 void resource_archive(struct worker *w, struct request *req, struct response *resp)
 {
-	struct resource_key k;
+	struct db_key k;
 	const struct resource *res = res_route(w, req, resp, &k);
 
 	if (!res)
@@ -317,7 +317,7 @@ void resource_archive(struct worker *w, struct request *req, struct response *re
 
 void resource_delete(struct worker *w, struct request *req, struct response *resp)
 {
-	struct resource_key k;
+	struct db_key k;
 	const struct resource *res = res_route(w, req, resp, &k);
 	struct verr err = { 0 };
 	enum db_status st;
@@ -383,14 +383,14 @@ void resource_list(struct worker *w, struct request *req, struct response *resp)
 	const struct resource *res = req->route_data;
 	char created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX];
 	struct resource_list l;
-	struct resource_key k;
+	struct db_key k;
 	struct db_rows rows = { 0 };
 	enum db_status st;
 	int paged;
 
 	memset(&l, 0, sizeof(l));
 	if (query_limit(req, resp, res->list_max ? res->list_max : LIST_MAX_LIMIT,
-			res->list_default ? res->list_default : LIST_DEFAULT_LIMIT, &l.limit))
+			res->list_default ? res->list_default : LIST_DEFAULT_LIMIT, &l.page.limit))
 		return;
 	if (res->route_check && res->route_check(w, req, resp))
 		return;
@@ -403,26 +403,26 @@ void resource_list(struct worker *w, struct request *req, struct response *resp)
 					   "'include_archived' must be true or false");
 				return;
 			}
-			l.include_archived = 1;
+			l.page.include_archived = 1;
 		}
 	}
-	snprintf(l.filter, sizeof(l.filter), "a%d", l.include_archived);
+	snprintf(l.filter, sizeof(l.filter), "a%d", l.page.include_archived);
 	if (res->list_query && res->list_query(req, resp, &l))
 		return;
 	if (page_parse(w, req, resp, res->cursor_kind, l.filter, res->filters_text, created, id,
 		       &paged))
 		return;
 	if (paged) {
-		l.after_created = created;
-		l.after_id = id;
+		l.page.after_created = created;
+		l.page.after_id = id;
 	}
 	key_make(res, req, NULL, &k);
-	st = res->list(w->db, &k, &l, &rows);
+	st = res->list(w->db, &k, &l.page, &rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return;
 	}
-	resource_page(res, w, req, resp, &rows, l.limit, res->cursor_kind, l.filter,
+	resource_page(res, w, req, resp, &rows, l.page.limit, res->cursor_kind, l.filter,
 		      res->col_created_db, res->col_id);
 	db_rows_free(&rows);
 }

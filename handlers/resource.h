@@ -9,6 +9,7 @@
 
 #include "../common/clock.h"
 #include "../common/strbuf.h"
+#include "../db/resource.h"
 #include "handlers.h"
 #include "verr.h"
 
@@ -27,7 +28,8 @@ void text_put_member(struct strbuf *b, const char *key, const char *value);
 void text_respond(struct response *resp, const struct request *req, int status,
 		  struct strbuf *b);
 
-/* Who sees a resource's rows: the filter its db operations apply with the key's fields. */
+/* Who sees a resource's rows: the filter its db operations apply with the key's fields (struct
+ * db_key, db/resource.h, which the generic handlers fill from the request). */
 enum resource_visibility {
 	RES_VIS_WORKSPACE,   /* every key of the workspace (agents) */
 	RES_VIS_ACCOUNT,     /* the workspace's keys but another account's `scope: account`
@@ -35,24 +37,12 @@ enum resource_visibility {
 	RES_VIS_ENVIRONMENT, /* the workspace's, under the environment in the path (work items) */
 };
 
-/* Which row a db operation is about, filled by the generic handlers from the request. */
-struct resource_key {
-	const char *workspace_id;
-	const char *account_id; /* RES_VIS_ACCOUNT, else NULL */
-	const char *parent_id;  /* RES_VIS_ENVIRONMENT: the environment in the path */
-	const char *id;
-	long long version;      /* RES_VERSIONED: the `version` query parameter, 0 = current */
-};
-
-/* A list's parameters, parsed by the generic list and the resource's list_query. */
+/* A list's parameters, parsed by the generic list and the resource's list_query: the page
+ * its db operation reads (include_archived only with RES_LIST_ARCHIVED), and what the cursor
+ * is bound to. */
 struct resource_list {
-	long long limit;
-	int include_archived;               /* RES_LIST_ARCHIVED */
-	int asc;                            /* sessions: order=asc */
-	const char *agent_id;               /* sessions: agent_id filter */
-	char gte[CLOCK_DB_LEN], lte[CLOCK_DB_LEN]; /* agents: created_at bounds ("" when absent) */
-	char filter[RESOURCE_FILTER_MAX];   /* what the cursor is bound to */
-	const char *after_created, *after_id; /* the cursor's position; NULL on the first page */
+	struct db_page page;
+	char filter[RESOURCE_FILTER_MAX];
 };
 
 #define RES_VERSIONED 0x1     /* retrieve takes ?version= (agents) */
@@ -80,18 +70,19 @@ struct resource {
 	/* The resource's own list parameters and the cursor's filter text into L, or NULL (the
 	 * filter is then include_archived's): 0, or -1 with RESP a 400. */
 	int (*list_query)(struct request *req, struct response *resp, struct resource_list *l);
-	/* One visible row (0 or 1) into ROWS; FOR_UPDATE locks it (inside a transaction). */
-	enum db_status (*get)(struct db *db, const struct resource_key *k, int for_update,
+	/* One visible row (0 or 1) into ROWS; FOR_UPDATE locks it (inside a transaction). With
+	 * RES_VERSIONED, K->version is the `version` query parameter (0 = current). */
+	enum db_status (*get)(struct db *db, const struct db_key *k, int for_update,
 			      struct db_rows *rows);
-	/* Visible rows after L's cursor, at most L->limit + 1 (one more tells a next page). */
-	enum db_status (*list)(struct db *db, const struct resource_key *k,
-			       const struct resource_list *l, struct db_rows *rows);
+	/* Visible rows after P's cursor, at most db_page_rows(P) (one more tells a next page). */
+	enum db_status (*list)(struct db *db, const struct db_key *k, const struct db_page *p,
+			       struct db_rows *rows);
 	/* Archive the row (read locked and not archived) at NOW, with what goes with it; in the
 	 * archive's transaction. NULL: the resource has no archive. */
-	enum db_status (*archive)(struct db *db, const struct resource_key *k, const char *now);
+	enum db_status (*archive)(struct db *db, const struct db_key *k, const char *now);
 	/* Delete the row: *FOUND = 0 when it is not visible; ERR set when refused (409). NULL: no
 	 * delete. */
-	enum db_status (*remove)(struct db *db, const struct resource_key *k, int *found,
+	enum db_status (*remove)(struct db *db, const struct db_key *k, int *found,
 				 struct verr *err);
 };
 
@@ -103,7 +94,7 @@ handler_func resource_retrieve, resource_list, resource_archive, resource_delete
 /* A change to one row inside resource_update's transaction: ROWS holds the row, read locked
  * (visible, not archived). It writes the change (*WROTE = 1), leaves the row as it is (*WROTE
  * stays 0), or refuses with ERR set (and DB_OK). ARG is resource_update's. */
-typedef enum db_status (*resource_change)(struct db *db, const struct resource_key *k,
+typedef enum db_status (*resource_change)(struct db *db, const struct db_key *k,
 					  const struct db_rows *rows, void *arg, int *wrote,
 					  struct verr *err);
 

@@ -306,7 +306,11 @@ static enum db_status create_tx(struct db *db, void *arg)
 			goto out;
 		c->work_queued = 1;
 	}
-	st = sesdb_get(db, c->id, a->workspace_id, a->account_id, 0, &c->rows);
+	st = sesdb_get(db,
+		       &(struct db_key){ .workspace_id = a->workspace_id,
+					 .account_id = a->account_id,
+					 .id = c->id },
+		       0, &c->rows);
 out:
 	db_rows_free(&env);
 	json_decref(snapshot);
@@ -419,7 +423,7 @@ static int mcp_toolsets_kept(const char *agent_text, json_t *mcp, struct verr *e
 
 /* The update's change (resource_change): title, metadata (a per-key patch) and the agent's MCP
  * servers, written when any of them changes. */
-static enum db_status update_change(struct db *db, const struct resource_key *k,
+static enum db_status update_change(struct db *db, const struct db_key *k,
 				    const struct db_rows *rows, void *arg, int *wrote,
 				    struct verr *err)
 {
@@ -484,21 +488,21 @@ void session_update(struct worker *w, struct request *req, struct response *resp
 /* ---- delete ---- */
 
 struct delete_ctx {
-	const struct resource_key *key;
+	const struct db_key *key;
 	int found;
 };
 
 static enum db_status delete_tx(struct db *db, void *arg)
 {
 	struct delete_ctx *c = arg;
-	const struct resource_key *k = c->key;
+	const struct db_key *k = c->key;
 	struct db_rows rows;
 	char now_db[CLOCK_DB_LEN];
 	const char *state, *mark, *lease;
 	enum db_status st;
 
 	c->found = 0;
-	st = sesdb_get(db, k->id, k->workspace_id, k->account_id, 1, &rows);
+	st = sesdb_get(db, k, 1, &rows);
 	if (st || !rows.nrows)
 		goto out;
 	c->found = 1;
@@ -527,7 +531,7 @@ out:
 	return st;
 }
 
-static enum db_status session_remove(struct db *db, const struct resource_key *k, int *found,
+static enum db_status session_remove(struct db *db, const struct db_key *k, int *found,
 				     struct verr *err)
 {
 	struct delete_ctx c = { .key = k };
@@ -551,7 +555,7 @@ static int session_list_query(struct request *req, struct response *resp,
 			resp_error(resp, req, 400, NULL, "'order' must be asc or desc");
 			return -1;
 		}
-		l->asc = 1;
+		l->page.asc = 1;
 	}
 	if (agent_id && !*agent_id)
 		agent_id = NULL;
@@ -559,31 +563,17 @@ static int session_list_query(struct request *req, struct response *resp,
 		resp_error(resp, req, 400, NULL, "'agent_id' is not an agent id");
 		return -1;
 	}
-	l->agent_id = agent_id;
-	snprintf(l->filter, sizeof(l->filter), "o%d;a%d;g%s", l->asc, l->include_archived,
+	l->page.agent_id = agent_id;
+	snprintf(l->filter, sizeof(l->filter), "o%d;a%d;g%s", l->page.asc, l->page.include_archived,
 		 agent_id ? agent_id : "");
 	return 0;
 }
 
-static enum db_status session_get(struct db *db, const struct resource_key *k, int for_update,
-				  struct db_rows *rows)
-{
-	return sesdb_get(db, k->id, k->workspace_id, k->account_id, for_update, rows);
-}
-
-static enum db_status session_list_rows(struct db *db, const struct resource_key *k,
-					const struct resource_list *l, struct db_rows *rows)
-{
-	return sesdb_list(db, k->workspace_id, k->account_id, l->asc, l->agent_id,
-			  l->include_archived, l->after_created, l->after_id, l->limit + 1, rows);
-}
-
 /* The archive and the stop of the session's work item commit together. */
-static enum db_status session_archive_row(struct db *db, const struct resource_key *k,
-					  const char *now)
+static enum db_status session_archive_row(struct db *db, const struct db_key *k, const char *now)
 {
 	unsigned long long n = 0;
-	enum db_status st = sesdb_archive(db, k->id, k->workspace_id, k->account_id, now, &n);
+	enum db_status st = sesdb_archive(db, k, now, &n);
 
 	if (!st && n) /* an archived session's work item is asked to stop */
 		st = workdb_stop_session(db, k->id, k->workspace_id, now);
@@ -601,8 +591,8 @@ const struct resource RES_SESSION = {
 	.col_archived = SES_C_ARCHIVED,
 	.render = session_object,
 	.list_query = session_list_query,
-	.get = session_get,
-	.list = session_list_rows,
+	.get = sesdb_get,
+	.list = sesdb_list,
 	.archive = session_archive_row,
 	.remove = session_remove,
 };

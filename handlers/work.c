@@ -426,9 +426,8 @@ static int heartbeat_apply(struct work_tx *c, const char *id, struct work_row *r
 }
 
 /* Transition C->op of the item (resource_change; ARG is C): ROWS holds it, read locked. */
-static enum db_status work_change(struct db *db, const struct resource_key *k,
-				  const struct db_rows *rows, void *arg, int *wrote,
-				  struct verr *err)
+static enum db_status work_change(struct db *db, const struct db_key *k, const struct db_rows *rows,
+				  void *arg, int *wrote, struct verr *err)
 {
 	struct work_tx *c = arg;
 	char now[CLOCK_DB_LEN];
@@ -560,7 +559,7 @@ void work_stop(struct worker *w, struct request *req, struct response *resp)
 
 /* The update's change (resource_change; ARG is the `metadata` patch): a per-key patch of the
  * item's metadata, written when it changes. */
-static enum db_status update_change(struct db *db, const struct resource_key *k,
+static enum db_status update_change(struct db *db, const struct db_key *k,
 				    const struct db_rows *rows, void *arg, int *wrote,
 				    struct verr *err)
 {
@@ -617,19 +616,6 @@ static int work_list_query(struct request *req, struct response *resp, struct re
 	return 0;
 }
 
-static enum db_status work_get(struct db *db, const struct resource_key *k, int for_update,
-			       struct db_rows *rows)
-{
-	return workdb_get(db, k->parent_id, k->workspace_id, k->id, for_update, rows);
-}
-
-static enum db_status work_list_rows(struct db *db, const struct resource_key *k,
-				     const struct resource_list *l, struct db_rows *rows)
-{
-	return workdb_list(db, k->parent_id, k->workspace_id, l->after_created, l->after_id,
-			   l->limit + 1, rows);
-}
-
 const struct resource RES_WORK = {
 	.kind = WORK_KIND,
 	.id_prefix = WORK_ID_PREFIX,
@@ -642,8 +628,8 @@ const struct resource RES_WORK = {
 	.render = work_object,
 	.route_check = work_env,
 	.list_query = work_list_query,
-	.get = work_get,
-	.list = work_list_rows,
+	.get = workdb_get,
+	.list = workdb_list,
 };
 
 void work_stats(struct worker *w, struct request *req, struct response *resp)

@@ -77,12 +77,12 @@ enum db_status __wrap_db_tx(struct db *db, enum db_status (*fn)(struct db *, voi
 	return fn(db, arg);
 }
 
-static int visible(const struct thing *t, const struct resource_key *k)
+static int visible(const struct thing *t, const struct db_key *k)
 {
 	return !t->deleted && !strcmp(t->ws, k->workspace_id);
 }
 
-static enum db_status thing_get(struct db *db, const struct resource_key *k, int for_update,
+static enum db_status thing_get(struct db *db, const struct db_key *k, int for_update,
 				struct db_rows *rows)
 {
 	(void)db;
@@ -103,22 +103,22 @@ static enum db_status thing_get(struct db *db, const struct resource_key *k, int
 	return DB_OK;
 }
 
-static enum db_status thing_list(struct db *db, const struct resource_key *k,
-				 const struct resource_list *l, struct db_rows *rows)
+static enum db_status thing_list(struct db *db, const struct db_key *k, const struct db_page *p,
+				 struct db_rows *rows)
 {
 	int idx[THINGS_MAX];
 	unsigned n = 0;
 
 	(void)db;
 	lists++;
-	for (int i = 0; i < nthings && n < (unsigned)l->limit + 1; i++) {
+	for (int i = 0; i < nthings && n < (unsigned)db_page_rows(p); i++) {
 		const struct thing *t = &things[i];
 
-		if (!visible(t, k) || (t->archived[0] && !l->include_archived))
+		if (!visible(t, k) || (t->archived[0] && !p->include_archived))
 			continue;
-		if (l->after_created && (strcmp(t->created, l->after_created) < 0 ||
-					 (!strcmp(t->created, l->after_created) &&
-					  strcmp(t->id, l->after_id) <= 0)))
+		if (p->after_created &&
+		    (strcmp(t->created, p->after_created) < 0 ||
+		     (!strcmp(t->created, p->after_created) && strcmp(t->id, p->after_id) <= 0)))
 			continue;
 		idx[n++] = i;
 	}
@@ -126,7 +126,7 @@ static enum db_status thing_list(struct db *db, const struct resource_key *k,
 	return DB_OK;
 }
 
-static enum db_status thing_archive(struct db *db, const struct resource_key *k, const char *now)
+static enum db_status thing_archive(struct db *db, const struct db_key *k, const char *now)
 {
 	(void)db;
 	archives++;
@@ -136,7 +136,7 @@ static enum db_status thing_archive(struct db *db, const struct resource_key *k,
 	return DB_OK;
 }
 
-static enum db_status thing_remove(struct db *db, const struct resource_key *k, int *found,
+static enum db_status thing_remove(struct db *db, const struct db_key *k, int *found,
 				   struct verr *err)
 {
 	(void)db;
