@@ -132,12 +132,14 @@ $(BUILD)/test_auth_guard: $(call obj,tests/unit/test_auth_guard.c handlers/auth_
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka
 UNIT_TESTS += $(BUILD)/test_auth_guard
 
-# Backend conformance suite (tests/backends/run.sh): the drivers' objects, no database.
-CONFORMANCE_BIN := $(BUILD)/test_conformance
-$(CONFORMANCE_BIN): $(call obj,tests/backends/conformance.c tests/backends/check.c \
-	$(filter reconciler/backends/%,$(RECON_SRC)) $(COMMON_SRC))
+# The driver suites of tests/backends/run.sh: build/test_NAME from tests/backends/NAME.c,
+# tests/backends/check.c and the drivers' objects, no database. conformance: the backend
+# conformance suite; remote_extra: e2b/cube/daytona driver checks past the conformance suite.
+DRIVER_TEST_BINS := $(BUILD)/test_conformance $(BUILD)/test_remote_extra
+$(DRIVER_TEST_BINS): $(BUILD)/test_%: $(BUILD)/obj/tests/backends/%.o \
+	$(call obj,tests/backends/check.c $(filter reconciler/backends/%,$(RECON_SRC)) $(COMMON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
-all: $(CONFORMANCE_BIN)
+all: $(DRIVER_TEST_BINS)
 
 # HTTP driver helpers: shell quoting (against /bin/sh), output tail, HTTP client errors
 $(BUILD)/test_remote: $(call obj,tests/unit/test_remote.c reconciler/backends/remote.c \
@@ -151,13 +153,6 @@ $(BUILD)/test_quote: $(call obj,tests/unit/test_quote.c reconciler/backends/quot
 	tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka
 UNIT_TESTS += $(BUILD)/test_quote
-
-# e2b/cube/daytona driver checks past the conformance suite (run by tests/backends/run.sh)
-REMOTE_EXTRA_BIN := $(BUILD)/test_remote_extra
-$(REMOTE_EXTRA_BIN): $(call obj,tests/backends/remote_extra.c tests/backends/check.c \
-	$(filter reconciler/backends/%,$(RECON_SRC)) $(COMMON_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
-all: $(REMOTE_EXTRA_BIN)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

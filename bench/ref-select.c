@@ -76,25 +76,40 @@ static int run(MYSQL_STMT *stmt, const char *param, size_t n)
 	return 0;
 }
 
+/* The environment object's members, in the API's order: the text before the value, the value's
+ * column in SEL_COLUMNS, and how it is written. "scope" (column 5) follows when not NULL. */
+enum sel_kind { SEL_STR, SEL_RAW, SEL_OPT }; /* JSON string, JSON as stored, string or null */
+#define SEL_MEMBER(prefix, col, kind) {prefix, sizeof(prefix) - 1, col, kind}
+static const struct sel_member {
+	const char *prefix;
+	size_t prefix_len;
+	int col;
+	enum sel_kind kind;
+} sel_members[] = {
+	SEL_MEMBER("{\"id\":", 0, SEL_STR),
+	SEL_MEMBER(",\"type\":\"environment\",\"name\":", 1, SEL_STR),
+	SEL_MEMBER(",\"description\":", 2, SEL_OPT),
+	SEL_MEMBER(",\"metadata\":", 3, SEL_RAW),
+	SEL_MEMBER(",\"config\":", 4, SEL_RAW),
+	SEL_MEMBER(",\"created_at\":", 6, SEL_STR),
+	SEL_MEMBER(",\"updated_at\":", 7, SEL_STR),
+	SEL_MEMBER(",\"archived_at\":", 8, SEL_OPT),
+};
+
 /* The fetched row as the API's environment object (the same members, in the same order). */
 static void put_object(struct ref *r)
 {
-	LIT(r, "{\"id\":");
-	ref_put_str(r, cell[0], len[0]);
-	LIT(r, ",\"type\":\"environment\",\"name\":");
-	ref_put_str(r, cell[1], len[1]);
-	LIT(r, ",\"description\":");
-	put_opt(r, 2);
-	LIT(r, ",\"metadata\":");
-	ref_put_raw(r, cell[3], len[3]);
-	LIT(r, ",\"config\":");
-	ref_put_raw(r, cell[4], len[4]);
-	LIT(r, ",\"created_at\":");
-	ref_put_str(r, cell[6], len[6]);
-	LIT(r, ",\"updated_at\":");
-	ref_put_str(r, cell[7], len[7]);
-	LIT(r, ",\"archived_at\":");
-	put_opt(r, 8);
+	for (size_t i = 0; i < sizeof(sel_members) / sizeof(sel_members[0]); i++) {
+		const struct sel_member *m = &sel_members[i];
+
+		ref_put_raw(r, m->prefix, m->prefix_len);
+		if (m->kind == SEL_RAW)
+			ref_put_raw(r, cell[m->col], len[m->col]);
+		else if (m->kind == SEL_OPT)
+			put_opt(r, m->col);
+		else
+			ref_put_str(r, cell[m->col], len[m->col]);
+	}
 	if (!isnull[5]) {
 		LIT(r, ",\"scope\":");
 		ref_put_str(r, cell[5], len[5]);

@@ -28,15 +28,13 @@
 set -uo pipefail
 
 # shellcheck source=scripts/lib-stack.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && script_init bench-provision || exit 1
-BUILD=$(stack_build_dir)
+. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && bench_init bench-provision provision- || exit 1
 RECON="$BUILD/terrarium-reconciler"
 PARTS=" ${BENCH_PARTS:-1 2 3} "
 REPEAT=${BENCH_REPEAT:-3}
 NSBX=${BENCH_SANDBOXES:-40}
 NLAT=${BENCH_LATENCY:-100}
 IDLE_S=${BENCH_IDLE_S:-10}
-OUT=${BENCH_OUT:-$ROOT/var/bench/provision-$(date -u +%Y%m%dT%H%M%SZ)}
 BENCH_WAIT_S=900          # longest wait for one session to be ready
 BENCH_POLL_S=0.01         # status polling interval of the latency samples
 mkdir -p "$OUT"
@@ -75,13 +73,9 @@ PD=$(stack_free_port) && PB=$(stack_free_port "$PD") || die "ports"
 api_start "$RUN" docker && api_start "$RUN" bwrap && nginx_start "$RUN" "$PD:docker" "$PB:bwrap" ||
 	die "stack"
 
-api() { # api PORT METHOD PATH [BODY]
-	local port=$1 method=$2 path=$3
-	shift 3
-	curl -sS -X "$method" "http://127.0.0.1:$port$path" -H "x-api-key: $KEY" \
-		-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01" \
-		${1:+-H "content-type: application/json" --data "$1"}
-}
+# shellcheck source=tests/lib.sh
+. "$ROOT/tests/lib.sh" # api_to
+api() { api_to "http://127.0.0.1:$1" "${@:2}"; } # api PORT METHOD PATH [BODY]
 status() { api "$1" GET "/v1/sessions/$2" | jq -r .provisioning.status; }
 now() { date +%s.%N; }
 calc() { awk "BEGIN { print $* }"; }
@@ -138,24 +132,25 @@ log_span() {
 part() { [[ $PARTS == *" $1 "* ]]; }
 if part 1; then
 	echo "# 1. create -> ready: first install vs cache hit" >&2
-	: >"$OUT/first-docker" >"$OUT/hit-docker" >"$OUT/first-bwrap" >"$OUT/hit-bwrap"
-	: >"$OUT/hit-exec-docker" >"$OUT/hit-exec-bwrap"
-	: >"$OUT/first-prov-docker" >"$OUT/hit-prov-docker" >"$OUT/first-prov-bwrap" >"$OUT/hit-prov-bwrap"
+	# first_and_hit PORT AGENT NAME ENV-BODY: an environment of ENV-BODY through PORT, then two
+	# sessions of it, config NAME: the first installs, the second is the cache's hit (its lines
+	# are the second of OUT/exec-NAME and OUT/prov-NAME)
+	first_and_hit() {
+		local e
+		: >"$OUT/exec-$3" >"$OUT/prov-$3"
+		e=$(api "$1" POST /v1/environments "$4" | jq -r .id)
+		ready_time "$1" "$2" "$e" "$3" >>"$OUT/first-$3"
+		ready_time "$1" "$2" "$e" "$3" >>"$OUT/hit-$3"
+		sed -n 2p "$OUT/exec-$3" >>"$OUT/hit-exec-$3"
+		sed -n 1p "$OUT/prov-$3" >>"$OUT/first-prov-$3"
+		sed -n 2p "$OUT/prov-$3" >>"$OUT/hit-prov-$3"
+	}
+	for b in docker bwrap; do
+		: >"$OUT/first-$b" >"$OUT/hit-$b" >"$OUT/hit-exec-$b" >"$OUT/first-prov-$b" >"$OUT/hit-prov-$b"
+	done
 	for i in $(seq 1 "$REPEAT"); do
-		# the hit's line is the second of each
-		: >"$OUT/exec-docker" >"$OUT/exec-bwrap" >"$OUT/prov-docker" >"$OUT/prov-bwrap"
-		e=$(api "$PD" POST /v1/environments "{\"name\":\"bench-d-$i\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"apt\":[\"jq\"],\"npm\":[\"is-number@7.0.0\"]}}}" | jq -r .id)
-		ready_time "$PD" "$AGENT_D" "$e" docker >>"$OUT/first-docker"
-		ready_time "$PD" "$AGENT_D" "$e" docker >>"$OUT/hit-docker"
-		sed -n 2p "$OUT/exec-docker" >>"$OUT/hit-exec-docker"
-		sed -n 1p "$OUT/prov-docker" >>"$OUT/first-prov-docker"
-		sed -n 2p "$OUT/prov-docker" >>"$OUT/hit-prov-docker"
-		e=$(api "$PB" POST /v1/environments "{\"name\":\"bench-b-$i\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"npm\":[\"is-number@7.0.0\"]}}}" | jq -r .id)
-		ready_time "$PB" "$AGENT_B" "$e" bwrap >>"$OUT/first-bwrap"
-		ready_time "$PB" "$AGENT_B" "$e" bwrap >>"$OUT/hit-bwrap"
-		sed -n 2p "$OUT/exec-bwrap" >>"$OUT/hit-exec-bwrap"
-		sed -n 1p "$OUT/prov-bwrap" >>"$OUT/first-prov-bwrap"
-		sed -n 2p "$OUT/prov-bwrap" >>"$OUT/hit-prov-bwrap"
+		first_and_hit "$PD" "$AGENT_D" docker "{\"name\":\"bench-d-$i\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"apt\":[\"jq\"],\"npm\":[\"is-number@7.0.0\"]}}}"
+		first_and_hit "$PB" "$AGENT_B" bwrap "{\"name\":\"bench-b-$i\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"npm\":[\"is-number@7.0.0\"]}}}"
 	done
 	fd=$(median <"$OUT/first-docker") hd=$(median <"$OUT/hit-docker")
 	fb=$(median <"$OUT/first-bwrap") hb=$(median <"$OUT/hit-bwrap")

@@ -23,13 +23,11 @@
 set -uo pipefail
 
 # shellcheck source=scripts/lib-stack.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && script_init bench-reconciler || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && bench_init bench-reconciler || exit 1
 
 NINTENTS=${BENCH_INTENTS:-10000}
 NRECON=${BENCH_RECONCILERS:-4}
 TIMEOUT=${BENCH_RECON_TIMEOUT:-300}
-BUILD=$(stack_build_dir)
-OUT=${BENCH_OUT:-$ROOT/var/bench/$(date -u +%Y%m%dT%H%M%SZ)}
 BENCH_TARGET_RATE=500 # intents per second
 
 

@@ -15,13 +15,11 @@
 set -uo pipefail
 
 # shellcheck source=scripts/lib-stack.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && script_init bench-work || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && bench_init bench-work || exit 1
 
 RUNS=${BENCH_RUNS:-5}
 DURATION=${BENCH_DURATION:-5}
 CONC=${BENCH_WORK_CONC:-32}
-BUILD=$(stack_build_dir)
-OUT=${BENCH_OUT:-$ROOT/var/bench/$(date -u +%Y%m%dT%H%M%SZ)}
 BENCH_WORK_POLLERS=16          # the issue's 16 pollers
 BENCH_WORK_POLL_WORKERS=24     # [api] poll_workers: more than the pollers
 BENCH_WORK_TARGET_RATIO=0.8

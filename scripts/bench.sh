@@ -26,14 +26,12 @@
 set -uo pipefail
 
 # shellcheck source=scripts/lib-stack.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && script_init bench || exit 1
+. "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && bench_init bench || exit 1
 
 DURATION=${BENCH_DURATION:-3}
 RUNS=${BENCH_RUNS:-5}
 NENVS=${BENCH_ENVS:-10000}
 read -ra CONCS <<<"${BENCH_CONCURRENCY:-1 32}"
-BUILD=$(stack_build_dir)
-OUT=${BENCH_OUT:-$ROOT/var/bench/$(date -u +%Y%m%dT%H%M%SZ)}
 BENCH_WARMUP_S=2
 BENCH_TARGET_RATIO=0.8     # GET and create against their references
 BENCH_TARGET_LIST=3        # a list of 100 costs at most 3 GETs

@@ -52,19 +52,23 @@ _stack_server_api() {
 	echo "$api"
 }
 
-# Wait (10 s at most) until 127.0.0.1:PORT accepts connections and PIDFILE names a live WHAT.
-_stack_server_wait() {
-	local run=$1 port=$2 pidfile=$3 what=$4 log=$5 n=100 pid
-	until stack_port_open "$port" && pid=$(stack_running "$pidfile" "$what"); do
-		n=$((n - 1))
-		if [ $n -le 0 ]; then
-			_stack_err "$what not accepting on 127.0.0.1:$port after 10s"
-			_stack_tail "$log"
-			return 1
-		fi
-		sleep 0.1
-	done
-	_stack_say "$what ready on 127.0.0.1:$port (pid $pid)"
+# _stack_server_user USER_FORMAT GROUP_FORMAT PATH...: sets the caller's user_line and group_line,
+# the server configuration's lines (printf formats of the name) naming the user and group its
+# processes run as when started as root (nginx's workers' user), and gives PATH... to that user.
+# Not started as root: a comment line, and nothing changes hands.
+_stack_server_user() {
+	local user_format=$1 group_format=$2
+	shift 2
+	if [ "$(id -u)" -ne 0 ]; then
+		user_line="# not started as root: runs as $(id -un)"
+		group_line=""
+		return 0
+	fi
+	# shellcheck disable=SC2059 # the formats are the callers' constants
+	user_line=$(printf "$user_format" "$(stack_nginx_user)")
+	# shellcheck disable=SC2059
+	group_line=$(printf "$group_format" "$(stack_nginx_group)")
+	chown "$(stack_nginx_user):$(stack_nginx_group)" "$@"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -107,15 +111,8 @@ apache_start_conf() {
 	stack_prepare "$run" || return 1
 	apache_stop "$run" || return 1
 	mkdir -p "$run/apache-rt" "$run/apache-fcgid" "$run/apache-docroot" || return 1
-	if [ "$(id -u)" -eq 0 ]; then
-		user_line="User $(stack_nginx_user)"
-		group_line="Group $(stack_nginx_group)"
-		# the children (and mod_fcgid's process manager) run as that user
-		chown "$(stack_nginx_user):$(stack_nginx_group)" "$run/apache-fcgid" || return 1
-	else
-		user_line="# not started as root: children run as $(id -un)"
-		group_line=""
-	fi
+	# the children (and mod_fcgid's process manager) run as that user
+	_stack_server_user 'User %s' 'Group %s' "$run/apache-fcgid" || return 1
 	_stack_subst "$template" RUN="$run" PORT="$port" USER="$user_line" GROUP="$group_line" \
 		MODULES="$modules" "$@" >"$run/apache.conf" || return 1
 	if ! "$bin" -d "$run" -f "$run/apache.conf" -t >"$run/apache-test.log" 2>&1; then
@@ -130,7 +127,7 @@ apache_start_conf() {
 		_stack_tail "$run/apache-error.log"
 		return 1
 	fi
-	_stack_server_wait "$run" "$port" "$run/apache.pid" apache2 "$run/apache-error.log"
+	_stack_server_wait "$run/apache.pid" apache2 "$run/apache-error.log" "$port"
 }
 
 # apache_stop RUN: SIGTERM to the parent (it stops its children and mod_fcgid's processes),
@@ -160,19 +157,10 @@ lighttpd_start() {
 	lighttpd_stop "$run" || return 1
 	_stack_check_socket_len "$run/lighttpd-fcgi/$name.sock-000" || return 1
 	mkdir -p "$run/lighttpd-fcgi" "$run/lighttpd-docroot" "$run/lighttpd-tmp" || return 1
-	if [ "$(id -u)" -eq 0 ]; then
-		user_line="server.username = \"$(stack_nginx_user)\""
-		group_line="server.groupname = \"$(stack_nginx_group)\""
-		chown "$(stack_nginx_user):$(stack_nginx_group)" "$run/lighttpd-fcgi" \
-			"$run/lighttpd-tmp" || return 1
-		# lighttpd opens its logs before it drops root; make them its own
-		touch "$run/lighttpd-error.log" "$run/lighttpd-access.log" &&
-			chown "$(stack_nginx_user):$(stack_nginx_group)" "$run/lighttpd-error.log" \
-				"$run/lighttpd-access.log" || return 1
-	else
-		user_line="# not started as root: runs as $(id -un)"
-		group_line=""
-	fi
+	# lighttpd opens its logs before it drops root: they are made here, its user's
+	touch "$run/lighttpd-error.log" "$run/lighttpd-access.log" || return 1
+	_stack_server_user 'server.username = "%s"' 'server.groupname = "%s"' "$run/lighttpd-fcgi" \
+		"$run/lighttpd-tmp" "$run/lighttpd-error.log" "$run/lighttpd-access.log" || return 1
 	_stack_subst "$STACK_ROOT/hosting/lighttpd/lighttpd.conf.in" RUN="$run" PORT="$port" \
 		USER="$user_line" GROUP="$group_line" API="$api" INI="$run/$name.ini" NAME="$name" \
 		PROCS="$(_stack_server_procs)" MAX_REQUESTS="${MAX_REQUESTS:-10000}" \
@@ -189,7 +177,7 @@ lighttpd_start() {
 		_stack_tail "$run/lighttpd-error.log"
 		return 1
 	}
-	_stack_server_wait "$run" "$port" "$run/lighttpd.pid" lighttpd "$run/lighttpd-error.log"
+	_stack_server_wait "$run/lighttpd.pid" lighttpd "$run/lighttpd-error.log" "$port"
 }
 
 # lighttpd_stop RUN: SIGINT (graceful: in-flight requests finish; SIGTERM would cut them), wait

@@ -71,6 +71,17 @@ script_init() {
 	die() { printf '%s: %s\n' "$SCRIPT_NAME" "$*" >&2; exit 1; }
 	say() { printf '%s: %s\n' "$SCRIPT_NAME" "$*" >&2; }
 }
+
+# bench_init NAME [PREFIX]: what a benchmark script starts with: script_init NAME, BUILD (the
+# binaries: stack_build_dir) and OUT, where its results go: BENCH_OUT, default
+# ROOT/var/bench/PREFIX<UTC time>.
+bench_init() {
+	script_init "$1"
+	# shellcheck disable=SC2034 # read by callers
+	BUILD=$(stack_build_dir)
+	# shellcheck disable=SC2034
+	OUT=${BENCH_OUT:-$ROOT/var/bench/${2:-}$(date -u +%Y%m%dT%H%M%SZ)}
+}
 _stack_err() { printf 'stack: error: %s\n' "$*" >&2; }
 
 # Absolute path of program NAME: PATH first, then the sbin directories a non-root PATH lacks.
@@ -272,26 +283,26 @@ _stack_stop() {
 	rm -f "$pidfile"
 }
 
-# _stack_wait_ready RUN NAME SECONDS STOPFN CMD...: wait until CMD succeeds while RUN/NAME.pid's
-# process lives. When it exits first, its pid file goes; after SECONDS, STOPFN RUN stops it.
-# Either way the end of RUN/NAME.log is shown and 1 returned.
+# _stack_wait_ready RUN NAME WHAT SECONDS STOPFN CMD...: wait until CMD succeeds while
+# RUN/NAME.pid's process (WHAT, in messages) lives. When it exits first, its pid file goes; after
+# SECONDS, STOPFN RUN NAME stops it. Either way the end of RUN/NAME.log is shown and 1 returned.
 _stack_wait_ready() {
-	local run=$1 name=$2 secs=$3 stopfn=$4 pid n
-	shift 4
+	local run=$1 name=$2 what=$3 secs=$4 stopfn=$5 pid n
+	shift 5
 	read -r pid <"$run/$name.pid" || return 1
 	n=$((secs * 10))
 	until "$@" >/dev/null 2>&1; do
 		if ! _stack_alive "$pid"; then
-			_stack_err "$name exited during startup"
+			_stack_err "$what exited during startup"
 			_stack_tail "$run/$name.log"
 			rm -f "$run/$name.pid"
 			return 1
 		fi
 		n=$((n - 1))
 		if [ $n -le 0 ]; then
-			_stack_err "$name (pid $pid) not ready after ${secs}s"
+			_stack_err "$what (pid $pid) not ready after ${secs}s"
 			_stack_tail "$run/$name.log"
-			"$stopfn" "$run"
+			"$stopfn" "$run" "$name"
 			return 1
 		fi
 		sleep 0.1
@@ -329,6 +340,35 @@ _stack_tail() {
 # Can we connect to 127.0.0.1:PORT (or HOST:PORT)?
 stack_port_open() {
 	(exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1") 2>/dev/null
+}
+
+# _stack_server_wait PIDFILE WHAT LOG PORT...: wait (10 s at most) until every 127.0.0.1:PORT
+# accepts connections and PIDFILE names a live WHAT (a server that daemonises writes it once it
+# has bound its ports). 1, with the end of LOG, when that does not happen.
+_stack_server_wait() {
+	local pidfile=$1 what=$2 log=$3 n=100 pid port closed
+	shift 3
+	while :; do
+		closed=()
+		for port in "$@"; do
+			stack_port_open "$port" || closed+=("$port")
+		done
+		if [ ${#closed[@]} -eq 0 ] && pid=$(stack_running "$pidfile" "$what"); then
+			break
+		fi
+		n=$((n - 1))
+		if [ $n -le 0 ]; then
+			if [ ${#closed[@]} -ne 0 ]; then
+				_stack_err "$what not accepting on 127.0.0.1 port(s) ${closed[*]} after 10s"
+			else
+				_stack_err "$what is not running (no live pid in $pidfile)"
+			fi
+			_stack_tail "$log"
+			return 1
+		fi
+		sleep 0.1
+	done
+	_stack_say "$what ready on 127.0.0.1 port(s) $* (pid $pid)"
 }
 
 # stack_free_port [EXCLUDE...]: print a loopback port nobody listens on, not in EXCLUDE.
@@ -467,7 +507,7 @@ db_start() {
 			return 1
 		}
 		read -r pid <"$run/mariadb.pid"
-		_stack_wait_ready "$run" mariadb 60 db_stop mariadb-admin --no-defaults \
+		_stack_wait_ready "$run" mariadb mariadb 60 db_stop mariadb-admin --no-defaults \
 			--socket="$run/mysql.sock" --user="$(id -un)" --connect-timeout=2 ping || return 1
 		_stack_say "mariadb ready (pid $pid)"
 	fi
@@ -633,7 +673,7 @@ api_cli() {
 # api_start RUN NAME: start `terrarium-api -c RUN/NAME.ini serve` unless it already runs; wait
 # (30 s at most) for RUN/NAME.sock, then check that nginx's workers may connect to it.
 api_start() {
-	local run=$1 name=$2 api pid n sock
+	local run=$1 name=$2 api pid sock
 	_stack_check_run "$run" || return 1
 	_stack_check_name "$name" || return 1
 	api=$(_stack_api_bin)
@@ -658,25 +698,9 @@ api_start() {
 		_stack_tail "$run/$name.log"
 		return 1
 	}
+	_stack_wait_ready "$run" "$name" "api $name on $sock${API_POLL_LISTEN:+ and $API_POLL_LISTEN}" \
+		30 api_stop _stack_api_listening "$sock" "${API_POLL_LISTEN:-}" || return 1
 	read -r pid <"$run/$name.pid"
-	n=300
-	until _stack_listening "$sock" && { [ -z "${API_POLL_LISTEN:-}" ] ||
-		_stack_listening "$API_POLL_LISTEN"; }; do
-		if ! _stack_alive "$pid"; then
-			_stack_err "api $name exited during startup"
-			_stack_tail "$run/$name.log"
-			rm -f "$run/$name.pid"
-			return 1
-		fi
-		n=$((n - 1))
-		if [ $n -le 0 ]; then
-			_stack_err "api $name (pid $pid): no socket $sock${API_POLL_LISTEN:+ and $API_POLL_LISTEN} after 30s"
-			_stack_tail "$run/$name.log"
-			api_stop "$run" "$name"
-			return 1
-		fi
-		sleep 0.1
-	done
 	if [ -z "${API_LISTEN:-}" ] && ! _stack_nginx_can -w "$sock"; then
 		_stack_err "nginx workers ($(stack_nginx_user)) cannot write to $sock" \
 			"($(stat -c '%U:%G %a' "$sock")): the supervisor must chown it to group" \
@@ -693,6 +717,12 @@ _stack_listening() {
 	/*) [ -S "$1" ] ;;
 	*) stack_port_open "${1##*:}" "${1%:*}" ;;
 	esac
+}
+
+# _stack_api_listening SOCKET [POLL_SOCKET]: the API listens on SOCKET and, when given, on
+# POLL_SOCKET (its long-poll pool).
+_stack_api_listening() {
+	_stack_listening "$1" && { [ -z "${2:-}" ] || _stack_listening "$2"; }
 }
 
 # api_stop RUN NAME: SIGTERM (graceful: in-flight requests finish), wait up to 35 s (nginx
@@ -766,7 +796,7 @@ _stack_upstream_hosts() {
 # the same configuration nothing happens; with a different one it is reloaded (SIGHUP).
 # Waits (10 s at most) until every port accepts connections.
 nginx_start() {
-	local run=$1 spec port name bin pid user_line ports=() n p
+	local run=$1 spec port name bin pid user_line ports=() p
 	shift
 	_stack_check_run "$run" || return 1
 	if [ $# -eq 0 ]; then
@@ -879,24 +909,7 @@ nginx_start() {
 			return 1
 		fi
 	fi
-	for port in "${ports[@]}"; do
-		n=100
-		until stack_port_open "$port"; do
-			n=$((n - 1))
-			if [ $n -le 0 ]; then
-				_stack_err "nginx not accepting on 127.0.0.1:$port after 10s"
-				_stack_tail "$run/nginx-error.log"
-				return 1
-			fi
-			sleep 0.1
-		done
-	done
-	if ! pid=$(stack_running "$run/nginx.pid" nginx); then
-		_stack_err "nginx is not running (no live pid in $run/nginx.pid)"
-		_stack_tail "$run/nginx-error.log"
-		return 1
-	fi
-	_stack_say "nginx ready (pid $pid)"
+	_stack_server_wait "$run/nginx.pid" nginx "$run/nginx-error.log" "${ports[@]}"
 }
 
 # nginx_stop RUN: SIGQUIT (graceful), wait up to 15 s, then SIGKILL.
@@ -1004,7 +1017,7 @@ docker_engine() {
 		}
 		read -r pid <"$run/dockerd.pid"
 	fi
-	_stack_wait_ready "$run" dockerd "$STACK_DOCKER_START_S" docker_stop docker_answers "$sock" ||
+	_stack_wait_ready "$run" dockerd dockerd "$STACK_DOCKER_START_S" docker_stop docker_answers "$sock" ||
 		return 1
 	printf '%s\n' "$sock" >"$STACK_DOCKER_POINTER.tmp" && mv -f "$STACK_DOCKER_POINTER.tmp" \
 		"$STACK_DOCKER_POINTER"
@@ -1071,7 +1084,13 @@ stack_scratch() {
 		RUN=$(mktemp -d "/tmp/terrarium-$1.XXXXXX") || return 1
 		stack_prepare "$RUN" || return 1
 	fi
-	trap _stack_scratch_exit EXIT
+	stack_traps _stack_scratch_exit
+}
+
+# stack_traps FN: FN runs when the script exits; INT and TERM make it exit (130, 143), through FN.
+stack_traps() {
+	# shellcheck disable=SC2064 # FN is expanded now, on purpose
+	trap "$1" EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 }

@@ -4,6 +4,9 @@
 #                       $passed / $failed, which the script reports as "N passed, N failed";
 #                       its status is CMD's (so `check ... || show_more` works)
 #   ok NAME / not_ok NAME   count a result decided by hand
+#   check_summary       prints "N passed, N failed"; 0 when nothing failed
+#   check_exit RC       check_summary, then exits: 0 when nothing failed and RC (the status the
+#                       script was leaving with, in an EXIT trap) is 0, else 1
 #   CHECK_QUIET=1       print only the failures (scripts with hundreds of probes)
 passed=0
 failed=0
@@ -28,4 +31,8 @@ check() { # check NAME COMMAND...
 check_summary() {
 	echo "$passed passed, $failed failed"
 	[ "$failed" -eq 0 ]
+}
+check_exit() { # check_exit RC
+	check_summary && [ "$1" -eq 0 ] && exit 0
+	exit 1
 }

@@ -1,9 +1,9 @@
 # shellcheck shell=bash
-# lib-lease.sh: the steps of the lease test (docs/sandbox.md, Leases) shared by the backends'
-# suites, tests/docker/run.sh and tests/backends/e2e-remote.sh (sourced). Needs db_sql and
-# STACK_DB_NAME (scripts/lib-stack.sh), check (tests/lib-check.sh) and $RECON. WAIT is a
-# function: WAIT SESSION returns 0 once the session's (slow) install runs, 1 when it did not
-# start in time. NAME prefixes the checks.
+# lib-lease.sh: the steps of the lease and crash tests (docs/sandbox.md, Leases) shared by the
+# backends' suites, tests/docker/run.sh, tests/reconciler/run.sh and tests/backends/e2e-remote.sh
+# (sourced). Needs db_sql and STACK_DB_NAME (scripts/lib-stack.sh), check (tests/lib-check.sh)
+# and $RECON. WAIT is a function: WAIT SESSION returns 0 once the session's (slow) install runs,
+# 1 when it did not start in time. NAME prefixes the checks.
 #   lease_end RUN SESSION     the lease expiry of SESSION's claimed intent
 #   lease_mid_install NAME RUN INI SESSION WAIT LOG
 #       a reconciler --once (LOG.a) in the background; WAIT; the lease expiry read, and again
@@ -13,6 +13,11 @@
 #       a reconciler --once (LOG) in the background; WAIT; its claim then handed to another
 #       owner in the database, as another reconciler's claim after an expiry would; waited.
 #       Checks: the install started, the run logged the lost lease while its command ran.
+#   crash_round INI LOG KILL_AFTER PAUSE READY SESSION
+#       a reconciler --once (INI, output appended to LOG) in the background, killed (-9) after
+#       KILL_AFTER seconds; then, until READY SESSION succeeds, at most six more --once runs, each
+#       PAUSE seconds after the last (the killed run's lease must expire first). No checks: the
+#       caller looks at what the rounds left.
 
 lease_end() { # RUN SESSION
 	db_sql "$1" "$STACK_DB_NAME" -N -e "SELECT lease_expires_at FROM provisioning_intents
@@ -50,4 +55,18 @@ lease_taken() { # NAME RUN INI SESSION WAIT LOG
 	check "$name: the second install started" test "$started" -eq 0
 	check "$name: the run noticed the lost lease and stopped the command" \
 		grep -q "lease lost while a command ran" "$log"
+}
+
+crash_round() { # INI LOG KILL_AFTER PAUSE READY SESSION
+	local ini=$1 log=$2 kill_after=$3 pause=$4 ready=$5 sid=$6 pid
+	"$RECON" -c "$ini" --once >>"$log" 2>&1 &
+	pid=$!
+	sleep "$kill_after"
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	for _ in 1 2 3 4 5 6; do
+		"$ready" "$sid" && break
+		sleep "$pause"
+		"$RECON" -c "$ini" --once >>"$log" 2>&1
+	done
 }

@@ -2,6 +2,8 @@
 # of tests/lib-check.sh (check, ok, not_ok; a script ends with
 # echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]) and
 #   api_to URL METHOD PATH [BODY]   an API call with $KEY and the version and beta headers
+#   e2e_part                        the settings of a part of tests/e2e/run.sh (RUN, URL, BUILD)
+#   e2e_sql QUERY                   a query on that stack's database
 # shellcheck shell=bash
 # shellcheck source=tests/lib-check.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib-check.sh"
@@ -12,4 +14,21 @@ api_to() { # api_to URL METHOD PATH [BODY]
 	curl -sS -X "$method" "$url$path" -H "x-api-key: $KEY" \
 		-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01" \
 		${1:+-H "content-type: application/json" --data "$1"}
+}
+
+# e2e_part: what a part of tests/e2e/run.sh takes from it: RUN (TERRARIUM_RUN, the stack's
+# directory), URL (TERRARIUM_URL, the API of its first backend), BUILD (BUILD_DIR, default build,
+# relative to the repository); KEY must be set too. A missing one ends the script, named.
+e2e_part() {
+	# shellcheck disable=SC2034 # read by callers
+	RUN=${TERRARIUM_RUN:?} URL=${TERRARIUM_URL:?}
+	: "${KEY:?}"
+	# shellcheck disable=SC2034
+	BUILD=${BUILD_DIR:-build}
+}
+
+# e2e_sql QUERY: QUERY on the database of that stack (RUN/mysql.sock) as the MariaDB
+# administrator; rows tab-separated, without column names.
+e2e_sql() {
+	mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" --batch -N terrarium -e "$1"
 }

@@ -13,7 +13,7 @@
 
 e2e_remote() { # BACKEND FAKE-SCRIPT
 	local b=$1 fake=$2
-	local dir="$T/e2e-$b" base url env sid env_f sid_f p log n
+	local dir="$T/e2e-$b" base url env sid sid_f log n
 	local URL=$TERRARIUM_URL_docker # read by api()
 	mkdir -p "$dir"
 	if ! start_http_fake "$dir" "$fake" key_; then
@@ -25,8 +25,7 @@ e2e_remote() { # BACKEND FAKE-SCRIPT
 	[ "$b" = daytona ] && url=$base/api
 	reconciler_config "$dir" "$b" url="$url" api_key_file="$dir/api.key" timeout_seconds=10
 
-	env=$(api POST /v1/environments "{\"name\":\"backends-e2e-$b\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"apt\":[\"jq\"],\"pip\":[\"requests\"]}}}" | jq -r .id)
-	sid=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
+	read -r env sid <<<"$(env_session "{\"name\":\"backends-e2e-$b\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"apt\":[\"jq\"],\"pip\":[\"requests\"]}}}")"
 	check "e2e $b: unrestricted environment with apt + pip, and a session ($env $sid)" \
 		bash -c '[[ $1 == env_* && $2 == sesn_* ]]' _ "$env" "$sid"
 	once_ready "e2e $b" "$dir" "$sid"
@@ -39,16 +38,12 @@ e2e_remote() { # BACKEND FAKE-SCRIPT
 		test "$(jq --arg s "$sid" '[.sandboxes[] | select(.metadata.terrarium_sandbox == $s or .labels.terrarium_sandbox == $s) | (if has("allowInternet") then .allowInternet else (.networkBlockAll | not) end)] == [true]' <<<"$log")" = true
 	check "e2e $b: apt-get install jq and pip install requests ran in it" \
 		test "$(jq -c --arg s "$sid" '[.sandboxes[] | select(.metadata.terrarium_sandbox == $s or .labels.terrarium_sandbox == $s) | .installed[]]' <<<"$log")" = '["apt-get jq","pip requests"]'
-	p=$("$RECON" -c "$dir/reconciler.ini" --exec "$sid" -- echo "hello from" "'the sandbox'" 2>&1)
-	check "e2e $b: --exec runs in the bound sandbox ($p)" test "$p" = "hello from 'the sandbox'"
+	exec_hello "e2e $b" "$dir" "$sid"
 
-	env_f=$(api POST /v1/environments "{\"name\":\"backends-e2e-$b-failing\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"pip\":[\"fail-pkg\"]}}}" | jq -r .id)
-	sid_f=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env_f\"}" | jq -r .id)
+	read -r _ sid_f <<<"$(env_session "{\"name\":\"backends-e2e-$b-failing\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"pip\":[\"fail-pkg\"]}}}")"
 	once_failing "e2e $b" "$dir" "$sid_f" 100 "Unable to locate package fail-pkg"
 
-	api DELETE "/v1/sessions/$sid" >/dev/null
-	api DELETE "/v1/sessions/$sid_f" >/dev/null
-	"$RECON" -c "$dir/reconciler.ini" --once >"$dir/teardown.log" 2>&1
+	teardown_sessions "$dir" "$sid" "$sid_f"
 	log=$(fake_log "$base/__fake/log")
 	n=$(jq --arg s "$sid" '[.sandboxes[] | select((.metadata.terrarium_sandbox == $s or .labels.terrarium_sandbox == $s) and .state != "destroyed")] | length' <<<"$log")
 	check "e2e $b: deleting the session removed its sandbox ($n left)" test "$n" = 0
@@ -69,7 +64,7 @@ e2e_remote() { # BACKEND FAKE-SCRIPT
 # taken away mid-install (slow-9): the run says so and stops, and the fake's process was killed
 # (e2b: envd's SendSignal SIGKILL; opensandbox: execd's DELETE /command?id=) before it finished.
 http_lease() {
-	local b=$1 fake=$2 prefix=$3 dir="$T/lease-$1" base env sid sid2 p log n pkg=slow-8
+	local b=$1 fake=$2 prefix=$3 dir="$T/lease-$1" base sid sid2 p log n pkg=slow-8
 	local URL=$TERRARIUM_URL_docker # read by api()
 	shift 3
 	# shellcheck source=scripts/lib-stack.sh
@@ -96,8 +91,7 @@ http_lease() {
 		done
 		return 1
 	}
-	env=$(api POST /v1/environments "{\"name\":\"backends-lease-$b\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"pip\":[\"slow-8\"]}}}" | jq -r .id)
-	sid=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
+	read -r _ sid <<<"$(env_session "{\"name\":\"backends-lease-$b\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"pip\":[\"slow-8\"]}}}")"
 	lease_mid_install "lease $b" "$TERRARIUM_RUN" "$dir/reconciler.ini" "$sid" pip_started "$dir/run"
 	log=$(fake_log "$base/__fake/log")
 	n=$(jq '[.processes[] | select(.argv[0] == "pip")] | length' <<<"$log")
@@ -106,8 +100,7 @@ http_lease() {
 	check "lease $b: ready after attempt 1 ($(jq -c '[.p.status, .p.attempts]' <<<"$p"))" \
 		test "$(jq -c '[.p.status, .p.attempts]' <<<"$p")" = '["ready",1]'
 
-	env=$(api POST /v1/environments "{\"name\":\"backends-lease-$b-lost\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"pip\":[\"slow-9\"]}}}" | jq -r .id)
-	sid2=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
+	read -r _ sid2 <<<"$(env_session "{\"name\":\"backends-lease-$b-lost\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"pip\":[\"slow-9\"]}}}")"
 	pkg=slow-9
 	lease_taken "lease $b" "$TERRARIUM_RUN" "$dir/reconciler.ini" "$sid2" pip_started "$dir/c.log"
 	p=$(pip_pid)
@@ -118,9 +111,7 @@ http_lease() {
 	done
 	check "lease $b: the kill reached the install, which never finished ($(jq -c '[.processes[] | select(.argv[0] == "pip") | .state]' <<<"$log"))" \
 		test "$(jq --arg p "$p" '[.processes[] | select((.pid | tostring) == $p) | .state] == ["killed"]' <<<"$log")" = true
-	api DELETE "/v1/sessions/$sid" >/dev/null
-	api DELETE "/v1/sessions/$sid2" >/dev/null
-	"$RECON" -c "$dir/reconciler.ini" --once >"$dir/teardown.log" 2>&1
+	teardown_sessions "$dir" "$sid" "$sid2"
 	n=$(fake_log "$base/__fake/log" | jq -c .violations)
 	check "lease $b: the fake recorded no protocol violations ($n)" test "$n" = "[]"
 }

@@ -27,7 +27,7 @@
 import http from 'node:http';
 import crypto from 'node:crypto';
 import { run } from './fake-argv.mjs';
-import { checkShape, fakeOptions, jsonBody, readBody, sendJson, writePortFile } from './fake-http.mjs';
+import { checkShape, crashed, fakeOptions, jsonBody, listenLoopback, sendJson } from './fake-http.mjs';
 
 const opts = fakeOptions('fake-daytona', {
   '--list-shape': ['listShape', 'array'],
@@ -217,15 +217,8 @@ const server = http.createServer(async (req, res) => {
     }
     return await handle(req, res, url);
   } catch (e) {
-    violation(req, `fake crashed: ${e.stack}`);
-    if (!res.headersSent) send(res, 500, { statusCode: 500, message: 'fake error' });
-    else res.end();
+    crashed(violation, req, res, e, { statusCode: 500, message: 'fake error' });
   }
 });
 
-server.listen(opts.port, '127.0.0.1', () => {
-  const port = server.address().port;
-  if (opts.readyFile) writePortFile(opts.readyFile, port);
-  console.log(`listening ${port}`);
-});
-for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => server.close(() => process.exit(0)));
+listenLoopback(server, opts);

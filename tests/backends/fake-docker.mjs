@@ -22,7 +22,7 @@
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { unlinkSync } from 'node:fs';
-import { longArgs, readBody, sendJson, strictJson } from './fake-http.mjs';
+import { loggedRequest, longArgs, sendJson, strictJson } from './fake-http.mjs';
 import { runArgv } from './osb-docker-commands.mjs';
 
 const args = longArgs();
@@ -216,11 +216,7 @@ function handle(req, res, url, text) {
 }
 
 const server = createServer(async (req, res) => {
-	const text = (await readBody(req)).toString('utf8');
-	const url = new URL(req.url, 'http://localhost');
-	res.on('finish', () => {
-		if (url.pathname !== '/__fake/log') log.calls.push({ method: req.method, path: url.pathname, status: res.statusCode });
-	});
+	const { text, url } = await loggedRequest(req, res, log);
 	if (req.method === 'GET' && url.pathname === '/__fake/log') {
 		return send(res, 200, {
 			...log,

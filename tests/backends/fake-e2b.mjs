@@ -31,7 +31,7 @@
 import http from 'node:http';
 import crypto from 'node:crypto';
 import { run } from './fake-argv.mjs';
-import { checkShape, fakeOptions, jsonBody, readBody, sendJson, writePortFile } from './fake-http.mjs';
+import { checkShape, crashed, fakeOptions, jsonBody, listenLoopback, readBody, sendJson } from './fake-http.mjs';
 
 const ENVD_PORT = 49983;
 const opts = fakeOptions('fake-e2b', { '--create-delay-ms': ['createDelayMs', '0'] });
@@ -370,15 +370,8 @@ const server = http.createServer(async (req, res) => {
     }
     return await api(req, res, url);
   } catch (e) {
-    violation(req, `fake crashed: ${e.stack}`);
-    if (!res.headersSent) send(res, 500, { code: 500, message: 'fake error' });
-    else res.end();
+    crashed(violation, req, res, e, { code: 500, message: 'fake error' });
   }
 });
 
-server.listen(opts.port, '127.0.0.1', () => {
-  port = server.address().port;
-  if (opts.readyFile) writePortFile(opts.readyFile, port);
-  console.log(`listening ${port}`);
-});
-for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => server.close(() => process.exit(0)));
+listenLoopback(server, opts, (p) => { port = p; });

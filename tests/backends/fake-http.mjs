@@ -34,6 +34,39 @@ export function writePortFile(file, port) {
   fs.renameSync(`${file}.tmp`, file);
 }
 
+// Listen on 127.0.0.1:opts.port (0: a free port). Once bound: ONPORT(port), the port written to
+// opts.readyFile when one is given, "listening PORT" on stdout. SIGTERM or SIGINT closes the
+// server and exits 0.
+export function listenLoopback(server, opts, onPort = () => {}) {
+  server.listen(opts.port, '127.0.0.1', () => {
+    const port = server.address().port;
+    onPort(port);
+    if (opts.readyFile) writePortFile(opts.readyFile, port);
+    console.log(`listening ${port}`);
+  });
+  for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => server.close(() => process.exit(0)));
+}
+
+// A request handler threw E: its stack goes to VIOLATION(req, what); the answer is a 500 with
+// ERROR_BODY, or only ended when it had begun.
+export function crashed(violation, req, res, e, errorBody) {
+  violation(req, `fake crashed: ${e.stack}`);
+  if (!res.headersSent) sendJson(res, 500, errorBody);
+  else res.end();
+}
+
+// What the Docker and OpenSandbox fakes do first with a request: read its body as text and its
+// URL; once answered, the call goes to LOG.calls as {method, path, status} (but GET
+// /__fake/log, the log's own reads). -> {text, url}
+export async function loggedRequest(req, res, log) {
+  const text = (await readBody(req)).toString('utf8');
+  const url = new URL(req.url, 'http://fake');
+  res.on('finish', () => {
+    if (url.pathname !== '/__fake/log') log.calls.push({ method: req.method, path: url.pathname, status: res.statusCode });
+  });
+  return { text, url };
+}
+
 export function readBody(req) { // -> Buffer
   return new Promise((resolve) => {
     const chunks = [];

@@ -25,7 +25,7 @@
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { longArgs, readBody, sendJson, strictJson } from './fake-http.mjs';
+import { loggedRequest, longArgs, sendJson, strictJson } from './fake-http.mjs';
 import { runArgv, shellSplit } from './osb-docker-commands.mjs';
 
 const args = longArgs();
@@ -290,11 +290,7 @@ function egress(req, res, sb, rest, text) {
 }
 
 const server = createServer(async (req, res) => {
-	const text = (await readBody(req)).toString('utf8');
-	const url = new URL(req.url, 'http://fake');
-	res.on('finish', () => {
-		if (url.pathname !== '/__fake/log') log.calls.push({ method: req.method, path: url.pathname, status: res.statusCode });
-	});
+	const { text, url } = await loggedRequest(req, res, log);
 	if (req.method === 'GET' && url.pathname === '/__fake/log') {
 		return send(res, 200, { ...log, sandboxes: [...sandboxes.values()].map((sb) => ({ id: sb.id, name: sb.metadata['terrarium.name'], state: sb.state })) });
 	}

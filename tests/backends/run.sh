@@ -307,6 +307,30 @@ api() { api_to "$URL" "$@"; } # api METHOD PATH [BODY]
 provisioning() { # SESSION -> {p: provisioning, s: status}
 	api GET "/v1/sessions/$1" | jq -c '{p: .provisioning, s: .status}'
 }
+# env_session ENV-BODY: an environment of ENV-BODY and a session of $AGENT in it; prints
+# "ENV-ID SESSION-ID" (null for a create that failed)
+env_session() {
+	local env
+	env=$(api POST /v1/environments "$1" | jq -r .id)
+	echo "$env $(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)"
+}
+# exec_hello NAME DIR SESSION: `--exec` (DIR/reconciler.ini) runs a command in the session's
+# bound sandbox and hands back its output, quoting kept
+exec_hello() {
+	local out
+	out=$("$RECON" -c "$2/reconciler.ini" --exec "$3" -- echo "hello from" "'the sandbox'" 2>&1)
+	check "$1: --exec runs in the bound sandbox ($out)" test "$out" = "hello from 'the sandbox'"
+}
+# teardown_sessions DIR SESSION...: the sessions deleted through the API, then one `--once` run
+# (DIR/reconciler.ini, log DIR/teardown.log) that removes their sandboxes
+teardown_sessions() {
+	local dir=$1 s
+	shift
+	for s in "$@"; do
+		api DELETE "/v1/sessions/$s" >/dev/null
+	done
+	"$RECON" -c "$dir/reconciler.ini" --once >"$dir/teardown.log" 2>&1
+}
 
 start_http_fake "$E" fake-opensandbox.mjs "" || exit 1
 FAKE=$FAKE_URL
@@ -314,8 +338,7 @@ reconciler_config "$E" opensandbox url="$FAKE" api_key_file="$E/api.key" image=p
 	timeout_seconds=10
 
 AGENT=$(api POST /v1/agents '{"name":"backends-e2e","model":"claude-sonnet-4-5","mcp_servers":[{"type":"url","name":"docs","url":"https://mcp.example.com/sse"}]}' | jq -r .id)
-ENV=$(api POST /v1/environments '{"name":"backends-e2e-limited","config":{"type":"cloud","networking":{"type":"limited","allowed_hosts":["api.example.com"],"allow_mcp_servers":true},"packages":{"pip":["requests"]}}}' | jq -r .id)
-SID=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$ENV\"}" | jq -r .id)
+read -r ENV SID <<<"$(env_session '{"name":"backends-e2e-limited","config":{"type":"cloud","networking":{"type":"limited","allowed_hosts":["api.example.com"],"allow_mcp_servers":true},"packages":{"pip":["requests"]}}}')"
 check "e2e: agent, limited environment and session created ($AGENT $ENV $SID)" \
 	bash -c '[[ $1 != null && $2 == env_* && $3 == sesn_* ]]' _ "$AGENT" "$ENV" "$SID"
 check "e2e: session pending before the run" test "$(provisioning "$SID" | jq -r .p.status)" = pending
@@ -335,18 +358,14 @@ check "e2e: the sandbox was created deny-all (empty allowlist)" \
 	test "$(jq -c --arg id "$SBX" '.initialPolicies[$id]' <<<"$LOG")" = "[]"
 check "e2e: pip install requests ran in the sandbox" \
 	test "$(jq -c --arg id "$SBX" '[.installs[] | select(.sandbox == $id) | .argv[0], .argv[-1]]' <<<"$LOG")" = '["pip","requests"]'
-out=$("$RECON" -c "$E/reconciler.ini" --exec "$SID" -- echo "hello from" "'the sandbox'" 2>&1)
-check "e2e: --exec runs in the bound sandbox ($out)" test "$out" = "hello from 'the sandbox'"
+exec_hello e2e "$E" "$SID"
 
 # a failing install: rescheduling, the cause in last_error, never the credential
-ENV_F=$(api POST /v1/environments '{"name":"backends-e2e-failing","config":{"type":"cloud","networking":{"type":"limited","allowed_hosts":["api.example.com"]},"packages":{"pip":["fail-install-pkg"]}}}' | jq -r .id)
-SID_F=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$ENV_F\"}" | jq -r .id)
+read -r _ SID_F <<<"$(env_session '{"name":"backends-e2e-failing","config":{"type":"cloud","networking":{"type":"limited","allowed_hosts":["api.example.com"]},"packages":{"pip":["fail-install-pkg"]}}}')"
 once_failing e2e "$E" "$SID_F" 1 "could not install"
 
 # teardown: deleting the ready session removes its sandbox
-api DELETE "/v1/sessions/$SID" >/dev/null
-api DELETE "/v1/sessions/$SID_F" >/dev/null
-"$RECON" -c "$E/reconciler.ini" --once >"$E/teardown.log" 2>&1
+teardown_sessions "$E" "$SID" "$SID_F"
 LOG=$(fake_log "$FAKE/__fake/log")
 check "e2e: deleting the session terminated its sandbox" \
 	test "$(jq -r --arg id "$SBX" '.sandboxes[] | select(.id == $id) | .state' <<<"$LOG")" = Terminated

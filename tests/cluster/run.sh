@@ -72,13 +72,9 @@ cleanup() {
 	check "cluster.sh down: no interface left" \
 		bash -c '! ip -o link show | grep -q ": $1-"' _ "$CLUSTER_PREFIX"
 	if [ "${KEEP_RUN:-0}" = 1 ]; then echo "cluster: kept $RUN"; else rm -rf "$RUN"; fi
-	echo "$passed passed, $failed failed"
-	[ "$failed" -eq 0 ] && [ "$rc" -eq 0 ] && exit 0
-	exit 1
+	check_exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+stack_traps cleanup
 
 sql() { # NODE QUERY
 	mariadb --no-defaults --socket="$RUN/h$1/mysql.sock" --user="$(id -un)" --batch -N \

@@ -100,13 +100,9 @@ cleanup() {
 	else
 		rm -rf "$WORK"
 	fi
-	echo "$passed passed, $failed failed"
-	[ "$failed" -eq 0 ] && [ "$rc" -eq 0 ] && exit 0
-	exit 1
+	check_exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+stack_traps cleanup
 
 in_ch() { chroot "$CH" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 

@@ -139,6 +139,7 @@ api() { # api METHOD PATH [BODY]
 		${1:+-H "content-type: application/json" --data "$1"}
 }
 status() { api GET "/v1/sessions/$1" | jq -r .provisioning.status; }
+is_ready() { [ "$(status "$1")" = ready ]; } # SESSION
 last_error() { api GET "/v1/sessions/$1" | jq -r '.provisioning.last_error // ""'; }
 new_env() { api POST /v1/environments "$1" | jq -r .id; }
 new_session() {
@@ -304,16 +305,8 @@ crash_ok=0
 for i in $(seq 1 "$CRASH_ROUNDS"); do
 	envc=$(new_env "{\"name\":\"docker-crash-$i\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"npm\":[\"is-number@7.0.0\"]}}}")
 	sid=$(new_session "$envc")
-	"$RECON" -c "$INI" --once >>"$T/crash.log" 2>&1 &
-	pid=$!
-	sleep "$((RANDOM % 3)).$((RANDOM % 10))"
-	kill -9 "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	for _ in 1 2 3 4 5 6; do
-		[ "$(status "$sid")" = ready ] && break
-		sleep 2.2 # the killed run's lease expires after 2 s
-		recon "$T/crash.log" --once
-	done
+	# the killed run's lease expires after 2 s
+	crash_round "$INI" "$T/crash.log" "$((RANDOM % 3)).$((RANDOM % 10))" 2.2 is_ready "$sid"
 	st=$(status "$sid")
 	binds=$(grep -c "session $sid ready" "$T/crash.log")
 	n=$(containers_of "$sid")

@@ -33,21 +33,14 @@
 # shellcheck disable=SC2317 # functions run through `part` and the EXIT trap
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT" || exit 1
 # shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib-stack.sh" && script_init e2e || exit 1
 
 read -ra BACKENDS <<<"${E2E_BACKENDS:-local opensandbox docker bwrap srt}"
 BUILD=$(stack_build_dir)
 
 section() {
 	printf '\n==== %s ====\n' "$*"
-}
-
-die() {
-	printf 'e2e: %s\n' "$*" >&2
-	exit 1
 }
 
 scratch_before_stop() {

@@ -1090,12 +1090,35 @@ static int ere_match(const char *re, const char *s, struct strbuf *why)
 	return rc == 0;
 }
 
+/* Whether a header NAME of R has the value VAL (RE NULL) or a value matching the ERE RE:
+ * CHECK_OK; CHECK_FAIL with "header not present" or the value got in WHY; CHECK_BAD for a bad
+ * RE (header or not). */
+static enum check header_values(struct response *r, const char *name, const char *val,
+				const char *re, struct strbuf *why)
+{
+	int any = 0;
+
+	if (re && ere_match(re, "", why) < 0)
+		return CHECK_BAD;
+	for (size_t i = 0; i < r->nh; i++) {
+		if (strcasecmp(r->hname[i], name) != 0)
+			continue;
+		any = 1;
+		if (re ? ere_match(re, r->hvalue[i], why) == 1 : strcmp(r->hvalue[i], val) == 0)
+			return CHECK_OK;
+	}
+	if (!any)
+		buf_adds(why, "header not present");
+	else
+		buf_addf(why, "got '%s'", response_header(r, name));
+	return CHECK_FAIL;
+}
+
 /* `header NAME: VALUE`, `header NAME ~ RE`, `header NAME absent|present`. */
 static enum check check_header(char *arg, struct response *r, struct strbuf *why)
 {
 	char *name = arg, *rest = arg;
 	const char *val;
-	int any = 0, matched = 0;
 
 	while (*rest && *rest != ':' && *rest != ' ' && *rest != '\t')
 		rest++;
@@ -1105,19 +1128,7 @@ static enum check check_header(char *arg, struct response *r, struct strbuf *why
 	}
 	if (*rest == ':') {
 		*rest = '\0';
-		val = skip_space(rest + 1);
-		for (size_t i = 0; i < r->nh; i++) {
-			if (strcasecmp(r->hname[i], name) != 0)
-				continue;
-			any = 1;
-			if (strcmp(r->hvalue[i], val) == 0)
-				return CHECK_OK;
-		}
-		if (!any)
-			buf_adds(why, "header not present");
-		else
-			buf_addf(why, "got '%s'", response_header(r, name));
-		return CHECK_FAIL;
+		return header_values(r, name, skip_space(rest + 1), NULL, why);
 	}
 	*rest++ = '\0';
 	rest = skip_space(rest);
@@ -1131,30 +1142,8 @@ static enum check check_header(char *arg, struct response *r, struct strbuf *why
 			buf_adds(why, "header not present");
 		return CHECK_FAIL;
 	}
-	if (rest[0] == '~' && (rest[1] == ' ' || rest[1] == '\t')) {
-		const char *re = skip_space(rest + 1);
-
-		if (ere_match(re, "", why) < 0)  /* a bad regex is a bad case, header or not */
-			return CHECK_BAD;
-		for (size_t i = 0; i < r->nh; i++) {
-			int m;
-
-			if (strcasecmp(r->hname[i], name) != 0)
-				continue;
-			any = 1;
-			m = ere_match(re, r->hvalue[i], why);
-			if (m < 0)
-				return CHECK_BAD;
-			matched |= m;
-		}
-		if (matched)
-			return CHECK_OK;
-		if (!any)
-			buf_adds(why, "header not present");
-		else
-			buf_addf(why, "got '%s'", response_header(r, name));
-		return CHECK_FAIL;
-	}
+	if (rest[0] == '~' && (rest[1] == ' ' || rest[1] == '\t'))
+		return header_values(r, name, NULL, skip_space(rest + 1), why);
 	buf_addf(why, "want 'header NAME: VALUE', 'header NAME ~ RE' or 'header NAME absent|present'");
 	return CHECK_BAD;
 }

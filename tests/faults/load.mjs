@@ -13,44 +13,21 @@
 //     GET PATH; OUT lists {at (epoch ms when it ended), status, ms, retry, retryAfter, type}
 import fs from 'node:fs';
 import http from 'node:http';
+import { request as apiRequest } from '../lib-http.mjs';
 
 const [mode, base, key, seconds, concurrency, out, arg] = process.argv.slice(2);
 const REQUEST_TIMEOUT_MS = 40000; // longer than nginx's 30 s: a hang shows as a client timeout
 const agent = new http.Agent({ keepAlive: true, maxSockets: Number(concurrency) });
-const headers = {
-  'x-api-key': key,
-  'anthropic-version': '2023-06-01',
-  'anthropic-beta': 'managed-agents-2026-04-01',
-};
 
 const RETRY_SECONDS = 30; // longer than a request may take: a key still refused then is stuck
 const RETRY_PAUSE_MS = 100;
 const sdkRetries = (status) => status === 0 || status === 408 || status === 409 || status === 429 || status >= 500;
 
+// Every outcome is a result: a connection error or a timeout is status 0 with its message.
 function request(method, path, body, extra = {}) {
-  return new Promise((resolve) => {
-    const data = body ? JSON.stringify(body) : undefined;
-    const started = Date.now();
-    const req = http.request(base + path, {
-      method,
-      agent,
-      timeout: REQUEST_TIMEOUT_MS,
-      headers: data ? { ...headers, ...extra, 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : { ...headers, ...extra },
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => {
-        let json = null;
-        try { json = JSON.parse(text); } catch { /* not JSON: recorded as such */ }
-        resolve({ status: res.statusCode, ms: Date.now() - started, json, headers: res.headers });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', (e) => resolve({ status: 0, ms: Date.now() - started, error: e.message }));
-    if (data) req.write(data);
-    req.end();
-  });
+  const started = Date.now();
+  return apiRequest(base + path, { method, key, body, headers: extra, agent, timeoutMs: REQUEST_TIMEOUT_MS })
+    .catch((e) => ({ status: 0, ms: Date.now() - started, error: e.message }));
 }
 
 const start = Date.now();

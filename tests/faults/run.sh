@@ -13,20 +13,15 @@
 # Needs (from tests/e2e/run.sh): TERRARIUM_RUN, TERRARIUM_URL (the "local" API), KEY.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-RUN=${TERRARIUM_RUN:?}
-URL=${TERRARIUM_URL:?}
-: "${KEY:?}"
-BUILD=${BUILD_DIR:-build}
+# shellcheck source=scripts/lib-stack.sh
+. "$ROOT/scripts/lib-stack.sh"
+# shellcheck source=tests/lib.sh
+. "$ROOT/tests/lib.sh"
+e2e_part
 API="$ROOT/$BUILD/terrarium-api"
 NAME=${FAULT_API:-local}
 KILL_SECONDS=${KILL_SECONDS:-6}
 DB_DOWN_SECONDS=${DB_DOWN_SECONDS:-3}
-# shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh"
-
-# shellcheck source=tests/lib-check.sh
-. "$ROOT/tests/lib-check.sh"
-sql() { mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" --batch -N terrarium -e "$1"; }
 workers() { pgrep -P "$(cat "$RUN/$NAME.pid")" | wc -l; }
 want_workers=$(workers)
 
@@ -63,7 +58,7 @@ load_under_kills() { # MODE PAUSE OUT TAG
 # ---- kill -9 of workers while creating environments ----
 tag="fault-kill-$$-$RANDOM"
 load_under_kills create 0.3 "$RUN/kill.json" "$tag"
-sql "SELECT name, id FROM environments WHERE name LIKE '$tag-%'" | sort >"$RUN/kill.rows"
+e2e_sql "SELECT name, id FROM environments WHERE name LIKE '$tag-%'" | sort >"$RUN/kill.rows"
 jq -r '.[] | select(.status == 200) | "\(.name)\t\(.id)"' "$RUN/kill.json" | sort >"$RUN/kill.seen"
 total=$(jq length "$RUN/kill.json")
 ok200=$(wc -l <"$RUN/kill.seen")
@@ -90,7 +85,7 @@ keys=$(jq length "$RUN/idem.json")
 retried=$(jq '[.[] | select(.attempts > 1)] | length' "$RUN/idem.json")
 replays=$(jq '[.[] | select(.replayed)] | length' "$RUN/idem.json")
 not200=$(jq '[.[] | select(.status != 200)] | length' "$RUN/idem.json")
-sql "SELECT name, COUNT(*), MIN(id) FROM environments WHERE name LIKE '$tag-%' GROUP BY name" \
+e2e_sql "SELECT name, COUNT(*), MIN(id) FROM environments WHERE name LIKE '$tag-%' GROUP BY name" \
 	| sort >"$RUN/idem.rows"
 dups=$(awk '$2 > 1' "$RUN/idem.rows" | wc -l)
 jq -r '.[] | select(.status == 200) | "\(.name)\t1\t\(.id)"' "$RUN/idem.json" | sort >"$RUN/idem.seen"

@@ -5,14 +5,10 @@
 # Needs (from tests/e2e/run.sh): TERRARIUM_URL, KEY, TERRARIUM_RUN, TERRARIUM_CONFIG.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-RUN=${TERRARIUM_RUN:?}
-URL=${TERRARIUM_URL:?}
-: "${KEY:?}"
-BUILD=${BUILD_DIR:-build}
+# shellcheck source=tests/lib.sh
+. "$ROOT/tests/lib.sh"
+e2e_part
 PARALLEL=${PARALLEL:-10}
-# shellcheck source=tests/lib-check.sh
-. "$ROOT/tests/lib-check.sh"
-sql() { mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" --batch -N terrarium -e "$1"; }
 post() { # KEY BODY -> "STATUS ID"
 	local out="$RUN/idem.$BASHPID" status
 	status=$(curl -sS -o "$out" -w '%{http_code}' "$URL/v1/environments" \
@@ -26,7 +22,7 @@ post() { # KEY BODY -> "STATUS ID"
 tag="idem-par-$$-$RANDOM"
 for _ in $(seq 1 "$PARALLEL"); do post "$tag" "{\"name\":\"$tag\"}" & done >"$RUN/idem-par.out"
 wait
-rows=$(sql "SELECT COUNT(*) FROM environments WHERE name = '$tag'")
+rows=$(e2e_sql "SELECT COUNT(*) FROM environments WHERE name = '$tag'")
 check "$PARALLEL concurrent first uses of one key: one environment ($rows)" test "$rows" = 1
 ids=$(awk '$1 == 200 {print $2}' "$RUN/idem-par.out" | sort -u | wc -l)
 others=$(awk '$1 != 200 && $1 != 409' "$RUN/idem-par.out" | wc -l)
@@ -60,7 +56,7 @@ if [ "${IDEM_KILL:-1}" = 1 ]; then
 		case "${again%% *}" in 409 | 5*) [ $SECONDS -lt $end ] && sleep 0.5 && continue ;; esac
 		break
 	done
-	rows=$(sql "SELECT COUNT(*) FROM environments WHERE name = '$tag'")
+	rows=$(e2e_sql "SELECT COUNT(*) FROM environments WHERE name = '$tag'")
 	first_status=$(cut -d' ' -f1 "$RUN/idem-kill.first")
 	# the kill must have happened while the create waited: a first answer of 200 means it was not
 	# interrupted, and the rest proves nothing
@@ -75,16 +71,16 @@ fi
 
 tag="idem-exp-$$-$RANDOM"
 first=$(post "$tag" "{\"name\":\"$tag\"}")
-sql "UPDATE idempotency_keys SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE idem_key = '$tag'"
+e2e_sql "UPDATE idempotency_keys SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE idem_key = '$tag'"
 second=$(post "$tag" "{\"name\":\"$tag\"}")
 check "an expired key is free again ($first, then $second)" \
 	test "${first%% *}" = 200 -a "${second%% *}" = 200 -a "${first#* }" != "${second#* }"
-sql "UPDATE idempotency_keys SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE idem_key = '$tag'"
+e2e_sql "UPDATE idempotency_keys SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE idem_key = '$tag'"
 "$ROOT/$BUILD/terrarium-reconciler" -c "$TERRARIUM_CONFIG" --dry-run >/dev/null 2>&1
-left=$(sql "SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = '$tag'")
+left=$(e2e_sql "SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = '$tag'")
 check "a dry run leaves expired keys alone" test "$left" = 1
 "$ROOT/$BUILD/terrarium-reconciler" -c "$TERRARIUM_CONFIG" --once --limit 1 >/dev/null 2>&1
-left=$(sql "SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = '$tag'")
+left=$(e2e_sql "SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = '$tag'")
 check "the reconciler's run removes expired keys" test "$left" = 0
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -8,6 +8,7 @@
 // Env: TERRARIUM_URL, TERRARIUM_KEY; ROUNDS (default 200). Prints "N passed, N failed".
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { request } from '../lib-http.mjs';
 
 const URL_BASE = process.env.TERRARIUM_URL;
 const KEY = process.env.TERRARIUM_KEY;
@@ -23,33 +24,7 @@ if (!URL_BASE || !KEY) {
 const clients = [new http.Agent({ keepAlive: true, maxSockets: 1 }), new http.Agent({ keepAlive: true, maxSockets: 1 })];
 
 function call(client, method, path, body) {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    const req = http.request(URL_BASE + path, {
-      method,
-      agent: clients[client],
-      timeout: TIMEOUT_MS,
-      headers: {
-        'x-api-key': KEY,
-        'anthropic-version': '2023-06-01',
-        'anthropic-beta': 'managed-agents-2026-04-01',
-        ...(data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {}),
-      },
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => {
-        let json = null;
-        try { json = JSON.parse(text); } catch { /* reported below */ }
-        resolve({ status: res.statusCode, json, text });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out`)));
-    req.on('error', reject);
-    if (data) req.write(data);
-    req.end();
-  });
+  return request(URL_BASE + path, { method, key: KEY, body, agent: clients[client], timeoutMs: TIMEOUT_MS });
 }
 
 let passed = 0;

@@ -77,6 +77,8 @@ export RECON_USER
 
 # shellcheck source=tests/reconciler/lib.sh
 . "$ROOT/tests/reconciler/lib.sh"
+# shellcheck source=tests/lib-lease.sh
+. "$ROOT/tests/lib-lease.sh" # crash_round
 
 # A reconciler configuration: the stack's database, backend $2, sandbox root $T/$1, extra lines.
 recon_ini() {
@@ -95,6 +97,7 @@ recon_ini() {
 provisioning() { # provisioning URL SESSION -> the provisioning object and status, compact
 	api "$1" GET "/v1/sessions/$2" | jq -c '{p: .provisioning, s: .status}'
 }
+bwrap_ready() { [ "$(provisioning "$URL_BWRAP" "$1" | jq -r .p.status)" = ready ]; } # SESSION
 
 AGENT_LOCAL=$(api "$URL_LOCAL" POST /v1/agents '{"name":"recon-test","model":"claude-sonnet-4-5"}' | jq -r .id)
 AGENT_BWRAP=$(api "$URL_BWRAP" POST /v1/agents '{"name":"recon-test","model":"claude-sonnet-4-5"}' | jq -r .id)
@@ -345,16 +348,8 @@ for i in $(seq 1 "$CRASH_ROUNDS"); do
 		$((3 + RANDOM % 5)) >"$ws/.fakebin/npm"
 	chmod +x "$ws/.fakebin/npm"
 	sed -i "s|^path = .*|path = /workspace/.fakebin:/usr/bin:/bin|" "$INI_CRASH"
-	"$RECON" -c "$INI_CRASH" --once >>"$T/crash.log" 2>&1 &
-	pid=$!
-	sleep "0.$((RANDOM % 9))"
-	kill -9 "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	for _ in 1 2 3 4 5 6; do
-		[ "$(provisioning "$URL_BWRAP" "$sid" | jq -r .p.status)" = ready ] && break
-		sleep 1.1 # the killed run's lease expires after 1 s
-		"$RECON" -c "$INI_CRASH" --once >>"$T/crash.log" 2>&1
-	done
+	# the killed run's lease expires after 1 s
+	crash_round "$INI_CRASH" "$T/crash.log" "0.$((RANDOM % 9))" 1.1 bwrap_ready "$sid"
 	st=$(provisioning "$URL_BWRAP" "$sid" | jq -r .p.status)
 	# the "ready" line is written after the bind commits: a kill between the two leaves a ready
 	# session with no line, so a second bind shows as 2 lines and one bind as 0 or 1

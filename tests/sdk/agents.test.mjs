@@ -22,18 +22,9 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic, { BadRequestError, ConflictError, NotFoundError } from '@anthropic-ai/sdk';
 import { BetaInvalidMetadataError } from '@anthropic-ai/sdk/resources/beta/environments';
-
-const URL_ = process.env.TERRARIUM_URL;
-const KEY = process.env.TERRARIUM_KEY;
-const KEY2 = process.env.TERRARIUM_KEY2 || '';
-if (!URL_ || !KEY) {
-  throw new Error('TERRARIUM_URL and TERRARIUM_KEY must be set');
-}
+import { BETA, KEY, KEY2, RFC3339_UTC, URL_, name } from './lib.mjs';
 
 const AGENT_ID = /^agent_[0-9A-Za-z]{24}$/;
-const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-const RUN = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
-const BETA = 'managed-agents-2026-04-01';
 const AGENT_KEYS = [
   'archived_at', 'created_at', 'description', 'execution_identity', 'id', 'mcp_servers', 'metadata',
   'model', 'multiagent', 'name', 'skills', 'system', 'tools', 'type', 'updated_at', 'version',
@@ -57,7 +48,6 @@ function recording() {
   return { client: c, calls };
 }
 
-const name = (s) => `sdk-${RUN}-${s}`;
 const created = []; // agent ids archived in after()
 
 async function mkagent(params = {}, c = client) {

@@ -50,7 +50,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { REQ_ID, rejects } from './lib.mjs';
+import { BETA, KEY, KEY2, REQ_ID, RFC3339_UTC, RUN, URL_, name, rejects } from './lib.mjs';
 import Anthropic, {
   APIError,
   AuthenticationError,
@@ -66,19 +66,10 @@ import {
   BetaInvalidMetadataError,
 } from '@anthropic-ai/sdk/resources/beta/environments';
 
-const URL_ = process.env.TERRARIUM_URL;
-const KEY = process.env.TERRARIUM_KEY;
-const KEY2 = process.env.TERRARIUM_KEY2 || '';
 const BACKEND = process.env.TERRARIUM_BACKEND || 'local';
 const HAS_SESSIONS = !!process.env.TERRARIUM_HAS_SESSIONS;
-if (!URL_ || !KEY) {
-  throw new Error('TERRARIUM_URL and TERRARIUM_KEY must be set');
-}
 
 const ENV_ID = /^env_[0-9A-Za-z]{24}$/;
-const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-const RUN = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
-const BETA = 'managed-agents-2026-04-01';
 const ENV_KEYS = [
   'archived_at', 'config', 'created_at', 'description', 'id', 'metadata', 'name', 'type', 'updated_at',
 ];
@@ -119,7 +110,6 @@ async function mkenv(params, c = client) {
   created.push([c, env.id]);
   return env;
 }
-const name = (s) => `sdk-${RUN}-${s}`;
 
 // Checks the shape every environment object must have (per BetaEnvironment in the .d.ts and
 // docs/api.md: exactly these keys, `scope` only when set).

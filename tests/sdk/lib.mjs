@@ -2,6 +2,23 @@
 import assert from 'node:assert/strict';
 import { APIError } from '@anthropic-ai/sdk';
 
+// Throws unless every variable in NAMES is set (and not empty), naming the missing ones.
+export function requireEnv(...names) {
+  const missing = names.filter((n) => !process.env[n]);
+  if (missing.length) throw new Error(`${missing.join(', ')} must be set`);
+}
+
+// What every suite needs (tests/sdk/run.sh, tests/work/run.sh pass it): the API's base URL and
+// a key; TERRARIUM_KEY2 is a key of another workspace ('' when not given).
+requireEnv('TERRARIUM_URL', 'TERRARIUM_KEY');
+export const URL_ = process.env.TERRARIUM_URL;
+export const KEY = process.env.TERRARIUM_KEY;
+export const KEY2 = process.env.TERRARIUM_KEY2 || '';
+// A tag of this run, in the names of what the suites create.
+export const RUN = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+export const name = (s) => `sdk-${RUN}-${s}`;
+export const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+export const BETA = 'managed-agents-2026-04-01';
 export const REQ_ID = /^req_[0-9A-Za-z]{24}$/;
 
 // Awaits a promise that must reject with an SDK APIError of class `cls`, checks the error

@@ -31,7 +31,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { REQ_ID, rejects } from './lib.mjs';
+import { KEY, KEY2, REQ_ID, RFC3339_UTC, URL_, name, rejects } from './lib.mjs';
 import Anthropic, { APIError, BadRequestError, ConflictError, NotFoundError } from '@anthropic-ai/sdk';
 import {
   BetaEnvironmentArchivedError,
@@ -39,17 +39,9 @@ import {
   BetaInvalidMetadataError,
 } from '@anthropic-ai/sdk/resources/beta/environments';
 
-const URL_ = process.env.TERRARIUM_URL;
-const KEY = process.env.TERRARIUM_KEY;
-const KEY2 = process.env.TERRARIUM_KEY2 || '';
 const URL_OPENSANDBOX = process.env.TERRARIUM_URL_opensandbox || process.env.TERRARIUM_URL_OPENSANDBOX || '';
-if (!URL_ || !KEY) {
-  throw new Error('TERRARIUM_URL and TERRARIUM_KEY must be set');
-}
 
 const SESN_ID = /^sesn_[0-9A-Za-z]{24}$/;
-const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-const RUN = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
 const SESSION_KEYS = [
   'agent', 'archived_at', 'budget', 'created_at', 'environment_id', 'id', 'metadata',
   'outcome_evaluations', 'provisioning', 'resources', 'stats', 'status', 'title', 'type',
@@ -78,7 +70,6 @@ function recording(baseURL = URL_, key = KEY) {
   return { client: c, calls };
 }
 
-const name = (s) => `sdk-${RUN}-${s}`;
 
 // What after() cleans up, best effort: sessions first (they hold their environments), then
 // environments, then agents (archived: agents cannot be deleted).

@@ -25,19 +25,14 @@ import Anthropic, {
   NotFoundError,
 } from '@anthropic-ai/sdk';
 import { BetaHeartbeatPreconditionFailedError } from '@anthropic-ai/sdk/resources/beta/environments/work';
+import { KEY, KEY2, RUN, URL_, requireEnv } from './lib.mjs';
 
-const URL_ = process.env.TERRARIUM_URL;
-const KEY = process.env.TERRARIUM_KEY;
-const KEY2 = process.env.TERRARIUM_KEY2;
+requireEnv('TERRARIUM_KEY2', 'TERRARIUM_CONFIG', 'TERRARIUM_RUN');
 const CONFIG = process.env.TERRARIUM_CONFIG;
 const RUN_DIR = process.env.TERRARIUM_RUN;
-if (!URL_ || !KEY || !KEY2 || !CONFIG || !RUN_DIR) {
-  throw new Error('TERRARIUM_URL, TERRARIUM_KEY, TERRARIUM_KEY2, TERRARIUM_CONFIG and TERRARIUM_RUN must be set');
-}
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BUILD = process.env.BUILD_DIR ? path.resolve(ROOT, process.env.BUILD_DIR) : path.join(ROOT, 'build');
 const CLI = path.join(BUILD, 'terrarium-api');
-const RUN = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const WORK_ID = /^work_[0-9A-Za-z]{24}$/;
 const WORK_KEYS = [

@@ -24,6 +24,10 @@ URL_DOCKER=${TERRARIUM_URL_docker:-}
 URL_OPENSANDBOX=${TERRARIUM_URL_opensandbox:-}
 RUN=seed-$(date +%s)-$$
 
+# The headers of every example: the key, the version and the beta.
+API=(-H "x-api-key: $TERRARIUM_KEY" -H "anthropic-version: 2023-06-01"
+	-H "anthropic-beta: managed-agents-2026-04-01")
+
 tmp=$(mktemp -d)
 passed=0
 failed=0
@@ -32,10 +36,7 @@ cleanup_ids=()   # "base-url env-id" pairs deleted on exit
 cleanup() {
 	local pair
 	for pair in "${cleanup_ids[@]}"; do
-		curl -sS -o /dev/null -X DELETE "${pair% *}/v1/environments/${pair#* }" \
-			-H "x-api-key: $TERRARIUM_KEY" \
-			-H "anthropic-version: 2023-06-01" \
-			-H "anthropic-beta: managed-agents-2026-04-01" || true
+		curl -sS -o /dev/null -X DELETE "${pair% *}/v1/environments/${pair#* }" "${API[@]}" || true
 	done
 	rm -rf "$tmp"
 }
@@ -65,10 +66,7 @@ check() {
 # Sets $status, $body and $headers (file).
 call() {
 	local method=$1 url=$2 data=${3-}
-	local args=(-sS -o "$tmp/body" -D "$tmp/headers" -w '%{http_code}' -X "$method" "$url"
-		-H "x-api-key: $TERRARIUM_KEY"
-		-H "anthropic-version: 2023-06-01"
-		-H "anthropic-beta: managed-agents-2026-04-01")
+	local args=(-sS -o "$tmp/body" -D "$tmp/headers" -w '%{http_code}' -X "$method" "$url" "${API[@]}")
 	[ -z "$data" ] || args+=(-H "content-type: application/json" --data "$data")
 	status=$(curl "${args[@]}") || status=000
 	body=$(cat "$tmp/body" 2>/dev/null)
@@ -108,10 +106,7 @@ ENV_SHAPE='(.id | test("^env_[0-9A-Za-z]{24}$")) and .type == "environment"
 echo "# seeds against $URL (backend $BACKEND)"
 
 # --- 002/003 "Create an environment" ------------------------------------------------------------
-if environment=$(curl -fsS "$URL/v1/environments" \
-	-H "x-api-key: $TERRARIUM_KEY" \
-	-H "anthropic-version: 2023-06-01" \
-	-H "anthropic-beta: managed-agents-2026-04-01" \
+if environment=$(curl -fsS "$URL/v1/environments" "${API[@]}" \
 	-H "content-type: application/json" \
 	--data @- <<'EOF'
 {
@@ -136,10 +131,7 @@ else
 fi
 
 # --- 000 "Create" and "Response shape" ---------------------------------------------------------
-if local_env=$(curl -fsS "$URL/v1/environments" \
-	-H "x-api-key: $TERRARIUM_KEY" \
-	-H "anthropic-version: 2023-06-01" \
-	-H "anthropic-beta: managed-agents-2026-04-01" \
+if local_env=$(curl -fsS "$URL/v1/environments" "${API[@]}" \
 	-H "content-type: application/json" \
 	--data @- <<'EOF'
 {
@@ -186,10 +178,7 @@ elif [ -n "$URL_DOCKER" ]; then pkg_url=${URL_DOCKER%/}
 elif [ -n "$URL_OPENSANDBOX" ]; then pkg_url=${URL_OPENSANDBOX%/}
 fi
 if [ -n "$pkg_url" ]; then
-	if environment_pkgs=$(curl -fsS "$pkg_url/v1/environments" \
-		-H "x-api-key: $TERRARIUM_KEY" \
-		-H "anthropic-version: 2023-06-01" \
-		-H "anthropic-beta: managed-agents-2026-04-01" \
+	if environment_pkgs=$(curl -fsS "$pkg_url/v1/environments" "${API[@]}" \
 		-H "content-type: application/json" \
 		--data "$packages_body"); then
 		cleanup_ids+=("$pkg_url $(jq -r .id <<<"$environment_pkgs")")
@@ -226,10 +215,7 @@ if [ "$BACKEND" = opensandbox ]; then lim_url=$URL
 elif [ -n "$URL_OPENSANDBOX" ]; then lim_url=${URL_OPENSANDBOX%/}
 fi
 if [ -n "$lim_url" ]; then
-	if environment_lim=$(curl -fsS "$lim_url/v1/environments" \
-		-H "x-api-key: $TERRARIUM_KEY" \
-		-H "anthropic-version: 2023-06-01" \
-		-H "anthropic-beta: managed-agents-2026-04-01" \
+	if environment_lim=$(curl -fsS "$lim_url/v1/environments" "${API[@]}" \
 		-H "content-type: application/json" \
 		-d "$limited_body"); then
 		cleanup_ids+=("$lim_url $(jq -r .id <<<"$environment_lim")")
@@ -249,17 +235,11 @@ fi
 
 # --- 002/003 "Use the environment in a session" (once sessions exist) ----------------------------
 if [ -n "${TERRARIUM_HAS_SESSIONS:-}" ]; then
-	if agent=$(curl -fsS "$URL/v1/agents" \
-		-H "x-api-key: $TERRARIUM_KEY" \
-		-H "anthropic-version: 2023-06-01" \
-		-H "anthropic-beta: managed-agents-2026-04-01" \
+	if agent=$(curl -fsS "$URL/v1/agents" "${API[@]}" \
 		-H "content-type: application/json" \
 		-d "{\"name\": \"$RUN-agent\", \"model\": \"claude-sonnet-4-5\"}"); then
 		agent_id=$(jq -r .id <<<"$agent")
-		if session=$(curl -fsS "$URL/v1/sessions" \
-			-H "x-api-key: $TERRARIUM_KEY" \
-			-H "anthropic-version: 2023-06-01" \
-			-H "anthropic-beta: managed-agents-2026-04-01" \
+		if session=$(curl -fsS "$URL/v1/sessions" "${API[@]}" \
 			-H "content-type: application/json" \
 			--data @- <<EOF
 {
@@ -286,10 +266,7 @@ fi
 
 # --- 002/003 "Manage environments" ---------------------------------------------------------------
 # List environments
-if environments=$(curl -fsS -D "$tmp/list-headers" "$URL/v1/environments" \
-	-H "x-api-key: $TERRARIUM_KEY" \
-	-H "anthropic-version: 2023-06-01" \
-	-H "anthropic-beta: managed-agents-2026-04-01"); then
+if environments=$(curl -fsS -D "$tmp/list-headers" "$URL/v1/environments" "${API[@]}"); then
 	check "list: {data, next_page} with the new environments, newest first" "$environments" \
 		"(keys == [\"data\",\"next_page\"]) and (.data | type == \"array\" and length <= 100)
 		 and (.next_page == null or (.next_page | type == \"string\"))
@@ -309,28 +286,19 @@ else
 fi
 
 # Retrieve a specific environment
-if env=$(curl -fsS "$URL/v1/environments/$environment_id" \
-	-H "x-api-key: $TERRARIUM_KEY" \
-	-H "anthropic-version: 2023-06-01" \
-	-H "anthropic-beta: managed-agents-2026-04-01"); then
+if env=$(curl -fsS "$URL/v1/environments/$environment_id" "${API[@]}"); then
 	check "retrieve: same object as created" "$env" ". == $environment"
 else
 	ko "retrieve (curl -f failed)"
 fi
 
 # Archive an environment (read-only, existing sessions continue)
-if archived=$(curl -fsS -X POST "$URL/v1/environments/$environment_id/archive" \
-	-H "x-api-key: $TERRARIUM_KEY" \
-	-H "anthropic-version: 2023-06-01" \
-	-H "anthropic-beta: managed-agents-2026-04-01"); then
+if archived=$(curl -fsS -X POST "$URL/v1/environments/$environment_id/archive" "${API[@]}"); then
 	check "archive: archived_at set, rest unchanged" "$archived" \
 		"$ENV_SHAPE and (.archived_at | type == \"string\")
 		 and del(.archived_at, .updated_at) == ($environment | del(.archived_at, .updated_at))"
 	# 000: "Archive is idempotent."
-	if again=$(curl -fsS -X POST "$URL/v1/environments/$environment_id/archive" \
-		-H "x-api-key: $TERRARIUM_KEY" \
-		-H "anthropic-version: 2023-06-01" \
-		-H "anthropic-beta: managed-agents-2026-04-01"); then
+	if again=$(curl -fsS -X POST "$URL/v1/environments/$environment_id/archive" "${API[@]}"); then
 		check "000 archive again: unchanged" "$again" ". == $archived"
 	else
 		ko "000 archive again (curl -f failed)"
@@ -348,10 +316,7 @@ else
 fi
 
 # Delete an environment (only if no sessions reference it)
-if deleted=$(curl -fsS -X DELETE "$URL/v1/environments/$environment_id" \
-	-H "x-api-key: $TERRARIUM_KEY" \
-	-H "anthropic-version: 2023-06-01" \
-	-H "anthropic-beta: managed-agents-2026-04-01"); then
+if deleted=$(curl -fsS -X DELETE "$URL/v1/environments/$environment_id" "${API[@]}"); then
 	check "delete: environment_deleted" "$deleted" ". == {\"id\": \"$environment_id\", \"type\": \"environment_deleted\"}"
 	call GET "$URL/v1/environments/$environment_id"
 	expect_error "retrieve after delete: 404" 404 not_found_error

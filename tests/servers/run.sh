@@ -16,10 +16,8 @@
 # shellcheck disable=SC2317 # functions run through `part` and the EXIT trap
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT" || exit 1
 # shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib-stack.sh" && script_init servers || exit 1
 
 read -ra SERVERS <<<"${SERVERS:-apache lighttpd}"
 BUILD=$(stack_build_dir)
