@@ -118,28 +118,28 @@ static int container_name(const char *name, char *out, size_t outsz)
 	return n < 0 || (size_t)n >= outsz || n > DOCKER_NAME_MAX ? -1 : 0;
 }
 
-/* PREFIX + REF (a container or image id or name, escaped) + SUFFIX into PATH: 0, or -1 with ERR
- * set when REF is empty or the path does not fit. */
+/* A container id or name as a path segment. */
+static int path_ref(const char *ref, char *out, size_t outsz)
+{
+	if (!*ref || http_escape(ref, out, outsz))
+		return -1;
+	return 0;
+}
+
+/* PREFIX + REF (a container or image id or name, as path_ref escapes it) + SUFFIX into PATH: 0,
+ * or -1 with ERR set when REF is empty or the path does not fit. */
 static int ref_path(const char *prefix, const char *ref, const char *suffix, char *path,
 		    size_t pathsz, char *err, size_t errsz)
 {
 	char eref[CONFIG_STR_MAX * 3];
 	int n;
 
-	if (!*ref || http_escape(ref, eref, sizeof(eref)) ||
+	if (path_ref(ref, eref, sizeof(eref)) ||
 	    (n = snprintf(path, pathsz, "%s%s%s", prefix, eref, suffix)) < 0 ||
 	    (size_t)n >= pathsz) {
 		snprintf(err, errsz, "docker: invalid or too long reference");
 		return -1;
 	}
-	return 0;
-}
-
-/* A container id or name as a path segment. */
-static int path_ref(const char *ref, char *out, size_t outsz)
-{
-	if (!*ref || http_escape(ref, out, outsz))
-		return -1;
 	return 0;
 }
 
@@ -476,11 +476,18 @@ static int exec_inspect(struct docker *d, const char *execid, int *code, char *e
 	}
 	snprintf(path, sizeof(path), "/exec/%s/json", ref);
 	for (int i = 0; i < DOCKER_INSPECT_POLLS; i++) {
-		json_t *root = http_get_json(&d->http, path, err, errsz);
-		json_t *running, *exit_code;
+		static const long ok[] = { 200, 0 };
+		struct http_request rq = { .method = "GET", .path = path };
+		struct http_response rs;
+		json_t *root, *running, *exit_code;
 
-		if (!root)
+		if (http_expect(&d->http, &rq, ok, &rs, err, errsz)) {
+			http_response_release(&rs);
 			return -1;
+		}
+		/* an answer that does not parse is not an exit code yet: asked again */
+		root = http_json(&rs);
+		http_response_release(&rs);
 		running = json_object_get(root, "Running");
 		exit_code = json_object_get(root, "ExitCode");
 		if (!json_is_true(running) && json_is_integer(exit_code)) {
