@@ -219,14 +219,11 @@ const struct resource RES_AGENT = {
 	.flags = RES_VERSIONED | RES_LIST_ARCHIVED,
 	.cursor_kind = AGENT_CURSOR_KIND,
 	.filters_text = AGENT_FILTERS_TEXT,
-	.col_id = AGENT_C_ID,
-	.col_created_db = AGENT_C_CREATED_DB,
-	.col_archived = AGENT_C_ARCHIVED,
+	.cols = { .id = AGENT_C_ID, .created_db = AGENT_C_CREATED_DB,
+		  .archived = AGENT_C_ARCHIVED },
 	.render = agent_object,
 	.list_query = agent_list_query,
-	.get = agentdb_get,
-	.list = agentdb_list,
-	.archive = agentdb_archive,
+	.db = { .get = agentdb_get, .list = agentdb_list, .archive = agentdb_archive },
 };
 
 void agent_versions(struct worker *w, struct request *req, struct response *resp)

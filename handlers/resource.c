@@ -176,7 +176,7 @@ void resource_retrieve(struct worker *w, struct request *req, struct response *r
 	if ((res->flags & RES_VERSIONED) &&
 	    query_count(req, resp, "version", 1, LLONG_MAX, 0, &k.version))
 		return;
-	st = res->get(w->db, &k, 0, &rows);
+	st = res->db.get(w->db, &k, 0, &rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return;
@@ -212,10 +212,10 @@ static enum db_status change_tx(struct db *db, void *arg)
 	db_rows_free(&c->rows);
 	memset(&c->rows, 0, sizeof(c->rows));
 	memset(&c->err, 0, sizeof(c->err));
-	st = res->get(db, c->key, 1, &c->rows);
+	st = res->db.get(db, c->key, 1, &c->rows);
 	if (st || !c->rows.nrows)
 		return st;
-	if (res->archive && db_cell(&c->rows, 0, res->col_archived)) {
+	if (res->db.archive && db_cell(&c->rows, 0, res->cols.archived)) {
 		if (c->refuse_archived)
 			verr_set(&c->err, 400, NULL, "%s '%s' is archived and cannot be updated",
 				 res->kind, c->key->id);
@@ -224,7 +224,7 @@ static enum db_status change_tx(struct db *db, void *arg)
 	st = c->change(db, c->key, &c->rows, c->arg, &wrote, &c->err);
 	if (!st && wrote) {
 		db_rows_free(&c->rows);
-		st = res->get(db, c->key, 0, &c->rows);
+		st = res->db.get(db, c->key, 0, &c->rows);
 	}
 	return st;
 }
@@ -295,7 +295,7 @@ static enum db_status archive_change(struct db *db, const struct db_key *k,
 	(void)err;
 	clock_now(now_db, NULL);
 	*wrote = 1;
-	return res->archive(db, k, now_db);
+	return res->db.archive(db, k, now_db);
 }
 
 void resource_archive(struct worker *w, struct request *req, struct response *resp)
@@ -325,7 +325,7 @@ void resource_delete(struct worker *w, struct request *req, struct response *res
 
 	if (!res)
 		return;
-	st = res->remove(w->db, &k, &found, &err);
+	st = res->db.remove(w->db, &k, &found, &err);
 	if (respond_refusal(w, req, resp, st, &err))
 		return;
 	if (!found)
@@ -417,12 +417,12 @@ void resource_list(struct worker *w, struct request *req, struct response *resp)
 		l.page.after_id = id;
 	}
 	key_make(res, req, NULL, &k);
-	st = res->list(w->db, &k, &l.page, &rows);
+	st = res->db.list(w->db, &k, &l.page, &rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return;
 	}
 	resource_page(res, w, req, resp, &rows, l.page.limit, res->cursor_kind, l.filter,
-		      res->col_created_db, res->col_id);
+		      res->cols.created_db, res->cols.id);
 	db_rows_free(&rows);
 }

@@ -49,27 +49,15 @@ struct resource_list {
 #define RES_LIST_ARCHIVED 0x2 /* lists take include_archived */
 #define RES_LIST_PREV_PAGE 0x4 /* a page carries "prev_page": null (sessions) */
 
-struct resource {
-	const char *kind;           /* "environment": error messages and logs */
-	const char *id_prefix;      /* "env_" */
-	const char *not_found_code; /* error_code of its 404, or NULL */
-	unsigned id_param;          /* the route capture holding the id */
-	enum resource_visibility visibility;
-	unsigned flags;             /* RES_* */
-	const char *cursor_kind;    /* the list cursor's kind (cursor.h) */
-	long long list_default, list_max; /* `limit`'s; 0: LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT */
-	const char *filters_text;   /* named in the 400 for a cursor of another list, or NULL */
-	unsigned col_id, col_created_db, col_archived; /* columns of the resource's SELECTs */
-	/* The API object of row R: as text appended to B (-1 when it does not render), or, when
-	 * put is NULL, as a JSON value (new reference; NULL when it does not render). */
-	int (*put)(struct strbuf *b, const struct db_rows *rows, unsigned r);
-	row_render render;
-	/* Checks of the route before anything else (work items: the environment), or NULL:
-	 * 0, or -1 with RESP filled. */
-	int (*route_check)(struct worker *w, struct request *req, struct response *resp);
-	/* The resource's own list parameters and the cursor's filter text into L, or NULL (the
-	 * filter is then include_archived's): 0, or -1 with RESP a 400. */
-	int (*list_query)(struct request *req, struct response *resp, struct resource_list *l);
+/* Where the generic handlers find what they read in a row of the resource's SELECTs (its get
+ * and list return the same columns). */
+struct resource_cols {
+	unsigned id, created_db; /* the list cursor's key: created_db, then id */
+	unsigned archived;       /* its cell is NULL unless archived; read only with db.archive */
+};
+
+/* The resource's db operations, with the key the generic handlers fill by the visibility rule. */
+struct resource_db {
 	/* One visible row (0 or 1) into ROWS; FOR_UPDATE locks it (inside a transaction). With
 	 * RES_VERSIONED, K->version is the `version` query parameter (0 = current). */
 	enum db_status (*get)(struct db *db, const struct db_key *k, int for_update,
@@ -84,6 +72,30 @@ struct resource {
 	 * delete. */
 	enum db_status (*remove)(struct db *db, const struct db_key *k, int *found,
 				 struct verr *err);
+};
+
+struct resource {
+	const char *kind;           /* "environment": error messages and logs */
+	const char *id_prefix;      /* "env_" */
+	const char *not_found_code; /* error_code of its 404, or NULL */
+	unsigned id_param;          /* the route capture holding the id */
+	enum resource_visibility visibility;
+	unsigned flags;             /* RES_* */
+	const char *cursor_kind;    /* the list cursor's kind (cursor.h) */
+	long long list_default, list_max; /* `limit`'s; 0: LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT */
+	const char *filters_text;   /* named in the 400 for a cursor of another list, or NULL */
+	struct resource_cols cols;
+	/* The API object of row R: as text appended to B (-1 when it does not render), or, when
+	 * put is NULL, as a JSON value (new reference; NULL when it does not render). */
+	int (*put)(struct strbuf *b, const struct db_rows *rows, unsigned r);
+	row_render render;
+	/* Checks of the route before anything else (work items: the environment), or NULL:
+	 * 0, or -1 with RESP filled. */
+	int (*route_check)(struct worker *w, struct request *req, struct response *resp);
+	/* The resource's own list parameters and the cursor's filter text into L, or NULL (the
+	 * filter is then include_archived's): 0, or -1 with RESP a 400. */
+	int (*list_query)(struct request *req, struct response *resp, struct resource_list *l);
+	struct resource_db db;
 };
 
 extern const struct resource RES_ENVIRONMENT, RES_AGENT, RES_SESSION, RES_WORK;

@@ -623,13 +623,11 @@ const struct resource RES_WORK = {
 	.visibility = RES_VIS_ENVIRONMENT,
 	.cursor_kind = WORK_CURSOR_KIND,
 	.filters_text = "another environment",
-	.col_id = WORK_C_ID,
-	.col_created_db = WORK_C_CREATED,
+	.cols = { .id = WORK_C_ID, .created_db = WORK_C_CREATED },
 	.render = work_object,
 	.route_check = work_env,
 	.list_query = work_list_query,
-	.get = workdb_get,
-	.list = workdb_list,
+	.db = { .get = workdb_get, .list = workdb_list },
 };
 
 void work_stats(struct worker *w, struct request *req, struct response *resp)

@@ -171,14 +171,10 @@ static const struct resource RES_THING = {
 	.list_default = 2,
 	.list_max = 3,
 	.filters_text = "include_archived",
-	.col_id = C_ID,
-	.col_created_db = C_CREATED,
-	.col_archived = C_ARCHIVED,
+	.cols = { .id = C_ID, .created_db = C_CREATED, .archived = C_ARCHIVED },
 	.render = thing_render,
-	.get = thing_get,
-	.list = thing_list,
-	.archive = thing_archive,
-	.remove = thing_remove,
+	.db = { .get = thing_get, .list = thing_list, .archive = thing_archive,
+	       .remove = thing_remove },
 };
 
 static struct config cfg;
