@@ -99,14 +99,6 @@ static json_t *copy_or_oom(json_t *v, struct verr *err)
 	return ret;
 }
 
-static int in_list(const char *s, const char *const *list)
-{
-	for (; s && *list; list++)
-		if (!strcmp(s, *list))
-			return 1;
-	return 0;
-}
-
 /* 1 when V is a string of MIN..MAX code points. */
 static int str_chars(json_t *v, size_t min, size_t max)
 {
@@ -123,7 +115,7 @@ static const char *enum_member(json_t *obj, const char *key, const char *const *
 {
 	const char *s = json_string_value(json_object_get(obj, key));
 
-	return in_list(s, list) ? s : NULL;
+	return verr_in_list(s, list) ? s : NULL;
 }
 
 /* Set DEF[KEY] to VALUE (stolen), the result of a parse: NULL means the parse failed and
@@ -193,7 +185,7 @@ static const char *effort_level(json_t *v, struct verr *err)
 			return NULL;
 		level = json_string_value(json_object_get(v, "type"));
 	}
-	if (!in_list(level, efforts)) {
+	if (!verr_in_list(level, efforts)) {
 		verr_set(err, AV_BAD_REQUEST, NULL,
 		    "'%s' must be one of 'low', 'medium', 'high', 'xhigh', 'max' (or {\"type\": "
 		    "level}), or null",
@@ -232,11 +224,12 @@ static json_t *model_parse(json_t *v, json_t *stored_effort, struct verr *err)
 		if (!(level = effort_level(effort, err)))
 			return NULL;
 	} else if (!effort && json_is_object(stored_effort) &&
-		   in_list(json_string_value(json_object_get(stored_effort, "type")), efforts)) {
+		   verr_in_list(json_string_value(json_object_get(stored_effort, "type")),
+				efforts)) {
 		level = json_string_value(json_object_get(stored_effort, "type"));
 	}
 	if (speed && !json_is_null(speed)) {
-		if (!in_list(json_string_value(speed), speeds)) {
+		if (!verr_in_list(json_string_value(speed), speeds)) {
 			verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be 'standard' or 'fast', or null", "model.speed");
 			return NULL;
 		}
@@ -468,7 +461,7 @@ static int tool_config_check(json_t *c, const char *path, int mcp, struct verr *
 					"'%s.name' must be a string of 1-%d characters", path,
 					AGENT_TOOL_NAME_MAX);
 	} else {
-		if (!in_list(name, toolset_tools))
+		if (!verr_in_list(name, toolset_tools))
 			return verr_set(err, AV_BAD_REQUEST, NULL,
 				   "'%s.name' must be one of 'bash', 'edit', 'read', 'write', 'glob', "
 				   "'grep', 'web_fetch', 'web_search'",

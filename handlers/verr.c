@@ -48,6 +48,14 @@ const char *verr_echo(char *buf, const char *s, size_t max_chars)
 	return buf;
 }
 
+int verr_in_list(const char *s, const char *const *list)
+{
+	for (; s && *list; list++)
+		if (!strcmp(s, *list))
+			return 1;
+	return 0;
+}
+
 int verr_check_fields(json_t *obj, const char *path, const char *const *allowed, struct verr *err)
 {
 	const char *key;
@@ -55,11 +63,7 @@ int verr_check_fields(json_t *obj, const char *path, const char *const *allowed,
 	char buf[VERR_ECHO_BUF];
 
 	json_object_foreach(obj, key, v) {
-		const char *const *a = allowed;
-
-		while (*a && strcmp(*a, key))
-			a++;
-		if (!*a)
+		if (!verr_in_list(key, allowed))
 			return verr_set(err, 400, NULL, "unknown field '%s%s%s'", path,
 					*path ? "." : "", verr_echo(buf, key, VERR_ECHO_CHARS));
 	}

@@ -32,6 +32,9 @@ void verr_append(struct verr *err, const char *fmt, ...) __attribute__((format(p
  * printable. */
 const char *verr_echo(char *buf, const char *s, size_t max_chars);
 
+/* 1 when S is one of LIST (NULL-terminated), else 0 (also when S is NULL). */
+int verr_in_list(const char *s, const char *const *list);
+
 /* 0 when every key of OBJ is in ALLOWED (NULL-terminated); else -1 with ERR a 400 naming the
  * first other key as PATH.key (PATH "" at the top level). */
 int verr_check_fields(json_t *obj, const char *path, const char *const *allowed, struct verr *err);

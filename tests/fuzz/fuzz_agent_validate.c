@@ -17,6 +17,7 @@
 #include "../../common/egress.h"
 #include "../../handlers/agent_validate.h"
 #include "../../handlers/env_validate.h"
+#include "../../handlers/verr.h"
 
 static const char *const def_fields[] = { "name",	 "description", "system",
 					  "model",	 "mcp_servers", "tools",
@@ -42,14 +43,6 @@ static const char *const stored_bodies[] = {
 
 static json_t *stored[STORED_COUNT];
 static const char *const no_registry[] = { NULL };
-
-static int in_list(const char *s, const char *const *list)
-{
-	for (; s && *list; list++)
-		if (!strcmp(s, *list))
-			return 1;
-	return 0;
-}
 
 static int chars_within(json_t *v, size_t min, size_t max)
 {
@@ -116,13 +109,14 @@ static void walk_strings(json_t *v)
 /* DEF is a definition as agent_validate.h describes it. */
 static void check_def(json_t *def)
 {
+	static const char *const identity_types[] = { "service_account", "aws_role", NULL };
 	json_t *model, *servers, *tools, *v, *s, *t, *policy, *net, *want;
 	const char *key;
 	size_t i, j;
 
 	FUZZ_CHECK(json_is_object(def), "definition is not an object");
 	json_object_foreach(def, key, v)
-		FUZZ_CHECK(in_list(key, def_fields), "definition field '%s'", key);
+		FUZZ_CHECK(verr_in_list(key, def_fields), "definition field '%s'", key);
 	for (const char *const *f = def_fields; *f; f++)
 		FUZZ_CHECK(json_object_get(def, *f), "definition lacks '%s'", *f);
 	FUZZ_CHECK(chars_within(json_object_get(def, "name"), 1, AGENT_NAME_MAX), "name");
@@ -135,13 +129,13 @@ static void check_def(json_t *def)
 	FUZZ_CHECK(json_is_object(model) && chars_within(json_object_get(model, "id"), 1,
 							 AGENT_MODEL_ID_MAX),
 		   "model.id");
-	FUZZ_CHECK(in_list(json_string_value(json_object_get(json_object_get(model, "effort"),
-							     "type")),
-			   efforts) &&
+	FUZZ_CHECK(verr_in_list(json_string_value(json_object_get(json_object_get(model, "effort"),
+								  "type")),
+				efforts) &&
 			   json_object_size(json_object_get(model, "effort")) == 1,
 		   "model.effort");
-	FUZZ_CHECK(in_list(json_string_value(json_object_get(model, "speed")),
-			   (const char *const[]){ "standard", "fast", NULL }),
+	FUZZ_CHECK(verr_in_list(json_string_value(json_object_get(model, "speed")),
+				(const char *const[]){ "standard", "fast", NULL }),
 		   "model.speed");
 	v = json_object_get(model, "inference_geo");
 	FUZZ_CHECK(json_object_size(model) == 3 + !!v, "model fields");
@@ -200,8 +194,8 @@ static void check_def(json_t *def)
 	FUZZ_CHECK(json_is_array(v) && json_array_size(v) <= AGENT_SKILLS_MAX, "skills");
 	v = json_object_get(def, "execution_identity");
 	FUZZ_CHECK(json_is_object(v) &&
-			   in_list(json_string_value(json_object_get(v, "type")),
-				   (const char *const[]){ "service_account", "aws_role", NULL }),
+			   verr_in_list(json_string_value(json_object_get(v, "type")),
+					identity_types),
 		   "execution_identity");
 	v = json_object_get(def, "multiagent");
 	FUZZ_CHECK(json_is_null(v) || json_is_object(v), "multiagent");
