@@ -223,10 +223,7 @@ static int body_fields(struct request *req, struct response *resp, const char *c
 	if (!req->json)
 		return 0;
 	json_object_foreach(req->json, key, v) {
-		int known = 0;
-		for (const char *const *f = fields; *f; f++)
-			known |= !strcmp(*f, key);
-		if (!known) {
+		if (!verr_in_list(key, fields)) {
 			resp_error(resp, req, 400, NULL, "unknown field '%.64s'", key);
 			return -1;
 		}
