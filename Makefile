@@ -246,10 +246,10 @@ fuzz-short: $(FUZZ_BINS)
 
 .PHONY: fuzz fuzz-short
 
-# Reference responders for `make bench` (bench/ref.h): bare libfcgi + one MariaDB statement.
+# Reference responders for `make bench` (bench/ref.h): bare libfcgi + MariaDB statements.
 BENCH_BINS := $(BUILD)/bench-ref-select $(BUILD)/bench-ref-insert
 
-$(BUILD)/bench-ref-select: $(call obj,bench/ref-select.c bench/ref.c)
+$(BUILD)/bench-ref-select: $(call obj,bench/ref-select.c bench/ref.c common/clock.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi $(LDLIBS_DB)
 
 $(BUILD)/bench-ref-insert: $(call obj,bench/ref-insert.c bench/ref.c common/crypto.c)

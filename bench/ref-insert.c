@@ -28,19 +28,15 @@ static int ins_prepare(struct ref *r)
 
 static int ins_handle(struct ref *r, FCGX_Request *fr)
 {
-	const char *clen = FCGX_GetParam("CONTENT_LENGTH", fr->envp);
 	const char *ws = getenv("REF_WORKSPACE_ID");
-	long want = clen ? atol(clen) : 0;
-	int got = 0, k;
+	long got = ref_read_body(fr, body, REF_BODY_MAX);
 	char id[INS_ID_LEN];
 	MYSQL_BIND in[4];
 
-	if (want <= 0 || want > REF_BODY_MAX || !ws || random_id(id, sizeof(id), "env_", ID_RANDOM_LEN)) {
+	if (got < 0 || !ws || random_id(id, sizeof(id), "env_", ID_RANDOM_LEN)) {
 		LIT(r, "{\"error\":\"bad request\"}");
 		return 400;
 	}
-	while (got < want && (k = FCGX_GetStr(body + got, (int)(want - got), fr->in)) > 0)
-		got += k;
 	memset(in, 0, sizeof(in));
 	in[0].buffer_type = in[1].buffer_type = in[2].buffer_type = in[3].buffer_type =
 		MYSQL_TYPE_STRING;

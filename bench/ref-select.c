@@ -1,10 +1,15 @@
 /* bench-ref-select: GET .../environments/{id} answers one environment row by primary key, as
  * JSON, with a single prepared SELECT of the same columns the API reads; GET .../environments
  * answers the 100 newest rows of workspace REF_LIST_WORKSPACE_ID with a single prepared SELECT
- * on the index the API's list uses (bench/ref.h). No authentication, no visibility rules, no
- * cursor, no JSON library: the floors for GET /v1/environments/{id} and for a list page. */
+ * on the index the API's list uses; POST .../environments/{id} reads the row so, then writes
+ * the body (as text) into its description with one prepared compare-and-set UPDATE at the
+ * revision read, and answers the row as written (bench/ref.h). No authentication, no visibility
+ * rules, no cursor, no JSON library: the floors for GET /v1/environments/{id}, for a list page
+ * and for an update that answers with the stored object. */
 #include <stdlib.h>
 #include <string.h>
+
+#include "../common/clock.h"
 
 #include "ref.h"
 
@@ -20,8 +25,16 @@
 static const char sel_sql[] = SEL_COLUMNS " WHERE id = ?";
 static const char list_sql[] =
 	SEL_COLUMNS " WHERE workspace_id = ? ORDER BY created_at DESC, id DESC LIMIT 100";
+static const char upd_sql[] =
+	"UPDATE environments SET description = ?, revision = revision + 1, updated_at = ?"
+	" WHERE id = ? AND revision = ?";
 
-static MYSQL_STMT *list_stmt;
+#define SEL_COL_DESCRIPTION 2
+#define SEL_COL_UPDATED 7
+#define SEL_COL_REVISION 9
+#define UPD_ATTEMPTS 5 /* compare-and-set tries before a 409 */
+
+static MYSQL_STMT *list_stmt, *upd_stmt;
 static char cell[SEL_COLS][REF_CELL_MAX];
 static unsigned long len[SEL_COLS];
 static my_bool isnull[SEL_COLS];
@@ -30,10 +43,12 @@ static int sel_prepare(struct ref *r)
 {
 	r->stmt = mysql_stmt_init(r->conn);
 	list_stmt = mysql_stmt_init(r->conn);
-	if (!r->stmt || !list_stmt)
+	upd_stmt = mysql_stmt_init(r->conn);
+	if (!r->stmt || !list_stmt || !upd_stmt)
 		return -1;
 	if (mysql_stmt_prepare(r->stmt, sel_sql, strlen(sel_sql)) ||
-	    mysql_stmt_prepare(list_stmt, list_sql, strlen(list_sql)))
+	    mysql_stmt_prepare(list_stmt, list_sql, strlen(list_sql)) ||
+	    mysql_stmt_prepare(upd_stmt, upd_sql, strlen(upd_sql)))
 		return -1;
 	return 0;
 }
@@ -117,7 +132,8 @@ static void put_object(struct ref *r)
 	LIT(r, "}");
 }
 
-static int get_one(struct ref *r, const char *id, size_t idlen)
+/* Read row ID into cell[]: 200, or the status with R's answer filled. */
+static int fetch_one(struct ref *r, const char *id, size_t idlen)
 {
 	if (run(r->stmt, id, idlen)) {
 		LIT(r, "{\"error\":\"database\"}");
@@ -131,8 +147,57 @@ static int get_one(struct ref *r, const char *id, size_t idlen)
 	while (mysql_stmt_fetch(r->stmt) == 0)
 		;
 	mysql_stmt_free_result(r->stmt);
-	put_object(r);
 	return 200;
+}
+
+static int get_one(struct ref *r, const char *id, size_t idlen)
+{
+	int status = fetch_one(r, id, idlen);
+
+	if (status == 200)
+		put_object(r);
+	return status;
+}
+
+/* The update: read, compare-and-set at the revision read (read again when another update came
+ * between), answer the row as written. */
+static int update_one(struct ref *r, FCGX_Request *fr, const char *id, size_t idlen)
+{
+	static char body[REF_CELL_MAX];
+	long got = ref_read_body(fr, body, sizeof(body));
+	char now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
+	MYSQL_BIND in[4];
+
+	if (got < 0) {
+		LIT(r, "{\"error\":\"bad request\"}");
+		return 400;
+	}
+	for (int attempt = 0; attempt < UPD_ATTEMPTS; attempt++) {
+		int status = fetch_one(r, id, idlen);
+
+		if (status != 200)
+			return status;
+		clock_now(now_db, now_api);
+		bind_string(&in[0], body, (size_t)got);
+		bind_string(&in[1], now_db, strlen(now_db));
+		bind_string(&in[2], id, idlen);
+		bind_string(&in[3], cell[SEL_COL_REVISION], len[SEL_COL_REVISION]);
+		if (mysql_stmt_bind_param(upd_stmt, in) || mysql_stmt_execute(upd_stmt)) {
+			LIT(r, "{\"error\":\"database\"}");
+			return 500;
+		}
+		if (mysql_stmt_affected_rows(upd_stmt) == 1) {
+			memcpy(cell[SEL_COL_DESCRIPTION], body, (size_t)got);
+			len[SEL_COL_DESCRIPTION] = (unsigned long)got;
+			isnull[SEL_COL_DESCRIPTION] = 0;
+			len[SEL_COL_UPDATED] = (unsigned long)strlen(now_api);
+			memcpy(cell[SEL_COL_UPDATED], now_api, len[SEL_COL_UPDATED]);
+			put_object(r);
+			return 200;
+		}
+	}
+	LIT(r, "{\"error\":\"conflict\"}");
+	return 409;
 }
 
 static int get_list(struct ref *r)
@@ -160,6 +225,7 @@ static int get_list(struct ref *r)
 static int sel_handle(struct ref *r, FCGX_Request *fr)
 {
 	const char *uri = FCGX_GetParam("REQUEST_URI", fr->envp);
+	const char *method = FCGX_GetParam("REQUEST_METHOD", fr->envp);
 	size_t n = uri ? strcspn(uri, "?") : 0;
 	const char *id;
 
@@ -168,7 +234,11 @@ static int sel_handle(struct ref *r, FCGX_Request *fr)
 	id = uri ? memrchr(uri, '/', n) : NULL;
 	id = id ? id + 1 : "";
 	n = uri ? (size_t)(uri + n - id) : 0;
-	return get_one(r, id, n > SEL_ID_MAX ? SEL_ID_MAX : n);
+	if (n > SEL_ID_MAX)
+		n = SEL_ID_MAX;
+	if (method && !strcmp(method, "POST"))
+		return update_one(r, fr, id, n);
+	return get_one(r, id, n);
 }
 
 int main(void)

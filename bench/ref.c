@@ -57,6 +57,19 @@ void ref_put_str(struct ref *r, const char *s, size_t n)
 	ref_put_raw(r, "\"", 1);
 }
 
+long ref_read_body(FCGX_Request *fr, char *buf, long max)
+{
+	const char *clen = FCGX_GetParam("CONTENT_LENGTH", fr->envp);
+	long want = clen ? atol(clen) : 0, got = 0;
+	int k;
+
+	if (want <= 0 || want > max)
+		return -1;
+	while (got < want && (k = FCGX_GetStr(buf + got, (int)(want - got), fr->in)) > 0)
+		got += k;
+	return got;
+}
+
 static int db_open(struct ref *r)
 {
 	char pw[256] = "";

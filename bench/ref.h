@@ -43,6 +43,10 @@ struct ref_ops {
 /* Bind the socket, fork the workers, supervise them until SIGTERM. Returns the exit status. */
 int ref_main(const struct ref_ops *ops);
 
+/* Read the request body (CONTENT_LENGTH bytes) into BUF (MAX bytes at most): its length, or -1
+ * when it is missing, empty or longer than MAX. */
+long ref_read_body(FCGX_Request *fr, char *buf, long max);
+
 /* Append S (N bytes) to r->out as a JSON string (quoted, escaped); raw: as is. */
 void ref_put_str(struct ref *r, const char *s, size_t n);
 void ref_put_raw(struct ref *r, const char *s, size_t n);
