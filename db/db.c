@@ -1,6 +1,7 @@
 #include "db.h"
 
 #include <errmsg.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <mysql.h>
@@ -112,6 +113,24 @@ enum db_status db_fail(struct db *db, enum db_status st, const char *fmt, ...)
 	fail_set(db, st, fmt, ap);
 	va_end(ap);
 	return st;
+}
+
+enum db_status db_json_load(struct db *db, const char *text, const char *kind, const char *id,
+			    const char *what, json_t **out)
+{
+	*out = text ? json_loads(text, 0, NULL) : NULL;
+	if (!*out)
+		return db_fail(db, DB_CORRUPT, "%s %s: stored %s does not parse", kind, id, what);
+	return DB_OK;
+}
+
+enum db_status db_json_dump(struct db *db, const json_t *v, const char *kind, const char *id,
+			    const char *what, char **out)
+{
+	*out = v ? json_dumps(v, JSON_COMPACT) : NULL;
+	if (!*out)
+		return db_fail(db, DB_NOMEM, "%s %s: serialising the %s", kind, id, what);
+	return DB_OK;
 }
 
 /* A call succeeded: no failure to report. */

@@ -146,6 +146,24 @@ enum db_status db_last_status(const struct db *db);
 enum db_status db_fail(struct db *db, enum db_status st, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* JSON kept in a column (Jansson's json_t; db.h does not include jansson.h). The two rules for
+ * a JSON column, stated here once; KIND and ID name the row and WHAT the column in the message
+ * recorded on DB with db_fail. */
+struct json_t;
+
+/* Parse TEXT, a cell read from the row of KIND ID (json_loads, no flags), into *OUT (a new
+ * reference the caller decrefs). DB_OK, or DB_CORRUPT with *OUT = NULL and the message
+ * "KIND ID: stored WHAT does not parse" when TEXT is not a JSON object or array (SQL NULL,
+ * TEXT NULL, counts as not parsing). */
+enum db_status db_json_load(struct db *db, const char *text, const char *kind, const char *id,
+			    const char *what, struct json_t **out);
+
+/* Serialise V, an object or array, for writing to the row of KIND ID (json_dumps, JSON_COMPACT)
+ * into *OUT (the caller frees). DB_OK, or DB_NOMEM with *OUT = NULL and the message "KIND ID: serialising the
+ * WHAT" when json_dumps fails: out of memory, or V NULL (a json_pack that ran out of memory). */
+enum db_status db_json_dump(struct db *db, const struct json_t *v, const char *kind,
+			    const char *id, const char *what, char **out);
+
 /* Human-readable name of STATUS. */
 const char *db_status_name(enum db_status status);
 

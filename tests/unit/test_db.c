@@ -5,8 +5,10 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errmsg.h>
+#include <jansson.h>
 #include <mysqld_error.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../common/config.h"
@@ -104,7 +106,53 @@ static void test_messages(void **state)
 	db_free(db);
 }
 
+/* The two rules for a JSON column: a stored cell that does not parse is DB_CORRUPT, a value that
+ * cannot be serialised DB_NOMEM, each with a message naming the row and the column. */
+static void test_json_cells(void **state)
+{
+	struct config cfg;
+	struct db *db;
+	json_t *v = NULL, *kept = json_object();
+	char *text = NULL, mark = 'x';
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	db = db_new(&cfg);
+	assert_non_null(db);
+
+	assert_int_equal(db_json_load(db, "{\"a\": [1, 2]}", "agent", "agent_x", "definition", &v),
+			 DB_OK);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(v, "a"), 1)), 2);
+	assert_int_equal(db_last_status(db), DB_OK);
+	assert_int_equal(db_json_dump(db, v, "agent", "agent_x", "definition", &text), DB_OK);
+	assert_string_equal(text, "{\"a\":[1,2]}"); /* compact, as the columns hold it */
+	assert_int_equal(db_last_status(db), DB_OK);
+	free(text);
+	json_decref(v);
+
+	v = kept; /* *OUT is set on failure too */
+	assert_int_equal(db_json_load(db, "{\"a\": ", "work", "work_x", "metadata", &v),
+			 DB_CORRUPT);
+	assert_null(v);
+	assert_int_equal(db_last_status(db), DB_CORRUPT);
+	assert_string_equal(db_error(db), "work work_x: stored metadata does not parse");
+	/* SQL NULL in a JSON column is corrupt too */
+	assert_int_equal(db_json_load(db, NULL, "environment", "env_x", "config", &v), DB_CORRUPT);
+	assert_null(v);
+	assert_string_equal(db_error(db), "environment env_x: stored config does not parse");
+
+	/* NULL: what a json_pack that ran out of memory leaves */
+	text = &mark;
+	assert_int_equal(db_json_dump(db, NULL, "session", "ses_x", "intent", &text), DB_NOMEM);
+	assert_null(text);
+	assert_int_equal(db_last_status(db), DB_NOMEM);
+	assert_string_equal(db_error(db), "session ses_x: serialising the intent");
+	json_decref(kept);
+	db_free(db);
+}
+
 UNIT_MAIN(
 	cmocka_unit_test(test_classes),
 	cmocka_unit_test(test_names),
-	cmocka_unit_test(test_messages))
+	cmocka_unit_test(test_messages),
+	cmocka_unit_test(test_json_cells))
