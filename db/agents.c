@@ -153,12 +153,14 @@ enum db_status agentdb_snapshot(struct db *db, const char *ws, const char *agent
 	if (!rows.nrows)
 		goto out;
 	*archived = db_cell(&rows, 0, AGENT_C_ARCHIVED) != NULL;
-	def = json_loads(db_cell(&rows, 0, AGENT_C_DEFINITION), 0, NULL);
+	st = db_json_load(db, db_cell(&rows, 0, AGENT_C_DEFINITION), "agent", agent_id,
+			  "definition", &def);
+	if (st)
+		goto out;
 	*snapshot = snapshot_make(db_cell(&rows, 0, AGENT_C_ID),
 				  atoll(db_cell(&rows, 0, AGENT_C_VERSION)), def);
 	if (!*snapshot)
-		st = db_fail(db, def ? DB_NOMEM : DB_CORRUPT, "agent %s: %s", agent_id,
-			     def ? "out of memory" : "stored definition does not parse");
+		st = db_fail(db, DB_NOMEM, "agent %s: out of memory", agent_id);
 	json_decref(def);
 out:
 	db_rows_free(&rows);

@@ -140,17 +140,16 @@ static enum db_status update_change(struct db *db, const struct db_key *k,
 			 u->expected, current);
 		return DB_OK;
 	}
-	cur = json_loads(db_cell(rows, 0, AGENT_C_DEFINITION), 0, NULL);
-	if (!cur)
-		return db_fail(db, DB_CORRUPT, "agent %s: stored definition does not parse", k->id);
+	st = db_json_load(db, db_cell(rows, 0, AGENT_C_DEFINITION), "agent", k->id, "definition",
+			  &cur);
+	if (st)
+		return st;
 	next = agent_validate_update(u->body, cur, &changed, err);
 	if (!next || !changed)
 		goto out; /* refused, or nothing to write: no new version */
-	text = json_dumps(next, JSON_COMPACT);
-	if (!text) {
-		st = db_fail(db, DB_NOMEM, "agent %s: serialising the definition", k->id);
+	st = db_json_dump(db, next, "agent", k->id, "definition", &text);
+	if (st)
 		goto out;
-	}
 	clock_now(now_db, NULL);
 	st = agentdb_add_version(db,
 				 &(struct agent_row_in){ .id = k->id,

@@ -172,23 +172,33 @@ out:
 	env_fields_release(&f);
 }
 
-/* Load the stored fields of row 0 into F (owned). 0 or -1 when stored JSON is corrupt. */
-static int fields_from_row(const struct db_rows *rows, struct env_fields *f)
+/* Load the stored fields of row 0 (environment ID) into F (owned). DB_OK, or DB_CORRUPT (stored
+ * JSON that does not parse) / DB_NOMEM recorded on DB, with F empty. */
+static enum db_status fields_from_row(struct db *db, const char *id, const struct db_rows *rows,
+				      struct env_fields *f)
 {
 	const char *desc = db_cell(rows, 0, ENV_C_DESCRIPTION);
 	const char *scope = db_cell(rows, 0, ENV_C_SCOPE);
+	enum db_status st;
 
 	memset(f, 0, sizeof(*f));
+	st = db_json_load(db, db_cell(rows, 0, ENV_C_METADATA), "environment", id, "metadata",
+			  &f->metadata);
+	if (!st)
+		st = db_json_load(db, db_cell(rows, 0, ENV_C_CONFIG), "environment", id, "config",
+				  &f->config);
+	if (st) {
+		env_fields_release(f);
+		return st;
+	}
 	f->name = strdup(db_cell(rows, 0, ENV_C_NAME));
 	f->description = desc ? json_string(desc) : json_null();
-	f->metadata = json_loads(db_cell(rows, 0, ENV_C_METADATA), 0, NULL);
-	f->config = json_loads(db_cell(rows, 0, ENV_C_CONFIG), 0, NULL);
 	f->scope = scope ? strdup(scope) : NULL;
-	if (!f->name || !f->description || !f->metadata || !f->config || (scope && !f->scope)) {
+	if (!f->name || !f->description || (scope && !f->scope)) {
 		env_fields_release(f);
-		return -1;
+		return db_fail(db, DB_NOMEM, "environment %s: out of memory", id);
 	}
-	return 0;
+	return DB_OK;
 }
 
 /* An update reads the row and writes it back only if it is still at the revision read: two
@@ -225,11 +235,9 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 			respond_row(req, resp, &rows);
 		goto out;
 	}
-	if (fields_from_row(&rows, &f)) {
-		handle_db_error(w, req, resp,
-				db_fail(w->db, DB_CORRUPT,
-					"environment %s: stored JSON does not parse",
-					req->params[0]));
+	st = fields_from_row(w->db, req->params[0], &rows, &f);
+	if (st) {
+		handle_db_error(w, req, resp, st);
 		goto out;
 	}
 	if (env_validate_update(req->json, w->caps, &f, &changed, &err)) {

@@ -246,19 +246,19 @@ static enum db_status create_tx(struct db *db, void *arg)
 			 c->env_id);
 		goto out;
 	}
-	config = json_loads(db_cell(&env, 0, ENV_C_CONFIG), 0, NULL);
-	snap_text = json_dumps(snapshot, JSON_COMPACT);
-	meta_text = json_dumps(c->metadata, JSON_COMPACT);
-	if (!config) {
-		st = db_fail(db, DB_CORRUPT, "environment %s: stored config does not parse",
-			     c->env_id);
+	st = db_json_load(db, db_cell(&env, 0, ENV_C_CONFIG), "environment", c->env_id, "config",
+			  &config);
+	if (st)
+		goto out;
+	if (random_id(c->id, sizeof(c->id), SES_ID_PREFIX, ID_RANDOM_LEN)) {
+		st = db_fail(db, DB_NOMEM, "session create: no random id");
 		goto out;
 	}
-	if (!snap_text || !meta_text ||
-	    random_id(c->id, sizeof(c->id), SES_ID_PREFIX, ID_RANDOM_LEN)) {
-		st = db_fail(db, DB_NOMEM, "session create: out of memory or no random id");
+	st = db_json_dump(db, snapshot, "session", c->id, "agent snapshot", &snap_text);
+	if (!st)
+		st = db_json_dump(db, c->metadata, "session", c->id, "metadata", &meta_text);
+	if (st)
 		goto out;
-	}
 	clock_now(c->now_db, NULL);
 	st = sesdb_insert(db, &(struct session_row_in){
 				      .id = c->id,
@@ -284,11 +284,9 @@ static enum db_status create_tx(struct db *db, void *arg)
 				 (json_int_t)strtoll(db_cell(&env, 0, ENV_C_REVISION), NULL, 10),
 				 "packages", json_object_get(config, "packages"), "networking",
 				 json_object_get(config, "networking"));
-		spec_text = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
-		if (!spec_text) {
-			st = db_fail(db, DB_NOMEM, "session %s: serialising the intent", c->id);
+		st = db_json_dump(db, spec, "session", c->id, "intent", &spec_text);
+		if (st)
 			goto out;
-		}
 		st = sesdb_insert_intent(db, c->id, a->workspace_id, INTENT_PROVISION, spec_text,
 					 NULL, c->now_db);
 		if (st)
@@ -436,11 +434,10 @@ static enum db_status update_change(struct db *db, const struct db_key *k,
 
 	if (c->mcp && mcp_toolsets_kept(db_cell(rows, 0, SES_C_AGENT), c->mcp, err))
 		return DB_OK;
-	old_meta = json_loads(db_cell(rows, 0, SES_C_METADATA), 0, NULL);
-	if (!old_meta) {
-		st = db_fail(db, DB_CORRUPT, "session %s: stored metadata does not parse", k->id);
+	st = db_json_load(db, db_cell(rows, 0, SES_C_METADATA), "session", k->id, "metadata",
+			  &old_meta);
+	if (st)
 		goto out;
-	}
 	patch = json_object_get(c->body, "metadata");
 	meta = patch && !json_is_null(patch) ? meta_patch(old_meta, patch, "metadata", err)
 					     : json_incref(old_meta);
@@ -449,12 +446,11 @@ static enum db_status update_change(struct db *db, const struct db_key *k,
 	title = json_object_get(c->body, "title");
 	new_title = title ? json_string_value(title) : old_title;
 	old_mcp = db_cell(rows, 0, SES_C_MCP);
-	mcp_text = c->mcp ? json_dumps(c->mcp, JSON_COMPACT) : old_mcp ? strdup(old_mcp) : NULL;
-	meta_text = json_dumps(meta, JSON_COMPACT);
-	if (!meta_text || ((c->mcp || old_mcp) && !mcp_text)) {
-		st = db_fail(db, DB_NOMEM, "session %s: serialising the update", k->id);
+	st = db_json_dump(db, meta, "session", k->id, "metadata", &meta_text);
+	if (!st && c->mcp)
+		st = db_json_dump(db, c->mcp, "session", k->id, "MCP servers", &mcp_text);
+	if (st)
 		goto out;
-	}
 	changed = !json_equal(meta, old_meta) ||
 		  (title && ((new_title == NULL) != (old_title == NULL) ||
 			     (new_title && strcmp(new_title, old_title)))) ||
@@ -462,7 +458,8 @@ static enum db_status update_change(struct db *db, const struct db_key *k,
 	if (!changed)
 		goto out;
 	clock_now(now_db, NULL);
-	st = sesdb_update(db, k->id, k->workspace_id, new_title, meta_text, mcp_text, now_db);
+	st = sesdb_update(db, k->id, k->workspace_id, new_title, meta_text,
+			  c->mcp ? mcp_text : old_mcp, now_db);
 	*wrote = 1;
 out:
 	json_decref(old_meta);

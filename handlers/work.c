@@ -564,17 +564,15 @@ static enum db_status update_change(struct db *db, const struct db_key *k,
 	char now[CLOCK_DB_LEN], *text = NULL;
 	enum db_status st = DB_OK;
 
-	old = json_loads(db_cell(rows, 0, WORK_C_METADATA), 0, NULL);
-	if (!old)
-		return db_fail(db, DB_CORRUPT, "work %s: stored metadata does not parse", k->id);
+	st = db_json_load(db, db_cell(rows, 0, WORK_C_METADATA), "work", k->id, "metadata", &old);
+	if (st)
+		return st;
 	merged = meta_patch(old, arg, "metadata", err);
 	if (!merged || json_equal(merged, old))
 		goto out;
-	text = json_dumps(merged, JSON_COMPACT);
-	if (!text) {
-		st = db_fail(db, DB_NOMEM, "work %s: serialising metadata", k->id);
+	st = db_json_dump(db, merged, "work", k->id, "metadata", &text);
+	if (st)
 		goto out;
-	}
 	clock_now(now, NULL);
 	st = workdb_set_metadata(db, k->id, text, now);
 	*wrote = 1;
