@@ -125,7 +125,8 @@ struct create_ctx {
 	long long agent_version;  /* 0: latest */
 	json_t *metadata;         /* validated */
 	const char *title;        /* NULL: null */
-	char id[RESOURCE_ID_MAX];
+	char id[RESOURCE_ID_MAX];      /* the new session's, made before the transaction */
+	char work_id[RESOURCE_ID_MAX]; /* its work item's (self_hosted environments) */
 	char now_db[CLOCK_DB_LEN];
 	int work_queued;          /* a self_hosted environment's work item was queued */
 	struct db_rows rows;      /* the created session */
@@ -250,10 +251,6 @@ static enum db_status create_tx(struct db *db, void *arg)
 			  &config);
 	if (st)
 		goto out;
-	if (random_id(c->id, sizeof(c->id), SES_ID_PREFIX, ID_RANDOM_LEN)) {
-		st = db_fail(db, DB_NOMEM, "session create: no random id");
-		goto out;
-	}
 	st = db_json_dump(db, snapshot, "session", c->id, "agent snapshot", &snap_text);
 	if (!st)
 		st = db_json_dump(db, c->metadata, "session", c->id, "metadata", &meta_text);
@@ -293,13 +290,7 @@ static enum db_status create_tx(struct db *db, void *arg)
 			goto out;
 	} else {
 		/* self_hosted: the customer's workers learn of the session from its work item */
-		char work_id[RESOURCE_ID_MAX];
-
-		if (random_id(work_id, sizeof(work_id), WORK_ID_PREFIX, ID_RANDOM_LEN)) {
-			st = db_fail(db, DB_FATAL, "session %s: no random work id", c->id);
-			goto out;
-		}
-		st = workdb_enqueue(db, work_id, a->workspace_id, c->env_id, c->id, c->now_db);
+		st = workdb_enqueue(db, c->work_id, a->workspace_id, c->env_id, c->id, c->now_db);
 		if (st)
 			goto out;
 		c->work_queued = 1;
@@ -327,6 +318,11 @@ void session_create(struct worker *w, struct request *req, struct response *resp
 
 	if (create_parse(req->json, &c)) {
 		respond_verr(req, resp, &c.err);
+		goto out;
+	}
+	if (random_id(c.id, sizeof(c.id), SES_ID_PREFIX, ID_RANDOM_LEN) ||
+	    random_id(c.work_id, sizeof(c.work_id), WORK_ID_PREFIX, ID_RANDOM_LEN)) {
+		respond_internal(req, resp, "no random id");
 		goto out;
 	}
 	st = db_tx(w->db, create_tx, &c);

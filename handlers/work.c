@@ -185,7 +185,12 @@ static int work_env(struct worker *w, struct request *req, struct response *resp
 			   req->params[0]);
 		goto out;
 	}
-	config = json_loads(db_cell(&env, 0, ENV_C_CONFIG), 0, NULL);
+	st = db_json_load(w->db, db_cell(&env, 0, ENV_C_CONFIG), "environment", req->params[0],
+			  "config", &config);
+	if (st) {
+		handle_db_error(w, req, resp, st);
+		goto out;
+	}
 	type = json_string_value(json_object_get(config, "type"));
 	if (!type || strcmp(type, "self_hosted")) {
 		resp_error(resp, req, 400, NULL,

@@ -181,6 +181,22 @@ if [ -n "$recovered" ]; then
 fi
 check "database back: requests succeed again without restarting the API" test -n "$recovered"
 
+# ---- stored data the code does not expect ----
+# A self_hosted environment whose stored config was made JSON null behind the API's back (the
+# column only checks that it is JSON): its work queue answers 500 and the log names the row and
+# the column, instead of a 400 blaming the request for an environment that is "not self_hosted".
+sh_id=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" -H "content-type: application/json" \
+	-H "anthropic-beta: managed-agents-2026-04-01" \
+	-d '{"name":"fault-corrupt","config":{"type":"self_hosted"}}' | jq -r .id)
+db_sql "$RUN" "$STACK_DB_NAME" -e "UPDATE environments SET config = 'null' WHERE id = '$sh_id'"
+code=$(curl -sS -o "$RUN/corrupt.json" -w '%{http_code}' "$URL/v1/environments/$sh_id/work" \
+	-H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01")
+check "stored config that does not parse: the work queue answers 500 api_error ($code)" \
+	bash -c '[ "$1" = 500 ] && jq -e ".error.type == \"api_error\"" "$2" >/dev/null' _ "$code" \
+	"$RUN/corrupt.json"
+check "stored config that does not parse: the log names the row and the column" \
+	grep -q "environment $sh_id: stored config does not parse" "$RUN/$NAME.log"
+
 # ---- a client that never finishes its request is cut off ----
 hostport=${URL#http://}
 t0=$SECONDS
