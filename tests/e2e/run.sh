@@ -191,12 +191,13 @@ part() {
 		[ $want -eq 1 ] || return 0
 	fi
 	section "$name"
+	local t0=$SECONDS
 	"$@"
 	rc=$?
 	if [ $rc -eq 0 ]; then
-		echo "e2e: $name passed"
+		echo "e2e: $name passed ($((SECONDS - t0)) s)"
 	else
-		echo "e2e: $name FAILED (exit $rc)" >&2
+		echo "e2e: $name FAILED (exit $rc, $((SECONDS - t0)) s)" >&2
 		failed+=("$name")
 	fi
 }
