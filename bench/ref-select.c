@@ -13,7 +13,6 @@
 
 #include "ref.h"
 
-#define SEL_COLS 10
 #define SEL_ID_MAX 64
 
 #define SEL_COLUMNS                                                                  \
@@ -29,9 +28,11 @@ static const char upd_sql[] =
 	"UPDATE environments SET description = ?, revision = revision + 1, updated_at = ?"
 	" WHERE id = ? AND revision = ?";
 
-#define SEL_COL_DESCRIPTION 2
-#define SEL_COL_UPDATED 7
-#define SEL_COL_REVISION 9
+/* The columns of SEL_COLUMNS, in its order. */
+enum sel_col {
+	SEL_C_ID, SEL_C_NAME, SEL_C_DESCRIPTION, SEL_C_METADATA, SEL_C_CONFIG, SEL_C_SCOPE,
+	SEL_C_CREATED, SEL_C_UPDATED, SEL_C_ARCHIVED, SEL_C_REVISION, SEL_COLS
+};
 #define UPD_ATTEMPTS 5 /* compare-and-set tries before a 409 */
 
 static MYSQL_STMT *list_stmt, *upd_stmt;
@@ -92,23 +93,23 @@ static int run(MYSQL_STMT *stmt, const char *param, size_t n)
 }
 
 /* The environment object's members, in the API's order: the text before the value, the value's
- * column in SEL_COLUMNS, and how it is written. "scope" (column 5) follows when not NULL. */
+ * column, and how it is written. "scope" follows when not NULL. */
 enum sel_kind { SEL_STR, SEL_RAW, SEL_OPT }; /* JSON string, JSON as stored, string or null */
 #define SEL_MEMBER(prefix, col, kind) {prefix, sizeof(prefix) - 1, col, kind}
 static const struct sel_member {
 	const char *prefix;
 	size_t prefix_len;
-	int col;
+	enum sel_col col;
 	enum sel_kind kind;
 } sel_members[] = {
-	SEL_MEMBER("{\"id\":", 0, SEL_STR),
-	SEL_MEMBER(",\"type\":\"environment\",\"name\":", 1, SEL_STR),
-	SEL_MEMBER(",\"description\":", 2, SEL_OPT),
-	SEL_MEMBER(",\"metadata\":", 3, SEL_RAW),
-	SEL_MEMBER(",\"config\":", 4, SEL_RAW),
-	SEL_MEMBER(",\"created_at\":", 6, SEL_STR),
-	SEL_MEMBER(",\"updated_at\":", 7, SEL_STR),
-	SEL_MEMBER(",\"archived_at\":", 8, SEL_OPT),
+	SEL_MEMBER("{\"id\":", SEL_C_ID, SEL_STR),
+	SEL_MEMBER(",\"type\":\"environment\",\"name\":", SEL_C_NAME, SEL_STR),
+	SEL_MEMBER(",\"description\":", SEL_C_DESCRIPTION, SEL_OPT),
+	SEL_MEMBER(",\"metadata\":", SEL_C_METADATA, SEL_RAW),
+	SEL_MEMBER(",\"config\":", SEL_C_CONFIG, SEL_RAW),
+	SEL_MEMBER(",\"created_at\":", SEL_C_CREATED, SEL_STR),
+	SEL_MEMBER(",\"updated_at\":", SEL_C_UPDATED, SEL_STR),
+	SEL_MEMBER(",\"archived_at\":", SEL_C_ARCHIVED, SEL_OPT),
 };
 
 /* The fetched row as the API's environment object (the same members, in the same order). */
@@ -125,9 +126,9 @@ static void put_object(struct ref *r)
 		else
 			ref_put_str(r, cell[m->col], len[m->col]);
 	}
-	if (!isnull[5]) {
+	if (!isnull[SEL_C_SCOPE]) {
 		LIT(r, ",\"scope\":");
-		ref_put_str(r, cell[5], len[5]);
+		ref_put_str(r, cell[SEL_C_SCOPE], len[SEL_C_SCOPE]);
 	}
 	LIT(r, "}");
 }
@@ -181,17 +182,17 @@ static int update_one(struct ref *r, FCGX_Request *fr, const char *id, size_t id
 		bind_string(&in[0], body, (size_t)got);
 		bind_string(&in[1], now_db, strlen(now_db));
 		bind_string(&in[2], id, idlen);
-		bind_string(&in[3], cell[SEL_COL_REVISION], len[SEL_COL_REVISION]);
+		bind_string(&in[3], cell[SEL_C_REVISION], len[SEL_C_REVISION]);
 		if (mysql_stmt_bind_param(upd_stmt, in) || mysql_stmt_execute(upd_stmt)) {
 			LIT(r, "{\"error\":\"database\"}");
 			return 500;
 		}
 		if (mysql_stmt_affected_rows(upd_stmt) == 1) {
-			memcpy(cell[SEL_COL_DESCRIPTION], body, (size_t)got);
-			len[SEL_COL_DESCRIPTION] = (unsigned long)got;
-			isnull[SEL_COL_DESCRIPTION] = 0;
-			len[SEL_COL_UPDATED] = (unsigned long)strlen(now_api);
-			memcpy(cell[SEL_COL_UPDATED], now_api, len[SEL_COL_UPDATED]);
+			memcpy(cell[SEL_C_DESCRIPTION], body, (size_t)got);
+			len[SEL_C_DESCRIPTION] = (unsigned long)got;
+			isnull[SEL_C_DESCRIPTION] = 0;
+			len[SEL_C_UPDATED] = (unsigned long)strlen(now_api);
+			memcpy(cell[SEL_C_UPDATED], now_api, len[SEL_C_UPDATED]);
 			put_object(r);
 			return 200;
 		}

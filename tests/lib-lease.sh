@@ -15,9 +15,9 @@
 #       Checks: the install started, the run logged the lost lease while its command ran.
 #   crash_round INI LOG KILL_AFTER PAUSE READY SESSION
 #       a reconciler --once (INI, output appended to LOG) in the background, killed (-9) after
-#       KILL_AFTER seconds; then, until READY SESSION succeeds, at most six more --once runs, each
-#       PAUSE seconds after the last (the killed run's lease must expire first). No checks: the
-#       caller looks at what the rounds left.
+#       KILL_AFTER seconds; then, until READY SESSION succeeds, at most CRASH_ROUND_RUNS more
+#       --once runs, each PAUSE seconds after the last (the killed run's lease must expire
+#       first). No checks: the caller looks at what the rounds left.
 
 lease_end() { # RUN SESSION
 	db_sql "$1" "$STACK_DB_NAME" -N -e "SELECT lease_expires_at FROM provisioning_intents
@@ -57,14 +57,16 @@ lease_taken() { # NAME RUN INI SESSION WAIT LOG
 		grep -q "lease lost while a command ran" "$log"
 }
 
+CRASH_ROUND_RUNS=6 # crash_round: runs after the killed one before the session must be ready
+
 crash_round() { # INI LOG KILL_AFTER PAUSE READY SESSION
-	local ini=$1 log=$2 kill_after=$3 pause=$4 ready=$5 sid=$6 pid
+	local ini=$1 log=$2 kill_after=$3 pause=$4 ready=$5 sid=$6 pid i
 	"$RECON" -c "$ini" --once >>"$log" 2>&1 &
 	pid=$!
 	sleep "$kill_after"
 	kill -9 "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
-	for _ in 1 2 3 4 5 6; do
+	for ((i = 0; i < CRASH_ROUND_RUNS; i++)); do
 		"$ready" "$sid" && break
 		sleep "$pause"
 		"$RECON" -c "$ini" --once >>"$log" 2>&1

@@ -1,6 +1,5 @@
 # Helpers shared by the shell test scripts that call the API (source it): the check counters
-# of tests/lib-check.sh (check, ok, not_ok; a script ends with
-# echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]) and
+# of tests/lib-check.sh (check, ok, not_ok; a script ends with check_summary) and
 #   api_to URL METHOD PATH [BODY]   an API call with $KEY and the version and beta headers
 #   e2e_part                        the settings of a part of tests/e2e/run.sh (RUN, URL, BUILD)
 #   e2e_sql QUERY                   a query on that stack's database

@@ -185,17 +185,18 @@ check "database back: requests succeed again without restarting the API" test -n
 # A self_hosted environment whose stored config was made JSON null behind the API's back (the
 # column only checks that it is JSON): its work queue answers 500 and the log names the row and
 # the column, instead of a 400 blaming the request for an environment that is "not self_hosted".
-sh_id=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" -H "content-type: application/json" \
-	-H "anthropic-beta: managed-agents-2026-04-01" \
-	-d '{"name":"fault-corrupt","config":{"type":"self_hosted"}}' | jq -r .id)
-db_sql "$RUN" "$STACK_DB_NAME" -e "UPDATE environments SET config = 'null' WHERE id = '$sh_id'"
+sh_id=$(api_to "$URL" POST /v1/environments \
+	'{"name":"fault-corrupt","config":{"type":"self_hosted"}}' | jq -r .id)
+e2e_sql "UPDATE environments SET config = 'null' WHERE id = '$sh_id'"
 code=$(curl -sS -o "$RUN/corrupt.json" -w '%{http_code}' "$URL/v1/environments/$sh_id/work" \
-	-H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01")
+	-H "x-api-key: $KEY" -H "anthropic-version: 2023-06-01" \
+	-H "anthropic-beta: managed-agents-2026-04-01")
 check "stored config that does not parse: the work queue answers 500 api_error ($code)" \
 	bash -c '[ "$1" = 500 ] && jq -e ".error.type == \"api_error\"" "$2" >/dev/null' _ "$code" \
 	"$RUN/corrupt.json"
 check "stored config that does not parse: the log names the row and the column" \
 	grep -q "environment $sh_id: stored config does not parse" "$RUN/$NAME.log"
+api_to "$URL" DELETE "/v1/environments/$sh_id" >/dev/null
 
 # ---- a client that never finishes its request is cut off ----
 hostport=${URL#http://}
@@ -227,5 +228,4 @@ check "fd 0: it serves the API" grep -q "\"id\":\"$env_id\"" <<<"$out"
 [ -s "$RUN/spawned.pid" ] && kill "$(cat "$RUN/spawned.pid")" 2>/dev/null
 rm -f "$RUN/spawned.sock" "$RUN/spawned.pid"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_summary

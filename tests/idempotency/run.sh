@@ -82,5 +82,4 @@ check "a dry run leaves expired keys alone" test "$left" = 1
 "$ROOT/$BUILD/terrarium-reconciler" -c "$TERRARIUM_CONFIG" --once --limit 1 >/dev/null 2>&1
 left=$(e2e_sql "SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = '$tag'")
 check "the reconciler's run removes expired keys" test "$left" = 0
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_summary
