@@ -25,8 +25,8 @@
 #include "../handlers/router.h"
 
 #define MAIN_DEFAULT_ACCOUNT "default"
-#define MAIN_KEY_ID_PREFIX   "apikey_"
-#define AUTH_KEY_ID_MAX	     64
+#define MAIN_KEY_ID_PREFIX "apikey_"
+#define AUTH_KEY_ID_MAX 64
 
 /* Read the key to revoke from stdin (one line): a secret on the command line is visible to
  * every local user in ps and /proc. 0, or -1 when nothing usable was read. */
@@ -106,10 +106,11 @@ static int admin(const struct config *cfg, int argc, char **argv)
 
 		st = envkeys_create(db, argv[2], key, sizeof(key), &outcome);
 		if (!st && outcome != ENVKEY_OK) {
-			fprintf(stderr, outcome == ENVKEY_NO_ENVIRONMENT
-						? "no environment %.64s\n"
-						: "environment %.64s is not self_hosted: only self_hosted "
-						  "environments have a work queue\n",
+			fprintf(stderr,
+				outcome == ENVKEY_NO_ENVIRONMENT
+					? "no environment %.64s\n"
+					: "environment %.64s is not self_hosted: only self_hosted "
+					  "environments have a work queue\n",
 				argv[2]);
 			goto out;
 		}
@@ -179,7 +180,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		log_set_level(cfg.log_level);
-		return mode == SERVE_FASTCGI ? serve_fd0(&cfg, &api_app) : serve_cgi(&cfg, &api_app);
+		return mode == SERVE_FASTCGI ? serve_fd0(&cfg, &api_app)
+					     : serve_cgi(&cfg, &api_app);
 	}
 	if (config_load(&cfg, path)) {
 		fprintf(stderr, "config: %s\n", cfg.error);

@@ -15,10 +15,10 @@
 
 #define SEL_ID_MAX 64
 
-#define SEL_COLUMNS                                                                  \
-	"SELECT id, name, description, metadata, config, scope,"                     \
-	" DATE_FORMAT(created_at, '%Y-%m-%dT%H:%i:%s.%fZ'),"                         \
-	" DATE_FORMAT(updated_at, '%Y-%m-%dT%H:%i:%s.%fZ'),"                         \
+#define SEL_COLUMNS                                                                                \
+	"SELECT id, name, description, metadata, config, scope,"                                   \
+	" DATE_FORMAT(created_at, '%Y-%m-%dT%H:%i:%s.%fZ'),"                                       \
+	" DATE_FORMAT(updated_at, '%Y-%m-%dT%H:%i:%s.%fZ'),"                                       \
 	" DATE_FORMAT(archived_at, '%Y-%m-%dT%H:%i:%s.%fZ'), revision FROM environments"
 
 static const char sel_sql[] = SEL_COLUMNS " WHERE id = ?";
@@ -30,8 +30,17 @@ static const char upd_sql[] =
 
 /* The columns of SEL_COLUMNS, in its order. */
 enum sel_col {
-	SEL_C_ID, SEL_C_NAME, SEL_C_DESCRIPTION, SEL_C_METADATA, SEL_C_CONFIG, SEL_C_SCOPE,
-	SEL_C_CREATED, SEL_C_UPDATED, SEL_C_ARCHIVED, SEL_C_REVISION, SEL_COLS
+	SEL_C_ID,
+	SEL_C_NAME,
+	SEL_C_DESCRIPTION,
+	SEL_C_METADATA,
+	SEL_C_CONFIG,
+	SEL_C_SCOPE,
+	SEL_C_CREATED,
+	SEL_C_UPDATED,
+	SEL_C_ARCHIVED,
+	SEL_C_REVISION,
+	SEL_COLS
 };
 #define UPD_ATTEMPTS 5 /* compare-and-set tries before a 409 */
 
@@ -95,7 +104,10 @@ static int run(MYSQL_STMT *stmt, const char *param, size_t n)
 /* The environment object's members, in the API's order: the text before the value, the value's
  * column, and how it is written. "scope" follows when not NULL. */
 enum sel_kind { SEL_STR, SEL_RAW, SEL_OPT }; /* JSON string, JSON as stored, string or null */
-#define SEL_MEMBER(prefix, col, kind) {prefix, sizeof(prefix) - 1, col, kind}
+#define SEL_MEMBER(prefix, col, kind)                                                              \
+	{                                                                                          \
+		prefix, sizeof(prefix) - 1, col, kind                                              \
+	}
 static const struct sel_member {
 	const char *prefix;
 	size_t prefix_len;

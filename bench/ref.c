@@ -87,7 +87,8 @@ static int db_open(struct ref *r)
 	mysql_options(r->conn, MYSQL_SET_CHARSET_NAME, "utf8mb4");
 	mysql_options(r->conn, MYSQL_INIT_COMMAND, "SET time_zone = '+00:00'");
 	if (!mysql_real_connect(r->conn, NULL, env_or("REF_DB_USER", "terrarium"), pw,
-				env_or("REF_DB_NAME", "terrarium"), 0, getenv("REF_DB_SOCKET"), 0)) {
+				env_or("REF_DB_NAME", "terrarium"), 0, getenv("REF_DB_SOCKET"),
+				0)) {
 		fprintf(stderr, "ref: connect: %s\n", mysql_error(r->conn));
 		return -1;
 	}
@@ -151,7 +152,8 @@ int ref_main(const struct ref_ops *ops)
 	if (group && *group) {
 		struct group *g = getgrnam(group);
 		if (!g || chown(path, (uid_t)-1, g->gr_gid)) {
-			fprintf(stderr, "ref %s: cannot give %s to group %s\n", ops->name, path, group);
+			fprintf(stderr, "ref %s: cannot give %s to group %s\n", ops->name, path,
+				group);
 			return 1;
 		}
 	}
@@ -173,7 +175,8 @@ int ref_main(const struct ref_ops *ops)
 		if (pid < 0 && errno != EINTR)
 			break;
 		if (pid > 0 && !ref_stop) {
-			fprintf(stderr, "ref %s: worker %d exited; stopping\n", ops->name, (int)pid);
+			fprintf(stderr, "ref %s: worker %d exited; stopping\n", ops->name,
+				(int)pid);
 			break;
 		}
 	}

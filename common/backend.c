@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+/* one backend a row */
+/* clang-format off */
 static const struct backend_caps backends[] = {
 	{ "local", false, false, false, false },
 	{ "bwrap", true, false, false, false },
@@ -12,6 +14,7 @@ static const struct backend_caps backends[] = {
 	{ "cube", true, true, false, true },
 	{ "daytona", true, true, false, true },
 };
+/* clang-format on */
 _Static_assert(sizeof(backends) / sizeof(backends[0]) == BACKEND_TABLE_LEN,
 	       "BACKEND_TABLE_LEN is the number of rows");
 

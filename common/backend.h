@@ -12,10 +12,10 @@
 
 struct backend_caps {
 	const char *name;
-	bool packages;        /* non-empty package lists can be installed */
-	bool apt;             /* apt packages can be installed (bwrap cannot) */
-	bool limited_egress;  /* a limited network policy can be enforced */
-	bool http;            /* reached over HTTP: configured by its own [NAME] section */
+	bool packages;	     /* non-empty package lists can be installed */
+	bool apt;	     /* apt packages can be installed (bwrap cannot) */
+	bool limited_egress; /* a limited network policy can be enforced */
+	bool http;	     /* reached over HTTP: configured by its own [NAME] section */
 };
 
 /* The capability row for NAME, or NULL when NAME is not a known backend. Borrowed. */

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #define CONFIG_Q_(x) #x
-#define CONFIG_Q(x)  CONFIG_Q_(x) /* a numeric constant spelled as the INI file would */
+#define CONFIG_Q(x) CONFIG_Q_(x) /* a numeric constant spelled as the INI file would */
 
 #define CONFIG_MASK "********"
 #define CONFIG_DUMP_WIDTH 96 /* comment lines of config dump (inih reads lines of < 200 bytes) */
@@ -66,21 +66,21 @@ static const struct config_key keys[] = {
 
 	{ "sandbox", "backend", CONFIG_BACKEND, F(backend), 0, 0, "local", 0,
 	  "the sandbox backend: a name in the backend table (common/backend.c)" },
-	{ "sandbox", "root", CONFIG_STRING, F(sandbox_root), 0, 0, CONFIG_DEFAULT_SANDBOX_ROOT,
-	  0, "the directory holding one workspace per sandbox (local, bwrap, srt)" },
+	{ "sandbox", "root", CONFIG_STRING, F(sandbox_root), 0, 0, CONFIG_DEFAULT_SANDBOX_ROOT, 0,
+	  "the directory holding one workspace per sandbox (local, bwrap, srt)" },
 	{ "sandbox", "srt_dir", CONFIG_STRING, F(srt_dir), 0, 0, "", 0,
 	  "the directory npm ci installed sandbox-runtime into; empty: sandbox-runtime/ of the "
 	  "checkout the reconciler binary was built in" },
 	{ "sandbox", "path", CONFIG_STRING, F(sandbox_path), 0, 0, "", 0,
 	  "PATH for package-manager commands; empty: the reconciler's own" },
-	{ "sandbox", "pass_env", CONFIG_STRING, F(sandbox_pass_env), 0, 0,
-	  CONFIG_DEFAULT_PASS_ENV, 0,
-	  "the variables (comma-separated) install and --exec commands inherit" },
+	{ "sandbox", "pass_env", CONFIG_STRING, F(sandbox_pass_env), 0, 0, CONFIG_DEFAULT_PASS_ENV,
+	  0, "the variables (comma-separated) install and --exec commands inherit" },
 	{ "sandbox", "pass_env_extra", CONFIG_STRING, F(sandbox_pass_env_extra), 0, 0, "", 0,
 	  "more variables, added to pass_env" },
 	{ "sandbox", "ca_bundle", CONFIG_STRING, F(sandbox_ca_bundle), 0, 0,
 	  CONFIG_DEFAULT_CA_BUNDLE, CONFIG_ABSOLUTE | CONFIG_IF_EXISTS,
-	  "a PEM file of CA certificates, mounted read-only into bwrap sandboxes, bind-mounted into "
+	  "a PEM file of CA certificates, mounted read-only into bwrap sandboxes, bind-mounted "
+	  "into "
 	  "docker containers and named by SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, PIP_CERT, "
 	  "REQUESTS_CA_BUNDLE, CARGO_HTTP_CAINFO and GIT_SSL_CAINFO; the default applies when "
 	  "that file exists; empty: none" },
@@ -112,8 +112,7 @@ static const struct config_key keys[] = {
 	  "output captured per command" },
 	{ "reconciler", "last_error_max_bytes", CONFIG_LONG, F(last_error_max),
 	  CONFIG_MIN_LAST_ERROR_MAX, CONFIG_MAX_LAST_ERROR_MAX,
-	  CONFIG_Q(CONFIG_DEFAULT_LAST_ERROR_MAX), 0,
-	  "the longest last_error kept on an intent" },
+	  CONFIG_Q(CONFIG_DEFAULT_LAST_ERROR_MAX), 0, "the longest last_error kept on an intent" },
 
 	{ "log", "level", CONFIG_LEVEL, F(log_level), 0, 0, CONFIG_DEFAULT_LOG_LEVEL, 0,
 	  "the least severe message logged" },
@@ -124,8 +123,7 @@ static const struct config_key keys[] = {
 	  "a unix socket to reach the service through (docker: the Engine's)" },
 	{ NULL, "api_key_file", CONFIG_STRING, R(api_key_file), 0, 0, "", 0,
 	  "a file holding the service's credential (never logged)" },
-	{ NULL, "image", CONFIG_STRING, R(image), 0, 0, "", 0,
-	  "the sandbox image or template" },
+	{ NULL, "image", CONFIG_STRING, R(image), 0, 0, "", 0, "the sandbox image or template" },
 	{ NULL, "timeout_seconds", CONFIG_LONG, R(timeout_s), 1, CONFIG_MAX_HTTP_TIMEOUT_S,
 	  CONFIG_Q(CONFIG_DEFAULT_HTTP_TIMEOUT_S), 0, "the time limit of one HTTP call" },
 
@@ -173,8 +171,8 @@ static void list_choices(const struct config_key *k, char *buf, size_t sz)
 }
 
 /* Store VALUE into key K of the struct at BASE. 0, or -1 with ERR set ("SECTION.KEY: ..."). */
-static int set_value(const struct config_key *k, const char *section, void *base,
-		     const char *value, char *err, size_t errsz)
+static int set_value(const struct config_key *k, const char *section, void *base, const char *value,
+		     char *err, size_t errsz)
 {
 	char *field = (char *)base + k->offset;
 	long v = 0;
@@ -325,12 +323,14 @@ int config_load(struct config *cfg, const char *path)
 	path = config_path(path);
 	rc = ini_parse(path, on_entry, cfg);
 	if (rc < 0) {
-		snprintf(cfg->error, sizeof(cfg->error), "%s: cannot read: %s", path, strerror(errno));
+		snprintf(cfg->error, sizeof(cfg->error), "%s: cannot read: %s", path,
+			 strerror(errno));
 		return -1;
 	}
 	if (rc > 0) {
 		if (!cfg->error[0])
-			snprintf(cfg->error, sizeof(cfg->error), "%s: syntax error on line %d", path, rc);
+			snprintf(cfg->error, sizeof(cfg->error), "%s: syntax error on line %d",
+				 path, rc);
 		return -1;
 	}
 	env = getenv("TERRARIUM_DB_PASSWORD");
@@ -351,11 +351,13 @@ static void format_value(const struct config_key *k, const void *base, char *buf
 	switch (k->type) {
 	case CONFIG_STRING:
 	case CONFIG_BACKEND:
-		snprintf(buf, sz, "%s", (k->flags & CONFIG_SECRET) && field[0] ? CONFIG_MASK : field);
+		snprintf(buf, sz, "%s",
+			 (k->flags & CONFIG_SECRET) && field[0] ? CONFIG_MASK : field);
 		return;
 	case CONFIG_LEVEL: {
 		int level = *(const int *)field;
-		snprintf(buf, sz, "%s", level >= 0 && (size_t)level < LEVEL_COUNT ? levels[level] : "?");
+		snprintf(buf, sz, "%s",
+			 level >= 0 && (size_t)level < LEVEL_COUNT ? levels[level] : "?");
 		return;
 	}
 	case CONFIG_INT:

@@ -23,8 +23,8 @@
 #define CONFIG_DEFAULT_MIGRATIONS "sql"
 #define CONFIG_DEFAULT_MAX_REQUESTS 10000
 #define CONFIG_MAX_MAX_REQUESTS 1000000000
-#define CONFIG_DEFAULT_MAX_RSS_MB   128 /* docs/limits.md: a worker past it is recycled */
-#define CONFIG_MAX_RSS_MB_MAX	    65536
+#define CONFIG_DEFAULT_MAX_RSS_MB 128 /* docs/limits.md: a worker past it is recycled */
+#define CONFIG_MAX_RSS_MB_MAX 65536
 #define CONFIG_DEFAULT_API_USER "www-data"
 #define CONFIG_DEFAULT_SOCKET_MODE 0660
 #define CONFIG_MAX_WORKERS 256
@@ -38,8 +38,8 @@
 #define CONFIG_POLL_RECHECK_MS_MAX 999
 #define CONFIG_DEFAULT_SANDBOX_ROOT "var/sandboxes"
 #define CONFIG_DEFAULT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
-#define CONFIG_DEFAULT_PASS_ENV                                                              \
-	"http_proxy,https_proxy,no_proxy,HTTP_PROXY,HTTPS_PROXY,NO_PROXY,NODE_EXTRA_CA_CERTS," \
+#define CONFIG_DEFAULT_PASS_ENV                                                                    \
+	"http_proxy,https_proxy,no_proxy,HTTP_PROXY,HTTPS_PROXY,NO_PROXY,NODE_EXTRA_CA_CERTS,"     \
 	"SSL_CERT_FILE,SSL_CERT_DIR,REQUESTS_CA_BUNDLE,PIP_CERT,CURL_CA_BUNDLE"
 #define CONFIG_DEFAULT_CACHE_MAX_AGE_DAYS 14
 #define CONFIG_MAX_CACHE_AGE_DAYS 3650
@@ -120,18 +120,18 @@ struct config {
 };
 
 enum config_type {
-	CONFIG_STRING,  /* char[size] */
-	CONFIG_INT,     /* int, decimal */
-	CONFIG_UINT,    /* unsigned, decimal */
-	CONFIG_MODE,    /* unsigned, octal */
-	CONFIG_LONG,    /* long, decimal */
-	CONFIG_LEVEL,   /* int: the index of a log level name (debug, info, warn, error) */
+	CONFIG_STRING,	/* char[size] */
+	CONFIG_INT,	/* int, decimal */
+	CONFIG_UINT,	/* unsigned, decimal */
+	CONFIG_MODE,	/* unsigned, octal */
+	CONFIG_LONG,	/* long, decimal */
+	CONFIG_LEVEL,	/* int: the index of a log level name (debug, info, warn, error) */
 	CONFIG_BACKEND, /* char[size]: a name in the backend table */
 };
 
-#define CONFIG_SECRET	 1u /* never printed (config dump masks it) */
-#define CONFIG_NONEMPTY	 2u /* an empty value is refused */
-#define CONFIG_ABSOLUTE	 4u /* empty, or an absolute path */
+#define CONFIG_SECRET 1u    /* never printed (config dump masks it) */
+#define CONFIG_NONEMPTY 2u  /* an empty value is refused */
+#define CONFIG_ABSOLUTE 4u  /* empty, or an absolute path */
 #define CONFIG_IF_EXISTS 8u /* the default applies only when that file is readable */
 
 /* One configuration key. */
@@ -139,11 +139,11 @@ struct config_key {
 	const char *section; /* NULL: a key of every HTTP backend's own section ([docker]...) */
 	const char *name;
 	enum config_type type;
-	size_t offset; /* into struct config, or into struct remote_conf when section is NULL */
-	size_t size;   /* of the field */
-	long min, max; /* numbers: the accepted range */
+	size_t offset;	 /* into struct config, or into struct remote_conf when section is NULL */
+	size_t size;	 /* of the field */
+	long min, max;	 /* numbers: the accepted range */
 	const char *def; /* the default, spelled as in the INI file */
-	unsigned flags;  /* CONFIG_SECRET... */
+	unsigned flags;	 /* CONFIG_SECRET... */
 	const char *doc;
 };
 

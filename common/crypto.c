@@ -97,7 +97,7 @@ void sha256(const void *data, size_t len, unsigned char out[SHA256_LEN])
 	sha256_final(&s, out);
 }
 
-#define HMAC_BLOCK 64     /* SHA-256's block size (RFC 2104's B) */
+#define HMAC_BLOCK 64 /* SHA-256's block size (RFC 2104's B) */
 #define HMAC_IPAD 0x36
 #define HMAC_OPAD 0x5c
 

@@ -1,5 +1,5 @@
-/* The egress policy of a session (docs/design.md, Provisioning steps 3 and 5): which hosts a limited
- * sandbox may reach once provisioned, and while its packages install. */
+/* The egress policy of a session (docs/design.md, Provisioning steps 3 and 5): which hosts a
+ * limited sandbox may reach once provisioned, and while its packages install. */
 #ifndef TERRARIUM_EGRESS_H
 #define TERRARIUM_EGRESS_H
 

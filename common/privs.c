@@ -32,11 +32,12 @@ int privs_drop_keep(const char *user, const char *who, const char *setting, long
 	if (geteuid() != 0)
 		return 0;
 	if (privs_lookup(user, &uid, &gid)) {
-		log_error("%s: %s '%s' is unknown or is root; refusing to run as root", who, setting,
-			  user);
+		log_error("%s: %s '%s' is unknown or is root; refusing to run as root", who,
+			  setting, user);
 		return -1;
 	}
-	if (setgroups(keep_gid >= 0 ? 1 : 0, keep_gid >= 0 ? &keep : NULL) || setgid((gid_t)gid) || setuid((uid_t)uid) || !setuid(0)) {
+	if (setgroups(keep_gid >= 0 ? 1 : 0, keep_gid >= 0 ? &keep : NULL) || setgid((gid_t)gid) ||
+	    setuid((uid_t)uid) || !setuid(0)) {
 		log_error("%s: cannot switch to user '%s': %s", who, user, strerror(errno));
 		return -1;
 	}

@@ -9,13 +9,14 @@
 /* Authorization schemes shown before a masked credential ("Bearer ***"); any other first word
  * of an authorization value may be the credential itself. */
 static const char *const auth_schemes[] = {
-	"Basic", "Bearer", "Digest", "Token", "Negotiate", "NTLM", "Bot", "OAuth", "AWS4-HMAC-SHA256",
-	NULL,
+	"Basic", "Bearer", "Digest",	       "Token", "Negotiate", "NTLM",
+	"Bot",	 "OAuth",  "AWS4-HMAC-SHA256", NULL,
 };
 
 static const char *const secret_keys[] = {
-	"password", "passwd", "token", "secret", "apikey", "api_key", "api-key", "authtoken",
-	"access_key", "private_key", "credential", "authorization", NULL,
+	"password",   "passwd",	       "token",	    "secret",	  "apikey",
+	"api_key",    "api-key",       "authtoken", "access_key", "private_key",
+	"credential", "authorization", NULL,
 };
 
 struct out {
@@ -81,8 +82,10 @@ static int key_has(const char *key, size_t len, const char *word, int where)
 	size_t wl = strlen(word);
 
 	for (size_t i = 0; i + wl <= len; i++)
-		if (!strncasecmp(key + i, word, wl) && (where == KEY_ANYWHERE || word_starts(key, i)) &&
-		    (where != KEY_WHOLE_WORD || i + wl == len || !isalpha((unsigned char)key[i + wl])))
+		if (!strncasecmp(key + i, word, wl) &&
+		    (where == KEY_ANYWHERE || word_starts(key, i)) &&
+		    (where != KEY_WHOLE_WORD || i + wl == len ||
+		     !isalpha((unsigned char)key[i + wl])))
 			return 1;
 	return 0;
 }
@@ -91,8 +94,8 @@ static int key_is_secret(const char *key, size_t len)
 {
 	/* any *SECRET*, *_PASS* and *TOKEN* key ("MY_SECRET_X", "DB_PASS", "PASSWORD",
 	 * "GITHUB_TOKEN_2", "_authToken"), not "bypass", "max_tokens" or "tokenizer" */
-	if (key_has(key, len, "secret", KEY_ANYWHERE) || key_has(key, len, "pass", KEY_WORD_START) ||
-	    key_has(key, len, "token", KEY_WHOLE_WORD))
+	if (key_has(key, len, "secret", KEY_ANYWHERE) ||
+	    key_has(key, len, "pass", KEY_WORD_START) || key_has(key, len, "token", KEY_WHOLE_WORD))
 		return 1;
 	for (const char *const *k = secret_keys; *k; k++) {
 		size_t kl = strlen(*k);
@@ -127,8 +130,8 @@ size_t redact(const char *in, char *out, size_t outsz)
 		/* scheme://userinfo@host */
 		if (p[0] == ':' && p[1] == '/' && p[2] == '/') {
 			const char *auth = p + 3, *end = auth, *at = NULL;
-			while (*end && !isspace((unsigned char)*end) && *end != '/' && *end != '"' &&
-			       *end != '\'')
+			while (*end && !isspace((unsigned char)*end) && *end != '/' &&
+			       *end != '"' && *end != '\'')
 				end++;
 			for (const char *q = auth; q < end; q++)
 				if (*q == '@')
@@ -156,10 +159,12 @@ size_t redact(const char *in, char *out, size_t outsz)
 				size_t alen = strlen("authorization");
 				int whole_line = klen >= alen &&
 						 !strncasecmp(kend - alen, "authorization", alen);
-				/* the quote an authorization header is written in: -H 'Authorization: x' */
+				/* the quote an authorization header is written in: -H
+				 * 'Authorization: x' */
 				const char *key = kend - klen;
-				char enclosing = key > in && (key[-1] == '"' || key[-1] == '\'') ? key[-1]
-												 : 0;
+				char enclosing = key > in && (key[-1] == '"' || key[-1] == '\'')
+							 ? key[-1]
+							 : 0;
 				char quote = 0;
 				size_t scheme;
 				put(&o, p, 1);
@@ -187,11 +192,11 @@ size_t redact(const char *in, char *out, size_t outsz)
 					for (; scheme; scheme = scheme_len(v))
 						v += scheme + 1;
 					start = v;
-					/* a quoted value runs to its quote; an authorization value (its
-					 * scheme and credentials) to the end of the line or of the
-					 * quotes around the header */
+					/* a quoted value runs to its quote; an authorization value
+					 * (its scheme and credentials) to the end of the line or of
+					 * the quotes around the header */
 					while (*v && *v != '\n' && *v != '\r' &&
-					       (quote	 ? *v != quote
+					       (quote	     ? *v != quote
 						: whole_line ? *v != enclosing
 							     : !is_value_end(*v)))
 						v++;

@@ -20,7 +20,10 @@ struct strbuf {
 	int oom;      /* an allocation failed */
 };
 
-#define STRBUF_INIT { NULL, 0, 0, 0 }
+#define STRBUF_INIT                                                                                \
+	{                                                                                          \
+		NULL, 0, 0, 0                                                                      \
+	}
 
 void strbuf_init(struct strbuf *sb);
 

@@ -4,13 +4,13 @@
 
 /* The version shown is v; updated_at is the agent's for its current version (archiving moves
  * it too) and the version's own creation for older versions. */
-#define AGENT_SELECT                                                                       \
-	"SELECT a.id, v.version, v.definition,"                                            \
-	" DATE_FORMAT(a.created_at, '%Y-%m-%dT%H:%i:%s.%fZ'),"                             \
-	" DATE_FORMAT(IF(v.version = a.version, a.updated_at, v.created_at),"              \
-	" '%Y-%m-%dT%H:%i:%s.%fZ'),"                                                       \
-	" DATE_FORMAT(a.archived_at, '%Y-%m-%dT%H:%i:%s.%fZ'), a.version,"                 \
-	" DATE_FORMAT(a.created_at, '%Y-%m-%d %H:%i:%s.%f')"                               \
+#define AGENT_SELECT                                                                               \
+	"SELECT a.id, v.version, v.definition,"                                                    \
+	" DATE_FORMAT(a.created_at, '%Y-%m-%dT%H:%i:%s.%fZ'),"                                     \
+	" DATE_FORMAT(IF(v.version = a.version, a.updated_at, v.created_at),"                      \
+	" '%Y-%m-%dT%H:%i:%s.%fZ'),"                                                               \
+	" DATE_FORMAT(a.archived_at, '%Y-%m-%dT%H:%i:%s.%fZ'), a.version,"                         \
+	" DATE_FORMAT(a.created_at, '%Y-%m-%d %H:%i:%s.%f')"                                       \
 	" FROM agents a JOIN agent_versions v ON v.agent_id = a.id "
 
 enum db_status agentdb_get(struct db *db, const struct db_key *k, int for_update,
@@ -44,8 +44,7 @@ enum db_status agentdb_insert(struct db *db, const struct agent_row_in *in)
 	return st ? st : db_exec(db, first, DB_ARRAY(pv), NULL, NULL);
 }
 
-enum db_status agentdb_add_version(struct db *db, const struct agent_row_in *in,
-				   long long version)
+enum db_status agentdb_add_version(struct db *db, const struct agent_row_in *in, long long version)
 {
 	static const char add[] = "INSERT INTO agent_versions (agent_id, version, definition,"
 				  " created_at) VALUES (?, ?, ?, ?)";
@@ -76,8 +75,8 @@ enum db_status agentdb_archive(struct db *db, const struct db_key *k, const char
 enum db_status agentdb_list(struct db *db, const struct db_key *k, const struct db_page *p,
 			    struct db_rows *rows)
 {
-#define AGENT_LIST_WHERE                                                                   \
-	"WHERE a.workspace_id = ? AND v.version = a.version AND (? OR a.archived_at IS NULL)" \
+#define AGENT_LIST_WHERE                                                                           \
+	"WHERE a.workspace_id = ? AND v.version = a.version AND (? OR a.archived_at IS NULL)"      \
 	" AND (? IS NULL OR a.created_at >= ?) AND (? IS NULL OR a.created_at <= ?)"
 #define AGENT_LIST_ORDER " ORDER BY a.created_at DESC, a.id DESC LIMIT ?"
 	static const char first[] = AGENT_SELECT AGENT_LIST_WHERE AGENT_LIST_ORDER;
@@ -117,10 +116,9 @@ enum db_status agentdb_versions(struct db *db, const char *ws, const char *id,
 /* The snapshot of definition DEF (borrowed) as agent ID at VERSION. New reference or NULL. */
 static json_t *snapshot_make(const char *id, long long version, json_t *def)
 {
-	static const char *const keys[] = { "name",	   "description", "model",
-					    "system",	   "mcp_servers", "tools",
-					    "skills",	   "execution_identity",
-					    "multiagent" };
+	static const char *const keys[] = { "name",   "description",	    "model",
+					    "system", "mcp_servers",	    "tools",
+					    "skills", "execution_identity", "multiagent" };
 	json_t *snap = json_pack("{s:s, s:s, s:I}", "id", id, "type", "agent", "version",
 				 (json_int_t)version);
 
@@ -145,7 +143,8 @@ enum db_status agentdb_snapshot(struct db *db, const char *ws, const char *agent
 	*snapshot = NULL;
 	*archived = 0;
 	st = agentdb_get(db,
-			 &(struct db_key){ .workspace_id = ws, .id = agent_id,
+			 &(struct db_key){ .workspace_id = ws,
+					   .id = agent_id,
 					   .version = version > 0 ? version : 0 },
 			 0, &rows);
 	if (st)

@@ -27,7 +27,7 @@ enum agent_col {
 struct agent_row_in {
 	const char *id, *workspace_id, *account_id;
 	const char *definition; /* JSON text */
-	const char *now;        /* "YYYY-MM-DD HH:MM:SS.ffffff" */
+	const char *now;	/* "YYYY-MM-DD HH:MM:SS.ffffff" */
 };
 
 /* Agent K->id of workspace K->workspace_id at K->version (0 = current) into ROWS (0 or 1 row;
@@ -40,8 +40,7 @@ enum db_status agentdb_insert(struct db *db, const struct agent_row_in *in);
 
 /* Record VERSION (the current + 1) with IN->definition and make it current (updated_at =
  * IN->now). Run inside db_tx after agentdb_get(..., FOR_UPDATE). */
-enum db_status agentdb_add_version(struct db *db, const struct agent_row_in *in,
-				   long long version);
+enum db_status agentdb_add_version(struct db *db, const struct agent_row_in *in, long long version);
 
 /* Set archived_at (and updated_at) of agent K->id of K->workspace_id at NOW when not yet
  * archived (an archived agent is left as it is). */

@@ -16,7 +16,7 @@
 #include "../common/log.h"
 
 #define DB_CELL_MIN 64
-#define DB_ARENA_BLOCK 16384            /* later arena blocks of a result set, at least */
+#define DB_ARENA_BLOCK 16384		 /* later arena blocks of a result set, at least */
 #define DB_ARENA_FIRST_MAX (1024 * 1024) /* first arena block of a result set, at most */
 
 struct stmt_entry {
@@ -28,16 +28,16 @@ struct db {
 	const struct config *cfg;
 	MYSQL *conn;
 	bool in_tx;
-	bool tx_lost;   /* the connection closed inside a transaction: its statements fail */
+	bool tx_lost;	/* the connection closed inside a transaction: its statements fail */
 	bool tx_unsure; /* Galera: a command without a result (prepare, close) was sent inside the
 			 * transaction; whether the transaction is still open is not known yet */
-	bool galera;    /* the server is a Galera node (wsrep_on) */
+	bool galera;	/* the server is a Galera node (wsrep_on) */
 	bool sync_wait; /* Galera causality checks (wsrep_sync_wait) are on for this connection */
-	bool tx_open;		  /* a db_tx runs (in_tx drops when its connection is lost) */
+	bool tx_open;	/* a db_tx runs (in_tx drops when its connection is lost) */
 	enum db_status tx_failed; /* first DB_RETRY/DB_GONE inside the open transaction */
 	struct stmt_entry cache[DB_STMT_CACHE_MAX];
 	int ncache;
-	enum db_status status;    /* of the last failure; DB_OK after a success */
+	enum db_status status;	  /* of the last failure; DB_OK after a success */
 	char error[DB_ERROR_MAX]; /* its message; "" after a success */
 };
 
@@ -46,11 +46,11 @@ enum db_status db_classify(unsigned err)
 	switch (err) {
 	case 0:
 		return DB_OK;
-	case ER_LOCK_DEADLOCK:      /* also Galera's certification failure, at COMMIT */
+	case ER_LOCK_DEADLOCK: /* also Galera's certification failure, at COMMIT */
 	case ER_LOCK_WAIT_TIMEOUT:
-	case ER_UNKNOWN_COM_ERROR: /* 1047: Galera node outside the primary component */
+	case ER_UNKNOWN_COM_ERROR:    /* 1047: Galera node outside the primary component */
 	case ER_UNKNOWN_STMT_HANDLER: /* the server forgot a prepared statement (a migration): */
-	case ER_NEED_REPREPARE:       /* prepared again on the retry */
+	case ER_NEED_REPREPARE:	      /* prepared again on the retry */
 		return DB_RETRY;
 	case CR_OUT_OF_MEMORY:
 	case ER_OUTOFMEMORY:
@@ -78,7 +78,7 @@ enum db_status db_classify(unsigned err)
 
 const char *db_status_name(enum db_status status)
 {
-	static const char *const names[] = { "ok",    "conflict",	"retry",  "gone",
+	static const char *const names[] = { "ok",    "conflict",      "retry",	 "gone",
 					     "fatal", "out of memory", "corrupt" };
 	return (unsigned)status < sizeof(names) / sizeof(names[0]) ? names[status] : "?";
 }
@@ -205,9 +205,8 @@ enum db_status db_connect(struct db *db)
 	/* never let the client reconnect by itself: it would invalidate cached statements */
 	mysql_options(m, MYSQL_OPT_RECONNECT, &off);
 	mysql_options(m, MYSQL_INIT_COMMAND, "SET time_zone = '+00:00', NAMES utf8mb4");
-	if (!mysql_real_connect(m, c->db_socket[0] ? NULL : c->db_host, c->db_user,
-				c->db_password, c->db_name, c->db_port,
-				c->db_socket[0] ? c->db_socket : NULL, 0)) {
+	if (!mysql_real_connect(m, c->db_socket[0] ? NULL : c->db_host, c->db_user, c->db_password,
+				c->db_name, c->db_port, c->db_socket[0] ? c->db_socket : NULL, 0)) {
 		unsigned err = mysql_errno(m);
 		enum db_status st = db_fail(db, db_classify(err), "%u: %s", err, mysql_error(m));
 
@@ -279,7 +278,8 @@ static enum db_status tx_still_open(struct db *db, const char *seen_at)
 	if (!db->in_tx || (db->conn->server_status & SERVER_STATUS_IN_TRANS))
 		return DB_OK;
 	log_warn("database: the transaction ended on the server without COMMIT (aborted by a "
-		 "replicated write-set), seen %s: retrying it", seen_at);
+		 "replicated write-set), seen %s: retrying it",
+		 seen_at);
 	return fail(db, ER_LOCK_DEADLOCK, "transaction aborted on the server");
 }
 
@@ -413,8 +413,9 @@ static unsigned fetch_all(MYSQL_STMT *stmt, MYSQL_RES *meta, struct db_rows *row
 	if (ncols > DB_MAX_COLUMNS)
 		return CR_UNKNOWN_ERROR;
 	for (unsigned c = 0; c < ncols; c++)
-		rowmax += (fields[c].max_length > DB_CELL_MIN ? fields[c].max_length : DB_CELL_MIN) +
-			  1 + sizeof(max_align_t);
+		rowmax +=
+			(fields[c].max_length > DB_CELL_MIN ? fields[c].max_length : DB_CELL_MIN) +
+			1 + sizeof(max_align_t);
 	ncells = (size_t)nrows * ncols;
 	first = (ncells + 1) * (sizeof(char *) + sizeof(unsigned long)) + 4 * sizeof(max_align_t) +
 		rowmax + (size_t)nrows * rowmax;
@@ -430,8 +431,8 @@ static unsigned fetch_all(MYSQL_STMT *stmt, MYSQL_RES *meta, struct db_rows *row
 	memset(rows->len, 0, (ncells + 1) * sizeof(*rows->len));
 	memset(bind, 0, sizeof(bind[0]) * ncols);
 	for (unsigned c = 0; c < ncols; c++) {
-		unsigned long cap = fields[c].max_length > DB_CELL_MIN ? fields[c].max_length
-								       : DB_CELL_MIN;
+		unsigned long cap =
+			fields[c].max_length > DB_CELL_MIN ? fields[c].max_length : DB_CELL_MIN;
 		bind[c].buffer_type = MYSQL_TYPE_STRING;
 		bind[c].buffer = staging;
 		bind[c].buffer_length = cap + 1;
@@ -673,7 +674,8 @@ static enum db_status tx_attempts(struct db *db, db_tx_fn fn, void *ctx, bool re
 		if (!st)
 			st = fn(db, ctx);
 		if (st == DB_OK && db->tx_lost)
-			st = DB_RETRY; /* FN went on after its connection closed: nothing committed */
+			st = DB_RETRY; /* FN went on after its connection closed: nothing committed
+					*/
 		/* a nested transaction's failure that its caller answered (503) still ends this
 		 * one: the server rolled back (deadlock) or the connection is gone */
 		if (db->tx_failed)
@@ -682,7 +684,8 @@ static enum db_status tx_attempts(struct db *db, db_tx_fn fn, void *ctx, bool re
 			st = tx_verify(db); /* FN's last command returned no result */
 		if (st == DB_OK) {
 			if (mysql_commit(db->conn)) {
-				/* a lost connection during COMMIT leaves the outcome unknown: no retry */
+				/* a lost connection during COMMIT leaves the outcome unknown: no
+				 * retry */
 				st = fail(db, mysql_errno(db->conn), mysql_error(db->conn));
 				if (st == DB_RETRY) {
 					if (db->conn)

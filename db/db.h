@@ -16,7 +16,7 @@
 #define DB_CONNECT_TIMEOUT_S 2
 #define DB_IO_TIMEOUT_S 30
 #define DB_MAX_PARAMS 24
-#define DB_MAX_COLUMNS 64        /* columns of one result set */
+#define DB_MAX_COLUMNS 64 /* columns of one result set */
 
 enum db_status {
 	DB_OK = 0,
@@ -57,14 +57,14 @@ static inline struct db_val db_opt_nonempty(const char *s)
 
 /* The PARAMS and NPARAMS arguments of db_exec, the count derived rather than written: */
 /* ...from the values themselves: db_exec(db, sql, DB_PARAMS(DB_STR(id), DB_INT(n)), ...) */
-#define DB_PARAMS(...)                                     \
-	((const struct db_val[]){ __VA_ARGS__ }),          \
+#define DB_PARAMS(...)                                                                             \
+	((const struct db_val[]){ __VA_ARGS__ }),                                                  \
 		(unsigned)(sizeof((const struct db_val[]){ __VA_ARGS__ }) / sizeof(struct db_val))
 /* ...from an array of values (a pointer does not compile) */
-#define DB_ARRAY(a)                                                                         \
-	(a), (unsigned)(sizeof(a) / sizeof((a)[0]) +                                         \
-			0 * sizeof(char[1 - 2 * __builtin_types_compatible_p(__typeof__(a),  \
-								     __typeof__(&(a)[0]))]))
+#define DB_ARRAY(a)                                                                                \
+	(a), (unsigned)(sizeof(a) / sizeof((a)[0]) +                                               \
+			0 * sizeof(char[1 - 2 * __builtin_types_compatible_p(                      \
+							__typeof__(a), __typeof__(&(a)[0]))]))
 /* ...for a statement without parameters */
 #define DB_NONE NULL, 0u
 
@@ -159,10 +159,11 @@ enum db_status db_json_load(struct db *db, const char *text, const char *kind, c
 			    const char *what, struct json_t **out);
 
 /* Serialise V, an object or array, for writing to the row of KIND ID (json_dumps, JSON_COMPACT)
- * into *OUT (the caller frees). DB_OK, or DB_NOMEM with *OUT = NULL and the message "KIND ID: serialising the
- * WHAT" when json_dumps fails: out of memory, or V NULL (a json_pack that ran out of memory). */
-enum db_status db_json_dump(struct db *db, const struct json_t *v, const char *kind,
-			    const char *id, const char *what, char **out);
+ * into *OUT (the caller frees). DB_OK, or DB_NOMEM with *OUT = NULL and the message "KIND ID:
+ * serialising the WHAT" when json_dumps fails: out of memory, or V NULL (a json_pack that ran out
+ * of memory). */
+enum db_status db_json_dump(struct db *db, const struct json_t *v, const char *kind, const char *id,
+			    const char *what, char **out);
 
 /* Human-readable name of STATUS. */
 const char *db_status_name(enum db_status status);

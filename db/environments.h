@@ -14,9 +14,9 @@ enum env_col {
 	ENV_C_METADATA,
 	ENV_C_CONFIG,
 	ENV_C_SCOPE,
-	ENV_C_CREATED,   /* RFC 3339 */
-	ENV_C_UPDATED,   /* RFC 3339 */
-	ENV_C_ARCHIVED,  /* RFC 3339 or NULL */
+	ENV_C_CREATED,	/* RFC 3339 */
+	ENV_C_UPDATED,	/* RFC 3339 */
+	ENV_C_ARCHIVED, /* RFC 3339 or NULL */
 	ENV_C_REVISION,
 	ENV_C_CREATED_DB /* "YYYY-MM-DD HH:MM:SS.ffffff", the list cursor's key */
 };
@@ -25,7 +25,7 @@ struct env_row_in {
 	const char *id, *workspace_id, *account_id, *name;
 	const char *description; /* NULL: SQL NULL */
 	const char *metadata, *type, *scope /* NULL */, *config;
-	const char *now;         /* "YYYY-MM-DD HH:MM:SS.ffffff" */
+	const char *now; /* "YYYY-MM-DD HH:MM:SS.ffffff" */
 };
 
 enum envdb_lock { ENVDB_NO_LOCK, ENVDB_LOCK_UPDATE, ENVDB_LOCK_SHARE };
@@ -54,8 +54,8 @@ enum db_status envdb_archive(struct db *db, const struct db_key *k, const char *
 enum db_status envdb_delete(struct db *db, const char *id, const char *ws, const char *account,
 			    unsigned long long *affected);
 /* Sessions referencing ENVIRONMENT_ID into *COUNT; *EXISTS = the environment is visible. */
-enum db_status envdb_references(struct db *db, const char *id, const char *ws,
-				const char *account, int *exists, long long *count);
+enum db_status envdb_references(struct db *db, const char *id, const char *ws, const char *account,
+				int *exists, long long *count);
 /* Environments of K->workspace_id that K->account_id sees, newest first, as page P says
  * (include_archived, after the cursor), at most db_page_rows(P) rows into ROWS (caller
  * db_rows_free). */

@@ -27,12 +27,16 @@ enum db_status idem_claim(struct db *db, const struct idem_ref *ref, enum idem_c
 	*response = NULL;
 	/* the insert waits while another transaction holds an uncommitted row for the key, then
 	 * either succeeds (that one rolled back) or meets the committed row */
-	st = db_exec(db, ins, DB_PARAMS(DB_STR(ref->ws), DB_STR(ref->key), hash, DB_STR(ref->now),
-				       DB_STR(ref->expires)), NULL, NULL);
+	st = db_exec(db, ins,
+		     DB_PARAMS(DB_STR(ref->ws), DB_STR(ref->key), hash, DB_STR(ref->now),
+			       DB_STR(ref->expires)),
+		     NULL, NULL);
 	if (st != DB_CONFLICT)
 		return st;
-	st = db_exec(db, sel, DB_PARAMS(DB_STR(ref->now), DB_STR(ref->stale), DB_STR(ref->ws),
-				       DB_STR(ref->key)), &rows, NULL);
+	st = db_exec(
+		db, sel,
+		DB_PARAMS(DB_STR(ref->now), DB_STR(ref->stale), DB_STR(ref->ws), DB_STR(ref->key)),
+		&rows, NULL);
 	if (st)
 		return st;
 	if (!rows.nrows) { /* removed since (expired): the retry inserts it */
@@ -41,8 +45,10 @@ enum db_status idem_claim(struct db *db, const struct idem_ref *ref, enum idem_c
 	}
 	if (!strcmp(db_cell(&rows, 0, 3), "1")) {
 		db_rows_free(&rows);
-		return db_exec(db, takeover, DB_PARAMS(hash, DB_STR(ref->now), DB_STR(ref->expires),
-						 DB_STR(ref->ws), DB_STR(ref->key)), NULL, NULL);
+		return db_exec(db, takeover,
+			       DB_PARAMS(hash, DB_STR(ref->now), DB_STR(ref->expires),
+					 DB_STR(ref->ws), DB_STR(ref->key)),
+			       NULL, NULL);
 	}
 	if (rows.len[0] != 32 || memcmp(db_cell(&rows, 0, 0), ref->hash, 32))
 		*out = IDEM_MISMATCH;
@@ -65,14 +71,15 @@ enum db_status idem_store(struct db *db, const struct idem_ref *ref, int status,
 	static const char sql[] = "UPDATE idempotency_keys SET status = ?, response = ?"
 				  " WHERE workspace_id = ? AND idem_key = ? AND status = 0";
 	unsigned long long n = 0;
-	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_INT(status), DB_STR(response),
-						      DB_STR(ref->ws), DB_STR(ref->key)), NULL, &n);
+	enum db_status st = db_exec(
+		db, sql,
+		DB_PARAMS(DB_INT(status), DB_STR(response), DB_STR(ref->ws), DB_STR(ref->key)),
+		NULL, &n);
 
 	return st ? st : n == 1 ? DB_OK : DB_FATAL;
 }
 
-enum db_status idem_expire(struct db *db, const char *now, long limit,
-			   unsigned long long *removed)
+enum db_status idem_expire(struct db *db, const char *now, long limit, unsigned long long *removed)
 {
 	static const char sql[] = "DELETE FROM idempotency_keys WHERE expires_at < ? LIMIT ?";
 	return db_exec(db, sql, DB_PARAMS(DB_STR(now), DB_INT(limit)), NULL, removed);

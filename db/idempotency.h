@@ -37,7 +37,6 @@ enum db_status idem_store(struct db *db, const struct idem_ref *ref, int status,
 			  const char *response);
 
 /* Remove up to LIMIT expired keys. *REMOVED receives the count. */
-enum db_status idem_expire(struct db *db, const char *now, long limit,
-			   unsigned long long *removed);
+enum db_status idem_expire(struct db *db, const char *now, long limit, unsigned long long *removed);
 
 #endif

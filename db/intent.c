@@ -3,9 +3,12 @@
 #include <string.h>
 
 static const char *const names[INTENT_STATE_COUNT] = {
-	[INTENT_PENDING] = "pending",	  [INTENT_CLAIMED] = "claimed",
-	[INTENT_DONE] = "done",		  [INTENT_FAILED] = "failed",
-	[INTENT_TERMINATED] = "terminated", [INTENT_CANCELLED] = "cancelled",
+	[INTENT_PENDING] = "pending",
+	[INTENT_CLAIMED] = "claimed",
+	[INTENT_DONE] = "done",
+	[INTENT_FAILED] = "failed",
+	[INTENT_TERMINATED] = "terminated",
+	[INTENT_CANCELLED] = "cancelled",
 };
 
 const char *intent_state_name(enum intent_state state)

@@ -5,16 +5,16 @@
 #define TERRARIUM_DB_INTENT_H
 
 #define INTENT_PROVISION "provision"
-#define INTENT_TEARDOWN	 "teardown"
+#define INTENT_TEARDOWN "teardown"
 
 enum intent_state {
-	INTENT_NONE = -1,   /* no intent (NULL), or a name this build does not know */
-	INTENT_PENDING,     /* due at next_attempt_at, never tried or reset by --retry */
-	INTENT_CLAIMED,     /* a reconciler holds it under a lease */
-	INTENT_DONE,        /* provisioned (bound) or torn down */
-	INTENT_FAILED,      /* an attempt failed: due again at next_attempt_at */
-	INTENT_TERMINATED,  /* failed max_attempts times (or for good): waits for --retry */
-	INTENT_CANCELLED,   /* its session was deleted before it was done */
+	INTENT_NONE = -1,  /* no intent (NULL), or a name this build does not know */
+	INTENT_PENDING,	   /* due at next_attempt_at, never tried or reset by --retry */
+	INTENT_CLAIMED,	   /* a reconciler holds it under a lease */
+	INTENT_DONE,	   /* provisioned (bound) or torn down */
+	INTENT_FAILED,	   /* an attempt failed: due again at next_attempt_at */
+	INTENT_TERMINATED, /* failed max_attempts times (or for good): waits for --retry */
+	INTENT_CANCELLED,  /* its session was deleted before it was done */
 	INTENT_STATE_COUNT,
 };
 

@@ -89,7 +89,8 @@ static enum db_status claim_chunk(struct db *db, struct claim_ctx *c,
 {
 	static const char take[] =
 		"UPDATE provisioning_intents SET state = 'claimed', lease_owner = ?,"
-		" lease_expires_at = ?, attempts = attempts + 1, updated_at = ? WHERE id IN " CLAIM_IDS;
+		" lease_expires_at = ?, attempts = attempts + 1, updated_at = ? WHERE id "
+		"IN " CLAIM_IDS;
 	static const char load[] =
 		"SELECT id, session_id, workspace_id, kind, spec, steps_done, attempts, sandbox_id"
 		" FROM provisioning_intents WHERE id IN " CLAIM_IDS;
@@ -142,10 +143,10 @@ static enum db_status claim_tx(struct db *db, void *arg)
 	/* the first MAX of the states' candidates by (next_attempt_at, id), as one query over all
 	 * states would order them; the rest stay locked (skipped by others) until this commits */
 	for (unsigned s = 0; !st && s < CLAIM_STATES; s++) {
-		st = db_exec(db, claim_due[s], DB_PARAMS(DB_STR(c->now), DB_INT(c->max)),
-			     &due[s], NULL);
-		for (unsigned i = 0; !st && i < due[s].nrows && ncand < sizeof(cand) / sizeof(cand[0]);
-		     i++)
+		st = db_exec(db, claim_due[s], DB_PARAMS(DB_STR(c->now), DB_INT(c->max)), &due[s],
+			     NULL);
+		for (unsigned i = 0;
+		     !st && i < due[s].nrows && ncand < sizeof(cand) / sizeof(cand[0]); i++)
 			cand[ncand++] = (struct claim_candidate){
 				strtoll(db_cell(&due[s], i, 0), NULL, 10),
 				db_cell(&due[s], i, 1) ? db_cell(&due[s], i, 1) : ""
@@ -157,7 +158,8 @@ static enum db_status claim_tx(struct db *db, void *arg)
 			ncand = (unsigned)c->max;
 	}
 	for (unsigned i = 0; !st && i < ncand; i += CLAIM_CHUNK)
-		st = claim_chunk(db, c, cand + i, ncand - i < CLAIM_CHUNK ? ncand - i : CLAIM_CHUNK);
+		st = claim_chunk(db, c, cand + i,
+				 ncand - i < CLAIM_CHUNK ? ncand - i : CLAIM_CHUNK);
 	for (unsigned s = 0; s < CLAIM_STATES; s++)
 		db_rows_free(&due[s]);
 	if (st)
@@ -168,8 +170,9 @@ static enum db_status claim_tx(struct db *db, void *arg)
 enum db_status intents_claim(struct db *db, const char *owner, const char *now,
 			     const char *lease_until, int max, struct intent *out, int *n)
 {
-	struct claim_ctx c = { owner, now, lease_until, max > INTENT_CLAIM_MAX ? INTENT_CLAIM_MAX : max,
-			       0, out };
+	struct claim_ctx c = { owner,	    now,
+			       lease_until, max > INTENT_CLAIM_MAX ? INTENT_CLAIM_MAX : max,
+			       0,	    out };
 	enum db_status st = db_tx_read_committed(db, claim_tx, &c);
 
 	*n = st ? 0 : c.n;
@@ -180,8 +183,8 @@ enum db_status intents_claim(struct db *db, const char *owner, const char *now,
 
 /* Due: what intents_claim takes (claim_due, one statement per state), as one predicate for
  * the read-only views (--dry-run, --status, the metrics gauges). Two NOW parameters. */
-#define DUE_WHERE                                                                  \
-	" WHERE (state IN ('pending', 'failed') AND next_attempt_at <= ?)"        \
+#define DUE_WHERE                                                                                  \
+	" WHERE (state IN ('pending', 'failed') AND next_attempt_at <= ?)"                         \
 	" OR (state = 'claimed' AND lease_expires_at < ?)"
 /* since when an intent is due: an expired claim since its lease ran out */
 #define DUE_SINCE "CASE WHEN state = 'claimed' THEN lease_expires_at ELSE next_attempt_at END"
@@ -189,11 +192,10 @@ enum db_status intents_claim(struct db *db, const char *owner, const char *now,
 enum db_status intents_due(struct db *db, const char *now, int max, struct db_rows *rows)
 {
 	static const char sql[] =
-		"SELECT id, session_id, kind, state, attempts, steps_done FROM provisioning_intents"
-		DUE_WHERE " ORDER BY next_attempt_at, id LIMIT ?";
+		"SELECT id, session_id, kind, state, attempts, steps_done FROM "
+		"provisioning_intents" DUE_WHERE " ORDER BY next_attempt_at, id LIMIT ?";
 
-	return db_exec(db, sql, DB_PARAMS(DB_STR(now), DB_STR(now), DB_INT(max)), rows,
-		       NULL);
+	return db_exec(db, sql, DB_PARAMS(DB_STR(now), DB_STR(now), DB_INT(max)), rows, NULL);
 }
 
 enum db_status intents_renew(struct db *db, const struct intent_fence *f, int mark_sandbox,
@@ -204,8 +206,9 @@ enum db_status intents_renew(struct db *db, const struct intent_fence *f, int ma
 	static const char mark[] = "UPDATE provisioning_intents SET lease_expires_at = ?,"
 				   " updated_at = ?, sandbox_may_exist = 1" FENCE;
 	unsigned long long n = 0;
-	enum db_status st = db_exec(db, mark_sandbox ? mark : renew, DB_PARAMS(DB_STR(lease_until), DB_STR(now),
-						       FENCE_PARAMS(f)), NULL, &n);
+	enum db_status st =
+		db_exec(db, mark_sandbox ? mark : renew,
+			DB_PARAMS(DB_STR(lease_until), DB_STR(now), FENCE_PARAMS(f)), NULL, &n);
 
 	/* the lease may be renewed within the same microsecond: a match changes no row then,
 	 * which is not a loss; only a fence that matches nothing is */
@@ -226,8 +229,7 @@ enum db_status intents_session_gone(struct db *db, const char *session_id, int *
 {
 	static const char sql[] = "SELECT id FROM sessions WHERE id = ? AND deleted_at IS NULL";
 	struct db_rows rows;
-	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(session_id)), &rows,
-				    NULL);
+	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(session_id)), &rows, NULL);
 
 	*gone = !st && rows.nrows == 0;
 	if (!st)
@@ -270,8 +272,7 @@ enum db_status intents_progress(struct db *db, const struct intent_fence *f, con
 				  " lease_expires_at = ?, updated_at = ?" FENCE;
 
 	return fenced_exec(db, sql,
-			   DB_PARAMS(DB_STR(steps),
-				     db_opt_nonempty(sandbox_id),
+			   DB_PARAMS(DB_STR(steps), db_opt_nonempty(sandbox_id),
 				     DB_STR(lease_until), DB_STR(now), FENCE_PARAMS(f)),
 			   lost);
 }
@@ -287,21 +288,23 @@ static enum db_status fail_tx(struct db *db, void *arg)
 	static const char intent[] =
 		"UPDATE provisioning_intents SET state = ?, last_error = ?, next_attempt_at = ?,"
 		" lease_owner = NULL, lease_expires_at = NULL, updated_at = ?" FENCE;
-	static const char session[] =
-		"UPDATE sessions SET status = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL";
+	static const char session[] = "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ? "
+				      "AND deleted_at IS NULL";
 	struct fail_ctx *c = arg;
 	enum db_status st;
 
-	st = fenced_exec(db, intent,
-			 DB_PARAMS(DB_STR(intent_state_name(c->terminal ? INTENT_TERMINATED
-									  : INTENT_FAILED)),
-				   DB_STR(c->last_error), DB_STR(c->next), DB_STR(c->now),
-				   FENCE_PARAMS(c->f)),
-			 c->lost);
+	st = fenced_exec(
+		db, intent,
+		DB_PARAMS(
+			DB_STR(intent_state_name(c->terminal ? INTENT_TERMINATED : INTENT_FAILED)),
+			DB_STR(c->last_error), DB_STR(c->next), DB_STR(c->now), FENCE_PARAMS(c->f)),
+		c->lost);
 	if (st || *c->lost)
 		return st;
-	return db_exec(db, session, DB_PARAMS(DB_STR(c->terminal ? "terminated" : "rescheduling"),
-					  DB_STR(c->now), DB_STR(c->session_id)), NULL, NULL);
+	return db_exec(db, session,
+		       DB_PARAMS(DB_STR(c->terminal ? "terminated" : "rescheduling"),
+				 DB_STR(c->now), DB_STR(c->session_id)),
+		       NULL, NULL);
 }
 
 enum db_status intents_fail(struct db *db, const struct intent_fence *f, const char *session_id,
@@ -326,7 +329,8 @@ static enum db_status bind_tx(struct db *db, void *arg)
 		" lease_owner = NULL, lease_expires_at = NULL, updated_at = ?" FENCE;
 	static const char binding[] =
 		"INSERT INTO session_sandboxes (session_id, backend, sandbox_id, egress_policy,"
-		" created_at) VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE backend = VALUES(backend),"
+		" created_at) VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE backend = "
+		"VALUES(backend),"
 		" sandbox_id = VALUES(sandbox_id), egress_policy = VALUES(egress_policy)";
 	static const char session[] =
 		"UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ?";
@@ -336,11 +340,13 @@ static enum db_status bind_tx(struct db *db, void *arg)
 	st = fenced_exec(db, done, DB_PARAMS(DB_STR(c->now), FENCE_PARAMS(c->f)), c->lost);
 	if (st || *c->lost)
 		return st;
-	st = db_exec(db, binding, DB_PARAMS(DB_STR(c->session_id), DB_STR(c->backend),
-					DB_STR(c->sandbox_id), db_opt(c->egress),
-					DB_STR(c->now)), NULL, NULL);
+	st = db_exec(db, binding,
+		     DB_PARAMS(DB_STR(c->session_id), DB_STR(c->backend), DB_STR(c->sandbox_id),
+			       db_opt(c->egress), DB_STR(c->now)),
+		     NULL, NULL);
 	if (!st)
-		st = db_exec(db, session, DB_PARAMS(DB_STR(c->now), DB_STR(c->session_id)), NULL, NULL);
+		st = db_exec(db, session, DB_PARAMS(DB_STR(c->now), DB_STR(c->session_id)), NULL,
+			     NULL);
 	return st;
 }
 
@@ -417,19 +423,20 @@ enum db_status intents_session_mcp(struct db *db, const char *session_id, char *
 enum db_status intents_retry(struct db *db, const char *session_id, const char *now, int *found)
 {
 	static const char intent[] =
-		"UPDATE provisioning_intents SET state = 'pending', attempts = 0, next_attempt_at = ?,"
+		"UPDATE provisioning_intents SET state = 'pending', attempts = 0, next_attempt_at "
+		"= ?,"
 		" lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = ?"
 		" WHERE session_id = ? AND kind IN ('provision', 'teardown')"
 		" AND state IN ('failed', 'terminated')";
-	static const char session[] =
-		"UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ? AND deleted_at IS NULL";
+	static const char session[] = "UPDATE sessions SET status = 'idle', updated_at = ? WHERE "
+				      "id = ? AND deleted_at IS NULL";
 	unsigned long long n = 0;
-	enum db_status st = db_exec(db, intent, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(session_id)), NULL, &n);
+	enum db_status st = db_exec(
+		db, intent, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(session_id)), NULL, &n);
 
 	*found = n > 0;
 	if (!st && n)
-		st = db_exec(db, session, DB_PARAMS(DB_STR(now), DB_STR(session_id)),
-			     NULL, NULL);
+		st = db_exec(db, session, DB_PARAMS(DB_STR(now), DB_STR(session_id)), NULL, NULL);
 	return st;
 }
 
@@ -446,8 +453,7 @@ enum db_status intents_oldest_due(struct db *db, const char *now, struct db_rows
 		"SELECT DATE_FORMAT(MIN(" DUE_SINCE "), '%Y-%m-%dT%H:%i:%s.%fZ'), COUNT(*),"
 		" COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(" DUE_SINCE "), ?) / 1000000, 0)"
 		" FROM provisioning_intents" DUE_WHERE;
-	return db_exec(db, sql, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(now)),
-		       rows, NULL);
+	return db_exec(db, sql, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(now)), rows, NULL);
 }
 
 enum db_status intents_failures(struct db *db, int max, struct db_rows *rows)
@@ -478,8 +484,8 @@ enum db_status intents_any_due(struct db *db, const char *now, int *any)
 		" WHERE state = 'failed' AND next_attempt_at <= ?) OR EXISTS(SELECT 1"
 		" FROM provisioning_intents WHERE state = 'claimed' AND lease_expires_at < ?)";
 	struct db_rows rows;
-	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(now)),
-				    &rows, NULL);
+	enum db_status st =
+		db_exec(db, sql, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(now)), &rows, NULL);
 
 	*any = !st && rows.nrows && db_cell(&rows, 0, 0) && strcmp(db_cell(&rows, 0, 0), "0");
 	if (!st)

@@ -15,8 +15,8 @@ struct intent {
 	char session_id[INTENT_FIELD_MAX];
 	char workspace_id[INTENT_FIELD_MAX];
 	char kind[32];
-	char *spec;        /* JSON text */
-	char *steps_done;  /* JSON array text */
+	char *spec;	  /* JSON text */
+	char *steps_done; /* JSON array text */
 	long long attempts;
 	char sandbox_id[INTENT_FIELD_MAX]; /* "" when none recorded */
 };

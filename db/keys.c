@@ -30,7 +30,8 @@ enum db_status keys_lookup(struct db *db, const unsigned char hash[32], struct k
 		if (copy_cell(out->key_id, out->key_id_sz, db_cell(&rows, 0, 0)) ||
 		    copy_cell(out->workspace_id, out->workspace_id_sz, db_cell(&rows, 0, 1)) ||
 		    copy_cell(out->account_id, out->account_id_sz, db_cell(&rows, 0, 2)))
-			st = db_fail(db, DB_CORRUPT, "api key %.64s: a stored id is longer than its buffer",
+			st = db_fail(db, DB_CORRUPT,
+				     "api key %.64s: a stored id is longer than its buffer",
 				     db_cell(&rows, 0, 0));
 		else
 			*found = 1;
@@ -68,8 +69,9 @@ struct create_ctx {
 static enum db_status create_tx(struct db *db, void *arg)
 {
 	static const char ins_ws[] = "INSERT IGNORE INTO workspaces (id, name) VALUES (?, ?)";
-	static const char ins_key[] = "INSERT INTO api_keys (id, workspace_id, account_id, key_hash) "
-				      "SELECT ?, id, ?, ? FROM workspaces WHERE name = ?";
+	static const char ins_key[] =
+		"INSERT INTO api_keys (id, workspace_id, account_id, key_hash) "
+		"SELECT ?, id, ?, ? FROM workspaces WHERE name = ?";
 	struct create_ctx *c = arg;
 	char ws_id[48];
 	unsigned char hash[SHA256_LEN];
@@ -79,20 +81,20 @@ static enum db_status create_tx(struct db *db, void *arg)
 	    random_id(c->key_id, c->key_id_sz, "apikey_", ID_RANDOM_LEN) ||
 	    random_id(c->key, c->keysz, KEY_PREFIX, KEY_RANDOM_LEN))
 		return DB_FATAL;
-	st = db_exec(db, ins_ws, DB_PARAMS(DB_STR(ws_id), DB_STR(c->workspace)), NULL,
-		     NULL);
+	st = db_exec(db, ins_ws, DB_PARAMS(DB_STR(ws_id), DB_STR(c->workspace)), NULL, NULL);
 	if (st)
 		return st;
 	sha256(c->key, strlen(c->key), hash);
-	return db_exec(db, ins_key, DB_PARAMS(DB_STR(c->key_id), DB_STR(c->account),
-					 DB_STRN((const char *)hash, SHA256_LEN),
-					 DB_STR(c->workspace)), NULL, NULL);
+	return db_exec(db, ins_key,
+		       DB_PARAMS(DB_STR(c->key_id), DB_STR(c->account),
+				 DB_STRN((const char *)hash, SHA256_LEN), DB_STR(c->workspace)),
+		       NULL, NULL);
 }
 
 enum db_status keys_create(struct db *db, const char *workspace, const char *account, char *key,
 			   size_t keysz, char *key_id, size_t key_id_sz)
 {
-	struct create_ctx c = {workspace, account, key, key_id, keysz, key_id_sz};
+	struct create_ctx c = { workspace, account, key, key_id, keysz, key_id_sz };
 	return db_tx(db, create_tx, &c);
 }
 
@@ -104,8 +106,7 @@ static enum db_status revoke_hash(struct db *db, const char *sql, const char *ke
 	enum db_status st;
 
 	sha256(key, strlen(key), hash);
-	st = db_exec(db, sql, DB_PARAMS(DB_STRN((const char *)hash, SHA256_LEN)), NULL,
-		     &n);
+	st = db_exec(db, sql, DB_PARAMS(DB_STRN((const char *)hash, SHA256_LEN)), NULL, &n);
 	*found = n > 0;
 	return st;
 }
@@ -162,14 +163,13 @@ static enum db_status envkey_create_tx(struct db *db, void *arg)
 	unsigned char hash[SHA256_LEN];
 	char key_id[48];
 	struct db_rows rows;
-	enum db_status st = db_exec(db, get, DB_PARAMS(DB_STR(c->env_id)), &rows,
-				    NULL);
+	enum db_status st = db_exec(db, get, DB_PARAMS(DB_STR(c->env_id)), &rows, NULL);
 
 	if (st)
 		return st;
-	*c->outcome = !rows.nrows ? ENVKEY_NO_ENVIRONMENT
+	*c->outcome = !rows.nrows				    ? ENVKEY_NO_ENVIRONMENT
 		      : strcmp(db_cell(&rows, 0, 0), "self_hosted") ? ENVKEY_NOT_SELF_HOSTED
-								      : ENVKEY_OK;
+								    : ENVKEY_OK;
 	db_rows_free(&rows);
 	if (*c->outcome != ENVKEY_OK)
 		return DB_OK;
@@ -177,8 +177,10 @@ static enum db_status envkey_create_tx(struct db *db, void *arg)
 	    random_id(c->key, c->keysz, ENVKEY_PREFIX, KEY_RANDOM_LEN))
 		return DB_FATAL;
 	sha256(c->key, strlen(c->key), hash);
-	return db_exec(db, ins, DB_PARAMS(DB_STR(key_id), DB_STR(c->env_id),
-					  DB_STRN((const char *)hash, SHA256_LEN)), NULL, NULL);
+	return db_exec(db, ins,
+		       DB_PARAMS(DB_STR(key_id), DB_STR(c->env_id),
+				 DB_STRN((const char *)hash, SHA256_LEN)),
+		       NULL, NULL);
 }
 
 enum db_status envkeys_create(struct db *db, const char *env_id, char *key, size_t keysz,
@@ -200,7 +202,8 @@ enum db_status keys_lookup_hash(struct db *db, const char *sql, const unsigned c
 				char *const *out, const size_t *sz, unsigned n, int *found)
 {
 	struct db_rows rows;
-	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STRN((const char *)hash, 32)), &rows, NULL);
+	enum db_status st =
+		db_exec(db, sql, DB_PARAMS(DB_STRN((const char *)hash, 32)), &rows, NULL);
 
 	*found = 0;
 	if (st)

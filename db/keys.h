@@ -6,7 +6,7 @@
 
 #define KEY_PREFIX "trm_"
 #define KEY_RANDOM_LEN 40
-#define KEY_MAX_LEN 256          /* longer presented keys are rejected without a lookup */
+#define KEY_MAX_LEN 256 /* longer presented keys are rejected without a lookup */
 #define WORKSPACE_NAME_MAX 255
 #define ACCOUNT_NAME_MAX 255
 

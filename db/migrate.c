@@ -116,8 +116,7 @@ enum db_status migrate_dir(struct db *db, const char *dir)
 		st = run_script(db, sql, names[i]);
 		free(sql);
 		if (!st)
-			st = db_exec(db, record_sql, DB_PARAMS(DB_STR(names[i])), NULL,
-				     NULL);
+			st = db_exec(db, record_sql, DB_PARAMS(DB_STR(names[i])), NULL, NULL);
 		applied += !st;
 	}
 	db_query(db, "SELECT RELEASE_LOCK('terrarium_migrate')");

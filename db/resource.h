@@ -13,19 +13,19 @@ struct db_key {
 	const char *account_id; /* environments, sessions: the caller's account, which sees
 				 * another account's `scope: account` environments (and their
 				 * sessions) as missing; else NULL */
-	const char *parent_id;  /* work items: the environment in the path; else NULL */
+	const char *parent_id;	/* work items: the environment in the path; else NULL */
 	const char *id;
-	long long version;      /* agents: the version to read, 0 = current */
+	long long version; /* agents: the version to read, 0 = current */
 };
 
 /* Which rows a list returns: those visible under the key, newest first (sessions: oldest first
  * when ASC), after the cursor's position AFTER_CREATED ("YYYY-MM-DD HH:MM:SS.ffffff") and
  * AFTER_ID, both NULL on the first page; at most db_page_rows of them. */
 struct db_page {
-	long long limit;            /* rows on the page */
-	int include_archived;       /* agents, environments, sessions */
-	int asc;                    /* sessions: oldest first */
-	const char *agent_id;       /* sessions: only this agent's, or NULL */
+	long long limit;			   /* rows on the page */
+	int include_archived;			   /* agents, environments, sessions */
+	int asc;				   /* sessions: oldest first */
+	const char *agent_id;			   /* sessions: only this agent's, or NULL */
 	char gte[CLOCK_DB_LEN], lte[CLOCK_DB_LEN]; /* agents: created_at bounds, inclusive
 						    * ("" when absent) */
 	const char *after_created, *after_id;

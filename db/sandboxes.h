@@ -22,8 +22,7 @@ enum db_status scache_forget(struct db *db, const char *backend, const char *key
 
 /* Up to MAX bindings of BACKEND checked longest ago (never checked first): rows of (session_id,
  * sandbox_id). */
-enum db_status drift_candidates(struct db *db, const char *backend, int max,
-				struct db_rows *rows);
+enum db_status drift_candidates(struct db *db, const char *backend, int max, struct db_rows *rows);
 
 /* SESSION_ID's binding to SANDBOX_ID was checked at NOW and found present. */
 enum db_status drift_checked(struct db *db, const char *session_id, const char *now);

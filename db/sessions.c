@@ -1,14 +1,22 @@
 #include "sessions.h"
 
 #define TS(col) "DATE_FORMAT(" col ", '%Y-%m-%dT%H:%i:%s.%fZ')"
-#define SES_SELECT                                                                            \
-	"SELECT s.id, s.agent_snapshot, s.mcp_servers, s.environment_id, s.status, s.title,"   \
-	" s.metadata, " TS("s.created_at") ", " TS("s.updated_at") ", " TS("s.archived_at") "," \
-	" s.environment_revision, i.state, i.attempts, i.last_error, " TS("i.next_attempt_at") \
-	", DATE_FORMAT(s.created_at, '%Y-%m-%d %H:%i:%s.%f'), s.agent_id, i.id, i.sandbox_id,"  \
-	" i.sandbox_may_exist, DATE_FORMAT(i.lease_expires_at, '%Y-%m-%d %H:%i:%s.%f')"        \
-	" FROM sessions s LEFT JOIN provisioning_intents i"                                    \
-	" ON i.session_id = s.id AND i.kind = '" INTENT_PROVISION "' "
+#define SES_SELECT                                                                                 \
+	"SELECT s.id, s.agent_snapshot, s.mcp_servers, s.environment_id, s.status, s.title,"       \
+	" s.metadata, " TS("s.created_at") ", " TS("s.updated_at") ", " TS(                        \
+		"s.archived_at") ","                                                               \
+				 " s.environment_revision, i.state, i.attempts, "                  \
+				 "i.last_error, " TS(                                              \
+					 "i.next_attempt_at") ", DATE_FORMAT(s.created_at, "       \
+							      "'%Y-%m-%d %H:%i:%s.%f'), "          \
+							      "s.agent_id, i.id, i.sandbox_id,"    \
+							      " i.sandbox_may_exist, "             \
+							      "DATE_FORMAT(i.lease_expires_at, "   \
+							      "'%Y-%m-%d %H:%i:%s.%f')"            \
+							      " FROM sessions s LEFT JOIN "        \
+							      "provisioning_intents i"             \
+							      " ON i.session_id = s.id AND "       \
+							      "i.kind = '" INTENT_PROVISION "' "
 
 /* Sentinels that sort after / before every stored position: the first page of a list is the
  * page after (or before) them, so one statement serves every page. */
@@ -29,7 +37,7 @@ enum db_status sesdb_get(struct db *db, const struct db_key *k, int for_update,
 	static const char sql_lock[] = SES_SELECT
 		"WHERE s.id = ? AND s.workspace_id = ? AND s.deleted_at IS NULL" SES_VISIBLE
 		"FOR UPDATE";
-	struct db_val p[] = {DB_STR(k->id), DB_STR(k->workspace_id), DB_STR(k->account_id)};
+	struct db_val p[] = { DB_STR(k->id), DB_STR(k->workspace_id), DB_STR(k->account_id) };
 
 	return db_exec(db, for_update ? sql_lock : sql, DB_ARRAY(p), rows, NULL);
 }
@@ -64,9 +72,8 @@ enum db_status sesdb_insert_intent(struct db *db, const char *session_id, const 
 		"INSERT INTO provisioning_intents (session_id, workspace_id, kind, state, spec,"
 		" steps_done, attempts, next_attempt_at, sandbox_id, created_at, updated_at)"
 		" VALUES (?, ?, ?, 'pending', ?, '[]', 0, ?, ?, ?, ?)";
-	struct db_val p[] = { DB_STR(session_id), DB_STR(ws),	      DB_STR(kind),
-			      DB_STR(spec),	  DB_STR(now),	      db_opt(sandbox_id),
-			      DB_STR(now),	  DB_STR(now) };
+	struct db_val p[] = { DB_STR(session_id), DB_STR(ws),	      DB_STR(kind), DB_STR(spec),
+			      DB_STR(now),	  db_opt(sandbox_id), DB_STR(now),  DB_STR(now) };
 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
@@ -77,7 +84,7 @@ enum db_status sesdb_update(struct db *db, const char *id, const char *ws, const
 	static const char sql[] = "UPDATE sessions SET title = ?, metadata = ?, mcp_servers = ?,"
 				  " updated_at = ? WHERE id = ? AND workspace_id = ?";
 	struct db_val p[] = { db_opt(title), DB_STR(metadata), db_opt(mcp_servers),
-			      DB_STR(now), DB_STR(id),	     DB_STR(ws) };
+			      DB_STR(now),   DB_STR(id),       DB_STR(ws) };
 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
@@ -88,8 +95,8 @@ enum db_status sesdb_archive(struct db *db, const struct db_key *k, const char *
 	static const char sql[] = "UPDATE sessions s SET archived_at = ?, updated_at = ? WHERE id "
 				  "= ? AND workspace_id = ?"
 				  " AND archived_at IS NULL AND deleted_at IS NULL" SES_VISIBLE;
-	struct db_val p[] = {DB_STR(now), DB_STR(now), DB_STR(k->id), DB_STR(k->workspace_id),
-			     DB_STR(k->account_id)};
+	struct db_val p[] = { DB_STR(now), DB_STR(now), DB_STR(k->id), DB_STR(k->workspace_id),
+			      DB_STR(k->account_id) };
 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, affected);
 }
@@ -112,16 +119,18 @@ enum db_status sesdb_retire(struct db *db, const char *id, const char *ws, const
 				   " environment_id = NULL WHERE id = ? AND workspace_id = ?";
 	static const char cancel[] =
 		"UPDATE provisioning_intents SET state = 'cancelled', lease_owner = NULL,"
-		" lease_expires_at = NULL, updated_at = ? WHERE session_id = ? AND kind = '"
-		INTENT_PROVISION "'";
+		" lease_expires_at = NULL, updated_at = ? WHERE session_id = ? AND kind = "
+		"'" INTENT_PROVISION "'";
 	enum db_status st;
 
-	st = db_exec(db, hide, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws)), NULL, NULL);
+	st = db_exec(db, hide, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(id), DB_STR(ws)), NULL,
+		     NULL);
 	if (!st)
 		st = db_exec(db, cancel, DB_PARAMS(DB_STR(now), DB_STR(id)), NULL, NULL);
 	if (!st)
 		st = sesdb_insert_intent(db, id, ws, INTENT_TEARDOWN, "{}", sandbox_id,
-					 not_before && strcmp(not_before, now) > 0 ? not_before : now);
+					 not_before && strcmp(not_before, now) > 0 ? not_before
+										   : now);
 	return st;
 }
 
@@ -139,10 +148,15 @@ enum db_status sesdb_list(struct db *db, const struct db_key *k, const struct db
 		" ORDER BY s.created_at ASC, s.id ASC LIMIT ?";
 	const char *ts = p->after_created ? p->after_created : p->asc ? SES_FIRST_TS : SES_LAST_TS;
 	const char *id = p->after_id ? p->after_id : p->asc ? "" : "~";
-	struct db_val v[] = {
-		DB_STR(k->workspace_id), db_opt(p->agent_id), db_opt(p->agent_id),
-		DB_INT(p->include_archived), DB_STR(k->account_id), DB_STR(ts), DB_STR(ts),
-		DB_STR(id), DB_INT(db_page_rows(p))};
+	struct db_val v[] = { DB_STR(k->workspace_id),
+			      db_opt(p->agent_id),
+			      db_opt(p->agent_id),
+			      DB_INT(p->include_archived),
+			      DB_STR(k->account_id),
+			      DB_STR(ts),
+			      DB_STR(ts),
+			      DB_STR(id),
+			      DB_INT(db_page_rows(p)) };
 
 	return db_exec(db, p->asc ? asc_sql : desc, DB_ARRAY(v), rows, NULL);
 }

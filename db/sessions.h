@@ -14,8 +14,8 @@
 /* Columns of every session SELECT, in this order. */
 enum sess_col {
 	SES_C_ID,
-	SES_C_AGENT,          /* agent snapshot JSON */
-	SES_C_MCP,            /* session-local MCP server list JSON or NULL */
+	SES_C_AGENT, /* agent snapshot JSON */
+	SES_C_MCP,   /* session-local MCP server list JSON or NULL */
 	SES_C_ENVIRONMENT_ID,
 	SES_C_STATUS,
 	SES_C_TITLE,
@@ -23,17 +23,17 @@ enum sess_col {
 	SES_C_CREATED,
 	SES_C_UPDATED,
 	SES_C_ARCHIVED,
-	SES_C_REVISION,       /* environment revision captured */
-	SES_C_INTENT_STATE,   /* provision intent state or NULL (none: not required) */
+	SES_C_REVISION,	    /* environment revision captured */
+	SES_C_INTENT_STATE, /* provision intent state or NULL (none: not required) */
 	SES_C_ATTEMPTS,
 	SES_C_LAST_ERROR,
 	SES_C_NEXT_ATTEMPT,
 	SES_C_CREATED_DB,
 	SES_C_AGENT_ID,
 	SES_C_INTENT_ID,
-	SES_C_SANDBOX_ID,     /* the sandbox id the intent recorded, or NULL */
-	SES_C_SANDBOX_MARK,   /* "1": a sandbox may exist (set before the backend's create) */
-	SES_C_LEASE_UNTIL,    /* the intent's lease end (DB format) or NULL */
+	SES_C_SANDBOX_ID,   /* the sandbox id the intent recorded, or NULL */
+	SES_C_SANDBOX_MARK, /* "1": a sandbox may exist (set before the backend's create) */
+	SES_C_LEASE_UNTIL,  /* the intent's lease end (DB format) or NULL */
 };
 
 struct session_row_in {

@@ -6,11 +6,13 @@
 #include <stdlib.h>
 
 #define DT(col) "DATE_FORMAT(" col ", '%Y-%m-%d %H:%i:%s.%f')"
-#define WORK_SELECT                                                                            \
-	"SELECT id, environment_id, session_id, state, metadata, " DT("created_at") ", "       \
-	DT("acknowledged_at") ", " DT("started_at") ", " DT("latest_heartbeat_at") ", "         \
-	DT("stop_requested_at") ", " DT("stopped_at") ", " DT("delivered_at") ","               \
+/* clang-format off */
+#define WORK_SELECT \
+	"SELECT id, environment_id, session_id, state, metadata, " DT("created_at") ", " \
+	DT("acknowledged_at") ", " DT("started_at") ", " DT("latest_heartbeat_at") ", " \
+	DT("stop_requested_at") ", " DT("stopped_at") ", " DT("delivered_at") "," \
 	" lease_ttl_seconds, " DT("lease_expires_at") " FROM work_items "
+/* clang-format on */
 #define WORK_LAST_TS "9999-12-31 23:59:59.999999"
 #define WORK_LAST_ID "~" /* sorts after every id ([0-9A-Za-z_], binary collation) */
 /* The text a blocked poll's statement carries, so that a wake-up can find it in the
@@ -44,7 +46,8 @@ enum db_status workdb_enqueue(struct db *db, const char *id, const char *ws, con
 			      const char *session_id, const char *now)
 {
 	static const char sql[] =
-		"INSERT INTO work_items (id, workspace_id, environment_id, session_id, state, metadata,"
+		"INSERT INTO work_items (id, workspace_id, environment_id, session_id, state, "
+		"metadata,"
 		" created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', '{}', ?, ?)";
 	struct db_val p[] = { DB_STR(id),	  DB_STR(ws),  DB_STR(env_id),
 			      DB_STR(session_id), DB_STR(now), DB_STR(now) };
@@ -90,8 +93,7 @@ enum db_status workdb_write(struct db *db, const char *work_id, const struct wor
 
 	if (st || strcmp(row->state, "stopped"))
 		return st;
-	return db_exec(db, revoke, DB_PARAMS(DB_STR(now), DB_STR(work_id)), NULL,
-		       NULL);
+	return db_exec(db, revoke, DB_PARAMS(DB_STR(now), DB_STR(work_id)), NULL, NULL);
 }
 
 /* MariaDB assigns SET columns left to right and later expressions see the new values: every
@@ -105,18 +107,20 @@ enum db_status workdb_stop_session(struct db *db, const char *session_id, const 
 		" lease_expires_at = IF(state IN ('queued', 'starting'), NULL, lease_expires_at),"
 		" state = IF(state IN ('queued', 'starting'), 'stopped', 'stopping'),"
 		" stop_requested_at = COALESCE(stop_requested_at, ?), updated_at = ?"
-		" WHERE session_id = ? AND workspace_id = ? AND state IN ('queued', 'starting', 'active')";
+		" WHERE session_id = ? AND workspace_id = ? AND state IN ('queued', 'starting', "
+		"'active')";
 	static const char revoke[] =
 		"UPDATE work_tokens t JOIN work_items w ON w.id = t.work_id SET t.revoked_at = ?"
 		" WHERE w.session_id = ? AND w.state = 'stopped' AND t.revoked_at IS NULL";
 	unsigned long long n = 0;
-	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(now),
-						       DB_STR(session_id), DB_STR(ws)), NULL, &n);
+	enum db_status st = db_exec(
+		db, sql,
+		DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(now), DB_STR(session_id), DB_STR(ws)),
+		NULL, &n);
 
 	if (st || !n)
 		return st;
-	return db_exec(db, revoke, DB_PARAMS(DB_STR(now), DB_STR(session_id)), NULL,
-		       NULL);
+	return db_exec(db, revoke, DB_PARAMS(DB_STR(now), DB_STR(session_id)), NULL, NULL);
 }
 
 enum db_status workdb_expire(struct db *db, const char *env_id)
@@ -156,13 +160,14 @@ struct claim_ctx {
 static enum db_status claim_tx(struct db *db, void *arg)
 {
 	static const char pick[] =
-		"SELECT id, deliveries FROM work_items WHERE environment_id = ? AND state = 'queued'"
+		"SELECT id, deliveries FROM work_items WHERE environment_id = ? AND state = "
+		"'queued'"
 		" AND (delivered_at IS NULL"
 		"      OR delivered_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)"
 		" ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED";
-	static const char deliver[] =
-		"UPDATE work_items SET delivered_at = UTC_TIMESTAMP(6), deliveries = deliveries + 1,"
-		" worker_id = ?, updated_at = UTC_TIMESTAMP(6) WHERE id = ?";
+	static const char deliver[] = "UPDATE work_items SET delivered_at = UTC_TIMESTAMP(6), "
+				      "deliveries = deliveries + 1,"
+				      " worker_id = ?, updated_at = UTC_TIMESTAMP(6) WHERE id = ?";
 	static const char revoke[] = "UPDATE work_tokens SET revoked_at = UTC_TIMESTAMP(6)"
 				     " WHERE work_id = ? AND revoked_at IS NULL";
 	static const char token[] = "INSERT INTO work_tokens (token_hash, work_id, created_at)"
@@ -176,8 +181,8 @@ static enum db_status claim_tx(struct db *db, void *arg)
 
 	db_rows_free(c->rows);
 	memset(c->rows, 0, sizeof(*c->rows));
-	st = db_exec(db, pick, DB_PARAMS(DB_STR(c->env_id), DB_INT(c->reclaim_ms * 1000)),
-		     &picked, NULL);
+	st = db_exec(db, pick, DB_PARAMS(DB_STR(c->env_id), DB_INT(c->reclaim_ms * 1000)), &picked,
+		     NULL);
 	if (st)
 		return st;
 	if (!picked.nrows) {
@@ -191,7 +196,9 @@ static enum db_status claim_tx(struct db *db, void *arg)
 	if (!st && redelivery) /* a first delivery has no earlier token */
 		st = db_exec(db, revoke, DB_PARAMS(DB_STR(id)), NULL, NULL);
 	if (!st)
-		st = db_exec(db, token, DB_PARAMS(DB_STRN((const char *)c->token_hash, 32), DB_STR(id)), NULL, NULL);
+		st = db_exec(db, token,
+			     DB_PARAMS(DB_STRN((const char *)c->token_hash, 32), DB_STR(id)), NULL,
+			     NULL);
 	if (!st)
 		st = db_exec(db, get, DB_PARAMS(DB_STR(id)), c->rows, NULL);
 	return st;
@@ -210,8 +217,10 @@ enum db_status workdb_claim(struct db *db, const char *env_id, long long reclaim
 /* ids are [0-9A-Za-z_]: checked again here because workdb_wait puts one in SQL text */
 static int id_plain(const char *s)
 {
-	return *s && strspn(s, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_") ==
-			     strlen(s) && strlen(s) < 64;
+	return *s &&
+	       strspn(s, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_") ==
+		       strlen(s) &&
+	       strlen(s) < 64;
 }
 
 /* One statement: sleep until the first moment something of ENV_ID may be deliverable (now, if
@@ -276,8 +285,10 @@ enum db_status workdb_seen(struct db *db, const char *env_id, const char *worker
 	static const char prune[] = "DELETE FROM work_pollers WHERE environment_id = ? AND"
 				    " last_seen_at < UTC_TIMESTAMP(6) - INTERVAL ? SECOND";
 	/* a row changes at most every WORK_POLLERS_REFRESH_S: an unchanged row is not written */
-	enum db_status st = db_exec(db, upsert, DB_PARAMS(DB_STR(env_id), DB_STR(worker_id),
-						       DB_INT(WORK_POLLERS_REFRESH_S)), NULL, NULL);
+	enum db_status st = db_exec(
+		db, upsert,
+		DB_PARAMS(DB_STR(env_id), DB_STR(worker_id), DB_INT(WORK_POLLERS_REFRESH_S)), NULL,
+		NULL);
 
 	if (st)
 		return st;
@@ -289,22 +300,26 @@ enum db_status workdb_stats(struct db *db, const char *env_id, struct db_rows *r
 {
 	static const char sql[] =
 		"SELECT COALESCE(SUM(delivered_at IS NULL), 0),"
-		" COALESCE(SUM(delivered_at IS NOT NULL), 0), " DT("MIN(created_at)") ","
-		" (SELECT COUNT(*) FROM work_pollers WHERE environment_id = ?"
-		"  AND last_seen_at >= UTC_TIMESTAMP(6) - INTERVAL ? SECOND)"
-		" FROM work_items WHERE environment_id = ? AND state = 'queued'";
+		" COALESCE(SUM(delivered_at IS NOT NULL), 0), " DT(
+			"MIN(created_at)") ","
+					   " (SELECT COUNT(*) FROM work_pollers WHERE "
+					   "environment_id = ?"
+					   "  AND last_seen_at >= UTC_TIMESTAMP(6) - INTERVAL ? "
+					   "SECOND)"
+					   " FROM work_items WHERE environment_id = ? AND state = "
+					   "'queued'";
 
-	return db_exec(db, sql, DB_PARAMS(DB_STR(env_id), DB_INT(WORK_POLLERS_WINDOW_S),
-					  DB_STR(env_id)), rows, NULL);
+	return db_exec(db, sql,
+		       DB_PARAMS(DB_STR(env_id), DB_INT(WORK_POLLERS_WINDOW_S), DB_STR(env_id)),
+		       rows, NULL);
 }
 
 enum db_status workdb_list(struct db *db, const struct db_key *k, const struct db_page *p,
 			   struct db_rows *rows)
 {
-	static const char sql[] =
-		WORK_SELECT "WHERE environment_id = ? AND workspace_id = ?"
-			    " AND (created_at < ? OR (created_at = ? AND id < ?))"
-			    " ORDER BY created_at DESC, id DESC LIMIT ?";
+	static const char sql[] = WORK_SELECT "WHERE environment_id = ? AND workspace_id = ?"
+					      " AND (created_at < ? OR (created_at = ? AND id < ?))"
+					      " ORDER BY created_at DESC, id DESC LIMIT ?";
 	const char *c = p->after_created ? p->after_created : WORK_LAST_TS;
 	const char *i = p->after_id ? p->after_id : WORK_LAST_ID;
 

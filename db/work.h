@@ -9,12 +9,12 @@
 #include "resource.h"
 
 #define WORK_ID_PREFIX "work_"
-#define WORK_TOKEN_PREFIX "trmst_"   /* sessions tokens (the `secret` of a poll) */
+#define WORK_TOKEN_PREFIX "trmst_" /* sessions tokens (the `secret` of a poll) */
 #define WORK_TOKEN_RANDOM_LEN 40
-#define WORK_WORKER_ID_MAX 128       /* anthropic-worker-id, bytes */
-#define WORK_POLLERS_WINDOW_S 30     /* stats.workers_polling counts ids seen this recently */
-#define WORK_POLLERS_REFRESH_S 5     /* ...to within this: a poller's row is rewritten this often */
-#define WORK_TS_LEN 27               /* "YYYY-MM-DD HH:MM:SS.ffffff" + NUL */
+#define WORK_WORKER_ID_MAX 128	 /* anthropic-worker-id, bytes */
+#define WORK_POLLERS_WINDOW_S 30 /* stats.workers_polling counts ids seen this recently */
+#define WORK_POLLERS_REFRESH_S 5 /* ...to within this: a poller's row is rewritten this often */
+#define WORK_TS_LEN 27		 /* "YYYY-MM-DD HH:MM:SS.ffffff" + NUL */
 
 /* Columns of every work item SELECT, in this order. Timestamps are DATETIME(6) text
  * ("YYYY-MM-DD HH:MM:SS.ffffff") or NULL. */

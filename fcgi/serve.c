@@ -63,20 +63,34 @@ static size_t src_read(void *ctx, char *buf, size_t n)
 static const char *reason(int status)
 {
 	switch (status) {
-	case 200: return "OK";
-	case 204: return "No Content";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 409: return "Conflict";
-	case 412: return "Precondition Failed";
-	case 413: return "Payload Too Large";
-	case 422: return "Unprocessable Entity";
-	case 429: return "Too Many Requests";
-	case 503: return "Service Unavailable";
-	default: return status < 500 ? "Client Error" : "Internal Server Error";
+	case 200:
+		return "OK";
+	case 204:
+		return "No Content";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 409:
+		return "Conflict";
+	case 412:
+		return "Precondition Failed";
+	case 413:
+		return "Payload Too Large";
+	case 422:
+		return "Unprocessable Entity";
+	case 429:
+		return "Too Many Requests";
+	case 503:
+		return "Service Unavailable";
+	default:
+		return status < 500 ? "Client Error" : "Internal Server Error";
 	}
 }
 
@@ -85,8 +99,8 @@ static int format_head(const struct request *req, const struct response *resp, c
 		       size_t size)
 {
 	int n = resp->status == 204 /* no content: no content headers either (RFC 9110) */
-			? snprintf(buf, size, "Status: 204 %s\r\nrequest-id: %s\r\n",
-				   reason(204), req->request_id)
+			? snprintf(buf, size, "Status: 204 %s\r\nrequest-id: %s\r\n", reason(204),
+				   req->request_id)
 			: snprintf(buf, size,
 				   "Status: %d %s\r\ncontent-type: application/json\r\n"
 				   "request-id: %s\r\ncontent-length: %zu\r\n",
@@ -420,8 +434,8 @@ int serve_supervisor(const struct config *cfg, const struct serve_app *app)
 	for (int k = 0; k < npools; k++) {
 		int alive = 0;
 		for (int i = 0; i < pools[k].n; i++) {
-			pools[k].pids[i] = spawn(cfg, app, pools[k].fd, cfg->api_max_requests,
-						 pools[k].name);
+			pools[k].pids[i] =
+				spawn(cfg, app, pools[k].fd, cfg->api_max_requests, pools[k].name);
 			alive += pools[k].pids[i] > 0;
 		}
 		log_info("supervisor: %d workers on %s (backend %s)", alive, pools[k].socket,
@@ -444,8 +458,8 @@ int serve_supervisor(const struct config *cfg, const struct serve_app *app)
 				if (i == p->n)
 					continue;
 				if (WIFSIGNALED(status))
-					log_warn("worker %d killed by signal %d; restarting", (int)pid,
-						 WTERMSIG(status));
+					log_warn("worker %d killed by signal %d; restarting",
+						 (int)pid, WTERMSIG(status));
 				p->pids[i] = 0;
 				if (stop_requested)
 					break;

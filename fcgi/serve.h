@@ -6,13 +6,13 @@
 #include "../http/http.h"
 
 #define SERVE_BACKLOG 1024
-#define SERVE_STOP_GRACE_S 10     /* SIGTERM -> wait this long for in-flight requests */
-#define SERVE_RESPAWN_WINDOW_S 1  /* more than SERVE_RESPAWN_BURST deaths in this window... */
-#define SERVE_RESPAWN_BURST 20    /* ...slow respawning down */
+#define SERVE_STOP_GRACE_S 10	 /* SIGTERM -> wait this long for in-flight requests */
+#define SERVE_RESPAWN_WINDOW_S 1 /* more than SERVE_RESPAWN_BURST deaths in this window... */
+#define SERVE_RESPAWN_BURST 20	 /* ...slow respawning down */
 #define SERVE_WRITE_CHUNK 65536
-#define SERVE_WORKER_PATH      "/usr/bin:/bin" /* the only environment variable a worker has */
-#define SERVE_POOLS 2             /* [api] socket and [api] poll_socket */
-#define SERVE_WORKER_NAME      "terrarium-api"  /* process names of the two pools' workers */
+#define SERVE_WORKER_PATH "/usr/bin:/bin" /* the only environment variable a worker has */
+#define SERVE_POOLS 2			  /* [api] socket and [api] poll_socket */
+#define SERVE_WORKER_NAME "terrarium-api" /* process names of the two pools' workers */
 #define SERVE_POLL_WORKER_NAME "terrarium-poll"
 
 /* What the served application provides (registered by main: fcgi/ knows nothing of it). */

@@ -16,9 +16,9 @@
 
 #define AV_BAD_REQUEST 400
 #define AV_INTERNAL 500
-#define AV_PATH_MAX 96                    /* "tools[255].configs[255].permission_policy" */
+#define AV_PATH_MAX 96 /* "tools[255].configs[255].permission_policy" */
 #define AV_URL_PORT_MAX 65535
-#define AV_YEAR_MIN 1000                  /* MariaDB DATETIME range */
+#define AV_YEAR_MIN 1000 /* MariaDB DATETIME range */
 #define AV_YEAR_MAX 9999
 
 #define AV_IDENTITY_DEFAULT "service_account"
@@ -29,14 +29,14 @@
 #define AV_MULTIAGENT_COORDINATOR "coordinator"
 #define AV_MULTIAGENT_2026 "multiagent_20261001"
 
-static const char *const create_fields[] = { "name",	    "model",	  "description",
-					     "system",	    "metadata",	  "mcp_servers",
-					     "tools",	    "skills",	  "execution_identity",
-					     "multiagent",  NULL };
-static const char *const update_fields[] = { "name",	    "model",	  "description",
-					     "system",	    "metadata",	  "mcp_servers",
-					     "tools",	    "skills",	  "execution_identity",
-					     "multiagent",  "version",	  NULL };
+static const char *const create_fields[] = { "name",	   "model",    "description",
+					     "system",	   "metadata", "mcp_servers",
+					     "tools",	   "skills",   "execution_identity",
+					     "multiagent", NULL };
+static const char *const update_fields[] = { "name",	   "model",    "description",
+					     "system",	   "metadata", "mcp_servers",
+					     "tools",	   "skills",   "execution_identity",
+					     "multiagent", "version",  NULL };
 static const char *const model_fields[] = { "id", "effort", "speed", "inference_geo", NULL };
 static const char *const type_only_fields[] = { "type", NULL };
 static const char *const mcp_server_fields[] = { "type", "name", "url", NULL };
@@ -76,9 +76,8 @@ static const char *const multiagent_fields[] = { "type", "advisor", "subagents",
 static const char *const efforts[] = { "low", "medium", "high", "xhigh", "max", NULL };
 static const char *const speeds[] = { "standard", "fast", NULL };
 static const char *const tool_types[] = { AV_TOOLSET, AV_MCP_TOOLSET, AV_CUSTOM, NULL };
-static const char *const toolset_tools[] = { "bash", "edit",	  "read",	"write",
-					     "glob", "grep",	  "web_fetch",	"web_search",
-					     NULL };
+static const char *const toolset_tools[] = { "bash", "edit",	  "read",	"write", "glob",
+					     "grep", "web_fetch", "web_search", NULL };
 static const char *const policies[] = { "always_allow", "always_ask", "auto", NULL };
 static const char *const skill_types[] = { "anthropic", "custom", NULL };
 static const char *const multiagent_types[] = { AV_MULTIAGENT_COORDINATOR, AV_MULTIAGENT_2026,
@@ -187,9 +186,10 @@ static const char *effort_level(json_t *v, struct verr *err)
 	}
 	if (!verr_in_list(level, efforts)) {
 		verr_set(err, AV_BAD_REQUEST, NULL,
-		    "'%s' must be one of 'low', 'medium', 'high', 'xhigh', 'max' (or {\"type\": "
-		    "level}), or null",
-		    "model.effort");
+			 "'%s' must be one of 'low', 'medium', 'high', 'xhigh', 'max' (or "
+			 "{\"type\": "
+			 "level}), or null",
+			 "model.effort");
 		return NULL;
 	}
 	return level;
@@ -230,7 +230,8 @@ static json_t *model_parse(json_t *v, json_t *stored_effort, struct verr *err)
 	}
 	if (speed && !json_is_null(speed)) {
 		if (!verr_in_list(json_string_value(speed), speeds)) {
-			verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be 'standard' or 'fast', or null", "model.speed");
+			verr_set(err, AV_BAD_REQUEST, NULL,
+				 "'%s' must be 'standard' or 'fast', or null", "model.speed");
 			return NULL;
 		}
 		speed_s = json_string_value(speed);
@@ -336,7 +337,8 @@ json_t *mcp_servers_validate(json_t *v, const char *field, struct verr *err)
 		oom(err);
 		return NULL;
 	}
-	json_array_foreach(v, i, s) {
+	json_array_foreach(v, i, s)
+	{
 		json_t *name = json_object_get(s, "name"), *url = json_object_get(s, "url");
 
 		snprintf(path, sizeof(path), "%s[%zu]", field, i);
@@ -351,22 +353,26 @@ json_t *mcp_servers_validate(json_t *v, const char *field, struct verr *err)
 			goto fail;
 		}
 		if (!str_chars(name, 1, AGENT_MCP_NAME_MAX)) {
-			verr_set(err, AV_BAD_REQUEST, NULL, "'%s.name' must be a string of 1-%d characters",
-				 path, AGENT_MCP_NAME_MAX);
+			verr_set(err, AV_BAD_REQUEST, NULL,
+				 "'%s.name' must be a string of 1-%d characters", path,
+				 AGENT_MCP_NAME_MAX);
 			goto fail;
 		}
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(json_string_value(name),
-				    json_string_value(json_object_get(json_array_get(v, j), "name")))) {
+				    json_string_value(
+					    json_object_get(json_array_get(v, j), "name")))) {
 				verr_set(err, AV_BAD_REQUEST, NULL,
 					 "'%s.name' duplicates '%s[%zu].name' ('%s'): names "
 					 "must be unique",
-					 path, field, j, verr_echo(buf, json_string_value(name), VERR_ECHO_CHARS));
+					 path, field, j,
+					 verr_echo(buf, json_string_value(name), VERR_ECHO_CHARS));
 				goto fail;
 			}
 		if (!json_is_string(url) || agent_url_host(json_string_value(url), NULL, 0)) {
 			verr_set(err, AV_BAD_REQUEST, NULL,
-				 "'%s.url' must be an absolute http or https URL with a host name or "
+				 "'%s.url' must be an absolute http or https URL with a host name "
+				 "or "
 				 "IPv4 address (optional port; no userinfo, whitespace or control "
 				 "characters; at most %d bytes)",
 				 path, AGENT_MCP_URL_MAX);
@@ -462,10 +468,11 @@ static int tool_config_check(json_t *c, const char *path, int mcp, struct verr *
 					AGENT_TOOL_NAME_MAX);
 	} else {
 		if (!verr_in_list(name, toolset_tools))
-			return verr_set(err, AV_BAD_REQUEST, NULL,
-				   "'%s.name' must be one of 'bash', 'edit', 'read', 'write', 'glob', "
-				   "'grep', 'web_fetch', 'web_search'",
-				   path);
+			return verr_set(
+				err, AV_BAD_REQUEST, NULL,
+				"'%s.name' must be one of 'bash', 'edit', 'read', 'write', 'glob', "
+				"'grep', 'web_fetch', 'web_search'",
+				path);
 		if (!strcmp(name, "web_fetch"))
 			allowed = web_fetch_config_fields;
 		else if (!strcmp(name, "web_search"))
@@ -492,7 +499,8 @@ static int configs_check(json_t *tool, const char *path, int mcp, struct verr *e
 		return 0;
 	if (!json_is_array(v))
 		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s.configs' must be an array", path);
-	json_array_foreach(v, i, c) {
+	json_array_foreach(v, i, c)
+	{
 		snprintf(sub, sizeof(sub), "%s.configs[%zu]", path, i);
 		if (tool_config_check(c, sub, mcp, err))
 			return -1;
@@ -518,8 +526,10 @@ static int tool_check(json_t *t, const char *path, struct verr *err)
 		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s' must be an object", path);
 	type = enum_member(t, "type", tool_types);
 	if (!type)
-		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s.type' must be 'agent_toolset_20260401', 'mcp_toolset' or 'custom'",
-			   path);
+		return verr_set(
+			err, AV_BAD_REQUEST, NULL,
+			"'%s.type' must be 'agent_toolset_20260401', 'mcp_toolset' or 'custom'",
+			path);
 	if (!strcmp(type, AV_TOOLSET))
 		return verr_check_fields(t, path, toolset_fields, err) ||
 				       configs_check(t, path, 0, err) ||
@@ -533,7 +543,8 @@ static int tool_check(json_t *t, const char *path, struct verr *err)
 			return verr_set(err, AV_BAD_REQUEST, NULL,
 					"'%s.mcp_server_name' must be a string of 1-%d characters",
 					path, AGENT_MCP_NAME_MAX);
-		return configs_check(t, path, 1, err) || default_config_check(t, path, err) ? -1 : 0;
+		return configs_check(t, path, 1, err) || default_config_check(t, path, err) ? -1
+											    : 0;
 	}
 	if (verr_check_fields(t, path, custom_tool_fields, err))
 		return -1;
@@ -542,12 +553,15 @@ static int tool_check(json_t *t, const char *path, struct verr *err)
 				"'%s.name' must be 1-%d characters of letters, digits, '_' and '-'",
 				path, AGENT_TOOL_NAME_MAX);
 	if (!json_is_string(json_object_get(t, "description")))
-		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s.description' must be a string", path);
+		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s.description' must be a string",
+				path);
 	schema = json_object_get(t, "input_schema");
 	if (!json_is_object(schema) ||
 	    !enum_member(schema, "type", (const char *const[]){ "object", NULL }))
-		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s.input_schema' must be a JSON Schema object with \"type\": \"object\"",
-			   path);
+		return verr_set(
+			err, AV_BAD_REQUEST, NULL,
+			"'%s.input_schema' must be a JSON Schema object with \"type\": \"object\"",
+			path);
 	return 0;
 }
 
@@ -631,11 +645,12 @@ static json_t *identity_parse(json_t *v, struct verr *err)
 	if (json_is_null(v))
 		return json_pack("{s:s}", "type", AV_IDENTITY_DEFAULT);
 	if (!json_is_object(v)) {
-		verr_set(err, AV_BAD_REQUEST, NULL, "'execution_identity' must be an object or null");
+		verr_set(err, AV_BAD_REQUEST, NULL,
+			 "'execution_identity' must be an object or null");
 		return NULL;
 	}
-	type = enum_member(v, "type", (const char *const[]){ AV_IDENTITY_DEFAULT, AV_IDENTITY_AWS,
-							     NULL });
+	type = enum_member(v, "type",
+			   (const char *const[]){ AV_IDENTITY_DEFAULT, AV_IDENTITY_AWS, NULL });
 	if (!type) {
 		verr_set(err, AV_BAD_REQUEST, NULL,
 			 "'execution_identity.type' must be 'service_account' or 'aws_role'");
@@ -649,9 +664,10 @@ static json_t *identity_parse(json_t *v, struct verr *err)
 		if (verr_check_fields(v, "execution_identity", aws_identity_fields, err))
 			return NULL;
 		if (!str_chars(json_object_get(v, "role_arn"), 1, AGENT_ROLE_ARN_MAX)) {
-			verr_set(err, AV_BAD_REQUEST, NULL,
-				 "'execution_identity.role_arn' must be a string of 1-%d characters",
-				 AGENT_ROLE_ARN_MAX);
+			verr_set(
+				err, AV_BAD_REQUEST, NULL,
+				"'execution_identity.role_arn' must be a string of 1-%d characters",
+				AGENT_ROLE_ARN_MAX);
 			return NULL;
 		}
 		ret = json_pack("{s:s, s:O}", "type", AV_IDENTITY_AWS, "role_arn",
@@ -689,15 +705,18 @@ static json_t *multiagent_parse(json_t *v, struct verr *err)
 		if (!json_is_array(agents) || json_array_size(agents) < 1 ||
 		    json_array_size(agents) > AGENT_ROSTER_MAX) {
 			verr_set(err, AV_BAD_REQUEST, NULL,
-				 "'multiagent.agents' must be an array of 1-%d entries", AGENT_ROSTER_MAX);
+				 "'multiagent.agents' must be an array of 1-%d entries",
+				 AGENT_ROSTER_MAX);
 			return NULL;
 		}
-		json_array_foreach(agents, i, a) {
+		json_array_foreach(agents, i, a)
+		{
 			if (!json_is_string(a) && !json_is_object(a)) {
-				verr_set(err, AV_BAD_REQUEST, NULL,
-					 "'multiagent.agents[%zu]' must be an agent id string or an "
-					 "object",
-					 i);
+				verr_set(
+					err, AV_BAD_REQUEST, NULL,
+					"'multiagent.agents[%zu]' must be an agent id string or an "
+					"object",
+					i);
 				return NULL;
 			}
 		}
@@ -727,20 +746,22 @@ static json_t *multiagent_parse(json_t *v, struct verr *err)
  * server name from the mcp_servers array"). Judged on the merged result. */
 static int refs_check(json_t *def, struct verr *err)
 {
-	json_t *tools = json_object_get(def, "tools"), *servers = json_object_get(def, "mcp_servers");
+	json_t *tools = json_object_get(def, "tools"),
+	       *servers = json_object_get(def, "mcp_servers");
 	json_t *t, *s;
 	size_t i, j;
 	char buf[VERR_ECHO_BUF];
 
-	json_array_foreach(tools, i, t) {
+	json_array_foreach(tools, i, t)
+	{
 		const char *want = json_string_value(json_object_get(t, "mcp_server_name"));
 		int found = 0;
 
 		if (!str_eq(json_string_value(json_object_get(t, "type")), AV_MCP_TOOLSET))
 			continue;
-		json_array_foreach(servers, j, s)
-			if (str_eq(json_string_value(json_object_get(s, "name")), want))
-				found = 1;
+		json_array_foreach(servers, j,
+				   s) if (str_eq(json_string_value(json_object_get(s, "name")),
+						 want)) found = 1;
 		if (!found)
 			return verr_set(err, AV_BAD_REQUEST, NULL,
 					"'tools[%zu].mcp_server_name' must name a server in "
@@ -759,12 +780,14 @@ static int apply(json_t *body, json_t *def, int create, struct verr *err)
 	if ((v = json_object_get(body, "name")) && put(def, "name", name_parse(v, err), err))
 		return -1;
 	if ((v = json_object_get(body, "model"))) {
-		json_t *stored = create ? NULL : json_object_get(json_object_get(def, "model"), "effort");
+		json_t *stored =
+			create ? NULL : json_object_get(json_object_get(def, "model"), "effort");
 
 		if (json_is_null(v))
-			return verr_set(err, AV_BAD_REQUEST, NULL,
-					"'model' cannot be null: send a model id string or an object "
-					"with 'id'");
+			return verr_set(
+				err, AV_BAD_REQUEST, NULL,
+				"'model' cannot be null: send a model id string or an object "
+				"with 'id'");
 		if (put(def, "model", model_parse(v, stored, err), err))
 			return -1;
 	}
@@ -790,9 +813,9 @@ static int apply(json_t *body, json_t *def, int create, struct verr *err)
 	    put(def, "multiagent", multiagent_parse(v, err), err))
 		return -1;
 	if ((v = json_object_get(body, "metadata"))) {
-		json_t *meta = create ? meta_validate(v, "metadata", err)
-				      : meta_patch(json_object_get(def, "metadata"), v, "metadata",
-						   err);
+		json_t *meta =
+			create ? meta_validate(v, "metadata", err)
+			       : meta_patch(json_object_get(def, "metadata"), v, "metadata", err);
 		if (!meta || json_object_set_new(def, "metadata", meta))
 			return meta ? oom(err) : -1;
 	}
@@ -882,10 +905,12 @@ json_t *agent_validate_update(json_t *body, json_t *cur, int *changed, struct ve
 		verr_set(err, AV_BAD_REQUEST, NULL, "request body must be a JSON object");
 		return NULL;
 	}
-	if (verr_check_fields(body, "", update_fields, err) || agent_update_version(body, &version, err))
+	if (verr_check_fields(body, "", update_fields, err) ||
+	    agent_update_version(body, &version, err))
 		return NULL;
 	if (json_is_null(json_object_get(body, "name"))) {
-		verr_set(err, AV_BAD_REQUEST, NULL, "'name' cannot be null: omit it to keep the name");
+		verr_set(err, AV_BAD_REQUEST, NULL,
+			 "'name' cannot be null: omit it to keep the name");
 		return NULL;
 	}
 	next = applied(body, json_deep_copy(cur), 0, err);
@@ -941,7 +966,8 @@ int rfc3339_to_db(const char *s, char *out, size_t outsz)
 		p++;
 	} else if (*p == '+' || *p == '-') {
 		sign = *p++ == '-' ? -1 : 1;
-		if (digits(&p, 2, &oh) || expect(&p, ":") || digits(&p, 2, &om) || oh > 23 || om > 59)
+		if (digits(&p, 2, &oh) || expect(&p, ":") || digits(&p, 2, &om) || oh > 23 ||
+		    om > 59)
 			return -1;
 	} else {
 		return -1;

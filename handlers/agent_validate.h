@@ -22,24 +22,24 @@
 
 #include "verr.h"
 
-#define AGENT_NAME_MAX 256             /* characters */
-#define AGENT_DESCRIPTION_MAX 2048     /* characters */
-#define AGENT_SYSTEM_MAX 100000        /* characters */
-#define AGENT_MODEL_ID_MAX 256         /* characters */
-#define AGENT_INFERENCE_GEO_MAX 64     /* characters */
-#define AGENT_MCP_SERVERS_MAX 20       /* SDK: "Maximum 20" */
-#define AGENT_MCP_NAME_MAX 255         /* SDK: "1-255 characters" */
-#define AGENT_MCP_URL_MAX 2048         /* bytes */
-#define AGENT_TOOLS_MAX 256            /* SDK: "Maximum of 256 tools" */
-#define AGENT_TOOL_NAME_MAX 128        /* custom tool and tool-config names */
+#define AGENT_NAME_MAX 256	   /* characters */
+#define AGENT_DESCRIPTION_MAX 2048 /* characters */
+#define AGENT_SYSTEM_MAX 100000	   /* characters */
+#define AGENT_MODEL_ID_MAX 256	   /* characters */
+#define AGENT_INFERENCE_GEO_MAX 64 /* characters */
+#define AGENT_MCP_SERVERS_MAX 20   /* SDK: "Maximum 20" */
+#define AGENT_MCP_NAME_MAX 255	   /* SDK: "1-255 characters" */
+#define AGENT_MCP_URL_MAX 2048	   /* bytes */
+#define AGENT_TOOLS_MAX 256	   /* SDK: "Maximum of 256 tools" */
+#define AGENT_TOOL_NAME_MAX 128	   /* custom tool and tool-config names */
 #define AGENT_SKILLS_MAX 64
-#define AGENT_SKILL_ID_MAX 256         /* characters */
-#define AGENT_ROLE_ARN_MAX 2048        /* SDK: "Maximum 2048 characters" */
-#define AGENT_ROSTER_MAX 20            /* multiagent coordinator agents: "1–20 entries" */
+#define AGENT_SKILL_ID_MAX 256	/* characters */
+#define AGENT_ROLE_ARN_MAX 2048 /* SDK: "Maximum 2048 characters" */
+#define AGENT_ROSTER_MAX 20	/* multiagent coordinator agents: "1–20 entries" */
 #define AGENT_DEFINITION_MAX                                                                       \
-	65536			       /* bytes of the whole definition as compact JSON: it is     \
-					* copied into every session (docs/limits.md) */
-#define AGENT_EFFORT_DEFAULT "high"    /* the per-model default effort, resolved at save time */
+	65536			    /* bytes of the whole definition as compact JSON: it is        \
+				     * copied into every session (docs/limits.md) */
+#define AGENT_EFFORT_DEFAULT "high" /* the per-model default effort, resolved at save time */
 #define AGENT_SPEED_DEFAULT "standard"
 
 /* Validate a create body (a JSON object). On success returns the definition (new reference,

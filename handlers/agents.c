@@ -218,7 +218,8 @@ const struct resource RES_AGENT = {
 	.flags = RES_VERSIONED | RES_LIST_ARCHIVED,
 	.cursor_kind = AGENT_CURSOR_KIND,
 	.filters_text = AGENT_FILTERS_TEXT,
-	.cols = { .id = AGENT_C_ID, .created_db = AGENT_C_CREATED_DB,
+	.cols = { .id = AGENT_C_ID,
+		  .created_db = AGENT_C_CREATED_DB,
 		  .archived = AGENT_C_ARCHIVED },
 	.render = agent_object,
 	.list_query = agent_list_query,
@@ -248,7 +249,7 @@ void agent_versions(struct worker *w, struct request *req, struct response *resp
 	}
 	st = agentdb_versions(w->db, req->auth.workspace_id, req->params[0], before, limit + 1,
 			      &rows);
-	if (!st && !rows.nrows) { /* every agent has a version: no rows means no such agent */
+	if (!st && !rows.nrows) {    /* every agent has a version: no rows means no such agent */
 		db_rows_free(&rows); /* an empty result set still holds its arena */
 		st = agentdb_get(w->db,
 				 &(struct db_key){ .workspace_id = req->auth.workspace_id,

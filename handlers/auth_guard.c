@@ -12,14 +12,14 @@ struct neg_entry {
 
 struct addr_bucket {
 	char addr[AUTH_ADDR_MAX]; /* "": empty */
-	long long tokens_milli;   /* tokens x 1000 */
-	long long at_ms;          /* when tokens_milli was last brought up to date */
+	long long tokens_milli;	  /* tokens x 1000 */
+	long long at_ms;	  /* when tokens_milli was last brought up to date */
 };
 
 struct auth_guard {
 	pthread_mutex_t lock; /* process-shared, robust: a worker killed holding it is no harm */
-	struct neg_entry neg[AUTH_NEG_SLOTS];   /* keys found unknown */
-	struct neg_entry good[AUTH_NEG_SLOTS];  /* keys found valid */
+	struct neg_entry neg[AUTH_NEG_SLOTS];  /* keys found unknown */
+	struct neg_entry good[AUTH_NEG_SLOTS]; /* keys found valid */
 	struct addr_bucket addr[AUTH_ADDR_SLOTS];
 };
 
@@ -35,7 +35,8 @@ int auth_guard_init(void)
 	g = mmap(NULL, sizeof(*g), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (g == MAP_FAILED)
 		return -1;
-	if (pthread_mutexattr_init(&a) || pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED) ||
+	if (pthread_mutexattr_init(&a) ||
+	    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED) ||
 	    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST) ||
 	    pthread_mutex_init(&g->lock, &a)) {
 		munmap(g, sizeof(*g));
@@ -120,8 +121,8 @@ int auth_guard_known_bad(const unsigned char hash[SHA256_LEN], long long now_ms)
 	return guard || !auth_guard_init() ? hash_has(guard->neg, hash, now_ms) : 0;
 }
 
-int auth_guard_may_lookup(const unsigned char hash[SHA256_LEN], const char *addr,
-			  long long now_ms, int *took)
+int auth_guard_may_lookup(const unsigned char hash[SHA256_LEN], const char *addr, long long now_ms,
+			  int *took)
 {
 	struct addr_bucket *b;
 
@@ -131,7 +132,8 @@ int auth_guard_may_lookup(const unsigned char hash[SHA256_LEN], const char *addr
 	if (guard_lock())
 		return 1;
 	b = addr_slot(addr ? addr : "", now_ms);
-	if (b->tokens_milli >= 1000) { /* taken under the lock: concurrent workers cannot overdraw */
+	if (b->tokens_milli >=
+	    1000) { /* taken under the lock: concurrent workers cannot overdraw */
 		b->tokens_milli -= 1000;
 		*took = 1;
 	}

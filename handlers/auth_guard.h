@@ -16,13 +16,13 @@
 
 #include "../common/crypto.h"
 
-#define AUTH_NEG_SLOTS 4096       /* negative cache entries (one per slot, newest wins) */
-#define AUTH_NEG_TTL_MS 10000     /* an unknown key is refused without a query this long */
-#define AUTH_GOOD_TTL_MS 60000    /* a valid key may be looked up from an address over budget */
-#define AUTH_ADDR_SLOTS 1024      /* client addresses tracked (one per slot, newest wins) */
-#define AUTH_ADDR_MAX 64          /* bytes of an address kept (IPv6 text is at most 45) */
-#define AUTH_UNKNOWN_RATE 10      /* lookups of unknown keys per second per address */
-#define AUTH_UNKNOWN_BURST 20     /* and their burst */
+#define AUTH_NEG_SLOTS 4096    /* negative cache entries (one per slot, newest wins) */
+#define AUTH_NEG_TTL_MS 10000  /* an unknown key is refused without a query this long */
+#define AUTH_GOOD_TTL_MS 60000 /* a valid key may be looked up from an address over budget */
+#define AUTH_ADDR_SLOTS 1024   /* client addresses tracked (one per slot, newest wins) */
+#define AUTH_ADDR_MAX 64       /* bytes of an address kept (IPv6 text is at most 45) */
+#define AUTH_UNKNOWN_RATE 10   /* lookups of unknown keys per second per address */
+#define AUTH_UNKNOWN_BURST 20  /* and their burst */
 
 /* Map the shared state (before forking workers; a worker started alone maps its own on first
  * use). 0, or -1 when the mapping failed (then nothing is cached or limited). */
@@ -34,8 +34,8 @@ int auth_guard_known_bad(const unsigned char hash[SHA256_LEN], long long now_ms)
 /* 1 when the key whose hash is HASH may be looked up for ADDR now: the key was found valid
  * lately (*TOOK = 0), or one of ADDR's tokens was taken for the lookup (*TOOK = 1; checking
  * and taking are one step, so workers racing on one address cannot overdraw its bucket). */
-int auth_guard_may_lookup(const unsigned char hash[SHA256_LEN], const char *addr,
-			  long long now_ms, int *took);
+int auth_guard_may_lookup(const unsigned char hash[SHA256_LEN], const char *addr, long long now_ms,
+			  int *took);
 
 /* The lookup of HASH found a valid key: remember it, give back the token TOOK says was taken. */
 void auth_guard_valid(const unsigned char hash[SHA256_LEN], const char *addr, int took,

@@ -74,7 +74,8 @@ static int auth_workspace_header(struct request *req, struct response *resp)
 
 	if (ws_header && *ws_header && strcmp(ws_header, req->auth.workspace_id)) {
 		resp_error(resp, req, 403, NULL,
-			   "the 'anthropic-workspace-id' header does not match the API key's workspace");
+			   "the 'anthropic-workspace-id' header does not match the API key's "
+			   "workspace");
 		return -1;
 	}
 	return 0;
@@ -135,9 +136,12 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 				auth_guard_unknown(hash, addr, took, now);
 		} else {
 			struct key_identity id = {
-				req->auth.key_id,	       req->auth.workspace_id,
-				req->auth.account_id,	       sizeof(req->auth.key_id),
-				sizeof(req->auth.workspace_id), sizeof(req->auth.account_id),
+				req->auth.key_id,
+				req->auth.workspace_id,
+				req->auth.account_id,
+				sizeof(req->auth.key_id),
+				sizeof(req->auth.workspace_id),
+				sizeof(req->auth.account_id),
 			};
 			st = keys_lookup(w->db, hash, &id, &found);
 			if (st) {
@@ -268,8 +272,8 @@ void respond_verr(struct request *req, struct response *resp, const struct verr 
 	resp_error(resp, req, err->status, err->code, "%s", err->msg);
 }
 
-int respond_refusal(struct worker *w, struct request *req, struct response *resp,
-		    enum db_status st, const struct verr *err)
+int respond_refusal(struct worker *w, struct request *req, struct response *resp, enum db_status st,
+		    const struct verr *err)
 {
 	if (st)
 		handle_db_error(w, req, resp, st);
@@ -294,7 +298,8 @@ int page_parse(struct worker *w, struct request *req, struct response *resp, con
 	cs = cursor_parse(w->cursor_key, sizeof(w->cursor_key), kind, filter, page, created, id);
 
 	if (cs == CURSOR_OTHER_FILTER) {
-		resp_error(resp, req, 400, NULL, "'page' cursor belongs to a list with other filters%s%s%s",
+		resp_error(resp, req, 400, NULL,
+			   "'page' cursor belongs to a list with other filters%s%s%s",
 			   filters_text ? " (" : "", filters_text ? filters_text : "",
 			   filters_text ? ")" : "");
 		return -1;

@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 
-#define CURSOR_MAX 512       /* longest cursor accepted or produced */
-#define CURSOR_TAG_LEN 16    /* bytes of the HMAC kept */
+#define CURSOR_MAX 512	  /* longest cursor accepted or produced */
+#define CURSOR_TAG_LEN 16 /* bytes of the HMAC kept */
 #define CURSOR_FIELD_MAX 128
 
 enum cursor_status { CURSOR_OK = 0, CURSOR_FORGED = -1, CURSOR_OTHER_FILTER = -2 };

@@ -9,13 +9,13 @@
 #include "../common/backend.h"
 #include "verr.h"
 
-#define ENV_NAME_MAX 256          /* characters (code points) */
-#define ENV_DESCRIPTION_MAX 1024  /* characters */
+#define ENV_NAME_MAX 256	 /* characters (code points) */
+#define ENV_DESCRIPTION_MAX 1024 /* characters */
 #define META_MAX_KEYS 16
-#define META_KEY_MAX 64           /* characters */
-#define META_VALUE_MAX 512        /* characters */
-#define PKG_MAX_ENTRIES 256       /* per manager */
-#define PKG_ENTRY_MAX 512         /* bytes */
+#define META_KEY_MAX 64	    /* characters */
+#define META_VALUE_MAX 512  /* characters */
+#define PKG_MAX_ENTRIES 256 /* per manager */
+#define PKG_ENTRY_MAX 512   /* bytes */
 #define HOST_NAME_MAX_LEN 253
 #define HOST_LABEL_MAX 63
 #define ALLOWED_HOSTS_MAX 256
@@ -26,8 +26,8 @@ struct env_fields {
 	char *name;
 	json_t *description; /* JSON string or JSON null */
 	json_t *metadata;    /* object of string -> string */
-	json_t *config;      /* normalised config exactly as the API object shows it */
-	char *scope;         /* "account", "organization" or NULL */
+	json_t *config;	     /* normalised config exactly as the API object shows it */
+	char *scope;	     /* "account", "organization" or NULL */
 };
 
 void env_fields_release(struct env_fields *f);

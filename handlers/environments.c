@@ -14,7 +14,8 @@
 
 #define ENV_ID_PREFIX "env_"
 #define ENV_CURSOR_KIND "env"
-#define ENV_NOT_FOUND_CODE "environment_not_found" /* the SDK maps it to BetaEnvironmentNotFoundError */
+#define ENV_NOT_FOUND_CODE                                                                         \
+	"environment_not_found" /* the SDK maps it to BetaEnvironmentNotFoundError */
 
 /* Environment objects are written as text straight from the row, not built as Jansson values
  * and dumped (parse, pack, dump and free dominated a GET: README, Performance). The output is
@@ -85,12 +86,10 @@ static int env_text_make(const struct env_fields *f, struct env_text *t)
 {
 	t->metadata = json_dumps(f->metadata, JSON_COMPACT);
 	t->config = json_dumps(f->config, JSON_COMPACT);
-	t->description = json_is_string(f->description) ? strdup(json_string_value(f->description))
-							: NULL;
-	return t->metadata && t->config &&
-			       (!json_is_string(f->description) || t->description)
-		       ? 0
-		       : -1;
+	t->description =
+		json_is_string(f->description) ? strdup(json_string_value(f->description)) : NULL;
+	return t->metadata && t->config && (!json_is_string(f->description) || t->description) ? 0
+											       : -1;
 }
 
 static void env_text_free(struct env_text *t)
@@ -280,7 +279,8 @@ void env_update(struct worker *w, struct request *req, struct response *resp)
 		if (update_once(w, req, resp))
 			return;
 	handle_db_error(w, req, resp,
-			db_fail(w->db, DB_RETRY, "environment %s: changed by %d other writes meanwhile",
+			db_fail(w->db, DB_RETRY,
+				"environment %s: changed by %d other writes meanwhile",
 				req->params[0], ENV_UPDATE_ATTEMPTS));
 }
 
@@ -331,6 +331,8 @@ const struct resource RES_ENVIRONMENT = {
 	.filters_text = "include_archived",
 	.cols = { .id = ENV_C_ID, .created_db = ENV_C_CREATED_DB, .archived = ENV_C_ARCHIVED },
 	.put = env_put_row,
-	.db = { .get = env_get, .list = envdb_list, .archive = envdb_archive,
-	       .remove = env_remove },
+	.db = { .get = env_get,
+		.list = envdb_list,
+		.archive = envdb_archive,
+		.remove = env_remove },
 };

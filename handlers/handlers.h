@@ -19,7 +19,7 @@
 
 struct auth_cache_entry {
 	unsigned char hash[SHA256_LEN]; /* SHA-256 of the key, as stored in api_keys */
-	long long expires_ms;           /* CLOCK_MONOTONIC; 0: empty */
+	long long expires_ms;		/* CLOCK_MONOTONIC; 0: empty */
 	struct auth auth;
 };
 
@@ -110,8 +110,8 @@ void respond_verr(struct request *req, struct response *resp, const struct verr 
 
 /* The end of a write: ST (handle_db_error) or a refusal ERR (respond_verr) answered into RESP:
  * 1; else 0 (nothing answered, the caller responds). */
-int respond_refusal(struct worker *w, struct request *req, struct response *resp,
-		    enum db_status st, const struct verr *err);
+int respond_refusal(struct worker *w, struct request *req, struct response *resp, enum db_status st,
+		    const struct verr *err);
 
 /* The handlers the route table (handlers/routes.c) names, by resource. */
 handler_func health_live, health_ready;

@@ -29,13 +29,27 @@ void text_put_str(struct strbuf *b, const char *s, size_t n)
 		}
 		o[0] = '\\';
 		switch (c) {
-		case '"': o[1] = '"'; break;
-		case '\\': o[1] = '\\'; break;
-		case '\b': o[1] = 'b'; break;
-		case '\f': o[1] = 'f'; break;
-		case '\n': o[1] = 'n'; break;
-		case '\r': o[1] = 'r'; break;
-		case '\t': o[1] = 't'; break;
+		case '"':
+			o[1] = '"';
+			break;
+		case '\\':
+			o[1] = '\\';
+			break;
+		case '\b':
+			o[1] = 'b';
+			break;
+		case '\f':
+			o[1] = 'f';
+			break;
+		case '\n':
+			o[1] = 'n';
+			break;
+		case '\r':
+			o[1] = 'r';
+			break;
+		case '\t':
+			o[1] = 't';
+			break;
 		default:
 			memcpy(o + 1, "u00", 3);
 			o[4] = hex[c >> 4];
@@ -62,8 +76,7 @@ void text_put_member(struct strbuf *b, const char *key, const char *value)
 	text_put_opt_str(b, value);
 }
 
-void text_respond(struct response *resp, const struct request *req, int status,
-		  struct strbuf *b)
+void text_respond(struct response *resp, const struct request *req, int status, struct strbuf *b)
 {
 	if (b->oom || !b->buf) {
 		strbuf_release(b);
@@ -114,8 +127,8 @@ static void key_make(const struct resource *res, const struct request *req, cons
 }
 
 /* RES's 404 naming ID (its first 64 bytes: an id not yet checked may be anything). */
-static void res_not_found(const struct resource *res, struct request *req,
-			  struct response *resp, const char *id)
+static void res_not_found(const struct resource *res, struct request *req, struct response *resp,
+			  const char *id)
 {
 	resp_error(resp, req, 404, res->not_found_code, "%s '%.64s' not found", res->kind, id);
 }

@@ -13,7 +13,8 @@
 #include "handlers.h"
 #include "verr.h"
 
-#define RESOURCE_FILTER_MAX (2 * CLOCK_DB_LEN + RESOURCE_ID_MAX + 16) /* a list's cursor binding */
+/* a list's cursor binding */
+#define RESOURCE_FILTER_MAX (2 * CLOCK_DB_LEN + RESOURCE_ID_MAX + 16)
 /* Bodies built as text go into a struct strbuf (common/strbuf.h). */
 #define TEXT_PUT_LIT(b, lit) strbuf_add((b), (lit), sizeof(lit) - 1)
 /* S[0..n) as a JSON string, escaped exactly as Jansson's compact dump escapes it. */
@@ -25,8 +26,7 @@ void text_put_opt_str(struct strbuf *b, const char *s);
 void text_put_member(struct strbuf *b, const char *key, const char *value);
 /* Respond STATUS with B's text as the body (B's buffer is handed over), or 500 when building
  * it ran out of memory. */
-void text_respond(struct response *resp, const struct request *req, int status,
-		  struct strbuf *b);
+void text_respond(struct response *resp, const struct request *req, int status, struct strbuf *b);
 
 /* Who sees a resource's rows: the filter its db operations apply with the key's fields (struct
  * db_key, db/resource.h, which the generic handlers fill from the request). */
@@ -45,15 +45,15 @@ struct resource_list {
 	char filter[RESOURCE_FILTER_MAX];
 };
 
-#define RES_VERSIONED 0x1     /* retrieve takes ?version= (agents) */
-#define RES_LIST_ARCHIVED 0x2 /* lists take include_archived */
+#define RES_VERSIONED 0x1      /* retrieve takes ?version= (agents) */
+#define RES_LIST_ARCHIVED 0x2  /* lists take include_archived */
 #define RES_LIST_PREV_PAGE 0x4 /* a page carries "prev_page": null (sessions) */
 
 /* Where the generic handlers find what they read in a row of the resource's SELECTs (its get
  * and list return the same columns). */
 struct resource_cols {
 	unsigned id, created_db; /* the list cursor's key: created_db, then id */
-	unsigned archived;       /* its cell is NULL unless archived; read only with db.archive */
+	unsigned archived;	 /* its cell is NULL unless archived; read only with db.archive */
 };
 
 /* The resource's db operations, with the key the generic handlers fill by the visibility rule. */
@@ -75,15 +75,15 @@ struct resource_db {
 };
 
 struct resource {
-	const char *kind;           /* "environment": error messages and logs */
-	const char *id_prefix;      /* "env_" */
+	const char *kind;	    /* "environment": error messages and logs */
+	const char *id_prefix;	    /* "env_" */
 	const char *not_found_code; /* error_code of its 404, or NULL */
-	unsigned id_param;          /* the route capture holding the id */
+	unsigned id_param;	    /* the route capture holding the id */
 	enum resource_visibility visibility;
-	unsigned flags;             /* RES_* */
-	const char *cursor_kind;    /* the list cursor's kind (cursor.h) */
+	unsigned flags;			  /* RES_* */
+	const char *cursor_kind;	  /* the list cursor's kind (cursor.h) */
 	long long list_default, list_max; /* `limit`'s; 0: LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT */
-	const char *filters_text;   /* named in the 400 for a cursor of another list, or NULL */
+	const char *filters_text; /* named in the 400 for a cursor of another list, or NULL */
 	struct resource_cols cols;
 	/* The API object of row R: as text appended to B (-1 when it does not render), or, when
 	 * put is NULL, as a JSON value (new reference; NULL when it does not render). */

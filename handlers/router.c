@@ -30,10 +30,11 @@ static int parse_body(struct request *req, struct response *resp, int optional)
 		/* Jansson names its own flag for this one ("... without JSON_ALLOW_NUL"): the
 		 * client gets the rule, not the library's internals */
 		if (strstr(jerr.text, "JSON_ALLOW_NUL"))
-			resp_error(resp, req, 400, NULL,
-				   "request body is not valid: strings must not contain \\u0000 (NUL)"
-				   " (at position %d)",
-				   jerr.position);
+			resp_error(
+				resp, req, 400, NULL,
+				"request body is not valid: strings must not contain \\u0000 (NUL)"
+				" (at position %d)",
+				jerr.position);
 		else
 			resp_error(resp, req, 400, NULL,
 				   "request body is not valid JSON: %s (at position %d)", jerr.text,

@@ -8,17 +8,20 @@
 #include "../http/router.h"
 #include "handlers.h"
 
-#define ROUTE_AUTH 0x1      /* API key required */
-#define ROUTE_BETA 0x2      /* anthropic-beta must contain ROUTE_BETA_REQUIRED */
-#define ROUTE_JSON 0x4      /* body must be a JSON object */
-#define ROUTE_JSON_OPT 0x8  /* body may be absent; if present it must be a JSON object */
+#define ROUTE_AUTH 0x1	      /* API key required */
+#define ROUTE_BETA 0x2	      /* anthropic-beta must contain ROUTE_BETA_REQUIRED */
+#define ROUTE_JSON 0x4	      /* body must be a JSON object */
+#define ROUTE_JSON_OPT 0x8    /* body may be absent; if present it must be a JSON object */
 #define ROUTE_IDEMPOTENT 0x10 /* honours the Idempotency-Key header (creates) */
 #define ROUTE_ENV_KEY 0x20    /* an environment key may call it (its environment's work routes) */
 #define ROUTE_WORK_TOKEN 0x40 /* a sessions token may call it (its item, its session) */
 #define ROUTE_BETA_REQUIRED "managed-agents-2026-04-01"
 #define ROUTE_BETA_HEADER_MAX 4096
 /* anthropic-version values accepted on the API routes (absent is fine too) */
-#define ROUTE_VERSIONS { "2023-06-01", "2026-10-21" }
+#define ROUTE_VERSIONS                                                                             \
+	{                                                                                          \
+		"2023-06-01", "2026-10-21"                                                         \
+	}
 #define ROUTE_VERSIONS_TEXT "2023-06-01, 2026-10-21"
 
 struct api_route {

@@ -23,7 +23,6 @@
 #define SES_TITLE_MAX 500 /* characters */
 #define SES_CURSOR_KIND "sesn"
 
-
 static const char *provisioning_status(const char *state)
 {
 	if (!state)
@@ -53,8 +52,8 @@ static json_t *session_object(const struct db_rows *rows, unsigned r)
 	json_t *meta = json_loads(db_cell(rows, r, SES_C_METADATA), 0, NULL);
 	json_t *mcp = mcp_text ? json_loads(mcp_text, 0, NULL) : NULL;
 	json_t *prov, *obj;
-	int waiting = intent_state_of(state) == INTENT_PENDING ||
-		      intent_state_of(state) == INTENT_FAILED;
+	int waiting =
+		intent_state_of(state) == INTENT_PENDING || intent_state_of(state) == INTENT_FAILED;
 
 	if (!agent || !meta || (mcp_text && !mcp)) {
 		json_decref(agent);
@@ -64,22 +63,23 @@ static json_t *session_object(const struct db_rows *rows, unsigned r)
 	}
 	if (mcp) /* the session-local replacement is what the session runs with */
 		json_object_set_new(agent, "mcp_servers", mcp);
-	prov = json_pack("{s:s, s:I, s:I, s:o, s:o}", "status", provisioning_status(state),
-			 "environment_revision",
-			 (json_int_t)strtoll(db_cell(rows, r, SES_C_REVISION), NULL, 10), "attempts",
-			 (json_int_t)(state ? strtoll(db_cell(rows, r, SES_C_ATTEMPTS), NULL, 10) : 0),
-			 "last_error", last_error ? json_string(last_error) : json_null(),
-			 "next_attempt_at", waiting && next ? json_string(next) : json_null());
+	prov = json_pack(
+		"{s:s, s:I, s:I, s:o, s:o}", "status", provisioning_status(state),
+		"environment_revision",
+		(json_int_t)strtoll(db_cell(rows, r, SES_C_REVISION), NULL, 10), "attempts",
+		(json_int_t)(state ? strtoll(db_cell(rows, r, SES_C_ATTEMPTS), NULL, 10) : 0),
+		"last_error", last_error ? json_string(last_error) : json_null(), "next_attempt_at",
+		waiting && next ? json_string(next) : json_null());
 	obj = json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:s, s:s, s:o, s:[], s:[], s:[],"
 			" s:{}, s:{}, s:n, s:o}",
 			"id", db_cell(rows, r, SES_C_ID), "type", "session", "agent", agent,
 			"environment_id", db_cell(rows, r, SES_C_ENVIRONMENT_ID), "status",
 			db_cell(rows, r, SES_C_STATUS), "title",
 			title ? json_string(title) : json_null(), "metadata", meta, "created_at",
-			db_cell(rows, r, SES_C_CREATED), "updated_at", db_cell(rows, r, SES_C_UPDATED),
-			"archived_at", archived ? json_string(archived) : json_null(), "resources",
-			"vault_ids", "outcome_evaluations", "stats", "usage", "budget",
-			"provisioning", prov);
+			db_cell(rows, r, SES_C_CREATED), "updated_at",
+			db_cell(rows, r, SES_C_UPDATED), "archived_at",
+			archived ? json_string(archived) : json_null(), "resources", "vault_ids",
+			"outcome_evaluations", "stats", "usage", "budget", "provisioning", prov);
 	return obj;
 }
 
@@ -100,8 +100,8 @@ static int unsupported_field(const char *key, json_t *value, struct verr *err)
 	if (!strcmp(key, "vault_ids") || !strcmp(key, "resources")) {
 		if (json_is_array(value) && !json_array_size(value))
 			return 0;
-		return verr_set(err, 400, NULL, "'%s' is not supported by this server; send [] or omit it",
-				key);
+		return verr_set(err, 400, NULL,
+				"'%s' is not supported by this server; send [] or omit it", key);
 	}
 	return verr_set(err, 400, NULL, "'%s' is not supported by this server", key);
 }
@@ -113,7 +113,8 @@ static int title_valid(json_t *title, struct verr *err)
 	if (!json_is_string(title))
 		return verr_set(err, 400, NULL, "'title' must be a string or null");
 	if (utf8_chars(json_string_value(title)) > SES_TITLE_MAX)
-		return verr_set(err, 400, NULL, "'title' must be at most %d characters", SES_TITLE_MAX);
+		return verr_set(err, 400, NULL, "'title' must be at most %d characters",
+				SES_TITLE_MAX);
 	return 0;
 }
 
@@ -122,14 +123,14 @@ static int title_valid(json_t *title, struct verr *err)
 struct create_ctx {
 	struct request *req;
 	const char *agent_id, *env_id;
-	long long agent_version;  /* 0: latest */
-	json_t *metadata;         /* validated */
-	const char *title;        /* NULL: null */
+	long long agent_version;       /* 0: latest */
+	json_t *metadata;	       /* validated */
+	const char *title;	       /* NULL: null */
 	char id[RESOURCE_ID_MAX];      /* the new session's, made before the transaction */
 	char work_id[RESOURCE_ID_MAX]; /* its work item's (self_hosted environments) */
 	char now_db[CLOCK_DB_LEN];
-	int work_queued;          /* a self_hosted environment's work item was queued */
-	struct db_rows rows;      /* the created session */
+	int work_queued;     /* a self_hosted environment's work item was queued */
+	struct db_rows rows; /* the created session */
 	struct verr err;
 };
 
@@ -139,9 +140,10 @@ static int create_parse(json_t *body, struct create_ctx *c)
 	const char *key;
 	json_t *v, *agent;
 
-	json_object_foreach(body, key, v) {
-		if (strcmp(key, "agent") && strcmp(key, "environment_id") && strcmp(key, "metadata") &&
-		    strcmp(key, "title")) {
+	json_object_foreach(body, key, v)
+	{
+		if (strcmp(key, "agent") && strcmp(key, "environment_id") &&
+		    strcmp(key, "metadata") && strcmp(key, "title")) {
 			if (!strcmp(key, "vault_ids") || !strcmp(key, "resources") ||
 			    !strcmp(key, "budget") || !strcmp(key, "initial_events")) {
 				if (unsupported_field(key, v, &c->err))
@@ -157,15 +159,21 @@ static int create_parse(json_t *body, struct create_ctx *c)
 	if (json_is_string(agent)) {
 		c->agent_id = json_string_value(agent);
 	} else if (json_is_object(agent)) {
-		json_t *type = json_object_get(agent, "type"), *ver = json_object_get(agent, "version");
-		json_object_foreach(agent, key, v)
-			if (strcmp(key, "type") && strcmp(key, "id") && strcmp(key, "version"))
-				return verr_set(&c->err, 400, NULL, "unknown field 'agent.%.64s'", key);
+		json_t *type = json_object_get(agent, "type"),
+		       *ver = json_object_get(agent, "version");
+		json_object_foreach(
+			agent, key,
+			v) if (strcmp(key, "type") && strcmp(key, "id") &&
+			       strcmp(key,
+				      "version")) return verr_set(&c->err, 400, NULL,
+								  "unknown field 'agent.%.64s'",
+								  key);
 		if (type && (!json_is_string(type) || strcmp(json_string_value(type), "agent")))
 			return verr_set(&c->err, 400, NULL, "'agent.type' must be 'agent'");
 		c->agent_id = json_string_value(json_object_get(agent, "id"));
 		if (!c->agent_id)
-			return verr_set(&c->err, 400, NULL, "'agent.id' is required and must be a string");
+			return verr_set(&c->err, 400, NULL,
+					"'agent.id' is required and must be a string");
 		if (ver && !json_is_null(ver)) {
 			if (!json_is_integer(ver) || json_integer_value(ver) < 1)
 				return verr_set(&c->err, 400, NULL,
@@ -174,7 +182,8 @@ static int create_parse(json_t *body, struct create_ctx *c)
 		}
 	} else {
 		return verr_set(&c->err, 400, NULL,
-				"'agent' must be an agent id or {\"type\":\"agent\",\"id\":...,\"version\":...}");
+				"'agent' must be an agent id or "
+				"{\"type\":\"agent\",\"id\":...,\"version\":...}");
 	}
 	c->env_id = json_string_value(json_object_get(body, "environment_id"));
 	if (!json_object_get(body, "environment_id"))
@@ -219,8 +228,8 @@ static enum db_status create_tx(struct db *db, void *arg)
 		goto out;
 	}
 	if (archived) {
-		verr_set(&c->err, 400, NULL, "agent '%s' is archived; 'agent' must name a live agent",
-			 c->agent_id);
+		verr_set(&c->err, 400, NULL,
+			 "agent '%s' is archived; 'agent' must name a live agent", c->agent_id);
 		goto out;
 	}
 	if (!resource_id_valid(c->env_id, "env_")) {
@@ -257,20 +266,20 @@ static enum db_status create_tx(struct db *db, void *arg)
 	if (st)
 		goto out;
 	clock_now(c->now_db, NULL);
-	st = sesdb_insert(db, &(struct session_row_in){
-				      .id = c->id,
-				      .workspace_id = a->workspace_id,
-				      .environment_id = c->env_id,
-				      .environment_config = db_cell(&env, 0, ENV_C_CONFIG),
-				      .environment_revision =
-					      strtoll(db_cell(&env, 0, ENV_C_REVISION), NULL, 10),
-				      .agent_id = c->agent_id,
-				      .agent_version = json_integer_value(
-					      json_object_get(snapshot, "version")),
-				      .agent_snapshot = snap_text,
-				      .title = c->title,
-				      .metadata = meta_text,
-				      .now = c->now_db });
+	st = sesdb_insert(
+		db,
+		&(struct session_row_in){
+			.id = c->id,
+			.workspace_id = a->workspace_id,
+			.environment_id = c->env_id,
+			.environment_config = db_cell(&env, 0, ENV_C_CONFIG),
+			.environment_revision = strtoll(db_cell(&env, 0, ENV_C_REVISION), NULL, 10),
+			.agent_id = c->agent_id,
+			.agent_version = json_integer_value(json_object_get(snapshot, "version")),
+			.agent_snapshot = snap_text,
+			.title = c->title,
+			.metadata = meta_text,
+			.now = c->now_db });
 	if (st)
 		goto out;
 	if (!strcmp(json_string_value(json_object_get(config, "type")), "cloud")) {
@@ -342,8 +351,8 @@ out:
 
 struct update_ctx {
 	json_t *body;
-	json_t *mcp;         /* validated replacement list or NULL when not given */
-	struct verr err;     /* the body's refusal */
+	json_t *mcp;	 /* validated replacement list or NULL when not given */
+	struct verr err; /* the body's refusal */
 };
 
 static int update_parse(json_t *body, struct update_ctx *c)
@@ -351,7 +360,8 @@ static int update_parse(json_t *body, struct update_ctx *c)
 	const char *key;
 	json_t *v, *agent;
 
-	json_object_foreach(body, key, v) {
+	json_object_foreach(body, key, v)
+	{
 		if (!strcmp(key, "metadata") || !strcmp(key, "title") || !strcmp(key, "agent"))
 			continue;
 		if (!strcmp(key, "vault_ids") || !strcmp(key, "budget")) {
@@ -368,7 +378,8 @@ static int update_parse(json_t *body, struct update_ctx *c)
 	if (agent) {
 		if (!json_is_object(agent))
 			return verr_set(&c->err, 400, NULL, "'agent' must be an object");
-		json_object_foreach(agent, key, v) {
+		json_object_foreach(agent, key, v)
+		{
 			if (!strcmp(key, "mcp_servers"))
 				continue;
 			if (!strcmp(key, "tools"))
@@ -394,20 +405,22 @@ static int mcp_toolsets_kept(const char *agent_text, json_t *mcp, struct verr *e
 	size_t i, k;
 	int ret = 0;
 
-	json_array_foreach(json_object_get(agent, "tools"), i, tool) {
+	json_array_foreach(json_object_get(agent, "tools"), i, tool)
+	{
 		const char *type = json_string_value(json_object_get(tool, "type"));
 		const char *want = json_string_value(json_object_get(tool, "mcp_server_name"));
 		int found = 0;
 
 		if (!type || strcmp(type, "mcp_toolset") || !want)
 			continue;
-		json_array_foreach(mcp, k, server)
-			found |= !strcmp(json_string_value(json_object_get(server, "name")), want);
+		json_array_foreach(mcp, k, server) found |=
+			!strcmp(json_string_value(json_object_get(server, "name")), want);
 		if (!found) {
-			ret = verr_set(err, 400, NULL,
-				       "'agent.mcp_servers' must keep the server named '%.255s': "
-				       "'agent.tools[%zu].mcp_server_name' (an mcp_toolset) uses it",
-				       want, i);
+			ret = verr_set(
+				err, 400, NULL,
+				"'agent.mcp_servers' must keep the server named '%.255s': "
+				"'agent.tools[%zu].mcp_server_name' (an mcp_toolset) uses it",
+				want, i);
 			break;
 		}
 	}
@@ -515,9 +528,8 @@ static enum db_status delete_tx(struct db *db, void *arg)
 	} else {
 		/* a sandbox exists or may be half made: leave a teardown for the reconciler, due
 		 * once a provisioning in flight has lost its lease */
-		st = sesdb_retire(db, k->id, k->workspace_id,
-				  db_cell(&rows, 0, SES_C_SANDBOX_ID), now_db,
-				  intent_state_of(state) == INTENT_CLAIMED ? lease : NULL);
+		st = sesdb_retire(db, k->id, k->workspace_id, db_cell(&rows, 0, SES_C_SANDBOX_ID),
+				  now_db, intent_state_of(state) == INTENT_CLAIMED ? lease : NULL);
 	}
 out:
 	db_rows_free(&rows);
@@ -538,8 +550,7 @@ static enum db_status session_remove(struct db *db, const struct db_key *k, int 
 /* ---- list ---- */
 
 /* order and agent_id; the cursor is bound to every filter. */
-static int session_list_query(struct request *req, struct response *resp,
-			      struct resource_list *l)
+static int session_list_query(struct request *req, struct response *resp, struct resource_list *l)
 {
 	const char *order = req_query(req, "order"), *agent_id = req_query(req, "agent_id");
 
@@ -582,6 +593,8 @@ const struct resource RES_SESSION = {
 	.cols = { .id = SES_C_ID, .created_db = SES_C_CREATED_DB, .archived = SES_C_ARCHIVED },
 	.render = session_object,
 	.list_query = session_list_query,
-	.db = { .get = sesdb_get, .list = sesdb_list, .archive = session_archive_row,
-	       .remove = session_remove },
+	.db = { .get = sesdb_get,
+		.list = sesdb_list,
+		.archive = session_archive_row,
+		.remove = session_remove },
 };

@@ -10,9 +10,9 @@
 #define VERR_CODE_MAX 64
 
 struct verr {
-	int status;                     /* HTTP status: 400, 404, 409, 422 ... */
-	char code[VERR_CODE_MAX];       /* error_code for details, "" when none applies */
-	char msg[VERR_MSG_MAX];         /* names the field, never echoes unsafe input */
+	int status;		  /* HTTP status: 400, 404, 409, 422 ... */
+	char code[VERR_CODE_MAX]; /* error_code for details, "" when none applies */
+	char msg[VERR_MSG_MAX];	  /* names the field, never echoes unsafe input */
 };
 
 /* Set ERR (status, error_code or NULL, printf-style message); returns -1 so callers can

@@ -20,16 +20,16 @@
 
 #define WORK_KIND "work"
 #define WORK_CURSOR_KIND "work"
-#define WORK_BLOCK_MS_MAX 999            /* docs/api.md §6: block_ms 1-999 */
+#define WORK_BLOCK_MS_MAX 999 /* docs/api.md §6: block_ms 1-999 */
 #define WORK_RECLAIM_DEFAULT_MS 5000
-#define WORK_RECLAIM_MAX_MS 86400000LL   /* a day */
+#define WORK_RECLAIM_MAX_MS 86400000LL /* a day */
 #define WORK_TTL_DEFAULT_S 60
 #define WORK_TTL_MIN_S 10
 #define WORK_TTL_MAX_S 600
-#define WORK_TTL_PARAM_MAX 1000000000LL  /* larger desired_ttl_seconds: 400 (smaller: clamped) */
+#define WORK_TTL_PARAM_MAX 1000000000LL /* larger desired_ttl_seconds: 400 (smaller: clamped) */
 #define WORK_NO_HEARTBEAT "NO_HEARTBEAT"
-#define WORK_EXPECTED_MAX 64             /* bytes of expected_last_heartbeat */
-#define WORK_HOST_MAX 255                /* Host header used in the secret's api_base_url */
+#define WORK_EXPECTED_MAX 64 /* bytes of expected_last_heartbeat */
+#define WORK_HOST_MAX 255    /* Host header used in the secret's api_base_url */
 #define WORK_SECRET_JSON_MAX 512
 
 /* ---- rendering ---- */
@@ -67,8 +67,8 @@ static json_t *work_object(const struct db_rows *rows, unsigned r)
 			 " s:o}",
 			 "type", "work", "id", db_cell(rows, r, WORK_C_ID), "environment_id",
 			 db_cell(rows, r, WORK_C_ENVIRONMENT_ID), "data", "type", "session", "id",
-			 db_cell(rows, r, WORK_C_SESSION_ID), "state", db_cell(rows, r, WORK_C_STATE),
-			 "metadata", meta, "secret", "created_at",
+			 db_cell(rows, r, WORK_C_SESSION_ID), "state",
+			 db_cell(rows, r, WORK_C_STATE), "metadata", meta, "secret", "created_at",
 			 work_ts_json(db_cell(rows, r, WORK_C_CREATED)), "acknowledged_at",
 			 work_ts_json(db_cell(rows, r, WORK_C_ACKNOWLEDGED)), "started_at",
 			 work_ts_json(db_cell(rows, r, WORK_C_STARTED)), "latest_heartbeat_at",
@@ -124,8 +124,7 @@ int work_auth(struct worker *w, struct request *req, struct response *resp, cons
 	return 0;
 }
 
-int work_scope_check(struct request *req, struct response *resp, int env_key_route,
-		     int token_route)
+int work_scope_check(struct request *req, struct response *resp, int env_key_route, int token_route)
 {
 	const struct auth *a = &req->auth;
 
@@ -150,7 +149,8 @@ int work_scope_check(struct request *req, struct response *resp, int env_key_rou
 			   req->params[0]);
 		return -1;
 	}
-	if (a->scope == AUTH_SCOPE_WORK && (req->nparams < 2 || strcmp(req->params[1], a->work_id))) {
+	if (a->scope == AUTH_SCOPE_WORK &&
+	    (req->nparams < 2 || strcmp(req->params[1], a->work_id))) {
 		work_not_found(req, resp);
 		return -1;
 	}
@@ -227,7 +227,8 @@ static int body_fields(struct request *req, struct response *resp, const char *c
 
 	if (!req->json)
 		return 0;
-	json_object_foreach(req->json, key, v) {
+	json_object_foreach(req->json, key, v)
+	{
 		if (!verr_in_list(key, fields)) {
 			resp_error(resp, req, 400, NULL, "unknown field '%.64s'", key);
 			return -1;
@@ -301,7 +302,7 @@ void work_poll(struct worker *w, struct request *req, struct response *resp)
 
 	if (query_count(req, resp, "block_ms", 1, WORK_BLOCK_MS_MAX, 0, &block_ms) ||
 	    query_count(req, resp, "reclaim_older_than_ms", 1, WORK_RECLAIM_MAX_MS,
-		      WORK_RECLAIM_DEFAULT_MS, &reclaim_ms) ||
+			WORK_RECLAIM_DEFAULT_MS, &reclaim_ms) ||
 	    worker_id_param(req, resp, &worker_id) || work_env(w, req, resp))
 		return;
 	deadline = clock_mono_ms() + block_ms;
@@ -342,7 +343,8 @@ void work_poll(struct worker *w, struct request *req, struct response *resp)
 	secret = work_secret(req, token);
 	if (!obj || !secret) {
 		json_decref(obj);
-		respond_internal(req, resp, obj ? "out of memory" : "stored work metadata does not parse");
+		respond_internal(req, resp,
+				 obj ? "out of memory" : "stored work metadata does not parse");
 	} else {
 		json_object_set_new(obj, "secret", json_string(secret));
 		resp_json(resp, 200, obj);
@@ -362,12 +364,12 @@ enum work_op { WORK_ACK, WORK_HEARTBEAT, WORK_STOP };
 
 struct work_tx {
 	enum work_op op;
-	int force;                         /* stop */
-	long long ttl;                     /* heartbeat: the clamped TTL */
-	const char *expected;              /* heartbeat: expected_last_heartbeat or NULL */
-	struct db_rows rows;               /* the item after the transition */
+	int force;	      /* stop */
+	long long ttl;	      /* heartbeat: the clamped TTL */
+	const char *expected; /* heartbeat: expected_last_heartbeat or NULL */
+	struct db_rows rows;  /* the item after the transition */
 	struct verr err;
-	json_t *details;                   /* 412's details (new reference) */
+	json_t *details;		   /* 412's details (new reference) */
 	char heartbeat_api[CLOCK_API_LEN]; /* heartbeat answer */
 	int lease_extended;
 };
@@ -388,8 +390,8 @@ static void set_now(char *field, const char *now)
 
 /* The heartbeat rules of docs/api.md §6 on ROW (item ID). 0 with ROW changed (or left when
  * stopping), or -1 with ERR and c->details (412). */
-static int heartbeat_apply(struct work_tx *c, const char *id, struct work_row *row,
-			   const char *now, struct verr *err)
+static int heartbeat_apply(struct work_tx *c, const char *id, struct work_row *row, const char *now,
+			   struct verr *err)
 {
 	char stored[CLOCK_API_LEN];
 
@@ -411,9 +413,10 @@ static int heartbeat_apply(struct work_tx *c, const char *id, struct work_row *r
 					"work '%s' holds no lease: it is queued (not acknowledged, "
 					"or its lease expired)",
 					id);
-		return verr_set(err, 412, NULL,
-				"'expected_last_heartbeat' does not match the stored heartbeat (%s)",
-				*stored ? stored : "none: send NO_HEARTBEAT");
+		return verr_set(
+			err, 412, NULL,
+			"'expected_last_heartbeat' does not match the stored heartbeat (%s)",
+			*stored ? stored : "none: send NO_HEARTBEAT");
 	}
 	if (!strcmp(row->state, "starting")) {
 		snprintf(row->state, sizeof(row->state), "active");
@@ -442,9 +445,10 @@ static enum db_status work_change(struct db *db, const struct db_key *k, const s
 	switch (c->op) {
 	case WORK_ACK:
 		if (strcmp(row.state, "queued") || !*row.delivered_at) {
-			verr_set(err, 409, NULL,
-				 "work '%s' cannot be acknowledged: it is %s%s", k->id,
-				 row.state, strcmp(row.state, "queued") ? "" : " and was not delivered by a poll");
+			verr_set(err, 409, NULL, "work '%s' cannot be acknowledged: it is %s%s",
+				 k->id, row.state,
+				 strcmp(row.state, "queued") ? ""
+							     : " and was not delivered by a poll");
 			return DB_OK;
 		}
 		snprintf(row.state, sizeof(row.state), "starting");
@@ -526,10 +530,11 @@ void work_heartbeat(struct worker *w, struct request *req, struct response *resp
 
 	if (work_item_route(w, req, resp) || body_fields(req, resp, fields) ||
 	    query_count(req, resp, "desired_ttl_seconds", 0, WORK_TTL_PARAM_MAX, WORK_TTL_DEFAULT_S,
-		      &c.ttl))
+			&c.ttl))
 		return;
-	c.ttl = c.ttl < WORK_TTL_MIN_S ? WORK_TTL_MIN_S : c.ttl > WORK_TTL_MAX_S ? WORK_TTL_MAX_S
-										 : c.ttl;
+	c.ttl = c.ttl < WORK_TTL_MIN_S	 ? WORK_TTL_MIN_S
+		: c.ttl > WORK_TTL_MAX_S ? WORK_TTL_MAX_S
+					 : c.ttl;
 	c.expected = req_query(req, "expected_last_heartbeat");
 	if (c.expected && (!*c.expected || strlen(c.expected) > WORK_EXPECTED_MAX)) {
 		resp_error(resp, req, 400, NULL,

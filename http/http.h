@@ -6,11 +6,11 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define REQ_MAX_BODY (1024 * 1024)  /* docs/api.md §1: larger bodies answer 413 */
+#define REQ_MAX_BODY (1024 * 1024) /* docs/api.md §1: larger bodies answer 413 */
 #define REQ_MAX_PATH 2048
-#define REQ_MAX_PARAMS 4            /* {id} captures in a route pattern */
-#define REQ_MAX_QUERY 32            /* query parameters kept */
-#define REQ_ID_LEN 28               /* "req_" + 24 */
+#define REQ_MAX_PARAMS 4 /* {id} captures in a route pattern */
+#define REQ_MAX_QUERY 32 /* query parameters kept */
+#define REQ_ID_LEN 28	 /* "req_" + 24 */
 #define RESP_MAX_HEADERS 8
 #define RESP_HEADER_MAX 256
 #define AUTH_ID_MAX 64
@@ -31,34 +31,34 @@ struct auth {
 	char account_id[AUTH_ACCOUNT_MAX];
 	enum auth_scope scope;
 	char environment_id[AUTH_ID_MAX]; /* AUTH_SCOPE_ENVIRONMENT and AUTH_SCOPE_WORK */
-	char work_id[AUTH_ID_MAX];        /* AUTH_SCOPE_WORK */
-	char session_id[AUTH_ID_MAX];     /* AUTH_SCOPE_WORK */
+	char work_id[AUTH_ID_MAX];	  /* AUTH_SCOPE_WORK */
+	char session_id[AUTH_ID_MAX];	  /* AUTH_SCOPE_WORK */
 };
 
 struct request {
 	char method[16];
-	char path[REQ_MAX_PATH];          /* decoded-free raw path, without query */
+	char path[REQ_MAX_PATH]; /* decoded-free raw path, without query */
 	char request_id[REQ_ID_LEN + 1];
-	char **env;                       /* borrowed CGI/FastCGI parameters */
-	char *body;                       /* owned, NUL-terminated, body_len bytes */
+	char **env; /* borrowed CGI/FastCGI parameters */
+	char *body; /* owned, NUL-terminated, body_len bytes */
 	size_t body_len;
-	int has_content_length;           /* CONTENT_LENGTH present and non-empty */
+	int has_content_length; /* CONTENT_LENGTH present and non-empty */
 	struct query_param query[REQ_MAX_QUERY];
 	int nquery;
 	const char *params[REQ_MAX_PARAMS]; /* route captures, point into param_buf */
 	char param_buf[REQ_MAX_PATH];
 	int nparams;
-	json_t *json;                     /* parsed body when the route takes one; owned */
+	json_t *json; /* parsed body when the route takes one; owned */
 	struct auth auth;
-	int server_error;                 /* REDIRECT_STATUS >= 400: the web server's own error */
-	const void *route_data;           /* the matched route's data for its handler (borrowed) */
+	int server_error;	/* REDIRECT_STATUS >= 400: the web server's own error */
+	const void *route_data; /* the matched route's data for its handler (borrowed) */
 };
 
 struct response {
 	int status;
 	char headers[RESP_MAX_HEADERS][RESP_HEADER_MAX]; /* "name: value" */
 	int nheaders;
-	char *body;      /* owned */
+	char *body; /* owned */
 	size_t body_len;
 };
 
@@ -106,7 +106,8 @@ void resp_error(struct response *resp, const struct request *req, int status, co
 /* resp_error with DETAILS (an object; stolen) as error.details, e.g. an error_code and the
  * state it refers to. */
 void resp_error_details(struct response *resp, const struct request *req, int status,
-			json_t *details, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+			json_t *details, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 /* STATUS (e.g. 204) without a body. */
 void resp_empty(struct response *resp, int status);
 /* Replace the x-should-retry header resp_error chose (RETRY: 1 true, 0 false). */

@@ -147,7 +147,8 @@ static int valid_request_id(const char *s)
 	if (!s || strncmp(s, "req_", 4) || strlen(s) != REQ_ID_LEN)
 		return 0;
 	for (const char *p = s + 4; *p; p++)
-		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z')))
 			return 0;
 	return 1;
 }
@@ -224,8 +225,9 @@ int req_read(struct request *req, struct response *resp, req_reader read, void *
 	if (!query && uri[pathlen] == '?')
 		query = uri + pathlen + 1;
 	if (req_parse_query(req, query)) {
-		resp_error(resp, req, 400, NULL,
-			   "query string is malformed (bad escape, repeated or too many parameters)");
+		resp_error(
+			resp, req, 400, NULL,
+			"query string is malformed (bad escape, repeated or too many parameters)");
 		return -1;
 	}
 
@@ -271,4 +273,3 @@ int req_read(struct request *req, struct response *resp, req_reader read, void *
 	}
 	return 0;
 }
-

@@ -34,8 +34,8 @@ void resp_json(struct response *resp, int status, json_t *value)
 	json_decref(value);
 	if (!resp->body) {
 		/* out of memory: the smallest valid envelope */
-		static const char oom[] =
-			"{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"out of memory\"}}";
+		static const char oom[] = "{\"type\":\"error\",\"error\":{\"type\":\"api_error\","
+					  "\"message\":\"out of memory\"}}";
 		resp->status = 500;
 		resp->body = strdup(oom);
 		resp->body_len = resp->body ? strlen(oom) : 0;
@@ -115,7 +115,8 @@ static void utf8_repair(char *s)
 
 /* The envelope for STATUS with message FMT/AP and DETAILS (stolen; NULL: none). */
 static void resp_verror(struct response *resp, const struct request *req, int status,
-			json_t *details, const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+			json_t *details, const char *fmt, va_list ap)
+	__attribute__((format(printf, 5, 0)));
 static void resp_verror(struct response *resp, const struct request *req, int status,
 			json_t *details, const char *fmt, va_list ap)
 {

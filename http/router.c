@@ -14,7 +14,8 @@ int route_match(const char *pattern, const char *path, struct request *req)
 			const char *seg_end = strchr(s, '/');
 			size_t len = seg_end ? (size_t)(seg_end - s) : strlen(s);
 			p = strchr(p, '}');
-			if (!p || !len || n >= REQ_MAX_PARAMS || used + len + 1 > sizeof(req->param_buf))
+			if (!p || !len || n >= REQ_MAX_PARAMS ||
+			    used + len + 1 > sizeof(req->param_buf))
 				return 0;
 			p++;
 			memcpy(req->param_buf + used, s, len);

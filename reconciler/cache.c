@@ -16,8 +16,8 @@
 #include "../db/sandboxes.h"
 #include "recon.h"
 
-#define CACHE_KEY_VERSION 1      /* bump when what an entry holds changes */
-#define CACHE_PRUNE_BATCH 50     /* stale entries looked at per run */
+#define CACHE_KEY_VERSION 1  /* bump when what an entry holds changes */
+#define CACHE_PRUNE_BATCH 50 /* stale entries looked at per run */
 #define CACHE_SECONDS_PER_DAY 86400L
 
 int recon_cache_enabled(const struct recon *r)
@@ -88,7 +88,8 @@ void recon_cache_prune(struct recon *r)
 			/* the row goes unless a session used the entry meanwhile (it then stored it
 			 * again, or starts from an image the backend keeps while it is used) */
 			if (scache_forget(r->db, r->sbx.ops->name, key, before))
-				log_warn("package cache: forgetting %.12s: %s", key, db_error(r->db));
+				log_warn("package cache: forgetting %.12s: %s", key,
+					 db_error(r->db));
 			else
 				log_info("package cache: removed entry %.12s", key);
 		}

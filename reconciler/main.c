@@ -34,16 +34,16 @@
 
 #define RECON_DEFAULT_LIMIT 100
 #define RECON_CLAIM_BATCH 8
-#define RECON_LOOP_IDLE_MS 250      /* --loop: pause when nothing is due (claim latency) */
-#define RECON_DRIFT_CHECK_MAX 20     /* bound sandboxes checked for drift per run */
-#define RECON_LOOP_HOUSEKEEP_S 30    /* --loop: drift checks and cache pruning this often */
+#define RECON_LOOP_IDLE_MS 250	  /* --loop: pause when nothing is due (claim latency) */
+#define RECON_DRIFT_CHECK_MAX 20  /* bound sandboxes checked for drift per run */
+#define RECON_LOOP_HOUSEKEEP_S 30 /* --loop: drift checks and cache pruning this often */
 #define RECON_STATUS_FAILURES 10
 #define RECON_STATUS_ERROR_CHARS 200
 #define RECON_EXEC_TIMEOUT_S 300
-#define RECON_IDEM_EXPIRE_BATCH 10000 /* expired idempotency keys removed per run */
-#define RECON_METRICS_MAX (256 * 1024)  /* bytes of an existing metrics file read back */
+#define RECON_IDEM_EXPIRE_BATCH 10000  /* expired idempotency keys removed per run */
+#define RECON_METRICS_MAX (256 * 1024) /* bytes of an existing metrics file read back */
 #define RECON_SWEEP_INTERVAL_S 60      /* --loop: sandboxes without a session looked for */
-#define RECON_SWEEP_MAX 1000           /* sandboxes a sweep looks at, at most (ops->list) */
+#define RECON_SWEEP_MAX 1000	       /* sandboxes a sweep looks at, at most (ops->list) */
 
 static volatile sig_atomic_t stop_requested;
 
@@ -65,7 +65,8 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: terrarium-reconciler [-c CONFIG] --once [--limit N] [--max-seconds S]"
 		" [--metrics-file PATH]\n"
-		"       terrarium-reconciler [-c CONFIG] --loop [--max-seconds S] [--metrics-file PATH]\n"
+		"       terrarium-reconciler [-c CONFIG] --loop [--max-seconds S] [--metrics-file "
+		"PATH]\n"
 		"       terrarium-reconciler [-c CONFIG] --status | --retry SESSION_ID | --check\n"
 		"       terrarium-reconciler [-c CONFIG] --dry-run [--limit N]\n"
 		"       terrarium-reconciler [-c CONFIG] --exec SESSION_ID -- COMMAND [ARG...]\n");
@@ -119,8 +120,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			return -1;
 	}
 	return o->once + o->loop + o->status + o->dry_run + o->check + !!o->retry +
-			       !!o->exec_session ==
-		       1
+				       !!o->exec_session ==
+			       1
 		       ? 0
 		       : -1;
 }
@@ -169,10 +170,11 @@ static int write_metrics(struct recon *r, const char *path)
 		  now->done - was->done },
 		{ "terrarium_reconciler_failures_total", "Attempts that failed.",
 		  now->failed - was->failed },
-		{ "terrarium_reconciler_leases_lost_total", "Intents dropped after losing the lease.",
-		  now->lost - was->lost },
+		{ "terrarium_reconciler_leases_lost_total",
+		  "Intents dropped after losing the lease.", now->lost - was->lost },
 		{ "terrarium_reconciler_orphans_removed_total",
-		  "Sandboxes no session owned, removed by the sweep.", now->orphans - was->orphans },
+		  "Sandboxes no session owned, removed by the sweep.",
+		  now->orphans - was->orphans },
 	};
 	char tmp[4096], name[256], now_db[CLOCK_DB_LEN];
 	char *old = NULL, *text = NULL;
@@ -238,7 +240,8 @@ static int write_metrics(struct recon *r, const char *path)
 		fprintf(f, "%s %.6f\n", name, sum);
 		snprintf(name, sizeof(name), "terrarium_reconciler_step_seconds_count{step=\"%s\"}",
 			 st->step);
-		count = (old ? sample(old, name) : 0) + (double)(st->count - (prev ? prev->count : 0));
+		count = (old ? sample(old, name) : 0) +
+			(double)(st->count - (prev ? prev->count : 0));
 		fprintf(f, "%s %.0f\n", name, count);
 	}
 	for (const char *p = old; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
@@ -328,10 +331,13 @@ static void sweep(struct recon *r)
 			if (exists[i])
 				continue;
 			if (r->sbx.ops->destroy(&r->sbx, l->id, err, sizeof(err))) {
-				log_warn("sweep: sandbox %s of session %s has no session; removing it "
-					 "failed: %s", l->id, l->name, err);
+				log_warn("sweep: sandbox %s of session %s has no session; removing "
+					 "it "
+					 "failed: %s",
+					 l->id, l->name, err);
 			} else {
-				log_warn("sweep: removed sandbox %s: no session owns it (made for %s)",
+				log_warn("sweep: removed sandbox %s: no session owns it (made for "
+					 "%s)",
 					 l->id, l->name);
 				r->stats.orphans++;
 			}
@@ -431,7 +437,8 @@ static int run(struct recon *r, const struct options *o)
 		taken += n;
 		r->stats.claimed += n;
 		for (int i = 0; i < n; i++)
-			log_debug("claimed intent %lld (session %s)", batch[i].id, batch[i].session_id);
+			log_debug("claimed intent %lld (session %s)", batch[i].id,
+				  batch[i].session_id);
 		for (int i = 0; i < n; i++) {
 			enum recon_outcome out = recon_process(r, &batch[i]);
 			failed |= out == RECON_FAILED || out == RECON_DB_ERROR;
@@ -440,9 +447,9 @@ static int run(struct recon *r, const struct options *o)
 		if (o->metrics && o->loop)
 			write_metrics(r, o->metrics);
 	}
-	log_info("run: %ld claimed, %ld done, %ld torn down, %ld failed, %ld lost", r->stats.claimed,
-		 r->stats.done - r->stats.teardowns, r->stats.teardowns, r->stats.failed,
-		 r->stats.lost);
+	log_info("run: %ld claimed, %ld done, %ld torn down, %ld failed, %ld lost",
+		 r->stats.claimed, r->stats.done - r->stats.teardowns, r->stats.teardowns,
+		 r->stats.failed, r->stats.lost);
 	return failed ? 1 : 0;
 }
 
@@ -577,7 +584,8 @@ static int load_deployment(struct recon *r)
 {
 	unsigned char id[KEYS_DEPLOYMENT_LEN];
 
-	_Static_assert(KEYS_DEPLOYMENT_LEN * 2 < SBX_DEPLOYMENT_MAX, "sbx.deployment holds the hex");
+	_Static_assert(KEYS_DEPLOYMENT_LEN * 2 < SBX_DEPLOYMENT_MAX,
+		       "sbx.deployment holds the hex");
 	if (secret_get(r->db, KEYS_DEPLOYMENT, id, sizeof(id))) {
 		log_error("database: %s", db_error(r->db));
 		return -1;
@@ -596,8 +604,10 @@ static int leave_root(struct recon *r)
 	if (geteuid() != 0)
 		return 0;
 	if (privs_lookup(r->cfg->reconciler_user, &uid, &gid)) {
-		log_error("reconciler: [reconciler] user '%s' is unknown or is root; refusing to run"
-			  " as root", r->cfg->reconciler_user);
+		log_error(
+			"reconciler: [reconciler] user '%s' is unknown or is root; refusing to run"
+			" as root",
+			r->cfg->reconciler_user);
 		return -1;
 	}
 	if (r->sbx.root[0] && sbx_dir_own(&r->sbx, uid, gid))

@@ -11,10 +11,10 @@
 #include "../common/redact.h"
 #include "recon.h"
 
-#define RECON_ARGV_MAX 300           /* manager argv: a few options + up to 256 packages */
+#define RECON_ARGV_MAX 300 /* manager argv: a few options + up to 256 packages */
 #define RECON_JITTER 0.2
-#define RECON_RENEWALS_PER_LEASE 3 /* renewals while a command runs, per lease period */
-#define RECON_LEASE_MARGIN_S 0.5   /* stop a command this long before an unrenewed lease ends */
+#define RECON_RENEWALS_PER_LEASE 3     /* renewals while a command runs, per lease period */
+#define RECON_LEASE_MARGIN_S 0.5       /* stop a command this long before an unrenewed lease ends */
 #define RECON_ROOT_SHOWN "<sandboxes>" /* what last_error shows for the sandbox root */
 #define RECON_HOST_SHOWN "<host>"      /* ... and for the other host paths it knows */
 #define RECON_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -38,41 +38,59 @@ int recon_install_argv(const char *manager, json_t *packages, const char *workdi
 	json_t *p;
 	int n = 0;
 
-#define PREFIX(fmt)                                                                 \
-	do {                                                                        \
-		int k_ = snprintf(prefix, prefixsz, fmt, workdir);                  \
-		if (k_ < 0 || (size_t)k_ >= prefixsz)                               \
-			return -1;                                                  \
+#define PREFIX(fmt)                                                                                \
+	do {                                                                                       \
+		int k_ = snprintf(prefix, prefixsz, fmt, workdir);                                 \
+		if (k_ < 0 || (size_t)k_ >= prefixsz)                                              \
+			return -1;                                                                 \
 	} while (0)
-#define ARG(x)                          \
-	do {                            \
-		if (n >= max - 1)       \
-			return -1;      \
-		argv[n++] = (x);        \
+#define ARG(x)                                                                                     \
+	do {                                                                                       \
+		if (n >= max - 1)                                                                  \
+			return -1;                                                                 \
+		argv[n++] = (x);                                                                   \
 	} while (0)
 	if (!strcmp(manager, "apt")) {
-		ARG("apt-get"); ARG("install"); ARG("-y"); ARG("--no-install-recommends");
+		ARG("apt-get");
+		ARG("install");
+		ARG("-y");
+		ARG("--no-install-recommends");
 	} else if (!strcmp(manager, "cargo")) {
 		PREFIX("%s/.cargo");
-		ARG("cargo"); ARG("install"); ARG("--root"); ARG(prefix);
+		ARG("cargo");
+		ARG("install");
+		ARG("--root");
+		ARG(prefix);
 	} else if (!strcmp(manager, "gem")) {
 		PREFIX("%s/.gem");
-		ARG("gem"); ARG("install"); ARG("--no-document"); ARG("--install-dir"); ARG(prefix);
+		ARG("gem");
+		ARG("install");
+		ARG("--no-document");
+		ARG("--install-dir");
+		ARG(prefix);
 	} else if (!strcmp(manager, "go")) {
-		ARG("go"); ARG("install");
+		ARG("go");
+		ARG("install");
 	} else if (!strcmp(manager, "npm")) {
-		ARG("npm"); ARG("install"); ARG("--no-audit"); ARG("--no-fund"); ARG("--prefix");
+		ARG("npm");
+		ARG("install");
+		ARG("--no-audit");
+		ARG("--no-fund");
+		ARG("--prefix");
 		ARG(workdir);
 	} else if (!strcmp(manager, "pip")) {
 		PREFIX("%s/.pip");
-		ARG("pip"); ARG("install"); ARG("--no-input"); ARG("--target"); ARG(prefix);
+		ARG("pip");
+		ARG("install");
+		ARG("--no-input");
+		ARG("--target");
+		ARG(prefix);
 	} else {
 		return -1;
 	}
 	/* entries were validated at admission (no leading '-', no control characters): each is
 	 * one argument, never seen by a shell */
-	json_array_foreach(packages, i, p)
-		ARG(json_string_value(p));
+	json_array_foreach(packages, i, p) ARG(json_string_value(p));
 #undef ARG
 #undef PREFIX
 	argv[n] = NULL;
@@ -80,8 +98,10 @@ int recon_install_argv(const char *manager, json_t *packages, const char *workdi
 }
 
 /* Variables named by the CA bundle setting: every tool the managers run reads one of them. */
-static const char *const ca_vars[] = { "SSL_CERT_FILE",	    "NODE_EXTRA_CA_CERTS", "PIP_CERT",
-				       "REQUESTS_CA_BUNDLE", "CARGO_HTTP_CAINFO",   "GIT_SSL_CAINFO" };
+static const char *const ca_vars[] = {
+	"SSL_CERT_FILE",      "NODE_EXTRA_CA_CERTS", "PIP_CERT",
+	"REQUESTS_CA_BUNDLE", "CARGO_HTTP_CAINFO",   "GIT_SSL_CAINFO"
+};
 
 /* Add NAME=VALUE unless NAME is set already (the first setting wins) or it does not fit. */
 static void env_set(struct recon_env *e, const char *name, const char *fmt, ...)
@@ -279,9 +299,9 @@ struct job {
 	struct recon *r;
 	struct intent *in;
 	struct intent_fence fence;
-	double lease_end;       /* monotonic time the lease last renewed runs out */
-	int lost;               /* a renewal found the lease taken: stop */
-	json_t *steps;          /* steps done so far */
+	double lease_end; /* monotonic time the lease last renewed runs out */
+	int lost;	  /* a renewal found the lease taken: stop */
+	json_t *steps;	  /* steps done so far */
 	char sandbox_id[SBX_ID_MAX];
 	char error[SBX_ERR_MAX * 8];
 	int terminal; /* the failure cannot pass by retrying (a manager missing from the image) */
@@ -292,9 +312,7 @@ static int done(struct job *j, const char *step)
 	size_t i;
 	json_t *v;
 
-	json_array_foreach(j->steps, i, v)
-		if (!strcmp(json_string_value(v), step))
-			return 1;
+	json_array_foreach(j->steps, i, v) if (!strcmp(json_string_value(v), step)) return 1;
 	return 0;
 }
 
@@ -403,10 +421,13 @@ static enum recon_outcome fail(struct job *j)
 	delay = recon_backoff(r->cfg, j->in->attempts, (double)jitter / 4294967295.0);
 	clock_now(now, NULL);
 	clock_in(delay, next, NULL);
-	st = intents_fail(r->db, &j->fence, j->in->session_id, terminal, redacted, next, now, &lost);
+	st = intents_fail(r->db, &j->fence, j->in->session_id, terminal, redacted, next, now,
+			  &lost);
 	log_warn("intent %lld (session %s) attempt %lld failed%s: %s", j->in->id, j->in->session_id,
 		 j->in->attempts,
-		 j->terminal ? " (terminated)" : terminal ? " (terminated: max attempts)" : "",
+		 j->terminal ? " (terminated)"
+		 : terminal  ? " (terminated: max attempts)"
+			     : "",
 		 redacted);
 	free(redacted);
 	if (st)
@@ -422,10 +443,11 @@ static void command_error(struct job *j, const char *what, const struct proc_res
 	int cut;
 
 	if (res->timed_out)
-		head = (size_t)snprintf(j->error, sizeof(j->error), "%s: timed out after %lds", what,
-					j->r->cfg->command_timeout_s);
+		head = (size_t)snprintf(j->error, sizeof(j->error), "%s: timed out after %lds",
+					what, j->r->cfg->command_timeout_s);
 	else if (res->exit_code < 0)
-		head = (size_t)snprintf(j->error, sizeof(j->error), "%s: could not be started", what);
+		head = (size_t)snprintf(j->error, sizeof(j->error), "%s: could not be started",
+					what);
 	else
 		head = (size_t)snprintf(j->error, sizeof(j->error), "%s: exit status %d", what,
 					res->exit_code);
@@ -455,8 +477,9 @@ static void discard(struct job *j)
 		return;
 	r->sbx.watch = NULL; /* the lease is lost already: the destroy must not be stopped */
 	if (r->sbx.ops->destroy(&r->sbx, id, err, sizeof(err)))
-		log_warn("intent %lld: session deleted during the create; destroying sandbox %s: %s",
-			 j->in->id, id, err);
+		log_warn(
+			"intent %lld: session deleted during the create; destroying sandbox %s: %s",
+			j->in->id, id, err);
 	else
 		log_info("intent %lld: session deleted during the create; sandbox %s destroyed",
 			 j->in->id, id);
@@ -466,8 +489,8 @@ static void discard(struct job *j)
 /* Run ARGV in the job's sandbox (as its root when AS_ROOT), renewing the lease while it runs
  * (the job's watch: a lost lease kills the command and sets j->lost). 0, or -1: j->lost, or
  * the error is WHAT's. */
-static int run_step(struct job *j, const char *what, int as_root, int share_net,
-		    const char **argv, char **envp)
+static int run_step(struct job *j, const char *what, int as_root, int share_net, const char **argv,
+		    char **envp)
 {
 	struct recon *r = j->r;
 	struct proc_result res;
@@ -506,7 +529,8 @@ static int check_managers(struct job *j, json_t *packages, char **envp)
 	for (int m = 0; m < RECON_NMANAGERS; m++) {
 		const char *probe[RECON_ARGV_MAX];
 		char prefix[64];
-		if (!json_array_size(json_object_get(packages, managers[m])) || done(j, managers[m]))
+		if (!json_array_size(json_object_get(packages, managers[m])) ||
+		    done(j, managers[m]))
 			continue;
 		/* the program the install runs: its argv[0] (static strings) */
 		if (recon_install_argv(managers[m], none, "/", probe, RECON_ARGV_MAX, prefix,
@@ -536,7 +560,8 @@ static int check_managers(struct job *j, json_t *packages, char **envp)
 			hit = strstr(hit + 1, prog);
 		if (hit) {
 			snprintf(j->error, sizeof(j->error),
-				 "sandbox image has no %s (%s not found); use an image that provides it",
+				 "sandbox image has no %s (%s not found); use an image that "
+				 "provides it",
 				 names[i], prog);
 			j->terminal = 1;
 			proc_result_release(&res);
@@ -594,11 +619,12 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	if (wanted && recon_cache_enabled(r) && !recon_cache_key(r, env_id, packages, key)) {
 		cache_on = 1;
 		if (!done(j, "sandbox")) {
-			int found = r->sbx.ops->cache_lookup(&r->sbx, key, cache_ref,
-							     sizeof(cache_ref), j->error,
-							     sizeof(j->error));
+			int found =
+				r->sbx.ops->cache_lookup(&r->sbx, key, cache_ref, sizeof(cache_ref),
+							 j->error, sizeof(j->error));
 			if (found < 0)
-				log_warn("intent %lld: package cache lookup: %s", j->in->id, j->error);
+				log_warn("intent %lld: package cache lookup: %s", j->in->id,
+					 j->error);
 			cache_hit = found == 1;
 		}
 	}
@@ -664,7 +690,8 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	mcp = mcp_text ? json_loads(mcp_text, 0, NULL) : NULL;
 	final = egress_policy(networking, mcp, NULL, 0);
 	if (!final) {
-		snprintf(j->error, sizeof(j->error), "captured networking configuration is malformed");
+		snprintf(j->error, sizeof(j->error),
+			 "captured networking configuration is malformed");
 		out = fail(j);
 		goto out;
 	}
@@ -676,7 +703,8 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 		if (!r->sbx.ops->set_egress) {
 			json_decref(install);
 			snprintf(j->error, sizeof(j->error),
-				 "backend '%s' cannot enforce limited networking", r->sbx.ops->name);
+				 "backend '%s' cannot enforce limited networking",
+				 r->sbx.ops->name);
 			out = fail(j);
 			goto out;
 		}
@@ -748,8 +776,8 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 		char err[SBX_ERR_MAX];
 		t0 = clock_mono_s();
 		if (r->sbx.ops->cache_store(&r->sbx, j->sandbox_id, key, err, sizeof(err))) {
-			log_warn("intent %lld: storing package cache entry %.12s: %s", j->in->id, key,
-				 err);
+			log_warn("intent %lld: storing package cache entry %.12s: %s", j->in->id,
+				 key, err);
 		} else {
 			recon_cache_used(r, key, env_id);
 			log_info("intent %lld: stored package cache entry %.12s", j->in->id, key);
@@ -788,7 +816,8 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 		r->sbx.watch = NULL; /* bound: there is no lease left to keep */
 		t0 = clock_mono_s();
 		if (r->sbx.ops->start(&r->sbx, j->sandbox_id, err, sizeof(err)))
-			log_warn("intent %lld: starting sandbox %s: %s (its first command starts it)",
+			log_warn("intent %lld: starting sandbox %s: %s (its first command starts "
+				 "it)",
 				 j->in->id, j->sandbox_id, err);
 		stat_step(r, "start", clock_mono_s() - t0);
 	}

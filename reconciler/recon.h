@@ -12,7 +12,10 @@
 #define RECON_STEPS_MAX 16
 
 /* Package managers in installation order (docs/design.md step 4). */
-#define RECON_MANAGERS { "apt", "cargo", "gem", "go", "npm", "pip" }
+#define RECON_MANAGERS                                                                             \
+	{                                                                                          \
+		"apt", "cargo", "gem", "go", "npm", "pip"                                          \
+	}
 #define RECON_NMANAGERS 6
 
 #define RECON_ENV_MAX 48
@@ -55,7 +58,7 @@ struct recon {
 	char owner[RECON_OWNER_MAX]; /* lease owner: host:pid:random */
 	struct recon_stats stats;
 	struct recon_stats stats_written; /* what the metrics file has already counted */
-	int metrics_fd, metrics_lock_fd;  /* --metrics-file and its lock, opened before leave_root */
+	int metrics_fd, metrics_lock_fd; /* --metrics-file and its lock, opened before leave_root */
 };
 
 /* Replace in TEXT (SIZE bytes) every host path R knows of: the sandbox root ("<sandboxes>"),

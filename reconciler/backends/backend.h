@@ -31,7 +31,7 @@ struct sbx {
 	const struct sandbox_backend *ops;
 	const struct backend_caps *caps;
 	const struct config *cfg;
-	char root[CONFIG_STR_MAX];             /* absolute sandbox root (local, bwrap) */
+	char root[CONFIG_STR_MAX]; /* absolute sandbox root (local, bwrap) */
 	/* host paths hidden inside bwrap and srt, and from last_error (every backend) */
 	char masks[SBX_MASKS_MAX][CONFIG_STR_MAX];
 	int nmasks;
@@ -71,7 +71,7 @@ struct sbx {
 	/* Set by the driver's open: a unix socket the reconciler must keep reaching after it gave
 	 * up root (docker: the Engine's); its group is kept as a supplementary group. "" none. */
 	char control_socket[CONFIG_STR_MAX];
-	void *priv;                       /* the driver's state (HTTP client...), owned by it */
+	void *priv; /* the driver's state (HTTP client...), owned by it */
 };
 
 /* The operations' types: one a signature, so that a driver's functions are declared in one
@@ -88,8 +88,8 @@ typedef int sbx_egress_fn(struct sbx *s, const char *id, json_t *hosts, char *er
 typedef int sbx_target_fn(struct sbx *s, const char *id, char *err, size_t errsz);
 typedef int sbx_list_fn(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
 			size_t errsz);
-typedef int sbx_cache_lookup_fn(struct sbx *s, const char *key, char *ref, size_t refsz,
-				char *err, size_t errsz);
+typedef int sbx_cache_lookup_fn(struct sbx *s, const char *key, char *ref, size_t refsz, char *err,
+				size_t errsz);
 typedef int sbx_cache_store_fn(struct sbx *s, const char *id, const char *key, char *err,
 			       size_t errsz);
 
@@ -192,20 +192,18 @@ void sbx_workspace_workdir(struct sbx *s, const char *id, char *out, size_t outs
  * driver's [section], as the driver completed it) under the backend's name, asking the caller's
  * watch (sbx.watch) while its calls run, and sending the credential as "AUTH_NAME:
  * AUTH_PREFIXkey" (AUTH_NAME NULL: none). The state, or NULL with ERR set. */
-void *sbx_http_open(struct sbx *s, const struct remote_conf *rc, size_t size,
-		    const char *auth_name, const char *auth_prefix, char *err, size_t errsz);
+void *sbx_http_open(struct sbx *s, const struct remote_conf *rc, size_t size, const char *auth_name,
+		    const char *auth_prefix, char *err, size_t errsz);
 /* ops->close of the HTTP drivers (http.c): s->priv is their state, whose first member is its
  * struct http_client: released, then the state freed. */
 void sbx_http_close(struct sbx *s);
 
 /* Shared by local, bwrap and srt: sandbox directories under s->root. */
-int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-		   size_t errsz);
+int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz);
 int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz);
 /* ops->list of local, bwrap and srt: the directories under s->root whose name does not start
  * with '.' (the package cache and bwrap's records do), id and name both the directory's. */
-int sbx_dir_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
-		 size_t errsz);
+int sbx_dir_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, size_t errsz);
 /* Give the sandbox root and every workspace in it that someone else owns (made by root before
  * the reconciler gave up root) to UID:GID. Called as root. 0, or -1 when part failed. */
 int sbx_dir_own(struct sbx *s, unsigned uid, unsigned gid);
@@ -234,8 +232,7 @@ int sbx_dir_exists(struct sbx *s, const char *id, char *err, size_t errsz);
  * of a sandbox is kept: cache_remove answers 1). */
 int sbx_dir_cache_lookup(struct sbx *s, const char *key, char *ref, size_t refsz, char *err,
 			 size_t errsz);
-int sbx_dir_cache_store(struct sbx *s, const char *id, const char *key, char *err,
-			size_t errsz);
+int sbx_dir_cache_store(struct sbx *s, const char *id, const char *key, char *err, size_t errsz);
 int sbx_dir_cache_remove(struct sbx *s, const char *key, char *err, size_t errsz);
 /* The workspace of sandbox ID as its commands see it (its directory; s->root when ID is not a
  * plain name). */

@@ -42,24 +42,30 @@
 #define BWRAP_UID "1000" /* the uid and gid commands see; never 0 */
 #define BWRAP_WORKSPACE SBX_WORKSPACE
 /* the host trees a sandbox sees, read-only (those that exist; symlinks stay symlinks) */
-#define BWRAP_VIEW_ROOTS { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", \
-			   "/etc", "/opt" }
-#define BWRAP_VIEW_DEPTH 8          /* hidden paths are looked for this deep */
-#define BWRAP_VIEW_ARGS_MAX 4096    /* bwrap options making the view */
-#define BWRAP_OWN_ARGS 64           /* bwrap's other options */
+#define BWRAP_VIEW_ROOTS                                                                           \
+	{                                                                                          \
+		"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"     \
+	}
+#define BWRAP_VIEW_DEPTH 8	 /* hidden paths are looked for this deep */
+#define BWRAP_VIEW_ARGS_MAX 4096 /* bwrap options making the view */
+#define BWRAP_OWN_ARGS 64	 /* bwrap's other options */
 #define BWRAP_ARGV_MAX (BWRAP_VIEW_ARGS_MAX + BWRAP_OWN_ARGS + 320) /* + an install of 256 */
 #define BWRAP_RESOLV "/etc/resolv.conf"
 /* host files left out of the view although their mode already refuses the sandbox's user */
-#define BWRAP_HOST_SECRETS { "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-" }
+#define BWRAP_HOST_SECRETS                                                                         \
+	{                                                                                          \
+		"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-"                     \
+	}
 #define BWRAP_DNS "nameserver 10.0.2.3\n" /* slirp4netns's DNS forwarder */
 #define BWRAP_SLIRP_MTU "--mtu=65520"
-#define BWRAP_NET_WAIT_MS 10000     /* for the sandbox's pid, then for slirp4netns to be ready */
+#define BWRAP_NET_WAIT_MS 10000	     /* for the sandbox's pid, then for slirp4netns to be ready */
 #define BWRAP_CMDLINE_READ_MAX 16384 /* bytes of a sandbox's bwrap command line read */
-#define BWRAP_NET_POLL_MS 2         /* between looks at the sandbox's loopback */
-#define BWRAP_FIB_READ_MAX 8192     /* bytes of /proc/PID/net/fib_trie read: a new namespace's is short */
+#define BWRAP_NET_POLL_MS 2	     /* between looks at the sandbox's loopback */
+#define BWRAP_FIB_READ_MAX                                                                         \
+	8192 /* bytes of /proc/PID/net/fib_trie read: a new namespace's is short */
 #define BWRAP_SLIRP_OUT_MAX 4096
 #define BWRAP_SLIRP_STOP_S 5
-#define BWRAP_FDS 5                 /* descriptors bwrap inherits: seccomp, environ, network */
+#define BWRAP_FDS 5		    /* descriptors bwrap inherits: seccomp, environ, network */
 #define BWRAP_OVERLAY_OPTS_MAX 4000 /* overlay mount options: they must fit in a page */
 #define BWRAP_PROBE_TIMEOUT_S 10
 #define BWRAP_PROBE_DIR ".overlay-probe"
@@ -97,20 +103,52 @@ static int find_bin(const char *argv0, char *out, size_t outsz)
 /* Calls refused inside the sandbox (EPERM). Most need capabilities it does not have; the
  * filter is the second wall, and the only one for calls a user namespace would allow. */
 static const char *const bwrap_refused[] = {
-	"mount", "umount", "umount2", "pivot_root", "chroot", "move_mount", "fsopen", "fsconfig",
-	"fsmount", "fspick", "open_tree", "mount_setattr", "unshare", "setns", "ptrace",
-	"process_vm_readv", "process_vm_writev", "keyctl", "add_key", "request_key", "bpf",
-	"perf_event_open", "kexec_load", "kexec_file_load", "init_module", "finit_module",
-	"delete_module", "acct", "swapon", "swapoff", "reboot", "open_by_handle_at",
-	"name_to_handle_at", "userfaultfd", "quotactl", "syslog", "lookup_dcookie", "vhangup",
+	"mount",
+	"umount",
+	"umount2",
+	"pivot_root",
+	"chroot",
+	"move_mount",
+	"fsopen",
+	"fsconfig",
+	"fsmount",
+	"fspick",
+	"open_tree",
+	"mount_setattr",
+	"unshare",
+	"setns",
+	"ptrace",
+	"process_vm_readv",
+	"process_vm_writev",
+	"keyctl",
+	"add_key",
+	"request_key",
+	"bpf",
+	"perf_event_open",
+	"kexec_load",
+	"kexec_file_load",
+	"init_module",
+	"finit_module",
+	"delete_module",
+	"acct",
+	"swapon",
+	"swapoff",
+	"reboot",
+	"open_by_handle_at",
+	"name_to_handle_at",
+	"userfaultfd",
+	"quotactl",
+	"syslog",
+	"lookup_dcookie",
+	"vhangup",
 };
 
 /* Compile the filter into st->bpf. Calls of another architecture (32-bit calls on x86-64) kill
  * the process: libseccomp's default for a foreign architecture. */
 static int build_filter(struct bwrap_state *st, char *err, size_t errsz)
 {
-	static const unsigned long ns_flags[] = { CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWNET,
-						  CLONE_NEWPID,	 CLONE_NEWIPC, CLONE_NEWUTS,
+	static const unsigned long ns_flags[] = { CLONE_NEWUSER,  CLONE_NEWNS,	CLONE_NEWNET,
+						  CLONE_NEWPID,	  CLONE_NEWIPC, CLONE_NEWUTS,
 						  CLONE_NEWCGROUP };
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int fd = -1, rc = -1;
@@ -140,7 +178,8 @@ static int build_filter(struct bwrap_state *st, char *err, size_t errsz)
 	if (fd < 0 || seccomp_export_bpf(ctx, fd) < 0)
 		goto out;
 	len = lseek(fd, 0, SEEK_END);
-	if (len <= 0 || !(st->bpf = malloc((size_t)len)) || pread(fd, st->bpf, (size_t)len, 0) != len)
+	if (len <= 0 || !(st->bpf = malloc((size_t)len)) ||
+	    pread(fd, st->bpf, (size_t)len, 0) != len)
 		goto out;
 	st->bpf_len = (size_t)len;
 	rc = 0;
@@ -522,9 +561,18 @@ static int net_start(struct bwrap_state *st, struct net *n, char *err, size_t er
 	snprintf(netns, sizeof(netns), "/proc/self/fd/%d", netfd);
 	snprintf(userns, sizeof(userns), "--userns-path=/proc/self/fd/%d", userfd);
 	{
-		const char *argv[] = { st->slirp, "--configure", BWRAP_SLIRP_MTU,
-				       "--disable-host-loopback", "--enable-seccomp", readyfd,
-				       exitfd, "--netns-type=path", userns, netns, "tap0", NULL };
+		const char *argv[] = { st->slirp,
+				       "--configure",
+				       BWRAP_SLIRP_MTU,
+				       "--disable-host-loopback",
+				       "--enable-seccomp",
+				       readyfd,
+				       exitfd,
+				       "--netns-type=path",
+				       userns,
+				       netns,
+				       "tap0",
+				       NULL };
 		keep[0] = rdy[1];
 		keep[1] = ex[0];
 		keep[2] = netfd;
@@ -663,8 +711,9 @@ static int overlay_prepare(struct overlay_mount *m, const struct sbx_layer *l)
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		if (strpbrk(paths[i], ",:\\"))
 			return -1;
-	n = snprintf(m->opts, sizeof(m->opts), "lowerdir=%s,upperdir=%s,workdir=%s,userxattr,index=off",
-		     l->lower, l->upper, l->work);
+	n = snprintf(m->opts, sizeof(m->opts),
+		     "lowerdir=%s,upperdir=%s,workdir=%s,userxattr,index=off", l->lower, l->upper,
+		     l->work);
 	if (n < 0 || (size_t)n >= sizeof(m->opts))
 		return -1;
 	snprintf(m->uid_map, sizeof(m->uid_map), "%s %u 1", BWRAP_UID, (unsigned)getuid());
@@ -740,7 +789,8 @@ static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 	if (!mkdir(base, 0700)) {
 		ok = 1;
 		for (int i = 0; i < 4; i++) {
-			ok = ok && snprintf(dirs[i], PATH_MAX, "%s/%s", base, subdirs[i]) < PATH_MAX &&
+			ok = ok &&
+			     snprintf(dirs[i], PATH_MAX, "%s/%s", base, subdirs[i]) < PATH_MAX &&
 			     !mkdir(dirs[i], 0700);
 		}
 	}
@@ -755,7 +805,8 @@ static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 	st->overlay = ok ? 1 : -1;
 	overlay_remember(s, ok);
 	if (!ok)
-		log_warn("bwrap: cannot layer sandboxes on package cache entries here (%s); they get "
+		log_warn("bwrap: cannot layer sandboxes on package cache entries here (%s); they "
+			 "get "
 			 "a copy of the entry",
 			 res.output && res.len ? res.output : "no overlayfs in a user namespace");
 	proc_result_release(&res);
@@ -804,8 +855,9 @@ int bwrap_run(struct sbx *s, const char *id, int share_net, char *const argv[], 
 	om = malloc(sizeof(*om));
 	layered = layer && om ? sbx_dir_layer(s, id, layer, err, sizeof(err)) : -1;
 	if (layered < 0 || (layered && overlay_prepare(om, layer))) {
-		fail_result(res, layered < 0 && layer && om ? err
-							    : "bwrap: cannot prepare the workspace overlay");
+		fail_result(res, layered < 0 && layer && om
+					 ? err
+					 : "bwrap: cannot prepare the workspace overlay");
 		free(layer);
 		free(om);
 		return -1;

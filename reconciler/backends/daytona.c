@@ -29,24 +29,26 @@
 #include "quote.h"
 #include "remote.h"
 
-#define DAYTONA_LABEL "terrarium_sandbox"  /* label key holding the deterministic name */
+#define DAYTONA_LABEL "terrarium_sandbox" /* label key holding the deterministic name */
 #define DAYTONA_DEPLOYMENT_LABEL "terrarium_deployment" /* label key holding sbx.deployment */
-#define DAYTONA_WORKDIR "/home/daytona"    /* the sandbox user's home (libs/sdk-typescript/
-					    * src/Process.ts examples: cd /home/daytona) */
-#define DAYTONA_START_WAIT_S 180           /* bound on waiting for `started` */
+#define DAYTONA_WORKDIR                                                                            \
+	"/home/daytona"		 /* the sandbox user's home (libs/sdk-typescript/                  \
+				  * src/Process.ts examples: cd /home/daytona) */
+#define DAYTONA_START_WAIT_S 180 /* bound on waiting for `started` */
 #define DAYTONA_POLL_FIRST_MS 100
 #define DAYTONA_POLL_MAX_MS 2000
-#define DAYTONA_RUN_GRACE_S 30             /* HTTP time past the command's own limit */
-#define DAYTONA_CMD_MAX (256u * 1024)      /* the command string, quoted */
-#define DAYTONA_ARGS_MAX 512               /* env + assignments + argv */
-#define DAYTONA_ERR_BODY_MAX 4096          /* response bytes kept for lifecycle calls */
-#define DAYTONA_ANSWER_MAX (32u << 20)     /* execute answers read in full, at most */
+#define DAYTONA_RUN_GRACE_S 30	       /* HTTP time past the command's own limit */
+#define DAYTONA_CMD_MAX (256u * 1024)  /* the command string, quoted */
+#define DAYTONA_ARGS_MAX 512	       /* env + assignments + argv */
+#define DAYTONA_ERR_BODY_MAX 4096      /* response bytes kept for lifecycle calls */
+#define DAYTONA_ANSWER_MAX (32u << 20) /* execute answers read in full, at most */
 #define DAYTONA_STATE_MAX 64
 
 struct daytona {
 	struct http_client http;
 };
-_Static_assert(offsetof(struct daytona, http) == 0, "sbx_http_close frees the state from its client");
+_Static_assert(offsetof(struct daytona, http) == 0,
+	       "sbx_http_close frees the state from its client");
 
 int daytona_open(struct sbx *s, char *err, size_t errsz)
 {
@@ -136,7 +138,8 @@ int daytona_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *e
 		return -1;
 	if (!(list = label_list(s, DAYTONA_DEPLOYMENT_LABEL, s->deployment, err, errsz)))
 		return -1;
-	json_array_foreach(list, i, it) {
+	json_array_foreach(list, i, it)
+	{
 		json_t *labels = json_object_get(it, "labels");
 		const char *state = json_string_value(json_object_get(it, "state"));
 		const char *sid = json_string_value(json_object_get(it, "id"));
@@ -152,13 +155,14 @@ int daytona_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *e
 }
 
 /* GET /sandbox/{id} into STATE. 0, 1 when the sandbox does not exist, -1 error. */
-static int daytona_state(struct sbx *s, const char *id, char *state, size_t statesz,
-			 char *reason, size_t reasonsz, char *err, size_t errsz)
+static int daytona_state(struct sbx *s, const char *id, char *state, size_t statesz, char *reason,
+			 size_t reasonsz, char *err, size_t errsz)
 {
 	static const long ok[] = { 200, 404, 0 };
 	struct daytona *d = s->priv;
 	char path[64 + SBX_ID_MAX];
-	struct http_request rq = { .method = "GET", .path = path,
+	struct http_request rq = { .method = "GET",
+				   .path = path,
 				   .body_max = DAYTONA_ERR_BODY_MAX };
 	struct http_response rs;
 	json_t *sb = NULL;
@@ -248,7 +252,9 @@ int daytona_create(struct sbx *s, const char *name, char *id, size_t idsz, char 
 {
 	static const long ok[] = { 200, 201, 0 };
 	struct daytona *d = s->priv;
-	struct http_request rq = { .method = "POST", .path = "/sandbox", .no_retry = 1,
+	struct http_request rq = { .method = "POST",
+				   .path = "/sandbox",
+				   .no_retry = 1,
 				   .body_max = DAYTONA_ERR_BODY_MAX };
 	json_t *body;
 	int found, ret;
@@ -316,8 +322,10 @@ static char *command_line(char *const argv[], char *const envp[], char *why, siz
 	for (int i = 0; argv[i]; i++) {
 		/* the daemon's tokenizer drops empty tokens: an empty argument cannot be sent */
 		if (!argv[i][0]) {
-			snprintf(why, whysz, "daytona: argument %d is empty, which the toolbox "
-					     "cannot pass", i);
+			snprintf(why, whysz,
+				 "daytona: argument %d is empty, which the toolbox "
+				 "cannot pass",
+				 i);
 			return NULL;
 		}
 		if (n >= DAYTONA_ARGS_MAX) {
@@ -433,8 +441,7 @@ int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[]
 		goto out;
 	}
 	if (result)
-		out_tail_put(&tail, result,
-			     json_string_length(json_object_get(ans, "result")));
+		out_tail_put(&tail, result, json_string_length(json_object_get(ans, "result")));
 	res->exit_code = (int)json_integer_value(code);
 	ret = 0;
 out:

@@ -21,8 +21,9 @@ int sbx_dir_path(struct sbx *s, const char *id, char *out, size_t outsz)
 {
 	int n;
 
-	if (!*id || strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-			    strlen(id))
+	if (!*id ||
+	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+		    strlen(id))
 		return -1;
 	n = snprintf(out, outsz, "%s/%s", s->root, id);
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
@@ -41,8 +42,7 @@ void sbx_dir_workdir(struct sbx *s, const char *id, char *out, size_t outsz)
 		snprintf(out, outsz, "%s", s->root);
 }
 
-int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-		   size_t errsz)
+int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
 {
 	char path[PATH_MAX];
 
@@ -106,8 +106,7 @@ int sbx_dir_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
 	return sbx_rmtree(path, err, errsz) || sbx_rmtree(rec, err, errsz) ? -1 : 0;
 }
 
-int sbx_dir_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err,
-		 size_t errsz)
+int sbx_dir_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, size_t errsz)
 {
 	struct dirent *e;
 	DIR *d = opendir(s->root);
@@ -163,7 +162,8 @@ int sbx_dir_own(struct sbx *s, unsigned uid, unsigned gid)
 	/* only the workspaces someone else owns are walked: the steady state costs a stat each */
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    snprintf(path, sizeof(path), "%s/%s", s->root, e->d_name) >= (int)sizeof(path) ||
+		    snprintf(path, sizeof(path), "%s/%s", s->root, e->d_name) >=
+			    (int)sizeof(path) ||
 		    lstat(path, &st) || (st.st_uid == own_uid && st.st_gid == own_gid))
 			continue;
 		if (nftw(path, own_entry, SBX_DIR_FDS, FTW_PHYS | FTW_MOUNT))
@@ -285,8 +285,8 @@ static int copy_tree(struct sbx *s, const char *src, const char *dst, char *err,
 	}
 	{
 		char *argv[] = { cp, dr, keep, from, (char *)dst, NULL };
-		if (proc_run(argv, s->root, envp, SBX_DIR_COPY_TIMEOUT_S, SBX_DIR_COPY_OUT_MAX, NULL,
-			     &res) ||
+		if (proc_run(argv, s->root, envp, SBX_DIR_COPY_TIMEOUT_S, SBX_DIR_COPY_OUT_MAX,
+			     NULL, &res) ||
 		    res.exit_code) {
 			snprintf(err, errsz, "copying %s to %s: %s", src, dst,
 				 res.output && res.len ? res.output : "cp failed");
@@ -305,7 +305,8 @@ int sbx_dir_layer(struct sbx *s, const char *id, struct sbx_layer *l, char *err,
 	struct stat st;
 	ssize_t n;
 
-	if (layer_path(s, id, rec, sizeof(rec)) || sbx_dir_path(s, id, l->upper, sizeof(l->upper))) {
+	if (layer_path(s, id, rec, sizeof(rec)) ||
+	    sbx_dir_path(s, id, l->upper, sizeof(l->upper))) {
 		snprintf(err, errsz, "invalid sandbox id");
 		return -1;
 	}
@@ -314,7 +315,8 @@ int sbx_dir_layer(struct sbx *s, const char *id, struct sbx_layer *l, char *err,
 	if (n < 0)
 		return 0; /* a plain directory */
 	l->lower[n] = '\0';
-	if (snprintf(l->work, sizeof(l->work), "%s/%s", rec, SBX_DIR_WORK) >= (int)sizeof(l->work) ||
+	if (snprintf(l->work, sizeof(l->work), "%s/%s", rec, SBX_DIR_WORK) >=
+		    (int)sizeof(l->work) ||
 	    snprintf(l->mnt, sizeof(l->mnt), "%s/%s", rec, SBX_DIR_MNT) >= (int)sizeof(l->mnt)) {
 		snprintf(err, errsz, "sandbox path too long");
 		return -1;
@@ -366,7 +368,8 @@ static int make_layer(struct sbx *s, const char *rec, char *err, size_t errsz)
 		return -1;
 	}
 	if (stat(s->create_from, &st) || !S_ISDIR(st.st_mode))
-		snprintf(err, errsz, "package cache entry %s was removed meanwhile", s->create_from);
+		snprintf(err, errsz, "package cache entry %s was removed meanwhile",
+			 s->create_from);
 	else if (rename(tmp, rec))
 		snprintf(err, errsz, "rename to %s: %s", rec, strerror(errno));
 	else
@@ -450,7 +453,8 @@ int sbx_dir_exists(struct sbx *s, const char *id, char *err, size_t errsz)
 		return -1;
 	}
 	if (lstat(rec, &st))
-		return 1; /* not made under this root (another configuration's?): not ours to judge */
+		return 1; /* not made under this root (another configuration's?): not ours to judge
+			   */
 	if (stat(path, &st) || !S_ISDIR(st.st_mode))
 		return 0;
 	return sbx_dir_layer(s, id, &l, err, errsz) < 0 ? 0 : 1;
@@ -468,8 +472,7 @@ int sbx_dir_cache_lookup(struct sbx *s, const char *key, char *ref, size_t refsz
 	return !stat(ref, &st) && S_ISDIR(st.st_mode);
 }
 
-int sbx_dir_cache_store(struct sbx *s, const char *id, const char *key, char *err,
-			size_t errsz)
+int sbx_dir_cache_store(struct sbx *s, const char *id, const char *key, char *err, size_t errsz)
 {
 	char entry[PATH_MAX], dir[PATH_MAX], tmp[PATH_MAX + 64];
 	struct sbx_layer l;
@@ -537,6 +540,8 @@ int sbx_dir_cache_remove(struct sbx *s, const char *key, char *err, size_t errsz
 	rc = rename(entry, old);
 	close(lock);
 	if (rc)
-		return errno == ENOENT ? 0 : (snprintf(err, errsz, "%s: %s", entry, strerror(errno)), -1);
+		return errno == ENOENT
+			       ? 0
+			       : (snprintf(err, errsz, "%s: %s", entry, strerror(errno)), -1);
 	return sbx_rmtree(old, err, errsz);
 }

@@ -36,15 +36,15 @@
 #define DOCKER_LABEL_DEPLOYMENT "terrarium.deployment" /* sbx.deployment: whose sandbox */
 #define DOCKER_WORKDIR SBX_WORKSPACE
 #define DOCKER_NAME_MAX 200
-#define DOCKER_EXEC_SLACK_S 30     /* HTTP time beyond the command's own limit */
-#define DOCKER_PULL_TIMEOUT_S 900  /* pulling the image on first use */
+#define DOCKER_EXEC_SLACK_S 30	  /* HTTP time beyond the command's own limit */
+#define DOCKER_PULL_TIMEOUT_S 900 /* pulling the image on first use */
 #define DOCKER_PULL_BODY_MAX (1u << 20)
-#define DOCKER_INSPECT_POLLS 20    /* exec inspect while the stream's end races the exit */
+#define DOCKER_INSPECT_POLLS 20 /* exec inspect while the stream's end races the exit */
 #define DOCKER_INSPECT_POLL_MS 100
 #define DOCKER_SANDBOX_USER "1000:1000" /* the default image's `sandbox` user */
 #define DOCKER_ROOT_USER "0:0"
 #define DOCKER_PIDS_LIMIT 1024
-#define DOCKER_MEMORY_LIMIT (4LL << 30)  /* bytes; swap is not added to it */
+#define DOCKER_MEMORY_LIMIT (4LL << 30) /* bytes; swap is not added to it */
 #define DOCKER_CA_PATH "/etc/terrarium/ca-bundle.crt"
 #define DOCKER_CACHE_REPO "terrarium-cache"
 #define DOCKER_LABEL_CACHE "terrarium.cache"
@@ -58,20 +58,22 @@
 #define DOCKER_MARK_VAR "TERRARIUM_EXEC"
 #define DOCKER_MARK_BYTES 16
 #define DOCKER_KILL_TIMEOUT_S 30
-#define DOCKER_KILL_SCRIPT                                                                   \
-	"for i in 1 2 3; do for p in /proc/[0-9]*; do tr '\\0' '\\n' <\"$p/environ\" 2>/dev/null | " \
+#define DOCKER_KILL_SCRIPT                                                                         \
+	"for i in 1 2 3; do for p in /proc/[0-9]*; do tr '\\0' '\\n' <\"$p/environ\" 2>/dev/null " \
+	"| "                                                                                       \
 	"grep -qx \"$1\" && kill -9 \"${p#/proc/}\" 2>/dev/null; done; done; exit 0"
 /* The container's main process: hands /workspace to the sandbox user (an image of one's own may
  * have it root's, as WorkingDir makes it; the default image and cache images have it so already:
  * then nothing changes), then idles so that commands can be exec'd. Done by pid 1 as the
  * container starts, not by an exec of its own (three Engine calls and a process per create). */
-#define DOCKER_ENTRYPOINT "chown " DOCKER_SANDBOX_USER " " DOCKER_WORKDIR " 2>/dev/null; exec tail -f /dev/null"
+#define DOCKER_ENTRYPOINT                                                                          \
+	"chown " DOCKER_SANDBOX_USER " " DOCKER_WORKDIR " 2>/dev/null; exec tail -f /dev/null"
 
 /* What the container's root keeps: apt downloads as _apt (SETUID/SETGID), dpkg writes into
  * directories of other owners and sets owners and modes (CHOWN, DAC_OVERRIDE, FOWNER, FSETID).
  * No NET_RAW, MKNOD, SYS_*, SETFCAP, ... The unprivileged user has none of them. */
-static const char *const docker_cap_add[] = { "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID",
-					      "SETUID", "SETGID", NULL };
+static const char *const docker_cap_add[] = { "CHOWN",	"DAC_OVERRIDE", "FOWNER", "FSETID",
+					      "SETUID", "SETGID",	NULL };
 /* The variables that name the CA bundle, for the tools that read one each. */
 static const char *const docker_ca_vars[] = { "SSL_CERT_FILE",	   "NODE_EXTRA_CA_CERTS",
 					      "PIP_CERT",	   "REQUESTS_CA_BUNDLE",
@@ -81,7 +83,8 @@ static const char *const docker_ca_vars[] = { "SSL_CERT_FILE",	   "NODE_EXTRA_CA
 struct docker {
 	struct http_client http;
 };
-_Static_assert(offsetof(struct docker, http) == 0, "sbx_http_close frees the state from its client");
+_Static_assert(offsetof(struct docker, http) == 0,
+	       "sbx_http_close frees the state from its client");
 
 static struct docker *docker_of(struct sbx *s)
 {
@@ -164,8 +167,9 @@ static int inspect_owned(struct docker *d, const char *cname, const char *name, 
 		goto out;
 	}
 	if (!label || strcmp(label, name)) {
-		snprintf(err, errsz, "docker: container %s exists but is not terrarium's sandbox %s",
-			 cname, name);
+		snprintf(err, errsz,
+			 "docker: container %s exists but is not terrarium's sandbox %s", cname,
+			 name);
 		goto out;
 	}
 	strcpy(id, cid);
@@ -248,17 +252,12 @@ static json_t *container_spec(struct sbx *s, const char *name)
 		snprintf(bind, sizeof(bind), "%s:%s:ro", ca, DOCKER_CA_PATH);
 		json_array_append_new(binds, json_string(bind));
 	}
-	host = json_pack("{s:s, s:b, s:b, s:[s], s:o, s:[s], s:I, s:I, s:I, s:o}",
-			 "NetworkMode", s->create_share_net ? "bridge" : "none",
-			 "Init", 1,
-			 "Privileged", 0,
-			 "CapDrop", "ALL",
-			 "CapAdd", caps,
-			 "SecurityOpt", "no-new-privileges",
-			 "PidsLimit", (json_int_t)DOCKER_PIDS_LIMIT,
-			 "Memory", (json_int_t)DOCKER_MEMORY_LIMIT,
-			 "MemorySwap", (json_int_t)DOCKER_MEMORY_LIMIT,
-			 "Binds", binds);
+	host = json_pack("{s:s, s:b, s:b, s:[s], s:o, s:[s], s:I, s:I, s:I, s:o}", "NetworkMode",
+			 s->create_share_net ? "bridge" : "none", "Init", 1, "Privileged", 0,
+			 "CapDrop", "ALL", "CapAdd", caps, "SecurityOpt", "no-new-privileges",
+			 "PidsLimit", (json_int_t)DOCKER_PIDS_LIMIT, "Memory",
+			 (json_int_t)DOCKER_MEMORY_LIMIT, "MemorySwap",
+			 (json_int_t)DOCKER_MEMORY_LIMIT, "Binds", binds);
 	labels = json_pack("{s:s, s:s}", DOCKER_LABEL_SESSION, name, DOCKER_LABEL_MANAGED, "true");
 	if (!host || !labels) {
 		json_decref(host);
@@ -270,15 +269,11 @@ static json_t *container_spec(struct sbx *s, const char *name)
 	/* no User: the Engine gives an exec as root the capabilities above only when the
 	 * container's user is root; commands choose theirs (exec_create). pid 1 (docker-init, then
 	 * DOCKER_ENTRYPOINT) runs as that capability-poor root and does nothing else. */
-	return json_pack("{s:s, s:[s,s,s], s:s, s:o, s:b, s:b, s:o, s:o}",
-			 "Image", s->create_from ? s->create_from : s->remote->image,
-			 "Entrypoint", "sh", "-c", DOCKER_ENTRYPOINT,
-			 "WorkingDir", DOCKER_WORKDIR,
-			 "Env", container_env(s),
-			 "Tty", 0,
-			 "OpenStdin", 0,
-			 "Labels", labels,
-			 "HostConfig", host);
+	return json_pack("{s:s, s:[s,s,s], s:s, s:o, s:b, s:b, s:o, s:o}", "Image",
+			 s->create_from ? s->create_from : s->remote->image, "Entrypoint", "sh",
+			 "-c", DOCKER_ENTRYPOINT, "WorkingDir", DOCKER_WORKDIR, "Env",
+			 container_env(s), "Tty", 0, "OpenStdin", 0, "Labels", labels, "HostConfig",
+			 host);
 }
 
 /* POST /containers/create?name=NAME (ContainerCreate): 201 {Id}, 409 when the name is taken,
@@ -348,8 +343,8 @@ int docker_create(struct sbx *s, const char *name, char *id, size_t idsz, char *
 			return -1;
 		status = create_container(s, cname, name, id, idsz, err, errsz);
 	}
-	if (status == 409 && inspect_owned(d, cname, name, id, idsz, image, sizeof(image), err,
-					   errsz))
+	if (status == 409 &&
+	    inspect_owned(d, cname, name, id, idsz, image, sizeof(image), err, errsz))
 		return -1;
 	if (status == 409 && s->create_from && strcmp(image, s->create_from)) {
 		/* left by an attempt that recorded nothing, from another image than the cache
@@ -380,7 +375,7 @@ int docker_start(struct sbx *s, const char *id, char *err, size_t errsz)
 struct demux {
 	struct out_tail *out;
 	unsigned char header[8];
-	size_t hlen;      /* header bytes collected */
+	size_t hlen;	    /* header bytes collected */
 	unsigned long left; /* payload bytes still to come in this frame */
 	int bad;
 };
@@ -683,7 +678,8 @@ int docker_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *er
 		json_decref(root);
 		return -1;
 	}
-	json_array_foreach(root, i, c) {
+	json_array_foreach(root, i, c)
+	{
 		json_t *labels = json_object_get(c, "Labels");
 		const char *cid = json_string_value(json_object_get(c, "Id"));
 
@@ -766,7 +762,8 @@ static void delete_untagged(struct docker *d, const char *key)
 		return;
 	snprintf(path, sizeof(path), "/images/json?filters=%s", efilters);
 	root = http_get_json(&d->http, path, err, sizeof(err)); /* NULL: nothing to delete */
-	json_array_foreach(root, i, img) {
+	json_array_foreach(root, i, img)
+	{
 		const char *iid = json_string_value(json_object_get(img, "Id"));
 		if (iid)
 			image_delete(d, iid, err, sizeof(err));
@@ -807,7 +804,8 @@ int docker_cache_store(struct sbx *s, const char *id, const char *key, char *err
 	if (image_id(d, ref, tagged, sizeof(tagged), err, errsz) == 1 && strcmp(tagged, mine))
 		image_delete(d, mine, err, errsz); /* another reconciler's commit won the tag */
 	else
-		delete_untagged(d, key); /* an earlier commit of the key this one took the tag from */
+		delete_untagged(d,
+				key); /* an earlier commit of the key this one took the tag from */
 out:
 	json_decref(body);
 	http_response_release(&rs);

@@ -43,21 +43,21 @@
 #include "http.h"
 #include "remote.h"
 
-#define E2B_META_KEY "terrarium_sandbox"   /* metadata key holding the deterministic name */
+#define E2B_META_KEY "terrarium_sandbox"	  /* metadata key holding the deterministic name */
 #define E2B_DEPLOYMENT_KEY "terrarium_deployment" /* metadata key holding sbx.deployment */
-#define E2B_LIST_PAGE "100"                /* GET /v2/sandboxes limit: the spec's maximum */
-#define E2B_DEFAULT_TEMPLATE "base"        /* the SDK's default template (sandbox/index.ts) */
-#define E2B_ENVD_PORT 49983                /* ConnectionConfig.envdPort */
-#define E2B_TTL_S 3600                     /* sandbox timeout asked for: the Hobby tier's cap */
-#define E2B_WORKDIR "/home/user"           /* the template user's home (defaultUsername) */
-#define E2B_RUN_AS_ROOT "Basic cm9vdDo="    /* HTTP Basic "root:": installs need root (apt-get) */
-#define E2B_KEEPALIVE_S 50                 /* KEEPALIVE_PING_INTERVAL_SEC in connectionConfig.ts */
-#define E2B_RUN_GRACE_S 30                 /* HTTP time past the command's own limit */
-#define E2B_FRAME_MAX (4u << 20)           /* largest Connect message accepted from envd */
+#define E2B_LIST_PAGE "100"			  /* GET /v2/sandboxes limit: the spec's maximum */
+#define E2B_DEFAULT_TEMPLATE "base"	 /* the SDK's default template (sandbox/index.ts) */
+#define E2B_ENVD_PORT 49983		 /* ConnectionConfig.envdPort */
+#define E2B_TTL_S 3600			 /* sandbox timeout asked for: the Hobby tier's cap */
+#define E2B_WORKDIR "/home/user"	 /* the template user's home (defaultUsername) */
+#define E2B_RUN_AS_ROOT "Basic cm9vdDo=" /* HTTP Basic "root:": installs need root (apt-get) */
+#define E2B_KEEPALIVE_S 50		 /* KEEPALIVE_PING_INTERVAL_SEC in connectionConfig.ts */
+#define E2B_RUN_GRACE_S 30		 /* HTTP time past the command's own limit */
+#define E2B_FRAME_MAX (4u << 20)	 /* largest Connect message accepted from envd */
 #define E2B_DOMAIN_MAX 256
 #define E2B_TOKEN_MAX 1024
 #define E2B_STATUS_MAX 128
-#define E2B_ERR_BODY_MAX 4096              /* response bytes kept for non-streamed calls */
+#define E2B_ERR_BODY_MAX 4096 /* response bytes kept for non-streamed calls */
 
 struct e2b {
 	struct http_client http;
@@ -167,8 +167,7 @@ out:
 static const struct remote_tags e2b_tags = { "metadata", E2B_META_KEY, "sandboxID", NULL };
 
 /* Find the sandbox whose metadata carries NAME (remote_find_fn). */
-static int e2b_find(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-		    size_t errsz)
+static int e2b_find(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
 {
 	return remote_find_in(s, list_page(s, E2B_META_KEY, name, "", NULL, 0, err, errsz),
 			      &e2b_tags, name, id, idsz, err, errsz);
@@ -184,14 +183,16 @@ int e2b_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, 
 		return -1;
 	do {
 		json_t *list = list_page(s, E2B_DEPLOYMENT_KEY, s->deployment, token, token,
-					 sizeof(token), err, errsz), *it;
+					 sizeof(token), err, errsz),
+		       *it;
 		size_t i;
 
 		if (!list)
 			return -1;
 		if (!json_array_size(list))
 			token[0] = '\0';
-		json_array_foreach(list, i, it) {
+		json_array_foreach(list, i, it)
+		{
 			json_t *meta = json_object_get(it, "metadata");
 			const char *sid = json_string_value(json_object_get(it, "sandboxID"));
 
@@ -210,8 +211,9 @@ int e2b_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err
 	static const long ok[] = { 201, 200, 0 };
 	struct e2b *e = s->priv;
 	const char *tpl = s->remote->image[0] ? s->remote->image : E2B_DEFAULT_TEMPLATE;
-	struct http_request rq = { .method = "POST", .path = "/sandboxes", .no_retry = 1,
-				   .body_max = E2B_ERR_BODY_MAX };
+	struct http_request rq = {
+		.method = "POST", .path = "/sandboxes", .no_retry = 1, .body_max = E2B_ERR_BODY_MAX
+	};
 	json_t *body;
 	int found, ret;
 
@@ -343,14 +345,14 @@ static void envd_headers(const char *id, const struct envd *ev, long timeout_ms,
 /* The state of one Start stream: enveloped messages are reassembled here. */
 struct stream {
 	struct out_tail *out;
-	struct strbuf buf;            /* at most one incomplete message */
-	int bad;                      /* malformed stream: the transfer is aborted */
+	struct strbuf buf; /* at most one incomplete message */
+	int bad;	   /* malformed stream: the transfer is aborted */
 	char why[160];
 	long long pid;
 	int started, ended, exited, end_stream;
 	long exit_code;
 	char status[E2B_STATUS_MAX];
-	char error_code[64];          /* EndStreamResponse.error.code */
+	char error_code[64]; /* EndStreamResponse.error.code */
 	char error_msg[256];
 };
 
@@ -460,7 +462,10 @@ static void e2b_kill(struct sbx *s, const char *id, const struct envd *ev, long 
 	struct e2b *e = s->priv;
 	char url[HTTP_URL_MAX + 64], err[SBX_ERR_MAX];
 	struct envd_headers hb;
-	struct http_request rq = { .method = "POST", .path = url, .no_auth = 1, .no_retry = 1,
+	struct http_request rq = { .method = "POST",
+				   .path = url,
+				   .no_auth = 1,
+				   .no_retry = 1,
 				   .body_max = E2B_ERR_BODY_MAX };
 	struct http_response rs;
 	int n = 0;
@@ -483,8 +488,8 @@ static int signal_status(const char *status)
 	static const struct {
 		const char *name;
 		int sig;
-	} sigs[] = { { "hangup", 1 },     { "interrupt", 2 },  { "quit", 3 },
-		     { "aborted", 6 },    { "killed", 9 },     { "segmentation fault", 11 },
+	} sigs[] = { { "hangup", 1 },	    { "interrupt", 2 },	 { "quit", 3 },
+		     { "aborted", 6 },	    { "killed", 9 },	 { "segmentation fault", 11 },
 		     { "broken pipe", 13 }, { "terminated", 15 } };
 
 	if (strncmp(status, "signal: ", 8))
@@ -505,7 +510,10 @@ int e2b_run(struct sbx *s, const char *id, int share_net, char *const argv[], ch
 	struct envd_headers hb;
 	struct out_tail tail;
 	struct stream st;
-	struct http_request rq = { .method = "POST", .path = url, .no_auth = 1, .no_retry = 1,
+	struct http_request rq = { .method = "POST",
+				   .path = url,
+				   .no_auth = 1,
+				   .no_retry = 1,
 				   .content_type = "application/connect+json",
 				   .body_max = E2B_ERR_BODY_MAX };
 	struct http_response rs = { 0 };

@@ -32,10 +32,10 @@ struct xfer {
 	struct strbuf headers;
 	int keep_headers;
 	char retry_after[HTTP_RETRY_AFTER_MAX];
-	int streamed;   /* on_data has received bytes: the call must not repeat */
-	int aborted;    /* on_data asked to stop */
+	int streamed; /* on_data has received bytes: the call must not repeat */
+	int aborted;  /* on_data asked to stop */
 	struct http_client *client;
-	int stopped;    /* the client's watch said stop */
+	int stopped; /* the client's watch said stop */
 };
 
 static void wipe(void *p, size_t n)
@@ -64,8 +64,8 @@ static int read_key(struct http_client *c, const char *path, char *err, size_t e
 		return -1;
 	}
 	if (st.st_size >= HTTP_KEY_MAX) {
-		snprintf(err, errsz, "%s: api_key_file %s: is too large (limit %d bytes)", c->backend,
-			 path, HTTP_KEY_MAX - 1);
+		snprintf(err, errsz, "%s: api_key_file %s: is too large (limit %d bytes)",
+			 c->backend, path, HTTP_KEY_MAX - 1);
 		close(fd);
 		return -1;
 	}
@@ -97,8 +97,8 @@ static int read_key(struct http_client *c, const char *path, char *err, size_t e
 	return 0;
 }
 
-int http_init(struct http_client *c, const char *backend, const struct remote_conf *rc,
-	      char *err, size_t errsz)
+int http_init(struct http_client *c, const char *backend, const struct remote_conf *rc, char *err,
+	      size_t errsz)
 {
 	const char *base = rc->url[0] ? rc->url : rc->socket[0] ? HTTP_DEFAULT_SOCKET_BASE : NULL;
 	size_t blen;
@@ -557,7 +557,8 @@ int http_do(struct http_client *c, const struct http_request *rq, struct http_re
 			break;
 		if (x.retry_after[0]) {
 			unsigned long s = strtoul(x.retry_after, NULL, 10);
-			delay = s * 1000 > HTTP_BACKOFF_CAP_MS ? HTTP_BACKOFF_CAP_MS : (unsigned)s * 1000;
+			delay = s * 1000 > HTTP_BACKOFF_CAP_MS ? HTTP_BACKOFF_CAP_MS
+							       : (unsigned)s * 1000;
 		}
 		c->retry_sleep_ms += delay;
 		if (watched_sleep(c, delay)) {
@@ -581,12 +582,13 @@ int http_do(struct http_client *c, const struct http_request *rq, struct http_re
 		rs->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
 		rs->stopped = x.stopped;
 		if (x.stopped)
-			snprintf(err, errsz, "%s %s: stopped by the caller's watch", rq->method, path);
+			snprintf(err, errsz, "%s %s: stopped by the caller's watch", rq->method,
+				 path);
 		else if (x.aborted)
 			snprintf(err, errsz, "%s %s: aborted by the driver", rq->method, path);
 		else
-			snprintf(err, errsz, "%s %s: %s%s", rq->method, path, curl_easy_strerror(rc),
-				 rs->tries > 1 ? " (after retries)" : "");
+			snprintf(err, errsz, "%s %s: %s%s", rq->method, path,
+				 curl_easy_strerror(rc), rs->tries > 1 ? " (after retries)" : "");
 	}
 	goto out;
 nomem:
@@ -642,8 +644,8 @@ int http_escape(const char *in, char *out, size_t outsz)
 	size_t o = 0;
 
 	for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		    *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
 			if (o + 1 >= outsz)
 				return -1;
 			out[o++] = (char)*p;
@@ -661,8 +663,8 @@ int http_escape(const char *in, char *out, size_t outsz)
 	return 0;
 }
 
-void *sbx_http_open(struct sbx *s, const struct remote_conf *rc, size_t size,
-		    const char *auth_name, const char *auth_prefix, char *err, size_t errsz)
+void *sbx_http_open(struct sbx *s, const struct remote_conf *rc, size_t size, const char *auth_name,
+		    const char *auth_prefix, char *err, size_t errsz)
 {
 	struct http_client *c = calloc(1, size); /* the state's first member */
 

@@ -26,16 +26,16 @@
 #include "process.h"
 
 #define HTTP_BODY_MAX (4u << 20)      /* response bytes kept when the request sets no cap */
-#define HTTP_HEADERS_MAX 16384        /* response header bytes kept (keep_headers) */
-#define HTTP_ERROR_BODY_MAX 200       /* body bytes quoted in an error string */
-#define HTTP_RETRIES_MAX 3            /* retries after the first try (transient outcomes only) */
-#define HTTP_BACKOFF_MS 250           /* first retry delay; doubles each retry */
+#define HTTP_HEADERS_MAX 16384	      /* response header bytes kept (keep_headers) */
+#define HTTP_ERROR_BODY_MAX 200	      /* body bytes quoted in an error string */
+#define HTTP_RETRIES_MAX 3	      /* retries after the first try (transient outcomes only) */
+#define HTTP_BACKOFF_MS 250	      /* first retry delay; doubles each retry */
 #define HTTP_BACKOFF_CAP_MS 4000      /* retry delay cap (a Retry-After is honoured up to it) */
 #define HTTP_CONNECT_TIMEOUT_MAX_S 10 /* connect timeout: min(timeout_s, this) */
-#define HTTP_KEY_MAX 4096             /* credential file size cap */
+#define HTTP_KEY_MAX 4096	      /* credential file size cap */
 #define HTTP_AUTH_NAME_MAX 64
 #define HTTP_URL_MAX 2048
-#define HTTP_HEADERS_EXTRA_MAX 16     /* extra request headers per call */
+#define HTTP_HEADERS_EXTRA_MAX 16 /* extra request headers per call */
 
 /* Receives response body bytes as they arrive when a request sets on_data (the body is then
  * not kept in the response). Return 0 to continue, non-zero to abort the transfer (the call
@@ -44,39 +44,39 @@
 typedef int (*http_data_fn)(void *arg, const char *data, size_t len);
 
 struct http_client {
-	void *easy;                          /* CURL *, owned */
-	char backend[32];                    /* for error strings and logs */
-	char base[HTTP_URL_MAX];             /* base URL, no trailing '/' */
-	char socket[CONFIG_STR_MAX];         /* unix socket path, or "" */
-	long timeout_s;                      /* total per call (>= 1) */
-	char key[HTTP_KEY_MAX];              /* credential, or "" (never logged) */
-	char auth_name[HTTP_AUTH_NAME_MAX];  /* header carrying the credential */
-	char auth_prefix[32];                /* before the credential: "" or "Bearer " */
-	unsigned retry_sleep_ms;             /* total slept in backoff (tests read it) */
+	void *easy;			    /* CURL *, owned */
+	char backend[32];		    /* for error strings and logs */
+	char base[HTTP_URL_MAX];	    /* base URL, no trailing '/' */
+	char socket[CONFIG_STR_MAX];	    /* unix socket path, or "" */
+	long timeout_s;			    /* total per call (>= 1) */
+	char key[HTTP_KEY_MAX];		    /* credential, or "" (never logged) */
+	char auth_name[HTTP_AUTH_NAME_MAX]; /* header carrying the credential */
+	char auth_prefix[32];		    /* before the credential: "" or "Bearer " */
+	unsigned retry_sleep_ms;	    /* total slept in backoff (tests read it) */
 	/* The caller's watch, asked while a call runs (about every interval_ms: during a transfer,
 	 * before each try and in the backoff between tries): *watch, or none when WATCH or *WATCH
 	 * is NULL. sbx_open points it at the sandbox's sbx.watch. A non-zero answer aborts the
 	 * call at once (rs->stopped); clear *watch for calls that clean up after that. */
 	const struct proc_watch *const *watch;
-	long long watch_due_ms;              /* monotonic time the watch is asked next */
+	long long watch_due_ms; /* monotonic time the watch is asked next */
 };
 
 struct http_request {
 	const char *method;   /* "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD" */
 	const char *path;     /* appended to the base URL ("/v1/sandboxes?x=y"), or an absolute
 			       * http:// or https:// URL (an endpoint the service handed out) */
-	json_t *body;         /* JSON body (borrowed; sent compact with
+	json_t *body;	      /* JSON body (borrowed; sent compact with
 			       * Content-Type: application/json), or NULL for none */
 	const char *raw_body; /* instead of BODY: RAW_LEN bytes sent as they are (binary allowed,
 			       * e.g. Connect's enveloped messages); borrowed */
 	size_t raw_len;
 	const char *content_type; /* Content-Type of RAW_BODY (default application/octet-stream) */
 	const char *headers[HTTP_HEADERS_EXTRA_MAX + 1]; /* extra "Name: value" lines, NULL-ended
-							   * (headers[0] NULL: none) */
-	int no_auth;          /* do not send the credential (a URL of another service) */
-	int no_retry;         /* never retry (a call with side effects that must not repeat,
+							  * (headers[0] NULL: none) */
+	int no_auth;	      /* do not send the credential (a URL of another service) */
+	int no_retry;	      /* never retry (a call with side effects that must not repeat,
 			       * e.g. starting a command) */
-	long timeout_s;       /* total timeout of this call; 0 = the client's */
+	long timeout_s;	      /* total timeout of this call; 0 = the client's */
 	size_t body_max;      /* bytes of response body kept; 0 = HTTP_BODY_MAX */
 	int keep_headers;     /* keep the response header block (capped at HTTP_HEADERS_MAX) */
 	http_data_fn on_data; /* stream a 2xx body here instead of keeping it; NULL = keep */
@@ -84,18 +84,18 @@ struct http_request {
 };
 
 struct http_response {
-	long status;       /* HTTP status of the last try; 0 when none arrived */
-	char *body;        /* NUL-terminated, at most body_max bytes; owned; never NULL after a
-			    * call (empty string) */
+	long status; /* HTTP status of the last try; 0 when none arrived */
+	char *body;  /* NUL-terminated, at most body_max bytes; owned; never NULL after a
+		      * call (empty string) */
 	size_t len;
-	int truncated;     /* the body was longer than body_max: the rest was dropped */
-	char *headers;     /* raw header lines ("Name: value\r\n"...) when keep_headers, else
-			    * NULL; owned */
+	int truncated; /* the body was longer than body_max: the rest was dropped */
+	char *headers; /* raw header lines ("Name: value\r\n"...) when keep_headers, else
+			* NULL; owned */
 	size_t headers_len;
-	int tries;         /* attempts made (1 + retries) */
-	int timed_out;     /* the last try failed at the total timeout (http_do returned -1) */
-	int stopped;       /* the client's watch said stop: the call was aborted (http_do
-			    * returned -1) */
+	int tries;     /* attempts made (1 + retries) */
+	int timed_out; /* the last try failed at the total timeout (http_do returned -1) */
+	int stopped;   /* the client's watch said stop: the call was aborted (http_do
+			* returned -1) */
 };
 
 /* A request METHOD PATH with the JSON body BODY (borrowed; NULL: none), every other field zero. */
@@ -106,8 +106,8 @@ struct http_request http_req(const char *method, const char *path, json_t *body)
  * read from RC->api_key_file when set (error: "BACKEND: api_key_file PATH: <strerror>" or "is
  * empty"/"is too large": never the content). 0, or -1 with ERR set. On success call
  * http_release. */
-int http_init(struct http_client *c, const char *backend, const struct remote_conf *rc,
-	      char *err, size_t errsz);
+int http_init(struct http_client *c, const char *backend, const struct remote_conf *rc, char *err,
+	      size_t errsz);
 
 /* Send the credential as "NAME: PREFIXkey" on every request (unless no_auth), e.g.
  * ("OPEN-SANDBOX-API-KEY", ""), ("X-API-Key", ""), ("Authorization", "Bearer "). Without this

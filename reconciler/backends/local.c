@@ -12,6 +12,5 @@ int local_run(struct sbx *s, const char *id, int share_net, char *const argv[], 
 
 	(void)share_net; /* a host process has the host's network */
 	sbx_dir_workdir(s, id, dir, sizeof(dir));
-	return proc_run(argv, dir, envp, timeout_s, (size_t)s->cfg->output_max, s->watch,
-			res);
+	return proc_run(argv, dir, envp, timeout_s, (size_t)s->cfg->output_max, s->watch, res);
 }

@@ -41,27 +41,27 @@
 #include "remote.h"
 
 #define OSB_API_KEY_HEADER "OPEN-SANDBOX-API-KEY"
-#define OSB_NAME_KEY "terrarium.name"       /* metadata key carrying the deterministic name */
+#define OSB_NAME_KEY "terrarium.name"		  /* metadata key carrying the deterministic name */
 #define OSB_DEPLOYMENT_KEY "terrarium.deployment" /* metadata key carrying sbx.deployment */
 /* the states of a sandbox not on its way out, as list_page's STATES (lifecycle spec) */
 #define OSB_LIVE_STATES "&state=Pending&state=Running&state=Pausing&state=Paused&state=Failed"
 #define OSB_EXECD_PORT 44772
 #define OSB_EGRESS_PORT 18080
-#define OSB_TTL_S 86400                     /* the spec's maximum sandbox lifetime */
+#define OSB_TTL_S 86400 /* the spec's maximum sandbox lifetime */
 #define OSB_CPU "1"
 #define OSB_MEMORY "2Gi"
 #define OSB_WORKDIR SBX_WORKSPACE
-#define OSB_READY_TIMEOUT_S 300             /* Pending -> Running */
+#define OSB_READY_TIMEOUT_S 300 /* Pending -> Running */
 #define OSB_POLL_FIRST_MS 200
 #define OSB_POLL_MAX_MS 2000
 #define OSB_LIST_PAGE_SIZE 50
-#define OSB_EXEC_SLACK_S 30                 /* HTTP time beyond the command's own limit */
-#define OSB_SETUP_TIMEOUT_S 60              /* mkdir of the workdir */
-#define OSB_SSE_LINE_MAX (8u << 20)         /* one event; execd sends output line by line */
+#define OSB_EXEC_SLACK_S 30	    /* HTTP time beyond the command's own limit */
+#define OSB_SETUP_TIMEOUT_S 60	    /* mkdir of the workdir */
+#define OSB_SSE_LINE_MAX (8u << 20) /* one event; execd sends output line by line */
 #define OSB_EP_HEADERS 8
 #define OSB_HEADER_LINE_MAX 1024
 #define OSB_ENV_MAX 64
-#define OSB_COMMAND_ID_MAX 128              /* execd's command id (its "init" event) */
+#define OSB_COMMAND_ID_MAX 128 /* execd's command id (its "init" event) */
 
 struct osb_endpoint {
 	int have;
@@ -144,7 +144,8 @@ static int fetch_endpoint(struct osb *o, const char *id, int port, struct osb_en
 		snprintf(ep->url, sizeof(ep->url), "%s://%s",
 			 !strncmp(o->http.base, "https://", 8) ? "https" : "http", endpoint);
 	if (strncmp(ep->url, "http://", 7) && strncmp(ep->url, "https://", 8)) {
-		snprintf(err, errsz, "opensandbox: endpoint for port %d is not an http(s) URL", port);
+		snprintf(err, errsz, "opensandbox: endpoint for port %d is not an http(s) URL",
+			 port);
 		goto out;
 	}
 	while (strlen(ep->url) && ep->url[strlen(ep->url) - 1] == '/')
@@ -153,16 +154,20 @@ static int fetch_endpoint(struct osb *o, const char *id, int port, struct osb_en
 	origin(o->http.base, o2, sizeof(o2));
 	ep->same_origin = !strcmp(o1, o2);
 	headers = json_object_get(root, "headers");
-	json_object_foreach(headers, name, value) {
+	json_object_foreach(headers, name, value)
+	{
 		const char *v = json_string_value(value);
 		int n;
-		if (!v || ep->nheaders >= OSB_EP_HEADERS || strpbrk(name, "\r\n:") || strpbrk(v, "\r\n")) {
-			snprintf(err, errsz, "opensandbox: endpoint for port %d: unusable header", port);
+		if (!v || ep->nheaders >= OSB_EP_HEADERS || strpbrk(name, "\r\n:") ||
+		    strpbrk(v, "\r\n")) {
+			snprintf(err, errsz, "opensandbox: endpoint for port %d: unusable header",
+				 port);
 			goto out;
 		}
 		n = snprintf(ep->headers[ep->nheaders], OSB_HEADER_LINE_MAX, "%s: %s", name, v);
 		if (n < 0 || n >= OSB_HEADER_LINE_MAX) {
-			snprintf(err, errsz, "opensandbox: endpoint for port %d: header too long", port);
+			snprintf(err, errsz, "opensandbox: endpoint for port %d: header too long",
+				 port);
 			goto out;
 		}
 		ep->nheaders++;
@@ -488,7 +493,8 @@ static int find_by_name(struct osb *o, const char *name, char *id, size_t idsz, 
 
 	if (!root)
 		return -1;
-	json_array_foreach(json_object_get(root, "items"), i, item) {
+	json_array_foreach(json_object_get(root, "items"), i, item)
+	{
 		const char *sid = json_string_value(json_object_get(item, "id"));
 		const char *st = state_of(item);
 		const char *tag = meta_of(item, OSB_NAME_KEY);
@@ -521,8 +527,9 @@ int osb_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, 
 	if (sbx_list_start(s, n, err, errsz))
 		return -1;
 	for (int page = 1; more && *n < max; page++) {
-		json_t *root = list_page(o, OSB_DEPLOYMENT_KEY, s->deployment, OSB_LIVE_STATES, page,
-					 err, errsz), *item;
+		json_t *root = list_page(o, OSB_DEPLOYMENT_KEY, s->deployment, OSB_LIVE_STATES,
+					 page, err, errsz),
+		       *item;
 		size_t i;
 
 		if (!root)
@@ -530,9 +537,9 @@ int osb_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, 
 		more = json_is_true(json_object_get(json_object_get(root, "pagination"),
 						    "hasNextPage")) &&
 		       json_array_size(json_object_get(root, "items"));
-		json_array_foreach(json_object_get(root, "items"), i, item)
-			sbx_list_add(s, out, max, n, json_string_value(json_object_get(item, "id")),
-				     meta_of(item, OSB_NAME_KEY), meta_of(item, OSB_DEPLOYMENT_KEY));
+		json_array_foreach(json_object_get(root, "items"), i, item) sbx_list_add(
+			s, out, max, n, json_string_value(json_object_get(item, "id")),
+			meta_of(item, OSB_NAME_KEY), meta_of(item, OSB_DEPLOYMENT_KEY));
 		json_decref(root);
 	}
 	return 0;
@@ -576,8 +583,9 @@ static int wait_running(struct osb *o, const char *id, char *err, size_t errsz)
 		if (failed)
 			return -1;
 		if (clock_mono_s() + (double)delay / 1000 > deadline) {
-			snprintf(err, errsz, "opensandbox: sandbox %s not Running after %ds (state %s)",
-				 id, OSB_READY_TIMEOUT_S, st ? "Pending" : "unknown");
+			snprintf(err, errsz,
+				 "opensandbox: sandbox %s not Running after %ds (state %s)", id,
+				 OSB_READY_TIMEOUT_S, st ? "Pending" : "unknown");
 			return -1;
 		}
 		clock_sleep_ms(delay);
@@ -598,12 +606,10 @@ static int create_sandbox(struct sbx *s, const char *name, char *id, size_t idsz
 	json_t *body;
 	int ret = -1;
 
-	body = json_pack("{s:{s:s}, s:[s,s,s], s:{s:s}, s:i, s:{s:s, s:s}}",
-			 "image", "uri", s->remote->image,
-			 "entrypoint", "tail", "-f", "/dev/null",
-			 "metadata", OSB_NAME_KEY, name,
-			 "timeout", OSB_TTL_S,
-			 "resourceLimits", "cpu", OSB_CPU, "memory", OSB_MEMORY);
+	body = json_pack("{s:{s:s}, s:[s,s,s], s:{s:s}, s:i, s:{s:s, s:s}}", "image", "uri",
+			 s->remote->image, "entrypoint", "tail", "-f", "/dev/null", "metadata",
+			 OSB_NAME_KEY, name, "timeout", OSB_TTL_S, "resourceLimits", "cpu", OSB_CPU,
+			 "memory", OSB_MEMORY);
 	if (!body) {
 		snprintf(err, errsz, "opensandbox: request could not be built");
 		return -1;
@@ -723,9 +729,8 @@ static int in_list(json_t *list, const char *host)
 {
 	size_t i;
 	json_t *v;
-	json_array_foreach(list, i, v)
-		if (json_is_string(v) && !strcmp(json_string_value(v), host))
-			return 1;
+	json_array_foreach(list, i, v) if (json_is_string(v) &&
+					   !strcmp(json_string_value(v), host)) return 1;
 	return 0;
 }
 
@@ -759,20 +764,20 @@ int osb_set_egress(struct sbx *s, const char *id, json_t *hosts, char *err, size
 		goto out;
 	}
 	rules = json_object_get(json_object_get(current, "policy"), "egress");
-	json_array_foreach(rules, i, rule) {
+	json_array_foreach(rules, i, rule)
+	{
 		const char *action = json_string_value(json_object_get(rule, "action"));
 		const char *target = json_string_value(json_object_get(rule, "target"));
 		if (action && target && !strcmp(action, "allow") && !in_list(have, target))
 			json_array_append_new(have, json_string(target));
 	}
-	json_array_foreach(hosts, i, v)
-		if (json_is_string(v) && !in_list(have, json_string_value(v)) &&
-		    !in_list(add, json_string_value(v)))
-			json_array_append_new(add, json_pack("{s:s, s:s}", "action", "allow",
-							     "target", json_string_value(v)));
-	json_array_foreach(have, i, v)
-		if (!in_list(hosts, json_string_value(v)))
-			json_array_append(del, v);
+	json_array_foreach(hosts, i, v) if (json_is_string(v) &&
+					    !in_list(have, json_string_value(v)) &&
+					    !in_list(add, json_string_value(v)))
+		json_array_append_new(add, json_pack("{s:s, s:s}", "action", "allow", "target",
+						     json_string_value(v)));
+	json_array_foreach(have, i, v) if (!in_list(hosts, json_string_value(v)))
+		json_array_append(del, v);
 	if (json_array_size(add) && policy_call(o, ep, "PATCH", add, NULL, err, errsz))
 		goto out;
 	if (json_array_size(del) && policy_call(o, ep, "DELETE", del, NULL, err, errsz))

@@ -111,7 +111,8 @@ int proc_start_setup(struct proc *p, char *const argv[], const char *cwd, char *
 			dprintf(2, "cannot enter %s: %s\n", cwd, strerror(errno));
 			_exit(126);
 		}
-		/* execvpe searches the caller's PATH; the command's own PATH is the one that counts */
+		/* execvpe searches the caller's PATH; the command's own PATH is the one that counts
+		 */
 		environ = (char **)envp;
 		execvp(argv[0], argv);
 		dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));

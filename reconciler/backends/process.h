@@ -10,12 +10,12 @@
 #define PROC_KEEP_FDS_MAX 8
 
 struct proc_result {
-	int exit_code;   /* exit status, or 128 + signal; -1 when it could not start */
-	int timed_out;   /* killed at the time limit */
-	int stopped;     /* killed because the watch asked for it */
-	char *output;    /* the last bytes of the output (at most the cap), NUL-terminated; owned */
+	int exit_code; /* exit status, or 128 + signal; -1 when it could not start */
+	int timed_out; /* killed at the time limit */
+	int stopped;   /* killed because the watch asked for it */
+	char *output;  /* the last bytes of the output (at most the cap), NUL-terminated; owned */
 	size_t len;
-	int truncated;   /* earlier output was dropped */
+	int truncated; /* earlier output was dropped */
 };
 
 void proc_result_release(struct proc_result *r);

@@ -1,6 +1,7 @@
 /* Turning argv into one command line for sandbox services whose command API takes a string
  * and splits it themselves (Daytona's toolbox execute), in a form a POSIX shell reads back the
- * same way; remote.h's sh_join uses it for command lines run by a shell (OpenSandbox's execd). No libcurl here: unit tests link this file alone. */
+ * same way; remote.h's sh_join uses it for command lines run by a shell (OpenSandbox's execd). No
+ * libcurl here: unit tests link this file alone. */
 #ifndef TERRARIUM_QUOTE_H
 #define TERRARIUM_QUOTE_H
 

@@ -83,7 +83,8 @@ static int plain(const char *s)
 {
 	if (!*s)
 		return 0;
-	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:@%+,-") ==
+	return strspn(s,
+		      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:@%+,-") ==
 	       strlen(s);
 }
 
@@ -151,7 +152,8 @@ int remote_find_in(struct sbx *s, json_t *list, const struct remote_tags *t, con
 
 	if (!list)
 		return -1;
-	json_array_foreach(list, i, it) {
+	json_array_foreach(list, i, it)
+	{
 		json_t *tags = json_object_get(it, t->tags);
 		const char *tag = json_string_value(json_object_get(tags, t->name_tag));
 
@@ -169,8 +171,8 @@ int remote_find_in(struct sbx *s, json_t *list, const struct remote_tags *t, con
 	return ret;
 }
 
-static int remote_delete(struct http_client *c, const char *prefix, const char *id,
-			 size_t body_max, char *err, size_t errsz)
+static int remote_delete(struct http_client *c, const char *prefix, const char *id, size_t body_max,
+			 char *err, size_t errsz)
 {
 	static const long ok[] = { 200, 204, 404, 0 };
 	char path[HTTP_URL_MAX];

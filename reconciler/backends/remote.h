@@ -11,15 +11,18 @@
 #include "http.h"
 #include "process.h"
 
-#define REMOTE_ID_MAX 128     /* a sandbox id of a service, in bytes (remote_valid_id) */
-#define REMOTE_DESTROY_MAX 8  /* sandboxes remote_destroy deletes under one name, at most */
-#define REMOTE_EXIT_KILLED (128 + 9) /* a command killed by a time limit or a stop, as by SIGKILL */
+/* a sandbox id of a service, in bytes (remote_valid_id) */
+#define REMOTE_ID_MAX 128
+/* sandboxes remote_destroy deletes under one name, at most */
+#define REMOTE_DESTROY_MAX 8
+/* a command killed by a time limit or a stop, as by SIGKILL */
+#define REMOTE_EXIT_KILLED (128 + 9)
 
 /* Output of one command: at most max bytes, the oldest dropped first. */
 struct out_tail {
-	char *buf;      /* owned; NUL-terminated once out_tail_finish ran */
+	char *buf; /* owned; NUL-terminated once out_tail_finish ran */
 	size_t len, max;
-	int truncated;  /* bytes were dropped */
+	int truncated; /* bytes were dropped */
 	int oom;
 };
 
@@ -56,9 +59,9 @@ typedef int remote_find_fn(struct sbx *s, const char *name, char *id, size_t ids
 /* Where a listed sandbox of such a service keeps its id and the deterministic name it was created
  * with, for remote_find_in. */
 struct remote_tags {
-	const char *tags;     /* the object member holding its tags: "metadata", "labels" */
-	const char *name_tag; /* the tag carrying the name */
-	const char *id_key;   /* the string member holding its id */
+	const char *tags;	   /* the object member holding its tags: "metadata", "labels" */
+	const char *name_tag;	   /* the tag carrying the name */
+	const char *id_key;	   /* the string member holding its id */
 	int (*gone)(json_t *item); /* 1 when the sandbox ITEM is on its way out; NULL: none is */
 };
 

@@ -9,9 +9,10 @@
  *
  * srt runs on the host as the reconciler's user and the command keeps that uid inside: a
  * reconciler started as root opens this driver (srt_prepare) and then gives up root for its
- * [reconciler] user before any command runs (reconciler/main.c, leave_root). Everything srt executes on the host (node, bwrap, socat, rg)
- * is found at open on the reconciler's own PATH and named by absolute path, never looked up on
- * the sandbox's PATH, whose first entry is a workspace directory the sandbox writes. */
+ * [reconciler] user before any command runs (reconciler/main.c, leave_root). Everything srt
+ * executes on the host (node, bwrap, socat, rg) is found at open on the reconciler's own PATH and
+ * named by absolute path, never looked up on the sandbox's PATH, whose first entry is a workspace
+ * directory the sandbox writes. */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +37,7 @@
 #define SRT_HOST_TMP "/var/tmp/terrarium-srt.XXXXXX" /* outside the sandbox's private /tmp */
 #define SRT_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 #define SRT_OWN_ARGS 9 /* node, --no-warnings, script, --settings F, --, env, PATH, TMPDIR */
-#define SRT_ARGV_MAX (SRT_OWN_ARGS + 320)    /* room for an install of 256 packages */
+#define SRT_ARGV_MAX (SRT_OWN_ARGS + 320) /* room for an install of 256 packages */
 #define SRT_ENV_MAX 64
 #define SRT_CHECK_TIMEOUT_S 60
 #define SRT_CHECK_OUTPUT "terrarium-srt-check-ok"
@@ -46,13 +47,13 @@ enum srt_tool { SRT_NODE, SRT_BWRAP, SRT_SOCAT, SRT_RG, SRT_ENV, SRT_NTOOLS };
 static const char *const srt_tool_names[SRT_NTOOLS] = { "node", "bwrap", "socat", "rg", "env" };
 
 struct srt_state {
-	char dir[PATH_MAX];                     /* sandbox-runtime install (package.json, node_modules) */
-	char tool[SRT_NTOOLS][PATH_MAX];        /* absolute paths on the reconciler's PATH */
-	char host_path[CONFIG_STR_MAX * 4];     /* the PATH srt itself runs with */
-	char tmp[sizeof(SRT_HOST_TMP)];         /* srt's TMPDIR (its sockets), private to us */
+	char dir[PATH_MAX];		 /* sandbox-runtime install (package.json, node_modules) */
+	char tool[SRT_NTOOLS][PATH_MAX]; /* absolute paths on the reconciler's PATH */
+	char host_path[CONFIG_STR_MAX * 4]; /* the PATH srt itself runs with */
+	char tmp[sizeof(SRT_HOST_TMP)];	    /* srt's TMPDIR (its sockets), private to us */
 	char settings_dir[sizeof(SRT_HOST_TMP) + 16]; /* tmp/settings: denied to the sandbox */
-	char egress_id[SBX_ID_MAX];             /* the sandbox the allowlist below is for */
-	json_t *egress;                         /* srt allowedDomains, or NULL: no network */
+	char egress_id[SBX_ID_MAX];		      /* the sandbox the allowlist below is for */
+	json_t *egress;				      /* srt allowedDomains, or NULL: no network */
 };
 
 /* The first executable NAME on PATH into OUT. 0 or -1. */
@@ -148,7 +149,8 @@ static int srt_reachable(const struct srt_state *st, char *err, size_t errsz)
 		self_user(who, sizeof(who));
 		snprintf(err, errsz,
 			 "srt: user %s, which runs the sandboxes, cannot read %s/%s: %s: %s; "
-			 "sandbox-runtime must be readable by that user (a checkout under a 0700 home "
+			 "sandbox-runtime must be readable by that user (a checkout under a 0700 "
+			 "home "
 			 "directory such as /root is not: docs/srt.md, Install)",
 			 who, st->dir, scripts[i], path, strerror(e));
 		return -1;
@@ -167,7 +169,8 @@ int srt_prepare(struct sbx *s, char *err, size_t errsz)
 		return -1;
 	}
 	s->priv = st;
-	snprintf(st->host_path, sizeof(st->host_path), "%s", path && *path ? path : SRT_DEFAULT_PATH);
+	snprintf(st->host_path, sizeof(st->host_path), "%s",
+		 path && *path ? path : SRT_DEFAULT_PATH);
 	if (runtime_dir(s->cfg, st->dir, sizeof(st->dir))) {
 		const char *dir = s->cfg->srt_dir[0] ? s->cfg->srt_dir : SRT_RUNTIME_DIR;
 		int e = errno;
@@ -178,22 +181,26 @@ int srt_prepare(struct sbx *s, char *err, size_t errsz)
 		self_user(who, sizeof(who));
 		snprintf(err, errsz,
 			 "srt: no sandbox-runtime directory (%s) for user %s: %s: %s; run "
-			 "scripts/install-deps.sh, in a checkout that user can read (docs/srt.md, Install)",
+			 "scripts/install-deps.sh, in a checkout that user can read (docs/srt.md, "
+			 "Install)",
 			 dir, who, file, strerror(e));
 		goto fail;
 	}
 	snprintf(file, sizeof(file), "%s/%s", st->dir, SRT_CLI);
 	if (access(file, F_OK) && errno == ENOENT) {
-		snprintf(err, errsz, "srt: %s is missing: run scripts/install-deps.sh (npm ci in %s)",
-			 file, st->dir);
+		snprintf(err, errsz,
+			 "srt: %s is missing: run scripts/install-deps.sh (npm ci in %s)", file,
+			 st->dir);
 		goto fail;
 	}
 	/* a reconciler started as root checks again at its first command, as its working user */
 	if (geteuid() != 0 && srt_reachable(st, err, errsz))
 		goto fail;
 	for (int i = 0; i < SRT_NTOOLS; i++)
-		if (find_on_path(st->host_path, srt_tool_names[i], st->tool[i], sizeof(st->tool[i]))) {
-			snprintf(err, errsz, "srt: '%s' is not on PATH (scripts/install-deps.sh installs it)",
+		if (find_on_path(st->host_path, srt_tool_names[i], st->tool[i],
+				 sizeof(st->tool[i]))) {
+			snprintf(err, errsz,
+				 "srt: '%s' is not on PATH (scripts/install-deps.sh installs it)",
 				 srt_tool_names[i]);
 			goto fail;
 		}

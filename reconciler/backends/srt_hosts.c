@@ -76,7 +76,8 @@ json_t *srt_domains(json_t *hosts, char *err, size_t errsz)
 		json_decref(out);
 		return NULL;
 	}
-	json_array_foreach(hosts, i, v) {
+	json_array_foreach(hosts, i, v)
+	{
 		const char *h = json_string_value(v);
 		char entry[EGRESS_HOST_MAX + 3];
 		int rc;
@@ -97,7 +98,8 @@ json_t *srt_domains(json_t *hosts, char *err, size_t errsz)
 			snprintf(entry, sizeof(entry), "%s", h);
 		else {
 			snprintf(err, errsz,
-				 "srt cannot enforce allowed host '%s': it takes dotted names and `*.` "
+				 "srt cannot enforce allowed host '%s': it takes dotted names and "
+				 "`*.` "
 				 "over a name of two labels or more",
 				 h);
 			goto fail;

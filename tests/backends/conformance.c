@@ -26,17 +26,19 @@
 #include "check.h"
 
 #define CONF_NAME_MAX 64
-#define CONF_CAP 1000           /* output_max during the cap check */
-#define CONF_SEQ_N 300          /* `seq 1 300` prints 1092 bytes */
+#define CONF_CAP 1000  /* output_max during the cap check */
+#define CONF_SEQ_N 300 /* `seq 1 300` prints 1092 bytes */
 #define CONF_TIMEOUT_S 60
 #define CONF_ENV_VALUE "two words, 'quoted' and $NOT_EXPANDED"
-#define CONF_LIST_MAX 1000      /* sandboxes one list call may return here */
+#define CONF_LIST_MAX 1000 /* sandboxes one list call may return here */
 
 /* Run ARGV in sandbox ID; RES filled (caller releases). The run's return code. */
 static int run(struct sbx *s, const char *id, const char *const argv[], struct proc_result *res)
 {
-	static const char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-				"LANG=C.UTF-8", "TERRARIUM_CONFORMANCE=" CONF_ENV_VALUE, NULL };
+	static const char *const envp[] = {
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8",
+		"TERRARIUM_CONFORMANCE=" CONF_ENV_VALUE, NULL
+	};
 	memset(res, 0, sizeof(*res));
 	return s->ops->run(s, id, 0, (char *const *)argv, (char *const *)envp, CONF_TIMEOUT_S, res);
 }
@@ -79,8 +81,8 @@ static void check_commands(struct sbx *s, const char *id)
 	int rc;
 
 	rc = run(s, id, exit0, &res);
-	check(rc == 0 && res.exit_code == 0 && !res.timed_out, "sh -c 'exit 0' exits 0 (rc %d, exit %d)",
-	      rc, res.exit_code);
+	check(rc == 0 && res.exit_code == 0 && !res.timed_out,
+	      "sh -c 'exit 0' exits 0 (rc %d, exit %d)", rc, res.exit_code);
 	proc_result_release(&res);
 
 	rc = run(s, id, exit3, &res);
@@ -124,7 +126,8 @@ static void check_output_cap(struct sbx *s, struct config *cfg, const char *id)
 	cfg->output_max = saved;
 	check(rc == 0 && res.exit_code == 0 && res.len == want && res.truncated &&
 		      !memcmp(out_of(&res), full + len - want, want),
-	      "output capped at output_max=%d with the tail kept (got %zu bytes, truncated %d, ends '%s')",
+	      "output capped at output_max=%d with the tail kept (got %zu bytes, truncated %d, "
+	      "ends '%s')",
 	      CONF_CAP, res.len, res.truncated,
 	      shown(res.len > 12 ? out_of(&res) + res.len - 12 : out_of(&res)));
 	proc_result_release(&res);
@@ -183,10 +186,10 @@ static int same_set(json_t *a, json_t *b)
 
 	if (json_array_size(a) != json_array_size(b))
 		return 0;
-	json_array_foreach(a, i, v) {
+	json_array_foreach(a, i, v)
+	{
 		int found = 0;
-		json_array_foreach(b, j, w)
-			found |= json_equal(v, w);
+		json_array_foreach(b, j, w) found |= json_equal(v, w);
 		if (!found)
 			return 0;
 	}
@@ -195,15 +198,16 @@ static int same_set(json_t *a, json_t *b)
 
 static void check_egress(struct sbx *s, const char *id)
 {
-	json_t *install = json_pack("[s,s,s]", "api.example.com", "pypi.org",
-				    "files.pythonhosted.org");
+	json_t *install =
+		json_pack("[s,s,s]", "api.example.com", "pypi.org", "files.pythonhosted.org");
 	json_t *final = json_pack("[s]", "api.example.com");
 	const char *log = getenv("CONFORMANCE_FAKE_LOG");
 	char err[SBX_ERR_MAX] = "";
 	int rc;
 
 	if (!s->ops->set_egress) {
-		check(!s->caps->limited_egress, "no set_egress: the capability table agrees (limited_egress %d)",
+		check(!s->caps->limited_egress,
+		      "no set_egress: the capability table agrees (limited_egress %d)",
 		      s->caps->limited_egress);
 		goto out;
 	}
@@ -220,7 +224,8 @@ static void check_egress(struct sbx *s, const char *id)
 		int ok = n >= 2 && same_set(json_array_get(states, n - 2), install) &&
 			 same_set(json_array_get(states, n - 1), final);
 		char *text = states ? json_dumps(states, JSON_COMPACT) : NULL;
-		check(ok, "the fake saw install hosts, then the final hosts, in that order (%.300s)",
+		check(ok,
+		      "the fake saw install hosts, then the final hosts, in that order (%.300s)",
 		      text ? text : "no states recorded");
 		free(text);
 		json_decref(states);
@@ -262,7 +267,8 @@ int main(int argc, char **argv)
 	snprintf(name2, sizeof(name2), "%s-%ld-%ld-b", prefix, (long)getpid(), (long)time(NULL));
 	snprintf(never, sizeof(never), "%s-%ld-never", prefix, (long)getpid());
 	/* what the reconciler reads from the database (sql/009_deployment.sql): hex */
-	snprintf(deployment, sizeof(deployment), "c0f0%08lx%08lx", (long)getpid(), (long)time(NULL));
+	snprintf(deployment, sizeof(deployment), "c0f0%08lx%08lx", (long)getpid(),
+		 (long)time(NULL));
 	printf("== conformance: backend %s (%s)\n", cfg.backend, config_file);
 
 	if (open_as(&s, &cfg, config_file, deployment, "sbx_open"))
@@ -281,8 +287,8 @@ int main(int argc, char **argv)
 	if (open_as(&s, &cfg, config_file, deployment, "sbx_open after a restart"))
 		goto done;
 	rc = s.ops->create(&s, name, id3, sizeof(id3), err, sizeof(err));
-	check(rc == 0 && !strcmp(id, id3), "after a restart, create attaches to the same sandbox (%s%s)",
-	      id3, rc ? err : "");
+	check(rc == 0 && !strcmp(id, id3),
+	      "after a restart, create attaches to the same sandbox (%s%s)", id3, rc ? err : "");
 
 	check_commands(&s, id);
 	check_output_cap(&s, &cfg, id);
@@ -294,7 +300,8 @@ int main(int argc, char **argv)
 	if (s.ops->list)
 		check(listed(&s, id, name) == 0, "list no longer shows the destroyed sandbox");
 	rc = s.ops->destroy(&s, id, err, sizeof(err));
-	check(rc == 0, "destroy again: a missing sandbox counts as destroyed (%s)", rc ? err : "ok");
+	check(rc == 0, "destroy again: a missing sandbox counts as destroyed (%s)",
+	      rc ? err : "ok");
 	rc = s.ops->destroy(&s, never, err, sizeof(err));
 	check(rc == 0, "destroy of a name never created succeeds (%s)", rc ? err : "ok");
 

@@ -25,31 +25,31 @@
 #include "../../common/clock.h"
 #include "../../common/strbuf.h"
 
-#define RUN_MAX_FILE (8u << 20)           /* bytes read from one request/expect file */
-#define RUN_MAX_RESPONSE (4u << 20)       /* response body bytes kept */
-#define RUN_MAX_RESP_HEADERS 128          /* response header lines kept */
+#define RUN_MAX_FILE (8u << 20)	    /* bytes read from one request/expect file */
+#define RUN_MAX_RESPONSE (4u << 20) /* response body bytes kept */
+#define RUN_MAX_RESP_HEADERS 128    /* response header lines kept */
 #define RUN_MAX_RESP_HEADER_BYTES (64u << 10)
-#define RUN_MAX_REQ_HEADERS 64            /* header and "-name" lines in one request file */
-#define RUN_MAX_GEN_BODY (64u << 20)      /* @body-bytes limit */
-#define RUN_MIN_GEN_BODY 11               /* strlen("{\"name\":\"\"}") */
-#define RUN_MAX_SLEEP_MS 10000            /* @sleep-ms limit */
-#define RUN_MAX_VARS 128                  /* captured variables per case */
-#define RUN_MAX_STEPS 64                  /* numbered steps per case */
-#define RUN_MAX_DEPTH 16                  /* directory nesting below CASES_DIR */
+#define RUN_MAX_REQ_HEADERS 64	     /* header and "-name" lines in one request file */
+#define RUN_MAX_GEN_BODY (64u << 20) /* @body-bytes limit */
+#define RUN_MIN_GEN_BODY 11	     /* strlen("{\"name\":\"\"}") */
+#define RUN_MAX_SLEEP_MS 10000	     /* @sleep-ms limit */
+#define RUN_MAX_VARS 128	     /* captured variables per case */
+#define RUN_MAX_STEPS 64	     /* numbered steps per case */
+#define RUN_MAX_DEPTH 16	     /* directory nesting below CASES_DIR */
 #define RUN_MAX_CASES 100000
-#define RUN_MAX_PATH 4096                 /* a case directory */
+#define RUN_MAX_PATH 4096		      /* a case directory */
 #define RUN_MAX_FILE_PATH (RUN_MAX_PATH + 32) /* a file inside it */
-#define RUN_MAX_NAME 64                   /* variable, backend and method names */
+#define RUN_MAX_NAME 64			      /* variable, backend and method names */
 #define RUN_CONNECT_TIMEOUT_MS 5000L
 #define RUN_TOTAL_TIMEOUT_MS 30000L
-#define RUN_REPORT_BODY_MAX 2000          /* response bytes shown for a failed step */
-#define RUN_REPORT_VALUE_MAX 300          /* bytes of an actual value shown in a failure */
+#define RUN_REPORT_BODY_MAX 2000 /* response bytes shown for a failed step */
+#define RUN_REPORT_VALUE_MAX 300 /* bytes of an actual value shown in a failure */
 #define RUN_ENV_URL "TERRARIUM_URL"
 #define RUN_ENV_URL_PREFIX "TERRARIUM_URL_"
-#define RUN_ENV_DEFAULT_BACKEND "TERRARIUM_BACKEND"  /* backend behind TERRARIUM_URL */
+#define RUN_ENV_DEFAULT_BACKEND "TERRARIUM_BACKEND" /* backend behind TERRARIUM_URL */
 #define RUN_DEFAULT_BACKEND "local"
 #define RUN_ENV_VERBOSE "TERRARIUM_E2E_VERBOSE"
-#define RUN_ENV_VAR_PREFIX "E2E_"         /* any E2E_* environment variable is a variable */
+#define RUN_ENV_VAR_PREFIX "E2E_" /* any E2E_* environment variable is a variable */
 
 #define RUN_DEFAULT_VERSION "2023-06-01"
 #define RUN_DEFAULT_BETA "managed-agents-2026-04-01"
@@ -68,8 +68,8 @@ enum check { CHECK_OK = 0, CHECK_FAIL = 1, CHECK_BAD = -1 };
 /* Result of substituting variables. */
 enum subst_res {
 	SUBST_OK = 0,
-	SUBST_UNSET = 1,  /* a capture that has not happened (an earlier assertion failed) */
-	SUBST_BAD = -1,   /* unknown filter, or an environment variable that is not set */
+	SUBST_UNSET = 1, /* a capture that has not happened (an earlier assertion failed) */
+	SUBST_BAD = -1,	 /* unknown filter, or an environment variable that is not set */
 };
 
 /* Result of evaluating a JSON path. */
@@ -372,16 +372,16 @@ struct header {
 
 struct request {
 	char method[RUN_MAX_NAME];
-	const char *target;                       /* path + query */
+	const char *target; /* path + query */
 	struct header hdr[RUN_MAX_REQ_HEADERS];
 	size_t nhdr;
-	const char *omit[RUN_MAX_REQ_HEADERS];    /* "-name" lines */
+	const char *omit[RUN_MAX_REQ_HEADERS]; /* "-name" lines */
 	size_t nomit;
 	const char *body;
 	size_t body_len;
 	long sleep_ms;
-	struct strbuf text;                          /* substituted file; owns every pointer above */
-	struct strbuf gen;                           /* body made by @body-bytes */
+	struct strbuf text; /* substituted file; owns every pointer above */
+	struct strbuf gen;  /* body made by @body-bytes */
 };
 
 static void request_release(struct request *rq)
@@ -547,8 +547,8 @@ struct response {
 	size_t nh;
 	size_t hbytes;
 	int headers_truncated;
-	json_t *json;        /* parsed body (owned), valid when json_state == 1 */
-	int json_state;      /* 0 not tried, 1 parsed, -1 not JSON */
+	json_t *json;	/* parsed body (owned), valid when json_state == 1 */
+	int json_state; /* 0 not tried, 1 parsed, -1 not JSON */
 	char json_err[256];
 	char transport_err[CURL_ERROR_SIZE];
 };
@@ -643,8 +643,9 @@ static json_t *response_json(struct response *r)
 		if (r->json) {
 			r->json_state = 1;
 		} else {
-			snprintf(r->json_err, sizeof(r->json_err), "body is not JSON: %s (line %d, column %d)",
-				 e.text, e.line, e.column);
+			snprintf(r->json_err, sizeof(r->json_err),
+				 "body is not JSON: %s (line %d, column %d)", e.text, e.line,
+				 e.column);
 			r->json_state = -1;
 		}
 	}
@@ -670,7 +671,7 @@ static int request_send(CURL *curl, const char *base_url, const struct vars *vs,
 			const struct request *rq, struct response *resp, struct strbuf *err)
 {
 	struct curl_slist *hl = NULL;
-	struct strbuf url = {0}, line = {0};
+	struct strbuf url = { 0 }, line = { 0 };
 	const char *key, *why;
 	enum subst_res kind;
 	CURLcode rc;
@@ -687,12 +688,12 @@ static int request_send(CURL *curl, const char *base_url, const struct vars *vs,
 		if (*rq->hdr[i].value)
 			buf_addf(&line, "%s: %s", rq->hdr[i].name, rq->hdr[i].value);
 		else
-			buf_addf(&line, "%s;", rq->hdr[i].name);  /* curl's way to send it empty */
+			buf_addf(&line, "%s;", rq->hdr[i].name); /* curl's way to send it empty */
 		hl = slist_add(hl, line.buf);
 	}
 	for (size_t i = 0; i < rq->nomit; i++) {
 		strbuf_reset(&line);
-		buf_addf(&line, "%s:", rq->omit[i]);  /* also removes curl's own default */
+		buf_addf(&line, "%s:", rq->omit[i]); /* also removes curl's own default */
 		hl = slist_add(hl, line.buf);
 	}
 	if (!request_mentions(rq, "x-api-key")) {
@@ -745,7 +746,7 @@ static int request_send(CURL *curl, const char *base_url, const struct vars *vs,
 	}
 
 	if (rq->sleep_ms) {
-		struct timespec ts = {rq->sleep_ms / 1000, (rq->sleep_ms % 1000) * 1000000L};
+		struct timespec ts = { rq->sleep_ms / 1000, (rq->sleep_ms % 1000) * 1000000L };
 
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 			;
@@ -816,7 +817,7 @@ static int path_parse(const char *s, struct path *p, struct strbuf *err)
 		}
 		g = &p->seg[p->n];
 		if (*c == '.' && c[1] == '[') {
-			c++;  /* ".[0]" is "[0]" */
+			c++; /* ".[0]" is "[0]" */
 			continue;
 		}
 		if (*c == '.') {
@@ -911,7 +912,8 @@ static json_t *path_eval_from(json_t *node, const struct path *p, size_t i)
 		arr = json_array();
 		if (!arr)
 			die_oom();
-		json_array_foreach(node, k, elem) {
+		json_array_foreach(node, k, elem)
+		{
 			json_t *v = path_eval_from(elem, p, i + 1);
 
 			if (v)
@@ -981,8 +983,9 @@ static int parse_rfc3339(const char *s, long long *sec, long *nsec)
 	long ns = 0, off = 0;
 	const char *p;
 
-	if (strlen(s) < 20 || sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi,
-				    &se, &used) != 6 || used != 19)
+	if (strlen(s) < 20 ||
+	    sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &used) != 6 ||
+	    used != 19)
 		return -1;
 	p = s + used;
 	if (*p == '.') {
@@ -999,7 +1002,8 @@ static int parse_rfc3339(const char *s, long long *sec, long *nsec)
 	} else if ((*p == '+' || *p == '-') && isdigit((unsigned char)p[1]) &&
 		   isdigit((unsigned char)p[2]) && p[3] == ':' && isdigit((unsigned char)p[4]) &&
 		   isdigit((unsigned char)p[5])) {
-		off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600L + ((p[4] - '0') * 10 + (p[5] - '0')) * 60L;
+		off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600L +
+		      ((p[4] - '0') * 10 + (p[5] - '0')) * 60L;
 		if (*p == '-')
 			off = -off;
 		p += 6;
@@ -1046,14 +1050,20 @@ static int json_order(const json_t *a, const json_t *b, int *cmp)
 static const char *json_kind(const json_t *v)
 {
 	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "object";
-	case JSON_ARRAY: return "array";
-	case JSON_STRING: return "string";
+	case JSON_OBJECT:
+		return "object";
+	case JSON_ARRAY:
+		return "array";
+	case JSON_STRING:
+		return "string";
 	case JSON_INTEGER:
-	case JSON_REAL: return "number";
+	case JSON_REAL:
+		return "number";
 	case JSON_TRUE:
-	case JSON_FALSE: return "bool";
-	case JSON_NULL: return "null";
+	case JSON_FALSE:
+		return "bool";
+	case JSON_NULL:
+		return "null";
 	}
 	return "?";
 }
@@ -1144,7 +1154,8 @@ static enum check check_header(char *arg, struct response *r, struct strbuf *why
 	}
 	if (rest[0] == '~' && (rest[1] == ' ' || rest[1] == '\t'))
 		return header_values(r, name, NULL, skip_space(rest + 1), why);
-	buf_addf(why, "want 'header NAME: VALUE', 'header NAME ~ RE' or 'header NAME absent|present'");
+	buf_addf(why,
+		 "want 'header NAME: VALUE', 'header NAME ~ RE' or 'header NAME absent|present'");
 	return CHECK_BAD;
 }
 
@@ -1193,7 +1204,8 @@ static enum check check_body(char *arg, struct response *r, struct strbuf *why)
 		buf_adds(why, "no match");
 		return CHECK_FAIL;
 	}
-	buf_adds(why, "want 'body contains \"s\"', 'body !contains \"s\"', 'body ~ RE' or 'body empty'");
+	buf_adds(why,
+		 "want 'body contains \"s\"', 'body !contains \"s\"', 'body ~ RE' or 'body empty'");
 	return CHECK_BAD;
 }
 
@@ -1310,8 +1322,10 @@ static enum check check_json(char *arg, struct response *r, struct strbuf *why)
 		if (json_order(v, lit, &cmp) < 0) {
 			buf_adds(why, "not comparable: ");
 			add_value(why, v);
-		} else if ((strcmp(op, "<") == 0 && cmp < 0) || (strcmp(op, "<=") == 0 && cmp <= 0) ||
-			   (strcmp(op, ">") == 0 && cmp > 0) || (strcmp(op, ">=") == 0 && cmp >= 0)) {
+		} else if ((strcmp(op, "<") == 0 && cmp < 0) ||
+			   (strcmp(op, "<=") == 0 && cmp <= 0) ||
+			   (strcmp(op, ">") == 0 && cmp > 0) ||
+			   (strcmp(op, ">=") == 0 && cmp >= 0)) {
 			ret = CHECK_OK;
 		} else {
 			buf_adds(why, "got ");
@@ -1327,10 +1341,10 @@ static enum check check_json(char *arg, struct response *r, struct strbuf *why)
 			size_t i;
 			json_t *e;
 
-			json_array_foreach(v, i, e)
-				found |= json_equal(e, lit);
+			json_array_foreach(v, i, e) found |= json_equal(e, lit);
 		} else {
-			buf_adds(why, "contains needs a string (substring) or an array (element): got ");
+			buf_adds(why,
+				 "contains needs a string (substring) or an array (element): got ");
 			add_value(why, v);
 			goto out;
 		}
@@ -1379,9 +1393,9 @@ static enum check check_json(char *arg, struct response *r, struct strbuf *why)
 
 		if (strcmp(want, "integer") == 0 ? json_is_integer(v) : strcmp(want, k) == 0)
 			ret = CHECK_OK;
-		else if (strcmp(want, "string") && strcmp(want, "number") && strcmp(want, "integer") &&
-			 strcmp(want, "object") && strcmp(want, "array") && strcmp(want, "null") &&
-			 strcmp(want, "bool")) {
+		else if (strcmp(want, "string") && strcmp(want, "number") &&
+			 strcmp(want, "integer") && strcmp(want, "object") &&
+			 strcmp(want, "array") && strcmp(want, "null") && strcmp(want, "bool")) {
 			buf_addf(why, "unknown type '%s'", want);
 			ret = CHECK_BAD;
 		} else {
@@ -1405,7 +1419,8 @@ static enum check check_json(char *arg, struct response *r, struct strbuf *why)
 			goto out;
 		}
 		ret = CHECK_OK;
-		json_array_foreach(v, i, e) {
+		json_array_foreach(v, i, e)
+		{
 			json_t *cur;
 			enum path_res r2 = path_eval(e, val, &cur, why);
 
@@ -1418,7 +1433,8 @@ static enum check check_json(char *arg, struct response *r, struct strbuf *why)
 				ret = CHECK_FAIL;
 				break;
 			}
-			if (prev && (json_order(prev, cur, &cmp) < 0 || (want_desc ? cmp < 0 : cmp > 0))) {
+			if (prev &&
+			    (json_order(prev, cur, &cmp) < 0 || (want_desc ? cmp < 0 : cmp > 0))) {
 				buf_addf(why, "elements %zu and %zu out of order: ", i - 1, i);
 				add_value(why, prev);
 				buf_adds(why, " then ");
@@ -1528,7 +1544,7 @@ static enum check check_line(char *line, struct vars *vs, struct response *r, st
 /* Cases. */
 
 struct step {
-	long n;            /* 0 for the single-step layout */
+	long n; /* 0 for the single-step layout */
 };
 
 struct run {
@@ -1640,7 +1656,7 @@ static int case_steps(const char *dir, struct step *steps, struct strbuf *err)
 static const char *case_base_url(const char *dir, struct strbuf *skip, struct strbuf *err)
 {
 	char path[RUN_MAX_FILE_PATH], env[RUN_MAX_NAME + sizeof(RUN_ENV_URL_PREFIX)];
-	struct strbuf text = {0};
+	struct strbuf text = { 0 };
 	const char *url = NULL, *deflt;
 	char *word;
 	size_t n;
@@ -1657,8 +1673,9 @@ static const char *case_base_url(const char *dir, struct strbuf *skip, struct st
 	word = skip_space(text.buf);
 	trim_right(word);
 	n = strlen(word);
-	if (!n || n >= RUN_MAX_NAME || strspn(word, "abcdefghijklmnopqrstuvwxyz"
-					      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n) {
+	if (!n || n >= RUN_MAX_NAME ||
+	    strspn(word, "abcdefghijklmnopqrstuvwxyz"
+			 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n) {
 		buf_adds(err, "backend file must hold one word");
 		goto out;
 	}
@@ -1706,9 +1723,9 @@ static enum case_result run_step(struct run *run, const char *dir, const char *b
 				 long stepno, struct vars *vs, struct strbuf *diag)
 {
 	char rpath[RUN_MAX_FILE_PATH], epath[RUN_MAX_FILE_PATH], label[64];
-	struct request rq = {0};
-	struct response resp = {0};
-	struct strbuf raw = {0}, expect = {0}, line = {0}, why = {0};
+	struct request rq = { 0 };
+	struct response resp = { 0 };
+	struct strbuf raw = { 0 }, expect = { 0 }, line = { 0 }, why = { 0 };
 	enum case_result ret = CASE_ERROR;
 	int failed = 0, lineno = 0, status_failed = 0, unchecked = 0;
 	enum subst_res sr;
@@ -1734,7 +1751,8 @@ static enum case_result run_step(struct run *run, const char *dir, const char *b
 		goto out;
 	}
 	if (sr != SUBST_OK || request_parse(&rq, &why) < 0) {
-		buf_addf(diag, "    %s: case error in %s: %s\n", label, strrchr(rpath, '/') + 1, why.buf);
+		buf_addf(diag, "    %s: case error in %s: %s\n", label, strrchr(rpath, '/') + 1,
+			 why.buf);
 		goto out;
 	}
 	if (request_send(run->curl, base_url, vs, &rq, &resp, &why) < 0) {
@@ -1758,7 +1776,8 @@ static enum case_result run_step(struct run *run, const char *dir, const char *b
 		if (!*text || *text == '#')
 			continue;
 		if (status_failed) {
-			/* Everything after a wrong status would fail along with it: count, don't list. */
+			/* Everything after a wrong status would fail along with it: count, don't
+			 * list. */
 			unchecked++;
 			continue;
 		}
@@ -1766,7 +1785,8 @@ static enum case_result run_step(struct run *run, const char *dir, const char *b
 		buf_add(&why, "", 0);
 		sr = subst(vs, text, strlen(text), &line, &why);
 		if (sr != SUBST_OK) {
-			/* A variable a failed capture should have set: a failure, not a bad case. */
+			/* A variable a failed capture should have set: a failure, not a bad case.
+			 */
 			c = sr == SUBST_UNSET ? CHECK_FAIL : CHECK_BAD;
 		} else {
 			char *copy = xstrndup(line.buf, line.len);
@@ -1788,8 +1808,9 @@ static enum case_result run_step(struct run *run, const char *dir, const char *b
 		status_failed = c == CHECK_FAIL && strncmp(text, "status ", 7) == 0;
 	}
 	if (unchecked)
-		buf_addf(diag, "    %s: %d further assertion(s) not checked after the wrong status\n", label,
-			 unchecked);
+		buf_addf(diag,
+			 "    %s: %d further assertion(s) not checked after the wrong status\n",
+			 label, unchecked);
 	if (failed || run->verbose)
 		report_response(diag, &rq, &resp);
 out:
@@ -1806,7 +1827,7 @@ out:
 static enum case_result run_case(struct run *run, const char *dir, const char *name)
 {
 	struct step steps[RUN_MAX_STEPS];
-	struct strbuf diag = {0}, skip = {0}, err = {0};
+	struct strbuf diag = { 0 }, skip = { 0 }, err = { 0 };
 	struct vars vs;
 	const char *base_url;
 	enum case_result ret = CASE_ERROR;
@@ -1906,7 +1927,8 @@ static int walk(const char *root, const char *rel, int depth, struct caselist *c
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		if (snprintf(child, sizeof(child), "%s/%s", dir, de->d_name) >= (int)sizeof(child) ||
+		if (snprintf(child, sizeof(child), "%s/%s", dir, de->d_name) >=
+			    (int)sizeof(child) ||
 		    snprintf(childrel, sizeof(childrel), "%s%s%s", rel, *rel ? "/" : "",
 			     de->d_name) >= (int)sizeof(childrel)) {
 			fprintf(stderr, "e2e-runner: path too long under %s\n", dir);
@@ -1932,38 +1954,45 @@ out:
 
 static void usage(void)
 {
-	fputs(
-"usage: e2e-runner CASES_DIR [FILTER]\n"
-"\n"
-"Runs every case under CASES_DIR (sorted by path) whose path contains FILTER.\n"
-"A case is a directory with 'request' + 'expect', or steps '1.request' + '1.expect', ...\n"
-"Optional file 'backend' (one word B): base URL from $TERRARIUM_URL_B (or upper-cased),\n"
-"else $TERRARIUM_URL when B equals $TERRARIUM_BACKEND (default 'local'), else skipped.\n"
-"Without it: $TERRARIUM_URL.\n"
-"\n"
-"request: 'METHOD /path?query', header lines 'Name: value', '-name' (do not send),\n"
-"  '@body-bytes N', '@sleep-ms N', '# comment'; an empty line; the body (final newline\n"
-"  dropped). Defaults unless named: x-api-key: {{KEY}}, anthropic-version: 2023-06-01,\n"
-"  anthropic-beta: managed-agents-2026-04-01, content-type: application/json (body only).\n"
-"expect (one per line, '#' comments): status N | header NAME: VALUE | header NAME ~ ERE |\n"
-"  header NAME absent|present | json PATH ==|!=|<|<=|>|>= JSON | json PATH absent|present |\n"
-"  json PATH contains|!contains JSON | json PATH ~|!~ ERE | json PATH length N |\n"
-"  json PATH type string|number|integer|object|array|null|bool |\n"
-"  json PATH sorted SUBPATH asc|desc | body contains|!contains \"s\" | body ~ ERE |\n"
-"  body empty | capture NAME PATH | capture NAME header H | capture NAME status\n"
-"PATH: . .a.b .a[0] .a[-1] .a[*].b .m[\"key\"]\n"
-"Variables {{NAME}}, {{NAME|url}}, {{NAME|json}}: UNIQUE, captures, and from the\n"
-"  environment KEY KEY2 KEY_ACCT2 KEY_REVOKED WORKSPACE_ID WORKSPACE2_ID E2E_*.\n"
-"Output: 'ok - case' / 'not ok - case' + details; last line 'N passed, N failed'.\n"
-"Exit: 0 all passed, 1 a case failed, 2 usage error or a malformed case.\n"
-"Set TERRARIUM_E2E_VERBOSE=1 to print every request and response.\n",
+	fputs("usage: e2e-runner CASES_DIR [FILTER]\n"
+	      "\n"
+	      "Runs every case under CASES_DIR (sorted by path) whose path contains FILTER.\n"
+	      "A case is a directory with 'request' + 'expect', or steps '1.request' + '1.expect', "
+	      "...\n"
+	      "Optional file 'backend' (one word B): base URL from $TERRARIUM_URL_B (or "
+	      "upper-cased),\n"
+	      "else $TERRARIUM_URL when B equals $TERRARIUM_BACKEND (default 'local'), else "
+	      "skipped.\n"
+	      "Without it: $TERRARIUM_URL.\n"
+	      "\n"
+	      "request: 'METHOD /path?query', header lines 'Name: value', '-name' (do not send),\n"
+	      "  '@body-bytes N', '@sleep-ms N', '# comment'; an empty line; the body (final "
+	      "newline\n"
+	      "  dropped). Defaults unless named: x-api-key: {{KEY}}, anthropic-version: "
+	      "2023-06-01,\n"
+	      "  anthropic-beta: managed-agents-2026-04-01, content-type: application/json (body "
+	      "only).\n"
+	      "expect (one per line, '#' comments): status N | header NAME: VALUE | header NAME ~ "
+	      "ERE |\n"
+	      "  header NAME absent|present | json PATH ==|!=|<|<=|>|>= JSON | json PATH "
+	      "absent|present |\n"
+	      "  json PATH contains|!contains JSON | json PATH ~|!~ ERE | json PATH length N |\n"
+	      "  json PATH type string|number|integer|object|array|null|bool |\n"
+	      "  json PATH sorted SUBPATH asc|desc | body contains|!contains \"s\" | body ~ ERE |\n"
+	      "  body empty | capture NAME PATH | capture NAME header H | capture NAME status\n"
+	      "PATH: . .a.b .a[0] .a[-1] .a[*].b .m[\"key\"]\n"
+	      "Variables {{NAME}}, {{NAME|url}}, {{NAME|json}}: UNIQUE, captures, and from the\n"
+	      "  environment KEY KEY2 KEY_ACCT2 KEY_REVOKED WORKSPACE_ID WORKSPACE2_ID E2E_*.\n"
+	      "Output: 'ok - case' / 'not ok - case' + details; last line 'N passed, N failed'.\n"
+	      "Exit: 0 all passed, 1 a case failed, 2 usage error or a malformed case.\n"
+	      "Set TERRARIUM_E2E_VERBOSE=1 to print every request and response.\n",
 	      stderr);
 }
 
 int main(int argc, char **argv)
 {
-	struct caselist cl = {0};
-	struct run run = {0};
+	struct caselist cl = { 0 };
+	struct run run = { 0 };
 	const char *root, *filter, *verbose;
 	size_t passed = 0, failed = 0, skipped = 0, broken = 0, selected = 0;
 	int ret = RUN_EXIT_USAGE, curl_ready = 0;
@@ -2002,10 +2031,19 @@ int main(int argc, char **argv)
 		selected++;
 		snprintf(dir, sizeof(dir), "%s%s%s", root, *cl.rel[i] ? "/" : "", cl.rel[i]);
 		switch (run_case(&run, dir, *cl.rel[i] ? cl.rel[i] : root)) {
-		case CASE_PASS: passed++; break;
-		case CASE_SKIP: skipped++; break;
-		case CASE_ERROR: broken++; failed++; break;
-		case CASE_FAIL: failed++; break;
+		case CASE_PASS:
+			passed++;
+			break;
+		case CASE_SKIP:
+			skipped++;
+			break;
+		case CASE_ERROR:
+			broken++;
+			failed++;
+			break;
+		case CASE_FAIL:
+			failed++;
+			break;
 		}
 	}
 	if (!selected)

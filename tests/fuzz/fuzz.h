@@ -33,10 +33,10 @@ fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 	abort();
 }
 
-#define FUZZ_CHECK(cond, ...)                                                    \
-	do {                                                                     \
-		if (!(cond))                                                     \
-			fuzz_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);       \
+#define FUZZ_CHECK(cond, ...)                                                                      \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			fuzz_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                         \
 	} while (0)
 
 /* NUL-terminated copy of DATA[0..size) (malloc'd; embedded NULs stay, so strlen may be less). */
@@ -95,7 +95,8 @@ static inline int fuzz_marker_echoable(json_t *v, const char *marker, const char
 	size_t i;
 
 	if (json_is_object(v)) {
-		json_object_foreach(v, key, item) {
+		json_object_foreach(v, key, item)
+		{
 			if (strstr(key, marker))
 				return 1;
 			for (const char *const *e = echoed; e && *e; e++)
@@ -106,9 +107,8 @@ static inline int fuzz_marker_echoable(json_t *v, const char *marker, const char
 				return 1;
 		}
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, item)
-			if (fuzz_marker_echoable(item, marker, echoed))
-				return 1;
+		json_array_foreach(v, i,
+				   item) if (fuzz_marker_echoable(item, marker, echoed)) return 1;
 	}
 	return 0;
 }
@@ -130,8 +130,8 @@ static inline json_t *fuzz_json_input(const uint8_t *data, size_t size, void (*i
 /* The checks every validation error passes: status 400, or 422 when ALLOW_422; error_code
  * absent or invalid_metadata; a NUL-terminated UTF-8 message; the fuzzer's marker quoted only
  * where BODY has it under one of the ECHOED keys (user-supplied names), never as a value. */
-static inline void fuzz_check_verr(const struct verr *err, json_t *body,
-				   const char *const *echoed, int allow_422)
+static inline void fuzz_check_verr(const struct verr *err, json_t *body, const char *const *echoed,
+				   int allow_422)
 {
 	FUZZ_CHECK(err->status == 400 || (err->status == 422 && allow_422), "status %d: %s",
 		   err->status, err->msg);
@@ -141,8 +141,8 @@ static inline void fuzz_check_verr(const struct verr *err, json_t *body,
 	FUZZ_CHECK(fuzz_utf8_valid(err->msg, strlen(err->msg)), "message is not UTF-8: %s",
 		   err->msg);
 	if (strstr(err->msg, FUZZ_MARKER))
-		FUZZ_CHECK(fuzz_marker_echoable(body, FUZZ_MARKER, echoed), "a value was quoted: %s",
-			   err->msg);
+		FUZZ_CHECK(fuzz_marker_echoable(body, FUZZ_MARKER, echoed),
+			   "a value was quoted: %s", err->msg);
 }
 
 #endif

@@ -19,10 +19,10 @@
 #include "../../handlers/env_validate.h"
 #include "../../handlers/verr.h"
 
-static const char *const def_fields[] = { "name",	 "description", "system",
-					  "model",	 "mcp_servers", "tools",
-					  "skills",	 "execution_identity", "multiagent",
-					  "metadata",	 NULL };
+static const char *const def_fields[] = {
+	"name",	  "description",	"system",     "model",	  "mcp_servers", "tools",
+	"skills", "execution_identity", "multiagent", "metadata", NULL
+};
 static const char *const efforts[] = { "low", "medium", "high", "xhigh", "max", NULL };
 
 static const char *const stored_bodies[] = {
@@ -66,8 +66,8 @@ static void check_url_host(const char *url)
 	FUZZ_CHECK(agent_url_host(url, host, len) == -1, "host of %zu bytes fit in %zu", len, len);
 	FUZZ_CHECK(!egress_url_host(url, egress, sizeof(egress)), "egress finds no host in '%s'",
 		   url);
-	FUZZ_CHECK(!strcmp(egress, host), "'%s': validated host '%s', egress host '%s'", url,
-		   host, egress);
+	FUZZ_CHECK(!strcmp(egress, host), "'%s': validated host '%s', egress host '%s'", url, host,
+		   egress);
 }
 
 /* S accepted as a timestamp converts to a DATETIME(6) literal that converts to itself. */
@@ -98,11 +98,9 @@ static void walk_strings(json_t *v)
 			check_timestamp(json_string_value(v));
 		}
 	} else if (json_is_object(v)) {
-		json_object_foreach(v, key, item)
-			walk_strings(item);
+		json_object_foreach(v, key, item) walk_strings(item);
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, item)
-			walk_strings(item);
+		json_array_foreach(v, i, item) walk_strings(item);
 	}
 }
 
@@ -126,11 +124,11 @@ static void check_def(json_t *def)
 	FUZZ_CHECK(json_is_null(v) || chars_within(v, 1, AGENT_SYSTEM_MAX), "system");
 
 	model = json_object_get(def, "model");
-	FUZZ_CHECK(json_is_object(model) && chars_within(json_object_get(model, "id"), 1,
-							 AGENT_MODEL_ID_MAX),
+	FUZZ_CHECK(json_is_object(model) &&
+			   chars_within(json_object_get(model, "id"), 1, AGENT_MODEL_ID_MAX),
 		   "model.id");
-	FUZZ_CHECK(verr_in_list(json_string_value(json_object_get(json_object_get(model, "effort"),
-								  "type")),
+	FUZZ_CHECK(verr_in_list(json_string_value(
+					json_object_get(json_object_get(model, "effort"), "type")),
 				efforts) &&
 			   json_object_size(json_object_get(model, "effort")) == 1,
 		   "model.effort");
@@ -145,7 +143,8 @@ static void check_def(json_t *def)
 	FUZZ_CHECK(json_is_array(servers) && json_array_size(servers) <= AGENT_MCP_SERVERS_MAX,
 		   "mcp_servers");
 	want = json_object();
-	json_array_foreach(servers, i, s) {
+	json_array_foreach(servers, i, s)
+	{
 		const char *url = json_string_value(json_object_get(s, "url"));
 		char host[HOST_NAME_MAX_LEN + 1];
 
@@ -170,32 +169,31 @@ static void check_def(json_t *def)
 	FUZZ_CHECK(json_is_array(policy) && json_array_size(policy) == json_object_size(want),
 		   "egress policy has %zu hosts, the servers %zu", json_array_size(policy),
 		   json_object_size(want));
-	json_array_foreach(policy, i, v)
-		FUZZ_CHECK(json_object_get(want, json_string_value(v)), "policy host '%s'",
-			   json_string_value(v));
+	json_array_foreach(policy, i, v) FUZZ_CHECK(json_object_get(want, json_string_value(v)),
+						    "policy host '%s'", json_string_value(v));
 	json_decref(policy);
 	json_decref(net);
 	json_decref(want);
 
 	tools = json_object_get(def, "tools");
 	FUZZ_CHECK(json_is_array(tools) && json_array_size(tools) <= AGENT_TOOLS_MAX, "tools");
-	json_array_foreach(tools, i, t) {
+	json_array_foreach(tools, i, t)
+	{
 		const char *want_name = json_string_value(json_object_get(t, "mcp_server_name"));
 		int found = 0;
 
 		if (strcmp(json_string_value(json_object_get(t, "type")), "mcp_toolset"))
 			continue;
-		json_array_foreach(servers, j, s)
-			found |= want_name &&
-				 !strcmp(want_name, json_string_value(json_object_get(s, "name")));
+		json_array_foreach(servers, j, s) found |=
+			want_name &&
+			!strcmp(want_name, json_string_value(json_object_get(s, "name")));
 		FUZZ_CHECK(found, "tools[%zu] names no server", i);
 	}
 	v = json_object_get(def, "skills");
 	FUZZ_CHECK(json_is_array(v) && json_array_size(v) <= AGENT_SKILLS_MAX, "skills");
 	v = json_object_get(def, "execution_identity");
-	FUZZ_CHECK(json_is_object(v) &&
-			   verr_in_list(json_string_value(json_object_get(v, "type")),
-					identity_types),
+	FUZZ_CHECK(json_is_object(v) && verr_in_list(json_string_value(json_object_get(v, "type")),
+						     identity_types),
 		   "execution_identity");
 	v = json_object_get(def, "multiagent");
 	FUZZ_CHECK(json_is_null(v) || json_is_object(v), "multiagent");
@@ -244,8 +242,8 @@ static void fuzz_update(json_t *body, json_t *cur)
 		goto out;
 	}
 	check_def(next);
-	FUZZ_CHECK(changed == !json_equal(next, cur), "changed %d, but the definition %s",
-		   changed, json_equal(next, cur) ? "is the same" : "differs");
+	FUZZ_CHECK(changed == !json_equal(next, cur), "changed %d, but the definition %s", changed,
+		   json_equal(next, cur) ? "is the same" : "differs");
 	again = agent_validate_update(body, next, &changed, &err);
 	FUZZ_CHECK(again, "the same update refused the second time: %s", err.msg);
 	FUZZ_CHECK(!changed && json_equal(again, next), "the same update changed it again");

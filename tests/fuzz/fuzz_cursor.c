@@ -31,10 +31,11 @@ static enum cursor_status parse(const char *in, size_t list, char *created, char
 	memset(created, 0x7f, CURSOR_FIELD_MAX);
 	memset(id, 0x7f, CURSOR_FIELD_MAX);
 	cs = cursor_parse(key, sizeof(key), lists[list].kind, lists[list].filter, in, created, id);
-	FUZZ_CHECK(cs == CURSOR_OK || cs == CURSOR_FORGED || cs == CURSOR_OTHER_FILTER,
-		   "status %d", cs);
+	FUZZ_CHECK(cs == CURSOR_OK || cs == CURSOR_FORGED || cs == CURSOR_OTHER_FILTER, "status %d",
+		   cs);
 	if (cs == CURSOR_OK)
-		FUZZ_CHECK(memchr(created, '\0', CURSOR_FIELD_MAX) && memchr(id, '\0', CURSOR_FIELD_MAX),
+		FUZZ_CHECK(memchr(created, '\0', CURSOR_FIELD_MAX) &&
+				   memchr(id, '\0', CURSOR_FIELD_MAX),
 			   "unterminated field");
 	return cs;
 }

@@ -30,7 +30,8 @@ static const char *const stored_bodies[] = {
 	"\"packages\":{\"pip\":[\"requests==2.0\"],\"apt\":[\"curl\"]}}}",
 	"{\"name\":\"self\",\"config\":{\"type\":\"self_hosted\"},\"scope\":\"account\"}",
 	"{\"name\":\"full\",\"metadata\":{\"k0\":\"v\",\"k1\":\"v\",\"k2\":\"v\",\"k3\":\"v\","
-	"\"k4\":\"v\",\"k5\":\"v\",\"k6\":\"v\",\"k7\":\"v\",\"k8\":\"v\",\"k9\":\"v\",\"ka\":\"v\","
+	"\"k4\":\"v\",\"k5\":\"v\",\"k6\":\"v\",\"k7\":\"v\",\"k8\":\"v\",\"k9\":\"v\",\"ka\":"
+	"\"v\","
 	"\"kb\":\"v\",\"kc\":\"v\",\"kd\":\"v\",\"ke\":\"v\",\"kf\":\"v\"}}",
 };
 #define STORED_COUNT (sizeof(stored_bodies) / sizeof(stored_bodies[0]))
@@ -38,7 +39,7 @@ static const char *const stored_bodies[] = {
 /* Updates are judged with no admission, and as local, bwrap and opensandbox (indexes of caps). */
 static const size_t update_caps[] = { 0, 1, 2, 4 };
 
-static struct env_fields stored[STORED_COUNT + 1]; /* the last: name only, the rest NULL */
+static struct env_fields stored[STORED_COUNT + 1];	   /* the last: name only, the rest NULL */
 static const struct backend_caps *caps[BACKEND_COUNT + 1]; /* [0]: NULL, no admission */
 
 static int str_is(json_t *v, const char *s)
@@ -106,7 +107,8 @@ static void check_hosts(json_t *hosts)
 	check_string_list(hosts, "allowed_hosts");
 	FUZZ_CHECK(json_array_size(hosts) <= ALLOWED_HOSTS_MAX, "%zu hosts",
 		   json_array_size(hosts));
-	json_array_foreach(hosts, i, h) {
+	json_array_foreach(hosts, i, h)
+	{
 		const char *s = json_string_value(h);
 
 		FUZZ_CHECK(host_pattern_valid(s), "stored host '%s' is invalid", s);
@@ -128,7 +130,8 @@ static void check_egress(json_t *networking)
 			FUZZ_CHECK(json_is_null(p), "unrestricted networking has a host list");
 		} else {
 			check_string_list(p, "egress policy");
-			json_array_foreach(p, i, h) {
+			json_array_foreach(p, i, h)
+			{
 				FUZZ_CHECK(!prev || strcmp(prev, json_string_value(h)) < 0,
 					   "policy not sorted and unique at '%s'",
 					   json_string_value(h));
@@ -154,7 +157,8 @@ static void check_fields(const struct env_fields *f, const struct backend_caps *
 		   "description");
 	FUZZ_CHECK(json_is_object(f->metadata) && json_object_size(f->metadata) <= META_MAX_KEYS,
 		   "metadata");
-	json_object_foreach(f->metadata, key, v) {
+	json_object_foreach(f->metadata, key, v)
+	{
 		FUZZ_CHECK(utf8_chars(key) >= 1 && utf8_chars(key) <= META_KEY_MAX, "metadata key");
 		FUZZ_CHECK(json_is_string(v) && utf8_chars(json_string_value(v)) <= META_VALUE_MAX,
 			   "metadata value");
@@ -162,8 +166,9 @@ static void check_fields(const struct env_fields *f, const struct backend_caps *
 	FUZZ_CHECK(json_is_object(cfg), "config");
 	type = json_string_value(json_object_get(cfg, "type"));
 	FUZZ_CHECK(type, "config.type");
-	FUZZ_CHECK(!f->scope || (!strcmp(type, "self_hosted") &&
-				 (!strcmp(f->scope, "account") || !strcmp(f->scope, "organization"))),
+	FUZZ_CHECK(!f->scope ||
+			   (!strcmp(type, "self_hosted") &&
+			    (!strcmp(f->scope, "account") || !strcmp(f->scope, "organization"))),
 		   "scope '%s' with config type '%s'", f->scope, type);
 	if (!strcmp(type, "self_hosted")) {
 		FUZZ_CHECK(json_object_size(cfg) == 1, "self_hosted config carries more than type");
@@ -193,7 +198,8 @@ static void check_fields(const struct env_fields *f, const struct backend_caps *
 
 		check_string_list(list, managers[m]);
 		FUZZ_CHECK(json_array_size(list) <= PKG_MAX_ENTRIES, "%s entries", managers[m]);
-		json_array_foreach(list, i, e) {
+		json_array_foreach(list, i, e)
+		{
 			const char *s = json_string_value(e);
 
 			FUZZ_CHECK(json_string_length(e) <= PKG_ENTRY_MAX && s[0] != '-' &&
@@ -280,8 +286,8 @@ static void fuzz_update(json_t *body, const struct env_fields *state, const stru
 		goto out;
 	}
 	check_fields(&cur, has_config ? c : NULL);
-	FUZZ_CHECK(changed == !fields_equal(&cur, &before), "changed %d, but the state %s",
-		   changed, fields_equal(&cur, &before) ? "is the same" : "differs");
+	FUZZ_CHECK(changed == !fields_equal(&cur, &before), "changed %d, but the state %s", changed,
+		   fields_equal(&cur, &before) ? "is the same" : "differs");
 	env_fields_release(&before);
 	fields_copy(&cur, &before);
 	FUZZ_CHECK(!env_validate_update(body, c, &cur, &again_changed, &err),

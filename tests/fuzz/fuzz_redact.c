@@ -46,13 +46,14 @@ static char *run(const char *in, size_t outsz, size_t *len)
 	memset(out, 0x7f, outsz ? outsz : 1);
 	*len = redact(in, out, outsz);
 	if (!outsz) {
-		FUZZ_CHECK(*len == 0 && (unsigned char)out[0] == 0x7f, "wrote into a 0-byte buffer");
+		FUZZ_CHECK(*len == 0 && (unsigned char)out[0] == 0x7f,
+			   "wrote into a 0-byte buffer");
 		return out;
 	}
 	FUZZ_CHECK(memchr(out, '\0', outsz), "output is not NUL-terminated within %zu bytes",
 		   outsz);
-	FUZZ_CHECK(strlen(out) == *len && *len < outsz, "returned %zu, wrote %zu, buffer %zu",
-		   *len, strlen(out), outsz);
+	FUZZ_CHECK(strlen(out) == *len && *len < outsz, "returned %zu, wrote %zu, buffer %zu", *len,
+		   strlen(out), outsz);
 	return out;
 }
 
@@ -93,7 +94,8 @@ static void check_secret(const char *text, size_t at, const char *pattern)
 		at = tlen;
 	for (size_t i = at; i > 0 && text[i - 1] != '\n'; i--)
 		if (text[i - 1] == '"' || text[i - 1] == '\'')
-			return; /* an open quote before it on its line: which quotes pair is a guess */
+			return; /* an open quote before it on its line: which quotes pair is a guess
+				 */
 	in = malloc(tlen + plen + 2);
 	if (!in)
 		abort();

@@ -77,8 +77,8 @@ static void check_response(const struct request *req, const struct response *res
 	json_error_t jerr;
 
 	FUZZ_CHECK(resp->body, "no response body (status %d)", resp->status);
-	FUZZ_CHECK(strlen(resp->body) == resp->body_len, "body_len %zu, strlen %zu",
-		   resp->body_len, strlen(resp->body));
+	FUZZ_CHECK(strlen(resp->body) == resp->body_len, "body_len %zu, strlen %zu", resp->body_len,
+		   strlen(resp->body));
 	/* the stubs answer 200; the request layer answers 4xx: a 500 is a failed envelope */
 	FUZZ_CHECK(resp->status == 200 || (resp->status >= 400 && resp->status < 500),
 		   "status %d: %s", resp->status, resp->body);
@@ -97,8 +97,7 @@ static void check_response(const struct request *req, const struct response *res
 
 	if (resp->status == 200) {
 		FUZZ_CHECK(read_ok && stub_last_handler, "200 without a handler");
-		FUZZ_CHECK(!strcmp(jstr(json_object_get(body, "handler")),
-				   stub_last_handler),
+		FUZZ_CHECK(!strcmp(jstr(json_object_get(body, "handler")), stub_last_handler),
 			   "200 body %s", resp->body);
 	} else {
 		const char *retry = resp_header_get(resp, "x-should-retry");
@@ -109,13 +108,12 @@ static void check_response(const struct request *req, const struct response *res
 		FUZZ_CHECK(!strcmp(jstr(json_object_get(body, "type")), "error"),
 			   "envelope type: %s", resp->body);
 		FUZZ_CHECK(json_is_object(err), "no error object: %s", resp->body);
-		FUZZ_CHECK(!strcmp(jstr(json_object_get(err, "type")),
-				   resp_error_type(resp->status)),
-			   "error.type for %d: %s", resp->status, resp->body);
+		FUZZ_CHECK(
+			!strcmp(jstr(json_object_get(err, "type")), resp_error_type(resp->status)),
+			"error.type for %d: %s", resp->status, resp->body);
 		FUZZ_CHECK(json_string_length(json_object_get(err, "message")) > 0,
 			   "empty message: %s", resp->body);
-		FUZZ_CHECK(!strcmp(jstr(json_object_get(body, "request_id")),
-				   req->request_id),
+		FUZZ_CHECK(!strcmp(jstr(json_object_get(body, "request_id")), req->request_id),
 			   "request_id %s in %s", req->request_id, resp->body);
 		FUZZ_CHECK(retry && !strcmp(retry, "false"), "x-should-retry '%s' for %d",
 			   retry ? retry : "(none)", resp->status);

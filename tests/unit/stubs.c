@@ -31,8 +31,7 @@ int auth_request(struct worker *w, struct request *req, struct response *resp)
 	return stub_auth_result;
 }
 
-int work_scope_check(struct request *req, struct response *resp, int env_key_route,
-		     int token_route)
+int work_scope_check(struct request *req, struct response *resp, int env_key_route, int token_route)
 {
 	(void)req;
 	(void)resp;
@@ -46,12 +45,12 @@ void idem_run(struct worker *w, struct request *req, struct response *resp, hand
 	handler(w, req, resp);
 }
 
-#define STUB(fn)                                                                   \
-	static void fake_##fn(struct worker *w, struct request *req, struct response *resp) \
-	{                                                                          \
-		(void)w;                                                           \
-		(void)req;                                                         \
-		record(#fn, resp);                                                 \
+#define STUB(fn)                                                                                   \
+	static void fake_##fn(struct worker *w, struct request *req, struct response *resp)        \
+	{                                                                                          \
+		(void)w;                                                                           \
+		(void)req;                                                                         \
+		record(#fn, resp);                                                                 \
 	}
 STUB(health_live)
 STUB(env_create)
@@ -63,14 +62,21 @@ STUB(env_archive)
 
 static const struct api_route fake_routes[] = {
 	{ { "GET", "/healthz" }, fake_health_live, 0, NULL },
-	{ { "POST", "/v1/environments" }, fake_env_create,
-	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT, NULL },
+	{ { "POST", "/v1/environments" },
+	  fake_env_create,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT,
+	  NULL },
 	{ { "GET", "/v1/environments" }, fake_env_list, ROUTE_AUTH | ROUTE_BETA, NULL },
 	{ { "GET", "/v1/environments/{id}" }, fake_env_retrieve, ROUTE_AUTH | ROUTE_BETA, NULL },
-	{ { "POST", "/v1/environments/{id}" }, fake_env_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON, NULL },
+	{ { "POST", "/v1/environments/{id}" },
+	  fake_env_update,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON,
+	  NULL },
 	{ { "DELETE", "/v1/environments/{id}" }, fake_env_delete, ROUTE_AUTH | ROUTE_BETA, NULL },
-	{ { "POST", "/v1/environments/{id}/archive" }, fake_env_archive,
-	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT, NULL },
+	{ { "POST", "/v1/environments/{id}/archive" },
+	  fake_env_archive,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT,
+	  NULL },
 };
 
 void stub_dispatch(struct worker *w, struct request *req, struct response *resp)

@@ -6,7 +6,7 @@
 
 #include "../../handlers/router.h"
 
-extern int stub_auth_result;          /* 0: authenticated; -1: 401 */
+extern int stub_auth_result;	      /* 0: authenticated; -1: 401 */
 extern const char *stub_last_handler; /* name of the handler that ran, or NULL */
 
 /* api_dispatch over the fake table: health_live (GET /healthz, no flags), env_create,

@@ -18,11 +18,12 @@
 #define MIN_BODY "\"name\":\"a\",\"model\":\"claude-opus-5-5\""
 
 /* The definition create stores for MIN_BODY. */
-static const char min_def[] =
-	"{\"name\":\"a\",\"description\":null,\"system\":null,"
-	"\"model\":{\"id\":\"claude-opus-5-5\",\"effort\":{\"type\":\"high\"},\"speed\":\"standard\"},"
-	"\"mcp_servers\":[],\"tools\":[],\"skills\":[],"
-	"\"execution_identity\":{\"type\":\"service_account\"},\"multiagent\":null,\"metadata\":{}}";
+static const char min_def[] = "{\"name\":\"a\",\"description\":null,\"system\":null,"
+			      "\"model\":{\"id\":\"claude-opus-5-5\",\"effort\":{\"type\":\"high\"}"
+			      ",\"speed\":\"standard\"},"
+			      "\"mcp_servers\":[],\"tools\":[],\"skills\":[],"
+			      "\"execution_identity\":{\"type\":\"service_account\"},"
+			      "\"multiagent\":null,\"metadata\":{}}";
 
 /* --- helpers ---------------------------------------------------------------------------- */
 
@@ -165,13 +166,15 @@ static void test_create_full(void **state)
 		"\"input_schema\":{\"type\":\"object\",\"properties\":{}}}],"
 		"\"skills\":[{\"type\":\"anthropic\",\"skill_id\":\"xlsx\"},"
 		"{\"type\":\"custom\",\"skill_id\":\"skill_01\",\"version\":\"3\"}],"
-		"\"execution_identity\":{\"type\":\"aws_role\",\"role_arn\":\"arn:aws:iam::1:role/r\"},"
+		"\"execution_identity\":{\"type\":\"aws_role\",\"role_arn\":\"arn:aws:iam::1:role/"
+		"r\"},"
 		"\"multiagent\":{\"type\":\"coordinator\",\"agents\":[{\"type\":\"self\"}]}}");
 	assert_json(json_object_get(def, "model"),
 		    "{\"id\":\"claude-sonnet-5\",\"effort\":{\"type\":\"low\"},\"speed\":\"fast\","
 		    "\"inference_geo\":\"us\"}");
-	assert_json(json_object_get(def, "mcp_servers"),
-		    "[{\"type\":\"url\",\"name\":\"docs\",\"url\":\"https://mcp.example.com/sse\"}]");
+	assert_json(
+		json_object_get(def, "mcp_servers"),
+		"[{\"type\":\"url\",\"name\":\"docs\",\"url\":\"https://mcp.example.com/sse\"}]");
 	assert_int_equal(json_array_size(json_object_get(def, "tools")), 3);
 	assert_int_equal(json_array_size(json_object_get(def, "skills")), 2);
 	assert_json(json_object_get(def, "execution_identity"),
@@ -236,8 +239,9 @@ static void test_model(void **state)
 		   "unknown field 'model.temperature'");
 	CREATE_BAD("{\"name\":\"a\",\"model\":{\"id\":\"x\",\"effort\":\"extreme\"}}",
 		   "'model.effort'");
-	CREATE_BAD("{\"name\":\"a\",\"model\":{\"id\":\"x\",\"effort\":{\"type\":\"low\",\"x\":1}}}",
-		   "unknown field 'model.effort.x'");
+	CREATE_BAD(
+		"{\"name\":\"a\",\"model\":{\"id\":\"x\",\"effort\":{\"type\":\"low\",\"x\":1}}}",
+		"unknown field 'model.effort.x'");
 	CREATE_BAD("{\"name\":\"a\",\"model\":{\"id\":\"x\",\"speed\":\"warp\"}}", "'model.speed'");
 	CREATE_BAD("{\"name\":\"a\",\"model\":{\"id\":\"x\",\"inference_geo\":\"\"}}",
 		   "'model.inference_geo'");
@@ -252,7 +256,7 @@ static void test_total_size(void **state)
 {
 	size_t n = AGENT_DEFINITION_MAX + 100;
 	char *big = unit_rep("s", n), *text = malloc(n + 64);
-	struct verr err = {0};
+	struct verr err = { 0 };
 	json_t *body, *cur, *def;
 	int changed;
 
@@ -318,7 +322,8 @@ static void test_mcp_servers_accepted(void **state)
 	(void)state;
 	FIELD_IS("\"mcp_servers\":[]", "mcp_servers", "[]");
 	FIELD_IS("\"mcp_servers\":null", "mcp_servers", "[]");
-	FIELD_IS("\"mcp_servers\":[{\"type\":\"url\",\"name\":\"a\",\"url\":\"http://10.0.0.1:8080/x\"},"
+	FIELD_IS("\"mcp_servers\":[{\"type\":\"url\",\"name\":\"a\",\"url\":\"http://10.0.0.1:8080/"
+		 "x\"},"
 		 "{\"type\":\"url\",\"name\":\"b\",\"url\":\"HTTPS://Mcp.Example.com?q=1#f\"}]",
 		 "mcp_servers",
 		 "[{\"type\":\"url\",\"name\":\"a\",\"url\":\"http://10.0.0.1:8080/x\"},"
@@ -328,12 +333,24 @@ static void test_mcp_servers_accepted(void **state)
 static void test_mcp_servers_refused(void **state)
 {
 	static const char *const bad_urls[] = {
-		"ftp://example.com",	     "example.com",	       "https://",
-		"https:///path",	     "https://user:pw@example.com", "https://a@example.com",
-		"https://exa mple.com",	     "https://example.com/\x7f", "https://[::1]/",
-		"https://example.com:0",     "https://example.com:65536", "https://example.com:",
-		"https://example.com:80a",   "https://*.example.com",  "https://-bad.com",
-		"/relative",		     "",			"https://ex_ample.com",
+		"ftp://example.com",
+		"example.com",
+		"https://",
+		"https:///path",
+		"https://user:pw@example.com",
+		"https://a@example.com",
+		"https://exa mple.com",
+		"https://example.com/\x7f",
+		"https://[::1]/",
+		"https://example.com:0",
+		"https://example.com:65536",
+		"https://example.com:",
+		"https://example.com:80a",
+		"https://*.example.com",
+		"https://-bad.com",
+		"/relative",
+		"",
+		"https://ex_ample.com",
 	};
 	char text[8192];
 	char *long_path = unit_rep("p", 2048);
@@ -361,8 +378,8 @@ static void test_mcp_servers_refused(void **state)
 		json_t *body = unit_parse(__LINE__, "{" MIN_BODY "}");
 
 		json_object_set_new(body, "mcp_servers",
-				    json_pack("[{s:s, s:s, s:s}]", "type", "url", "name", "a", "url",
-					      bad_urls[i]));
+				    json_pack("[{s:s, s:s, s:s}]", "type", "url", "name", "a",
+					      "url", bad_urls[i]));
 		create_err_(__LINE__, body, 400, "", "'mcp_servers[0].url'");
 	}
 	snprintf(text, sizeof(text),
@@ -379,8 +396,9 @@ static void test_mcp_servers_refused(void **state)
 			char name[16];
 
 			snprintf(name, sizeof(name), "s%d", i);
-			json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "type", "url", "name",
-							      name, "url", "https://a.com"));
+			json_array_append_new(list,
+					      json_pack("{s:s, s:s, s:s}", "type", "url", "name",
+							name, "url", "https://a.com"));
 		}
 		json_object_set(body, "mcp_servers", list);
 		def = create_ok_(__LINE__, json_deep_copy(body));
@@ -440,8 +458,9 @@ static void test_tools(void **state)
 		  "unknown field 'tools[0].extra'");
 	EXTRA_BAD("\"tools\":[{\"type\":\"agent_toolset_20260401\",\"configs\":{}}]",
 		  "'tools[0].configs' must be an array");
-	EXTRA_BAD("\"tools\":[{\"type\":\"agent_toolset_20260401\",\"configs\":[{\"name\":\"rm\"}]}]",
-		  "'tools[0].configs[0].name'");
+	EXTRA_BAD(
+		"\"tools\":[{\"type\":\"agent_toolset_20260401\",\"configs\":[{\"name\":\"rm\"}]}]",
+		"'tools[0].configs[0].name'");
 	EXTRA_BAD("\"tools\":[{\"type\":\"agent_toolset_20260401\",\"configs\":[{\"name\":\"bash\","
 		  "\"type\":\"edit\"}]}]",
 		  "'tools[0].configs[0].type'");
@@ -512,7 +531,8 @@ static void test_execution_identity(void **state)
 		 "{\"type\":\"service_account\"}");
 	EXTRA_BAD("\"execution_identity\":\"service_account\"", "'execution_identity'");
 	EXTRA_BAD("\"execution_identity\":{\"type\":\"user\"}", "'execution_identity.type'");
-	EXTRA_BAD("\"execution_identity\":{\"type\":\"aws_role\"}", "'execution_identity.role_arn'");
+	EXTRA_BAD("\"execution_identity\":{\"type\":\"aws_role\"}",
+		  "'execution_identity.role_arn'");
 	EXTRA_BAD("\"execution_identity\":{\"type\":\"service_account\",\"role_arn\":\"x\"}",
 		  "unknown field 'execution_identity.role_arn'");
 }
@@ -541,13 +561,14 @@ static void test_multiagent(void **state)
 
 static json_t *stored(int line)
 {
-	return create_ok_(line, unit_parse(line, "{\"name\":\"a\",\"model\":{\"id\":\"m1\",\"effort\":"
-					    "\"max\",\"inference_geo\":\"eu\"},\"description\":\"d\","
-					    "\"system\":\"s\",\"metadata\":{\"k\":\"v\",\"x\":\"y\"},"
-					    "\"mcp_servers\":[{\"type\":\"url\",\"name\":\"docs\","
-					    "\"url\":\"https://d.example.com\"}],"
-					    "\"tools\":[{\"type\":\"mcp_toolset\","
-					    "\"mcp_server_name\":\"docs\"}]}"));
+	return create_ok_(
+		line, unit_parse(line, "{\"name\":\"a\",\"model\":{\"id\":\"m1\",\"effort\":"
+				       "\"max\",\"inference_geo\":\"eu\"},\"description\":\"d\","
+				       "\"system\":\"s\",\"metadata\":{\"k\":\"v\",\"x\":\"y\"},"
+				       "\"mcp_servers\":[{\"type\":\"url\",\"name\":\"docs\","
+				       "\"url\":\"https://d.example.com\"}],"
+				       "\"tools\":[{\"type\":\"mcp_toolset\","
+				       "\"mcp_server_name\":\"docs\"}]}"));
 }
 
 static void test_update_noop(void **state)
@@ -559,8 +580,9 @@ static void test_update_noop(void **state)
 	assert_true(json_equal(next, cur));
 	json_decref(next);
 	json_decref(UPDATE_OK(cur, "{\"version\":3}", 0));
-	json_decref(UPDATE_OK(cur, "{\"name\":\"a\",\"description\":\"d\",\"metadata\":{\"k\":\"v\"},"
-				   "\"model\":{\"id\":\"m1\",\"inference_geo\":\"eu\"}}",
+	json_decref(UPDATE_OK(cur,
+			      "{\"name\":\"a\",\"description\":\"d\",\"metadata\":{\"k\":\"v\"},"
+			      "\"model\":{\"id\":\"m1\",\"inference_geo\":\"eu\"}}",
 			      0));
 	json_decref(UPDATE_OK(cur, "{\"metadata\":null}", 0));
 	json_decref(UPDATE_OK(cur, "{\"metadata\":{\"gone\":null}}", 0));
@@ -621,7 +643,8 @@ static void test_update_refused(void **state)
 	UPDATE_BAD(cur, "{\"version\":1.0}", "'version'");
 	/* removing the server a tool references is judged on the merged result */
 	UPDATE_BAD(cur, "{\"mcp_servers\":[]}", "'tools[0].mcp_server_name'");
-	update_err_(__LINE__, cur, "{\"metadata\":{\"k\":5}}", 400, "invalid_metadata", "metadata.k");
+	update_err_(__LINE__, cur, "{\"metadata\":{\"k\":5}}", 400, "invalid_metadata",
+		    "metadata.k");
 	UPDATE_BAD(cur, "[]", "JSON object");
 	json_decref(cur);
 }
@@ -687,25 +710,14 @@ static void test_rfc3339(void **state)
 			fail_msg("accepted '%s' as %s", bad[i], out);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_create_minimal),
-	cmocka_unit_test(test_create_full),
-	cmocka_unit_test(test_create_body_and_unknown),
-	cmocka_unit_test(test_create_required),
-	cmocka_unit_test(test_name),
-	cmocka_unit_test(test_model),
-	cmocka_unit_test(test_description_and_system),
-	cmocka_unit_test(test_metadata),
-	cmocka_unit_test(test_mcp_servers_accepted),
-	cmocka_unit_test(test_mcp_servers_refused),
-	cmocka_unit_test(test_url_host),
-	cmocka_unit_test(test_tools),
-	cmocka_unit_test(test_skills),
-	cmocka_unit_test(test_execution_identity),
-	cmocka_unit_test(test_multiagent),
-	cmocka_unit_test(test_update_noop),
-	cmocka_unit_test(test_update_fields),
-	cmocka_unit_test(test_update_refused),
-	cmocka_unit_test(test_update_version),
-	cmocka_unit_test(test_rfc3339),
-	cmocka_unit_test(test_total_size))
+UNIT_MAIN(cmocka_unit_test(test_create_minimal), cmocka_unit_test(test_create_full),
+	  cmocka_unit_test(test_create_body_and_unknown), cmocka_unit_test(test_create_required),
+	  cmocka_unit_test(test_name), cmocka_unit_test(test_model),
+	  cmocka_unit_test(test_description_and_system), cmocka_unit_test(test_metadata),
+	  cmocka_unit_test(test_mcp_servers_accepted), cmocka_unit_test(test_mcp_servers_refused),
+	  cmocka_unit_test(test_url_host), cmocka_unit_test(test_tools),
+	  cmocka_unit_test(test_skills), cmocka_unit_test(test_execution_identity),
+	  cmocka_unit_test(test_multiagent), cmocka_unit_test(test_update_noop),
+	  cmocka_unit_test(test_update_fields), cmocka_unit_test(test_update_refused),
+	  cmocka_unit_test(test_update_version), cmocka_unit_test(test_rfc3339),
+	  cmocka_unit_test(test_total_size))

@@ -13,10 +13,10 @@
 #include "../../handlers/auth_guard.h"
 #include "unit.h"
 
-#define RACERS 8               /* worker processes sharing the guard */
-#define TRIES_PER_RACER 20     /* lookups each attempts: together far past the burst */
-#define LOOKUP_US 2000         /* a database lookup's duration, while the token is out */
-#define NOW_MS 1000000LL       /* a fixed clock: nothing refills during the race */
+#define RACERS 8	   /* worker processes sharing the guard */
+#define TRIES_PER_RACER 20 /* lookups each attempts: together far past the burst */
+#define LOOKUP_US 2000	   /* a database lookup's duration, while the token is out */
+#define NOW_MS 1000000LL   /* a fixed clock: nothing refills during the race */
 
 static void hash_of(int n, unsigned char hash[SHA256_LEN])
 {
@@ -109,6 +109,5 @@ static void valid_keys_cost_nothing_and_pass_an_empty_bucket(void **state)
 	assert_int_equal(auth_guard_known_bad(good, now + AUTH_NEG_TTL_MS), 0);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(racing_workers_cannot_overdraw),
-	cmocka_unit_test(valid_keys_cost_nothing_and_pass_an_empty_bucket))
+UNIT_MAIN(cmocka_unit_test(racing_workers_cannot_overdraw),
+	  cmocka_unit_test(valid_keys_cost_nothing_and_pass_an_empty_bucket))

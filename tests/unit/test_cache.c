@@ -1,5 +1,6 @@
 /* Unit tests of the package cache's keys (reconciler/cache.c) and of the session environment
- * (reconciler/provision.c recon_env) that docker containers and --exec share. No database, no Engine. */
+ * (reconciler/provision.c recon_env) that docker containers and --exec share. No database, no
+ * Engine. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -55,10 +56,10 @@ static void test_key_distinguishes_what_matters(void **state)
 	static const struct {
 		const char *image, *env, *packages;
 	} others[] = {
-		{ "terrarium-sandbox:1", "env_2", "{\"apt\":[\"jq\"]}" },        /* environment */
+		{ "terrarium-sandbox:1", "env_2", "{\"apt\":[\"jq\"]}" },	   /* environment */
 		{ "terrarium-sandbox:1", "env_1", "{\"apt\":[\"jq\",\"curl\"]}" }, /* packages */
-		{ "terrarium-sandbox:1", "env_1", "{\"npm\":[\"jq\"]}" },        /* manager */
-		{ "terrarium-sandbox:2", "env_1", "{\"apt\":[\"jq\"]}" },        /* base image */
+		{ "terrarium-sandbox:1", "env_1", "{\"npm\":[\"jq\"]}" },	   /* manager */
+		{ "terrarium-sandbox:2", "env_1", "{\"apt\":[\"jq\"]}" },	   /* base image */
 	};
 	struct fixture f;
 	char base[RECON_CACHE_KEY_LEN + 1], k[RECON_CACHE_KEY_LEN + 1];
@@ -117,8 +118,6 @@ static void test_session_env(void **state)
 	assert_string_equal(env_get(e.envp, "SSL_CERT_FILE"), "/host/ca.pem");
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_key_stable_and_canonical),
-	cmocka_unit_test(test_key_distinguishes_what_matters),
-	cmocka_unit_test(test_cache_enabled),
-	cmocka_unit_test(test_session_env))
+UNIT_MAIN(cmocka_unit_test(test_key_stable_and_canonical),
+	  cmocka_unit_test(test_key_distinguishes_what_matters),
+	  cmocka_unit_test(test_cache_enabled), cmocka_unit_test(test_session_env))

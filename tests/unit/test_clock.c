@@ -43,6 +43,4 @@ static void test_timestamps(void **state)
 	assert_true(strcmp(later, api) > 0);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_clock),
-	cmocka_unit_test(test_timestamps))
+UNIT_MAIN(cmocka_unit_test(test_clock), cmocka_unit_test(test_timestamps))

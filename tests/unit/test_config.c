@@ -15,7 +15,7 @@
 #include "unit.h"
 
 #define DOC_PATH_MAX 4096
-#define DOC_MAX	     (256 * 1024)
+#define DOC_MAX (256 * 1024)
 
 static char *write_tmp(const char *text)
 {
@@ -89,20 +89,25 @@ static void test_errors(void **state)
 	static const struct {
 		const char *text, *needle;
 	} cases[] = {
-		{ "[daytona]\napi_key = inline-secrets-are-refused\n", "daytona.api_key: unknown key" },
+		{ "[daytona]\napi_key = inline-secrets-are-refused\n",
+		  "daytona.api_key: unknown key" },
 		{ "[local]\nurl = http://x/\n", "local.url: unknown key" },
-		{ "[sandbox]\nbackend = vmware\n", "sandbox.backend: unknown backend 'vmware' (one of: "
-						   "local, bwrap, srt, docker, opensandbox, e2b, "
-						   "cube, daytona)" },
+		{ "[sandbox]\nbackend = vmware\n",
+		  "sandbox.backend: unknown backend 'vmware' (one of: "
+		  "local, bwrap, srt, docker, opensandbox, e2b, "
+		  "cube, daytona)" },
 		{ "[api]\nworkerz = 3\n", "api.workerz: unknown key" },
 		{ "[api]\nworkers = -1\n", "api.workers: out of range 0..256" },
 		{ "[api]\nworkers = 3x\n", "api.workers: invalid value" },
 		{ "[api]\nsocket_mode = 0800\n", "api.socket_mode: invalid value" },
 		{ "[api]\nsocket_mode = 01000\n", "api.socket_mode: out of range 0..777" },
-		{ "[log]\nlevel = loud\n", "log.level: invalid value (one of: debug, info, warn, error)" },
+		{ "[log]\nlevel = loud\n",
+		  "log.level: invalid value (one of: debug, info, warn, error)" },
 		{ "[reconciler]\nuser =\n", "reconciler.user: must not be empty" },
-		{ "[sandbox]\nca_bundle = certs.pem\n", "sandbox.ca_bundle: an absolute path or empty" },
-		{ "[docker]\ntimeout_seconds = 0\n", "docker.timeout_seconds: out of range 1..3600" },
+		{ "[sandbox]\nca_bundle = certs.pem\n",
+		  "sandbox.ca_bundle: an absolute path or empty" },
+		{ "[docker]\ntimeout_seconds = 0\n",
+		  "docker.timeout_seconds: out of range 1..3600" },
 		{ "[api]\nworkers = 500\n[log]\nlevel = loud\n", "api.workers: out of range" },
 	};
 	struct config cfg;
@@ -223,8 +228,9 @@ static void test_bounds(void **state)
 	(void)state;
 
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
-#define fmt(v) (ranges[i].octal ? "[%s]\n%s = %lo\n" : "[%s]\n%s = %ld\n"), ranges[i].section, \
-	       ranges[i].key, (v)
+#define fmt(v)                                                                                     \
+	(ranges[i].octal ? "[%s]\n%s = %lo\n" : "[%s]\n%s = %ld\n"), ranges[i].section,            \
+		ranges[i].key, (v)
 		snprintf(needle, sizeof(needle), "%s.%s: out of range", ranges[i].section,
 			 ranges[i].key);
 		snprintf(text, sizeof(text), fmt(ranges[i].min));
@@ -260,10 +266,10 @@ static void test_table(void **state)
 	assert_true(n > 30);
 	for (size_t i = 0; i < n; i++) {
 		const struct config_key *k = &keys[i];
-		size_t want = k->type == CONFIG_LONG				  ? sizeof(long)
+		size_t want = k->type == CONFIG_LONG				 ? sizeof(long)
 			      : k->type == CONFIG_INT || k->type == CONFIG_LEVEL ? sizeof(int)
 			      : k->type == CONFIG_UINT || k->type == CONFIG_MODE ? sizeof(unsigned)
-										  : 0;
+										 : 0;
 		if (want)
 			assert_int_equal(k->size, want);
 		else
@@ -355,9 +361,8 @@ static void test_docs_list_every_key(void **state)
 
 	for (size_t i = 0; i < n; i++) {
 		const char *row, *end;
-		snprintf(want, sizeof(want), "| `[%s] %s` |", keys[i].section ? keys[i].section
-									  : "BACKEND",
-			 keys[i].name);
+		snprintf(want, sizeof(want), "| `[%s] %s` |",
+			 keys[i].section ? keys[i].section : "BACKEND", keys[i].name);
 		row = strstr(doc, want);
 		if (!row) {
 			fail_msg("docs/config.md does not list %s", want);
@@ -398,17 +403,14 @@ static void test_docs_list_every_key(void **state)
 			    !strcmp(keys[i].section ? keys[i].section : "BACKEND", section))
 				k = &keys[i];
 		if (!k)
-			fail_msg("docs/config.md lists [%s] %s, which the table lacks", section, key);
+			fail_msg("docs/config.md lists [%s] %s, which the table lacks", section,
+				 key);
 	}
 	assert_int_equal(rows, n);
 	free(doc);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_load),
-	cmocka_unit_test(test_errors),
-	cmocka_unit_test(test_defaults),
-	cmocka_unit_test(test_bounds),
-	cmocka_unit_test(test_table),
-	cmocka_unit_test(test_dump),
-	cmocka_unit_test(test_docs_list_every_key))
+UNIT_MAIN(cmocka_unit_test(test_load), cmocka_unit_test(test_errors),
+	  cmocka_unit_test(test_defaults), cmocka_unit_test(test_bounds),
+	  cmocka_unit_test(test_table), cmocka_unit_test(test_dump),
+	  cmocka_unit_test(test_docs_list_every_key))

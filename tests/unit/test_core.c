@@ -20,7 +20,8 @@
 
 /* ---- helpers ---- */
 
-/* Run one request through req_read and the API policy over the fake table (stubs.c). ENV is NULL-terminated. */
+/* Run one request through req_read and the API policy over the fake table (stubs.c). ENV is
+ * NULL-terminated. */
 static void run(char **env, const char *body, struct request *req, struct response *resp)
 {
 	struct stub_src src = { body ? body : "", body ? strlen(body) : 0, 0 };
@@ -73,9 +74,9 @@ static void assert_error(const struct response *resp, int status, const char *ty
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "error"), "type")),
 			    type);
 	if (msg_part)
-		assert_non_null(strstr(json_string_value(json_object_get(
-					       json_object_get(j, "error"), "message")),
-				       msg_part));
+		assert_non_null(strstr(
+			json_string_value(json_object_get(json_object_get(j, "error"), "message")),
+			msg_part));
 	json_decref(j);
 }
 
@@ -325,7 +326,8 @@ static void test_body_json_rules(void **state)
 	expect_post_error("CONTENT_LENGTH=16", "{\"a\":1,\"a\":2}   ", 400, "invalid_request_error",
 			  "JSON");
 	expect_post_error("CONTENT_LENGTH=2", "[]", 400, "invalid_request_error", "object");
-	expect_post_error("CONTENT_LENGTH=", NULL, 400, "invalid_request_error", "body is required");
+	expect_post_error("CONTENT_LENGTH=", NULL, 400, "invalid_request_error",
+			  "body is required");
 	run(archive, NULL, &req, &resp);
 	assert_int_equal(resp.status, 200);
 	assert_string_equal(stub_last_handler, "env_archive");
@@ -440,22 +442,23 @@ static void test_error_mapping(void **state)
 		assert_error(&resp, cases[i].status, cases[i].type, "m");
 		assert_string_equal(resp_header_get(&resp, "x-should-retry"), cases[i].retry);
 		if (cases[i].retry_after)
-			assert_string_equal(resp_header_get(&resp, "retry-after"), cases[i].retry_after);
+			assert_string_equal(resp_header_get(&resp, "retry-after"),
+					    cases[i].retry_after);
 		else
 			assert_null(resp_header_get(&resp, "retry-after"));
 		j = body_json(&resp);
 		if (i == 0)
-			assert_string_equal(json_string_value(json_object_get(json_object_get(
-						    json_object_get(j, "error"), "details"),
-									      "error_code")),
-					    "environment_archived");
+			assert_string_equal(
+				json_string_value(json_object_get(
+					json_object_get(json_object_get(j, "error"), "details"),
+					"error_code")),
+				"environment_archived");
 		else
 			assert_null(json_object_get(json_object_get(j, "error"), "details"));
 		json_decref(j);
 		resp_release(&resp);
 	}
 }
-
 
 /* ---- crypto and cursor ---- */
 
@@ -466,14 +469,17 @@ static void test_sha256_vectors(void **state)
 	(void)state;
 	sha256("abc", 3, out);
 	hex_encode(out, SHA256_LEN, hex);
-	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_string_equal(hex,
+			    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	sha256("", 0, out);
 	hex_encode(out, SHA256_LEN, hex);
-	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	assert_string_equal(hex,
+			    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 	/* RFC 4231 test case 2 */
 	hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, out);
 	hex_encode(out, SHA256_LEN, hex);
-	assert_string_equal(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+	assert_string_equal(hex,
+			    "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }
 
 static void test_ids(void **state)
@@ -482,8 +488,9 @@ static void test_ids(void **state)
 	(void)state;
 	assert_int_equal(random_id(id, sizeof(id), "env_", ID_RANDOM_LEN), 0);
 	assert_int_equal(strlen(id), 28);
-	assert_int_equal(strspn(id + 4, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
-			 24);
+	assert_int_equal(
+		strspn(id + 4, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
+		24);
 	assert_int_equal(random_id(other, sizeof(other), "env_", ID_RANDOM_LEN), 0);
 	assert_string_not_equal(id, other);
 	assert_int_equal(random_id(id, 10, "env_", ID_RANDOM_LEN), -1);
@@ -494,17 +501,15 @@ static void test_cursor(void **state)
 	const unsigned char key[] = "0123456789abcdef0123456789abcdef";
 	char cur[CURSOR_MAX], created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX];
 	(void)state;
-	assert_int_equal(cursor_make(key, 32, "env", "a0", "2026-01-01 00:00:00.000001", "env_x",
-				     cur),
-			 0);
+	assert_int_equal(
+		cursor_make(key, 32, "env", "a0", "2026-01-01 00:00:00.000001", "env_x", cur), 0);
 	assert_int_equal(cursor_parse(key, 32, "env", "a0", cur, created, id), CURSOR_OK);
 	assert_string_equal(created, "2026-01-01 00:00:00.000001");
 	assert_string_equal(id, "env_x");
-	assert_int_equal(cursor_parse(key, 32, "env", "a1", cur, created, id),
-			 CURSOR_OTHER_FILTER);
+	assert_int_equal(cursor_parse(key, 32, "env", "a1", cur, created, id), CURSOR_OTHER_FILTER);
 	assert_int_equal(cursor_parse(key, 32, "sesn", "a0", cur, created, id), CURSOR_FORGED);
-	assert_int_equal(cursor_parse((const unsigned char *)"another key.....................",
-				      32, "env", "a0", cur, created, id),
+	assert_int_equal(cursor_parse((const unsigned char *)"another key.....................", 32,
+				      "env", "a0", cur, created, id),
 			 CURSOR_FORGED);
 	cur[3] = cur[3] == 'A' ? 'B' : 'A';
 	assert_int_equal(cursor_parse(key, 32, "env", "a0", cur, created, id), CURSOR_FORGED);
@@ -513,23 +518,15 @@ static void test_cursor(void **state)
 	assert_int_equal(cursor_parse(key, 32, "env", "a0", ".", created, id), CURSOR_FORGED);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_unknown_route_404),
-	cmocka_unit_test(test_error_message_not_utf8),
-	cmocka_unit_test(test_wrong_method_405_allow),
-	cmocka_unit_test(test_dispatch_reaches_handler),
-	cmocka_unit_test(test_auth_failure_stops_dispatch),
-	cmocka_unit_test(test_beta_header_required),
-	cmocka_unit_test(test_version_header),
-	cmocka_unit_test(test_health_needs_no_key_or_beta),
-	cmocka_unit_test(test_server_error_redirect),
-	cmocka_unit_test(test_script_name_prefix),
-	cmocka_unit_test(test_body_json_rules),
-	cmocka_unit_test(test_content_length_strict),
-	cmocka_unit_test(test_request_id_from_nginx_or_new),
-	cmocka_unit_test(test_header_parsing),
-	cmocka_unit_test(test_query_parsing),
-	cmocka_unit_test(test_error_mapping),
-	cmocka_unit_test(test_sha256_vectors),
-	cmocka_unit_test(test_ids),
-	cmocka_unit_test(test_cursor))
+UNIT_MAIN(cmocka_unit_test(test_unknown_route_404), cmocka_unit_test(test_error_message_not_utf8),
+	  cmocka_unit_test(test_wrong_method_405_allow),
+	  cmocka_unit_test(test_dispatch_reaches_handler),
+	  cmocka_unit_test(test_auth_failure_stops_dispatch),
+	  cmocka_unit_test(test_beta_header_required), cmocka_unit_test(test_version_header),
+	  cmocka_unit_test(test_health_needs_no_key_or_beta),
+	  cmocka_unit_test(test_server_error_redirect), cmocka_unit_test(test_script_name_prefix),
+	  cmocka_unit_test(test_body_json_rules), cmocka_unit_test(test_content_length_strict),
+	  cmocka_unit_test(test_request_id_from_nginx_or_new),
+	  cmocka_unit_test(test_header_parsing), cmocka_unit_test(test_query_parsing),
+	  cmocka_unit_test(test_error_mapping), cmocka_unit_test(test_sha256_vectors),
+	  cmocka_unit_test(test_ids), cmocka_unit_test(test_cursor))

@@ -48,5 +48,4 @@ static void test_base64(void **state)
 	}
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_base64))
+UNIT_MAIN(cmocka_unit_test(test_base64))

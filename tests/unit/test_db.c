@@ -65,9 +65,9 @@ static void test_messages(void **state)
 	assert_int_equal(db_last_status(db), DB_OK);
 	assert_string_equal(db_error(db), "");
 
-	assert_int_equal(db_fail(db, DB_CORRUPT, "agent %s: stored definition does not parse",
-				 "agent_x"),
-			 DB_CORRUPT);
+	assert_int_equal(
+		db_fail(db, DB_CORRUPT, "agent %s: stored definition does not parse", "agent_x"),
+		DB_CORRUPT);
 	assert_int_equal(db_last_status(db), DB_CORRUPT);
 	assert_string_equal(db_error(db), "agent agent_x: stored definition does not parse");
 
@@ -99,8 +99,7 @@ static void test_messages(void **state)
 
 		for (unsigned i = 0; i < DB_MAX_PARAMS + 1; i++)
 			p[i] = DB_INT(i);
-		assert_int_equal(db_exec(db, "SELECT 1", DB_ARRAY(p), NULL, NULL),
-				 DB_FATAL);
+		assert_int_equal(db_exec(db, "SELECT 1", DB_ARRAY(p), NULL, NULL), DB_FATAL);
 		assert_non_null(strstr(db_error(db), "DB_MAX_PARAMS"));
 	}
 	db_free(db);
@@ -151,8 +150,5 @@ static void test_json_cells(void **state)
 	db_free(db);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_classes),
-	cmocka_unit_test(test_names),
-	cmocka_unit_test(test_messages),
-	cmocka_unit_test(test_json_cells))
+UNIT_MAIN(cmocka_unit_test(test_classes), cmocka_unit_test(test_names),
+	  cmocka_unit_test(test_messages), cmocka_unit_test(test_json_cells))

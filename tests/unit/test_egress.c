@@ -132,11 +132,7 @@ static void test_malformed(void **state)
 	json_decref(n);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_url_host),
-	cmocka_unit_test(test_unrestricted_is_null),
-	cmocka_unit_test(test_explicit_hosts_sorted_deduplicated_lowercase),
-	cmocka_unit_test(test_mcp_hosts_only_when_allowed),
-	cmocka_unit_test(test_registry_hosts),
-	cmocka_unit_test(test_default_registry_list),
-	cmocka_unit_test(test_malformed))
+UNIT_MAIN(cmocka_unit_test(test_url_host), cmocka_unit_test(test_unrestricted_is_null),
+	  cmocka_unit_test(test_explicit_hosts_sorted_deduplicated_lowercase),
+	  cmocka_unit_test(test_mcp_hosts_only_when_allowed), cmocka_unit_test(test_registry_hosts),
+	  cmocka_unit_test(test_default_registry_list), cmocka_unit_test(test_malformed))

@@ -16,8 +16,8 @@
 #define SECRET "s3cr3t-t0ken"
 #define PERMISSIVE "opensandbox" /* the backend that admits everything */
 
-static const char *const all_backends[] = { "local", "bwrap", "srt",  "docker",
-					    "opensandbox", "e2b", "cube", "daytona" };
+static const char *const all_backends[] = { "local",	   "bwrap", "srt",  "docker",
+					    "opensandbox", "e2b",   "cube", "daytona" };
 #define BACKEND_COUNT (sizeof(all_backends) / sizeof(all_backends[0]))
 
 static const char default_config[] =
@@ -35,7 +35,6 @@ static const struct backend_caps *caps_of(const char *backend)
 		fail_msg("unknown backend %s", backend);
 	return caps;
 }
-
 
 /* Runs create on BODY (stolen); fails the test unless it succeeds. Caller releases OUT. */
 static void create_ok_(int line, json_t *body, const char *backend, struct env_fields *out)
@@ -72,9 +71,9 @@ static struct verr create_err_(int line, json_t *body, const char *backend, int 
 
 #define CREATE_OK(text, backend, out) create_ok_(__LINE__, unit_parse(__LINE__, text), backend, out)
 #define CREATE_OK_J(json, backend, out) create_ok_(__LINE__, json, backend, out)
-#define CREATE_ERR(text, backend, status, code, needle) \
+#define CREATE_ERR(text, backend, status, code, needle)                                            \
 	create_err_(__LINE__, unit_parse(__LINE__, text), backend, status, code, needle)
-#define CREATE_ERR_J(json, backend, status, code, needle) \
+#define CREATE_ERR_J(json, backend, status, code, needle)                                          \
 	create_err_(__LINE__, json, backend, status, code, needle)
 #define BAD(text, needle) CREATE_ERR(text, PERMISSIVE, 400, "", needle)
 #define BAD_J(json, needle) CREATE_ERR_J(json, PERMISSIVE, 400, "", needle)
@@ -91,11 +90,11 @@ static json_t *config_of_(int line, const char *text)
 	return config;
 }
 
-#define ASSERT_CONFIG(body_text, expected_text)                     \
-	do {                                                        \
-		json_t *c_ = config_of_(__LINE__, body_text);       \
-		unit_assert_json(__LINE__, c_, expected_text);          \
-		json_decref(c_);                                    \
+#define ASSERT_CONFIG(body_text, expected_text)                                                    \
+	do {                                                                                       \
+		json_t *c_ = config_of_(__LINE__, body_text);                                      \
+		unit_assert_json(__LINE__, c_, expected_text);                                     \
+		json_decref(c_);                                                                   \
 	} while (0)
 
 static void fields_copy(const struct env_fields *src, struct env_fields *dst)
@@ -145,9 +144,8 @@ static void update_ok_(int line, struct env_fields *cur, const char *text, const
 }
 
 /* Refused update: checks status, code, needle, and that CUR is exactly as before. */
-static struct verr update_err_(int line, struct env_fields *cur, json_t *body,
-			       const char *backend, int status, const char *code,
-			       const char *needle)
+static struct verr update_err_(int line, struct env_fields *cur, json_t *body, const char *backend,
+			       int status, const char *code, const char *needle)
 {
 	struct env_fields before = { 0 };
 	struct verr err = { 0 };
@@ -168,7 +166,7 @@ static struct verr update_err_(int line, struct env_fields *cur, json_t *body,
 
 #define UPDATE_OK(cur, text, changed) update_ok_(__LINE__, cur, text, PERMISSIVE, changed)
 #define UPDATE_OK_ON(cur, text, backend, changed) update_ok_(__LINE__, cur, text, backend, changed)
-#define UPDATE_ERR(cur, text, backend, status, code, needle) \
+#define UPDATE_ERR(cur, text, backend, status, code, needle)                                       \
 	update_err_(__LINE__, cur, unit_parse(__LINE__, text), backend, status, code, needle)
 #define UPDATE_BAD(cur, text, needle) UPDATE_ERR(cur, text, PERMISSIVE, 400, "", needle)
 
@@ -179,9 +177,9 @@ static void test_utf8_chars(void **state)
 	(void)state;
 	assert_int_equal(utf8_chars(""), 0);
 	assert_int_equal(utf8_chars("abc"), 3);
-	assert_int_equal(utf8_chars("\xc3\xa9"), 1);              /* é */
+	assert_int_equal(utf8_chars("\xc3\xa9"), 1);		     /* é */
 	assert_int_equal(utf8_chars("\xe6\x97\xa5\xe6\x9c\xac"), 2); /* 日本 */
-	assert_int_equal(utf8_chars("a\xf0\x9f\x98\x80"), 2);     /* a + emoji */
+	assert_int_equal(utf8_chars("a\xf0\x9f\x98\x80"), 2);	     /* a + emoji */
 }
 
 static void test_body_must_be_object(void **state)
@@ -308,9 +306,9 @@ static void test_metadata_too_many_keys(void **state)
 	struct verr err;
 
 	(void)state;
-	err = CREATE_ERR_J(json_pack("{s:s,s:o}", "name", "a", "metadata",
-				     meta_n(META_MAX_KEYS + 1)),
-			   PERMISSIVE, 400, "invalid_metadata", "metadata");
+	err = CREATE_ERR_J(
+		json_pack("{s:s,s:o}", "name", "a", "metadata", meta_n(META_MAX_KEYS + 1)),
+		PERMISSIVE, 400, "invalid_metadata", "metadata");
 	assert_non_null(strstr(err.msg, "at most 16 keys"));
 }
 
@@ -560,8 +558,8 @@ static void test_allowed_hosts_shape(void **state)
 		snprintf(host, sizeof(host), "h%zu.example.com", i);
 		json_array_append_new(hosts, json_string(host));
 	}
-	CREATE_OK_J(json_pack("{s:s,s:{s:{s:s,s:O}}}", "name", "a", "config", "networking",
-			      "type", "limited", "allowed_hosts", hosts),
+	CREATE_OK_J(json_pack("{s:s,s:{s:{s:s,s:O}}}", "name", "a", "config", "networking", "type",
+			      "limited", "allowed_hosts", hosts),
 		    PERMISSIVE, &f);
 	env_fields_release(&f);
 	json_array_append_new(hosts, json_string("one-too-many.example.com"));
@@ -590,20 +588,60 @@ static void test_allowed_hosts_entry_refused(void **state)
 static void test_host_pattern_valid(void **state)
 {
 	static const char *const good[] = {
-		"example.com", "api.example.com", "*.assets.example.com", "localhost",
-		"EXAMPLE.COM", "a-b.c-d.io", "x1.y2", "10.0.0.1", "255.255.255.255", "0.0.0.0",
-		"*.com", "xn--bcher-kva.example",
+		"example.com",
+		"api.example.com",
+		"*.assets.example.com",
+		"localhost",
+		"EXAMPLE.COM",
+		"a-b.c-d.io",
+		"x1.y2",
+		"10.0.0.1",
+		"255.255.255.255",
+		"0.0.0.0",
+		"*.com",
+		"xn--bcher-kva.example",
 		/* 63-character label */
 		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com",
 	};
 	static const char *const bad[] = {
-		"", " example.com", "example.com ", "\texample.com", "https://example.com",
-		"example.com:443", "example.com/path", "example.com?q=1", "example.com#f",
-		"user@example.com", "user:pw@example.com", "[::1]", "::1", "2001:db8::1",
-		"[2001:db8::1]:80", "a.*.com", "*example.com", "*", "*.", "example.*", "*.*.com",
-		"**.example.com", ".example.com", "example.com.", "example..com", "-a.com",
-		"a-.com", "a_b.com", "exa mple.com", "256.1.1.1", "1.2.3", "1.2.3.4.5",
-		"01.2.3.4", "1.2.3.4:80", "*.10.0.0.1", "123", "foo.123", "caf\xc3\xa9.com",
+		"",
+		" example.com",
+		"example.com ",
+		"\texample.com",
+		"https://example.com",
+		"example.com:443",
+		"example.com/path",
+		"example.com?q=1",
+		"example.com#f",
+		"user@example.com",
+		"user:pw@example.com",
+		"[::1]",
+		"::1",
+		"2001:db8::1",
+		"[2001:db8::1]:80",
+		"a.*.com",
+		"*example.com",
+		"*",
+		"*.",
+		"example.*",
+		"*.*.com",
+		"**.example.com",
+		".example.com",
+		"example.com.",
+		"example..com",
+		"-a.com",
+		"a-.com",
+		"a_b.com",
+		"exa mple.com",
+		"256.1.1.1",
+		"1.2.3",
+		"1.2.3.4.5",
+		"01.2.3.4",
+		"1.2.3.4:80",
+		"*.10.0.0.1",
+		"123",
+		"foo.123",
+		"caf\xc3\xa9.com",
 		/* 64-character label */
 		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com",
 	};
@@ -710,9 +748,17 @@ static void test_package_entries_refused(void **state)
 static void test_package_entries_accepted(void **state)
 {
 	static const char *const entries[] = {
-		"numpy", "numpy==1.26.*", "git+https://github.com/o/r.git", "a-b",
-		"pkg @ https://files.example.com/x@y.whl", "github.com/x/y@v1.2.3",
-		"@scope/pkg", "lodash@^4", "name with-inner-dash", "\xc3\xbc-paket", " numpy",
+		"numpy",
+		"numpy==1.26.*",
+		"git+https://github.com/o/r.git",
+		"a-b",
+		"pkg @ https://files.example.com/x@y.whl",
+		"github.com/x/y@v1.2.3",
+		"@scope/pkg",
+		"lodash@^4",
+		"name with-inner-dash",
+		"\xc3\xbc-paket",
+		" numpy",
 		"https://example.com/path?user=a@b",
 	};
 	char *max = unit_rep("p", PKG_ENTRY_MAX);
@@ -723,16 +769,15 @@ static void test_package_entries_accepted(void **state)
 		CREATE_OK_J(json_pack("{s:s,s:{s:{s:[s]}}}", "name", "a", "config", "packages",
 				      "pip", entries[i]),
 			    PERMISSIVE, &f);
-		assert_string_equal(json_string_value(json_array_get(
-					    json_object_get(json_object_get(f.config, "packages"),
-							    "pip"),
-					    0)),
-				    entries[i]);
+		assert_string_equal(
+			json_string_value(json_array_get(
+				json_object_get(json_object_get(f.config, "packages"), "pip"), 0)),
+			entries[i]);
 		env_fields_release(&f);
 	}
-	CREATE_OK_J(json_pack("{s:s,s:{s:{s:[s]}}}", "name", "a", "config", "packages", "cargo",
-			      max),
-		    PERMISSIVE, &f);
+	CREATE_OK_J(
+		json_pack("{s:s,s:{s:{s:[s]}}}", "name", "a", "config", "packages", "cargo", max),
+		PERMISSIVE, &f);
 	env_fields_release(&f);
 	free(max);
 }
@@ -750,8 +795,7 @@ static void test_package_limits(void **state)
 		snprintf(name, sizeof(name), "p%zu", i);
 		json_array_append_new(list, json_string(name));
 	}
-	CREATE_OK_J(json_pack("{s:s,s:{s:{s:O}}}", "name", "a", "config", "packages", "npm",
-			      list),
+	CREATE_OK_J(json_pack("{s:s,s:{s:{s:O}}}", "name", "a", "config", "packages", "npm", list),
 		    PERMISSIVE, &f);
 	env_fields_release(&f);
 	json_array_append_new(list, json_string("extra"));
@@ -812,11 +856,13 @@ static void test_admission_table(void **state)
 		/* 1 */ "{\"name\":\"a\",\"config\":{\"packages\":{\"pip\":[\"numpy\"]}}}",
 		/* 2 */ "{\"name\":\"a\",\"config\":{\"packages\":{\"apt\":[\"curl\"]}}}",
 		/* 3 */ "{\"name\":\"a\",\"config\":{\"networking\":{\"type\":\"limited\"}}}",
-		/* 4 */ "{\"name\":\"a\",\"config\":{\"networking\":{\"type\":\"limited\","
-			"\"allowed_hosts\":[\"pypi.org\"],\"allow_package_managers\":false},"
-			"\"packages\":{\"pip\":[\"numpy\"]}}}",
-		/* 5 */ "{\"name\":\"a\",\"config\":{\"type\":\"self_hosted\"},"
-			"\"scope\":\"account\"}",
+		/* 4 */
+		"{\"name\":\"a\",\"config\":{\"networking\":{\"type\":\"limited\","
+		"\"allowed_hosts\":[\"pypi.org\"],\"allow_package_managers\":false},"
+		"\"packages\":{\"pip\":[\"numpy\"]}}}",
+		/* 5 */
+		"{\"name\":\"a\",\"config\":{\"type\":\"self_hosted\"},"
+		"\"scope\":\"account\"}",
 		/* 6 */ "{\"name\":\"a\",\"config\":{\"packages\":{\"pip\":[],\"apt\":null}}}",
 	};
 	/* the field each 422 must name; ADMIT (NULL) when accepted */
@@ -824,18 +870,19 @@ static void test_admission_table(void **state)
 		/* local */ { NULL, "config.packages must be empty",
 			      "config.packages must be empty", "config.networking",
 			      "config.packages must be empty", NULL, NULL },
-		/* bwrap */ { NULL, NULL, "config.packages.apt", "config.networking",
-			      "config.networking", NULL, NULL },
+		/* bwrap */
+		{ NULL, NULL, "config.packages.apt", "config.networking", "config.networking", NULL,
+		  NULL },
 		/* srt */ { NULL, NULL, "config.packages.apt", NULL, NULL, NULL, NULL },
-		/* docker */ { NULL, NULL, NULL, "config.networking", "config.networking", NULL,
-			       NULL },
+		/* docker */
+		{ NULL, NULL, NULL, "config.networking", "config.networking", NULL, NULL },
 		/* opensandbox */ { NULL, NULL, NULL, NULL, NULL, NULL, NULL },
-		/* e2b */ { NULL, NULL, NULL, "config.networking", "config.networking", NULL,
-			    NULL },
-		/* cube */ { NULL, NULL, NULL, "config.networking", "config.networking", NULL,
-			     NULL },
-		/* daytona */ { NULL, NULL, NULL, "config.networking", "config.networking", NULL,
-				NULL },
+		/* e2b */
+		{ NULL, NULL, NULL, "config.networking", "config.networking", NULL, NULL },
+		/* cube */
+		{ NULL, NULL, NULL, "config.networking", "config.networking", NULL, NULL },
+		/* daytona */
+		{ NULL, NULL, NULL, "config.networking", "config.networking", NULL, NULL },
 	};
 	char needle[128];
 
@@ -972,8 +1019,7 @@ static void test_update_name(void **state)
 	UPDATE_BAD(cur, "{\"name\":null}", "'name'");
 	UPDATE_BAD(cur, "{\"name\":\"\"}", "'name' must be 1-256 characters");
 	UPDATE_BAD(cur, "{\"name\":7}", "'name'");
-	update_err_(__LINE__, cur, json_pack("{s:s}", "name", over), PERMISSIVE, 400, "",
-		    "'name'");
+	update_err_(__LINE__, cur, json_pack("{s:s}", "name", over), PERMISSIVE, 400, "", "'name'");
 	UPDATE_OK(cur, "{\"name\":\"renamed\"}", 1);
 	assert_string_equal(cur->name, "renamed");
 	UPDATE_OK(cur, "{\"name\":\"renamed\"}", 0);
@@ -1093,8 +1139,8 @@ static void test_update_limited_merge(void **state)
 	assert_json(json_object_get(cur->config, "networking"),
 		    "{\"type\":\"limited\",\"allowed_hosts\":[\"b.example.com\"],"
 		    "\"allow_mcp_servers\":false,\"allow_package_managers\":true}");
-	UPDATE_OK(cur,
-		  "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\"}}}", 0);
+	UPDATE_OK(cur, "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\"}}}",
+		  0);
 	/* packages untouched throughout */
 	assert_json(json_object_get(cur->config, "packages"),
 		    "{\"type\":\"packages\",\"apt\":[],\"cargo\":[],\"gem\":[],\"go\":[],"
@@ -1125,8 +1171,8 @@ static void test_update_unrestricted_to_limited(void **state)
 	UPDATE_OK(&cur,
 		  "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"}}}",
 		  1);
-	UPDATE_OK(&cur,
-		  "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\"}}}", 1);
+	UPDATE_OK(&cur, "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\"}}}",
+		  1);
 	assert_json(json_object_get(cur.config, "networking"),
 		    "{\"type\":\"limited\",\"allowed_hosts\":[],\"allow_mcp_servers\":false,"
 		    "\"allow_package_managers\":false}");
@@ -1139,14 +1185,14 @@ static void test_update_null_networking_packages(void **state)
 
 	UPDATE_BAD(cur, "{\"config\":{\"type\":\"cloud\",\"networking\":null}}",
 		   "'config.networking'");
-	UPDATE_BAD(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":null}}",
-		   "'config.packages'");
+	UPDATE_BAD(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":null}}", "'config.packages'");
 	UPDATE_BAD(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"pip\":[\"\"]}}}",
 		   "'config.packages.pip[0]'");
 	UPDATE_BAD(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"brew\":[]}}}",
 		   "'config.packages.brew'");
-	UPDATE_BAD(cur, "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\","
-			 "\"foo\":1}}}",
+	UPDATE_BAD(cur,
+		   "{\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"limited\","
+		   "\"foo\":1}}}",
 		   "'config.networking.foo'");
 }
 
@@ -1217,8 +1263,8 @@ static void test_update_admission_on_merged(void **state)
 	/* srt enforces the kept limited networking, and refuses apt like bwrap */
 	UPDATE_ERR(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"apt\":[\"curl\"]}}}",
 		   "srt", 422, "", "config.packages.apt");
-	UPDATE_OK_ON(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"pip\":[\"x\"]}}}",
-		     "srt", 1);
+	UPDATE_OK_ON(cur, "{\"config\":{\"type\":\"cloud\",\"packages\":{\"pip\":[\"x\"]}}}", "srt",
+		     1);
 	/* an update that does not touch config is not re-admitted */
 	UPDATE_OK_ON(cur, "{\"name\":\"renamed\"}", "docker", 1);
 	UPDATE_OK_ON(cur,
@@ -1244,61 +1290,44 @@ static void test_update_failure_leaves_cur(void **state)
 
 	(void)state;
 	/* each body changes several fields before the one that fails */
-	UPDATE_BAD(&cur, "{\"name\":\"new\",\"description\":null,\"metadata\":{\"a\":null},"
-			 "\"config\":{\"type\":\"cloud\"},\"scope\":\"organization\"}",
+	UPDATE_BAD(&cur,
+		   "{\"name\":\"new\",\"description\":null,\"metadata\":{\"a\":null},"
+		   "\"config\":{\"type\":\"cloud\"},\"scope\":\"organization\"}",
 		   "'scope'");
-	UPDATE_ERR(&cur, "{\"name\":\"new\",\"config\":{\"type\":\"cloud\",\"networking\":"
-			 "{\"type\":\"limited\"}}}",
+	UPDATE_ERR(&cur,
+		   "{\"name\":\"new\",\"config\":{\"type\":\"cloud\",\"networking\":"
+		   "{\"type\":\"limited\"}}}",
 		   "local", 422, "", "config.networking");
 	UPDATE_BAD(&cur, "{\"name\":\"new\",\"metadata\":{\"b\":\"2\"},\"bogus\":true}", "bogus");
 	env_fields_release(&cur);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_utf8_chars),
-	cmocka_unit_test(test_body_must_be_object),
-	cmocka_unit_test(test_unknown_top_level_field),
-	cmocka_unit_test(test_name),
-	cmocka_unit_test(test_description),
-	cmocka_unit_test(test_metadata_accepted),
-	cmocka_unit_test(test_metadata_too_many_keys),
-	cmocka_unit_test(test_metadata_key_length),
-	cmocka_unit_test(test_metadata_value_rules),
-	cmocka_unit_test(test_metadata_names_each_problem),
-	cmocka_unit_test(test_metadata_key_echo_sanitised),
-	cmocka_unit_test(test_meta_functions),
-	cmocka_unit_test(test_config_defaults),
-	cmocka_unit_test(test_config_type),
-	cmocka_unit_test(test_self_hosted),
-	cmocka_unit_test(test_cloud_unknown_field),
-	cmocka_unit_test(test_networking_unrestricted),
-	cmocka_unit_test(test_networking_limited),
-	cmocka_unit_test(test_networking_flags_must_be_boolean),
-	cmocka_unit_test(test_allowed_hosts_shape),
-	cmocka_unit_test(test_allowed_hosts_entry_refused),
-	cmocka_unit_test(test_host_pattern_valid),
-	cmocka_unit_test(test_packages_normalised),
-	cmocka_unit_test(test_packages_shape),
-	cmocka_unit_test(test_package_entries_refused),
-	cmocka_unit_test(test_package_entries_accepted),
-	cmocka_unit_test(test_package_limits),
-	cmocka_unit_test(test_scope_create),
-	cmocka_unit_test(test_backend_table_known),
-	cmocka_unit_test(test_admission_table),
-	cmocka_unit_test(test_admission_messages),
-	cmocka_unit_test(test_admission_after_validation),
-	FULL_ENV_TEST(test_update_empty),
-	FULL_ENV_TEST(test_update_body),
-	FULL_ENV_TEST(test_update_name),
-	FULL_ENV_TEST(test_update_description),
-	FULL_ENV_TEST(test_update_metadata_patch),
-	cmocka_unit_test(test_update_metadata_limits_on_merge),
-	FULL_ENV_TEST(test_update_config_type_required),
-	FULL_ENV_TEST(test_update_cloud_keeps_omitted),
-	FULL_ENV_TEST(test_update_limited_merge),
-	cmocka_unit_test(test_update_unrestricted_to_limited),
-	FULL_ENV_TEST(test_update_null_networking_packages),
-	FULL_ENV_TEST(test_update_type_change),
-	cmocka_unit_test(test_update_scope),
-	FULL_ENV_TEST(test_update_admission_on_merged),
-	cmocka_unit_test(test_update_failure_leaves_cur))
+UNIT_MAIN(cmocka_unit_test(test_utf8_chars), cmocka_unit_test(test_body_must_be_object),
+	  cmocka_unit_test(test_unknown_top_level_field), cmocka_unit_test(test_name),
+	  cmocka_unit_test(test_description), cmocka_unit_test(test_metadata_accepted),
+	  cmocka_unit_test(test_metadata_too_many_keys), cmocka_unit_test(test_metadata_key_length),
+	  cmocka_unit_test(test_metadata_value_rules),
+	  cmocka_unit_test(test_metadata_names_each_problem),
+	  cmocka_unit_test(test_metadata_key_echo_sanitised), cmocka_unit_test(test_meta_functions),
+	  cmocka_unit_test(test_config_defaults), cmocka_unit_test(test_config_type),
+	  cmocka_unit_test(test_self_hosted), cmocka_unit_test(test_cloud_unknown_field),
+	  cmocka_unit_test(test_networking_unrestricted), cmocka_unit_test(test_networking_limited),
+	  cmocka_unit_test(test_networking_flags_must_be_boolean),
+	  cmocka_unit_test(test_allowed_hosts_shape),
+	  cmocka_unit_test(test_allowed_hosts_entry_refused),
+	  cmocka_unit_test(test_host_pattern_valid), cmocka_unit_test(test_packages_normalised),
+	  cmocka_unit_test(test_packages_shape), cmocka_unit_test(test_package_entries_refused),
+	  cmocka_unit_test(test_package_entries_accepted), cmocka_unit_test(test_package_limits),
+	  cmocka_unit_test(test_scope_create), cmocka_unit_test(test_backend_table_known),
+	  cmocka_unit_test(test_admission_table), cmocka_unit_test(test_admission_messages),
+	  cmocka_unit_test(test_admission_after_validation), FULL_ENV_TEST(test_update_empty),
+	  FULL_ENV_TEST(test_update_body), FULL_ENV_TEST(test_update_name),
+	  FULL_ENV_TEST(test_update_description), FULL_ENV_TEST(test_update_metadata_patch),
+	  cmocka_unit_test(test_update_metadata_limits_on_merge),
+	  FULL_ENV_TEST(test_update_config_type_required),
+	  FULL_ENV_TEST(test_update_cloud_keeps_omitted), FULL_ENV_TEST(test_update_limited_merge),
+	  cmocka_unit_test(test_update_unrestricted_to_limited),
+	  FULL_ENV_TEST(test_update_null_networking_packages),
+	  FULL_ENV_TEST(test_update_type_change), cmocka_unit_test(test_update_scope),
+	  FULL_ENV_TEST(test_update_admission_on_merged),
+	  cmocka_unit_test(test_update_failure_leaves_cur))

@@ -96,6 +96,4 @@ static void test_sql_literals(void **state)
 	assert_true(check_sql_literals("db/sandboxes.c") >= 1);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_names),
-	cmocka_unit_test(test_sql_literals))
+UNIT_MAIN(cmocka_unit_test(test_names), cmocka_unit_test(test_sql_literals))

@@ -146,7 +146,6 @@ static void test_quote_limits(void **state)
 	assert_string_equal(out, "'a' ");
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_quote_exact),
-	cmocka_unit_test(test_quote_roundtrip_shell_and_daytona),
-	cmocka_unit_test(test_quote_limits))
+UNIT_MAIN(cmocka_unit_test(test_quote_exact),
+	  cmocka_unit_test(test_quote_roundtrip_shell_and_daytona),
+	  cmocka_unit_test(test_quote_limits))

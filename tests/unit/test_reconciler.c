@@ -25,8 +25,8 @@
 #include "unit.h"
 
 #define UT_TMP_TEMPLATE "/tmp/terrarium-ut-XXXXXX"
-#define UT_REDACT_BUF	1024
-#define UT_OUT_MAX	65536
+#define UT_REDACT_BUF 1024
+#define UT_OUT_MAX 65536
 
 /* snprintf that must fit */
 #define FMT(buf, ...) assert_true(snprintf((buf), sizeof(buf), __VA_ARGS__) < (int)sizeof(buf))
@@ -292,7 +292,7 @@ static struct config backoff_cfg(long base, long cap)
 static void test_backoff_growth_and_cap(void **state)
 {
 	struct config c = backoff_cfg(10, 900);
-	static const long expect[] = {10, 10, 20, 40, 80, 160, 320, 640, 900, 900, 900};
+	static const long expect[] = { 10, 10, 20, 40, 80, 160, 320, 640, 900, 900, 900 };
 	(void)state;
 	for (long long n = 0; n < (long long)(sizeof(expect) / sizeof(expect[0])); n++)
 		assert_int_equal(recon_backoff(&c, n, 0.5), expect[n]);
@@ -370,20 +370,20 @@ struct argv_case {
 static void test_install_argv_per_manager(void **state)
 {
 	static const struct argv_case cases[] = {
-		{"apt", {"apt-get", "install", "-y", "--no-install-recommends"}, NULL},
-		{"cargo",
-		 {"cargo", "install", "--root", UT_WORKDIR "/.cargo"},
-		 UT_WORKDIR "/.cargo"},
-		{"gem",
-		 {"gem", "install", "--no-document", "--install-dir", UT_WORKDIR "/.gem"},
-		 UT_WORKDIR "/.gem"},
-		{"go", {"go", "install"}, NULL},
-		{"npm",
-		 {"npm", "install", "--no-audit", "--no-fund", "--prefix", UT_WORKDIR},
-		 NULL},
-		{"pip",
-		 {"pip", "install", "--no-input", "--target", UT_WORKDIR "/.pip"},
-		 UT_WORKDIR "/.pip"},
+		{ "apt", { "apt-get", "install", "-y", "--no-install-recommends" }, NULL },
+		{ "cargo",
+		  { "cargo", "install", "--root", UT_WORKDIR "/.cargo" },
+		  UT_WORKDIR "/.cargo" },
+		{ "gem",
+		  { "gem", "install", "--no-document", "--install-dir", UT_WORKDIR "/.gem" },
+		  UT_WORKDIR "/.gem" },
+		{ "go", { "go", "install" }, NULL },
+		{ "npm",
+		  { "npm", "install", "--no-audit", "--no-fund", "--prefix", UT_WORKDIR },
+		  NULL },
+		{ "pip",
+		  { "pip", "install", "--no-input", "--target", UT_WORKDIR "/.pip" },
+		  UT_WORKDIR "/.pip" },
 	};
 	/* odd-looking entries stay single arguments: no shell, no splitting */
 	json_t *pkgs = json_loads("[\"a==1.0\", \"b c\", \"$(touch x)\", \"golang.org/x/y@v1\", "
@@ -508,8 +508,8 @@ static void test_install_argv_many_packages(void **state)
 static struct proc_result run_sh(const char *script, const char *cwd, long timeout_s,
 				 size_t out_max)
 {
-	char *argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)script, NULL};
-	char *envp[] = {(char *)"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
+	char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)script, NULL };
+	char *envp[] = { (char *)"PATH=/usr/local/bin:/usr/bin:/bin", NULL };
 	struct proc_result res;
 	assert_int_equal(proc_run(argv, cwd, envp, timeout_s, out_max, NULL, &res), 0);
 	assert_non_null(res.output);
@@ -698,9 +698,9 @@ static void test_proc_leftover_children_killed(void **state)
 
 static void test_proc_command_not_found(void **state)
 {
-	char *argv[] = {(char *)"terrarium-no-such-command", (char *)"x", NULL};
-	char *envp[] = {(char *)"PATH=/usr/bin:/bin", NULL};
-	char *abs[] = {(char *)"/nonexistent/terrarium-tool", NULL};
+	char *argv[] = { (char *)"terrarium-no-such-command", (char *)"x", NULL };
+	char *envp[] = { (char *)"PATH=/usr/bin:/bin", NULL };
+	char *abs[] = { (char *)"/nonexistent/terrarium-tool", NULL };
 	struct proc_result res;
 	(void)state;
 	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, NULL, &res), 0);
@@ -733,9 +733,9 @@ static void test_proc_cwd(void **state)
 
 static void test_proc_environment_is_envp(void **state)
 {
-	char *argv[] = {(char *)"/usr/bin/env", NULL};
-	char *envp[] = {(char *)"A=1", (char *)"B=two words", (char *)"EMPTY=", NULL};
-	char *none[] = {NULL};
+	char *argv[] = { (char *)"/usr/bin/env", NULL };
+	char *envp[] = { (char *)"A=1", (char *)"B=two words", (char *)"EMPTY=", NULL };
+	char *none[] = { NULL };
 	struct proc_result res;
 	(void)state;
 	setenv("TERRARIUM_UT_LEAK", "must-not-pass", 1);
@@ -811,8 +811,8 @@ static void test_dir_create_idempotent(void **state)
 
 static void test_dir_create_bad_names(void **state)
 {
-	static const char *const bad[] = {"",	 "/",	"a/b", "..",  ".",    "../x", "../../etc",
-					  "a b", "x\n", "é",   "a.b", "/abs", NULL};
+	static const char *const bad[] = { "",	  "/",	 "a/b", "..",  ".",    "../x", "../../etc",
+					   "a b", "x\n", "é",	"a.b", "/abs", NULL };
 	struct dir_fixture *f = *state;
 	char id[SBX_ID_MAX], err[SBX_ERR_MAX], path[PATH_MAX];
 	for (int i = 0; bad[i]; i++) {
@@ -1022,8 +1022,8 @@ static void test_proc_watch_stops_command(void **state)
 static void test_regression_proc_path_from_envp(void **state)
 {
 	char *dir = *state, tool[PATH_MAX], pathvar[PATH_MAX + 8];
-	char *argv[] = {(char *)"terrarium-ut-tool", NULL};
-	char *envp[] = {pathvar, NULL};
+	char *argv[] = { (char *)"terrarium-ut-tool", NULL };
+	char *envp[] = { pathvar, NULL };
 	struct proc_result res;
 	FMT(tool, "%s/terrarium-ut-tool", dir);
 	write_file(tool, "#!/bin/sh\necho found\n");
@@ -1089,53 +1089,41 @@ static void test_every_backend_has_a_driver(void **state)
 	remove_tmpdir(dir);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_redact_url_userinfo),
-	cmocka_unit_test(test_redact_secret_keys),
-	cmocka_unit_test(test_redact_authorization),
-	cmocka_unit_test(test_redact_plain_text_unchanged),
-	cmocka_unit_test(test_redact_truncation_utf8),
-	cmocka_unit_test(test_redact_tiny_buffers),
-	cmocka_unit_test(test_redact_empty),
-	cmocka_unit_test(test_backoff_growth_and_cap),
-	cmocka_unit_test(test_backoff_attempts_zero_and_one),
-	cmocka_unit_test(test_backoff_jitter_bounds),
-	cmocka_unit_test(test_backoff_base_zero),
-	cmocka_unit_test(test_install_argv_per_manager),
-	cmocka_unit_test(test_install_argv_empty_list),
-	cmocka_unit_test(test_install_argv_unknown_manager),
-	cmocka_unit_test(test_install_argv_overflow),
-	cmocka_unit_test(test_install_argv_many_packages),
-	cmocka_unit_test(test_proc_exit_code),
-	cmocka_unit_test(test_proc_output_captured),
-	cmocka_unit_test(test_proc_output_tail),
-	cmocka_unit_test_setup_teardown(test_proc_timeout_kills_group, tmp_setup,
-					tmp_teardown),
-	cmocka_unit_test_setup_teardown(test_proc_timeout_term_ignored, tmp_setup,
-					tmp_teardown),
-	cmocka_unit_test_setup_teardown(test_proc_leftover_children_killed, tmp_setup,
-					tmp_teardown),
-	cmocka_unit_test(test_proc_command_not_found),
-	cmocka_unit_test_setup_teardown(test_proc_cwd, tmp_setup, tmp_teardown),
-	cmocka_unit_test(test_proc_environment_is_envp),
-	cmocka_unit_test_setup_teardown(test_dir_create_idempotent, dir_setup,
-					dir_teardown),
-	cmocka_unit_test_setup_teardown(test_dir_create_bad_names, dir_setup, dir_teardown),
-	cmocka_unit_test_setup_teardown(test_dir_create_missing_root, dir_setup,
-					dir_teardown),
-	cmocka_unit_test_setup_teardown(test_dir_destroy_missing, dir_setup, dir_teardown),
-	cmocka_unit_test_setup_teardown(test_dir_destroy_nested_not_following_symlinks,
-					dir_setup, dir_teardown),
-	cmocka_unit_test_setup_teardown(test_dir_destroy_symlinked_sandbox, dir_setup,
-					dir_teardown),
-	cmocka_unit_test(test_regression_redact_quoted_value_with_spaces),
-	cmocka_unit_test(test_regression_redact_spaced_separator),
-	cmocka_unit_test_setup_teardown(test_regression_proc_path_from_envp, tmp_setup,
-					tmp_teardown),
-	cmocka_unit_test(test_regression_proc_exact_cap_not_truncated),
-	cmocka_unit_test(test_regression_install_argv_prefix_cut),
-	cmocka_unit_test(test_redact_pass_secret_token_keys),
-	cmocka_unit_test(test_scrub_host_paths),
-	cmocka_unit_test(test_hide_host_paths),
-	cmocka_unit_test(test_proc_watch_stops_command),
-	cmocka_unit_test(test_every_backend_has_a_driver))
+UNIT_MAIN(cmocka_unit_test(test_redact_url_userinfo), cmocka_unit_test(test_redact_secret_keys),
+	  cmocka_unit_test(test_redact_authorization),
+	  cmocka_unit_test(test_redact_plain_text_unchanged),
+	  cmocka_unit_test(test_redact_truncation_utf8), cmocka_unit_test(test_redact_tiny_buffers),
+	  cmocka_unit_test(test_redact_empty), cmocka_unit_test(test_backoff_growth_and_cap),
+	  cmocka_unit_test(test_backoff_attempts_zero_and_one),
+	  cmocka_unit_test(test_backoff_jitter_bounds), cmocka_unit_test(test_backoff_base_zero),
+	  cmocka_unit_test(test_install_argv_per_manager),
+	  cmocka_unit_test(test_install_argv_empty_list),
+	  cmocka_unit_test(test_install_argv_unknown_manager),
+	  cmocka_unit_test(test_install_argv_overflow),
+	  cmocka_unit_test(test_install_argv_many_packages), cmocka_unit_test(test_proc_exit_code),
+	  cmocka_unit_test(test_proc_output_captured), cmocka_unit_test(test_proc_output_tail),
+	  cmocka_unit_test_setup_teardown(test_proc_timeout_kills_group, tmp_setup, tmp_teardown),
+	  cmocka_unit_test_setup_teardown(test_proc_timeout_term_ignored, tmp_setup, tmp_teardown),
+	  cmocka_unit_test_setup_teardown(test_proc_leftover_children_killed, tmp_setup,
+					  tmp_teardown),
+	  cmocka_unit_test(test_proc_command_not_found),
+	  cmocka_unit_test_setup_teardown(test_proc_cwd, tmp_setup, tmp_teardown),
+	  cmocka_unit_test(test_proc_environment_is_envp),
+	  cmocka_unit_test_setup_teardown(test_dir_create_idempotent, dir_setup, dir_teardown),
+	  cmocka_unit_test_setup_teardown(test_dir_create_bad_names, dir_setup, dir_teardown),
+	  cmocka_unit_test_setup_teardown(test_dir_create_missing_root, dir_setup, dir_teardown),
+	  cmocka_unit_test_setup_teardown(test_dir_destroy_missing, dir_setup, dir_teardown),
+	  cmocka_unit_test_setup_teardown(test_dir_destroy_nested_not_following_symlinks, dir_setup,
+					  dir_teardown),
+	  cmocka_unit_test_setup_teardown(test_dir_destroy_symlinked_sandbox, dir_setup,
+					  dir_teardown),
+	  cmocka_unit_test(test_regression_redact_quoted_value_with_spaces),
+	  cmocka_unit_test(test_regression_redact_spaced_separator),
+	  cmocka_unit_test_setup_teardown(test_regression_proc_path_from_envp, tmp_setup,
+					  tmp_teardown),
+	  cmocka_unit_test(test_regression_proc_exact_cap_not_truncated),
+	  cmocka_unit_test(test_regression_install_argv_prefix_cut),
+	  cmocka_unit_test(test_redact_pass_secret_token_keys),
+	  cmocka_unit_test(test_scrub_host_paths), cmocka_unit_test(test_hide_host_paths),
+	  cmocka_unit_test(test_proc_watch_stops_command),
+	  cmocka_unit_test(test_every_backend_has_a_driver))

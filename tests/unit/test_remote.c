@@ -53,7 +53,8 @@ static void assert_round_trip(const char *const argv[])
 		fail_msg("'%s' read back as %d words, expected %d", line, n, argc);
 	for (int i = 0; i < argc; i++)
 		if (strcmp(words[i], argv[i]))
-			fail_msg("'%s': word %d is '%s', expected '%s'", line, i, words[i], argv[i]);
+			fail_msg("'%s': word %d is '%s', expected '%s'", line, i, words[i],
+				 argv[i]);
 	free(line);
 }
 
@@ -69,7 +70,9 @@ static void assert_joins(const char *const argv[], const char *expected)
 
 static void test_sh_join_plain(void **state)
 {
-	const char *const argv[] = { "pip", "install", "--target", "/workspace/.pip", "requests==2.31", NULL };
+	const char *const argv[] = {
+		"pip", "install", "--target", "/workspace/.pip", "requests==2.31", NULL
+	};
 	(void)state;
 	assert_joins(argv, "pip install --target /workspace/.pip requests==2.31");
 }
@@ -84,8 +87,9 @@ static void test_sh_join_quotes(void **state)
 
 static void test_sh_join_no_expansion(void **state)
 {
-	const char *const argv[] = { "echo", "$HOME", "`id`", "$(id)", "*", "a;b", "a&&b", "a|b", "x>y",
-			 "~", "\\", "\"q\"", "a b\tc", "line\nbreak", "!", "#c", "{a,b}", NULL };
+	const char *const argv[] = { "echo",   "$HOME",	      "`id`", "$(id)", "*",	"a;b",
+				     "a&&b",   "a|b",	      "x>y",  "~",     "\\",	"\"q\"",
+				     "a b\tc", "line\nbreak", "!",    "#c",    "{a,b}", NULL };
 	(void)state;
 	assert_round_trip(argv);
 }
@@ -331,14 +335,9 @@ static void test_watch_stops_a_call(void **state)
 	http_release(&c);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_sh_join_plain),
-	cmocka_unit_test(test_sh_join_quotes),
-	cmocka_unit_test(test_sh_join_no_expansion),
-	cmocka_unit_test(test_sh_join_empty_and_utf8),
-	cmocka_unit_test(test_out_tail_keeps_end),
-	cmocka_unit_test(test_key_file),
-	cmocka_unit_test(test_error_string),
-	cmocka_unit_test(test_escape),
-	cmocka_unit_test(test_connection_refused_retries),
-	cmocka_unit_test(test_watch_stops_a_call))
+UNIT_MAIN(cmocka_unit_test(test_sh_join_plain), cmocka_unit_test(test_sh_join_quotes),
+	  cmocka_unit_test(test_sh_join_no_expansion),
+	  cmocka_unit_test(test_sh_join_empty_and_utf8), cmocka_unit_test(test_out_tail_keeps_end),
+	  cmocka_unit_test(test_key_file), cmocka_unit_test(test_error_string),
+	  cmocka_unit_test(test_escape), cmocka_unit_test(test_connection_refused_retries),
+	  cmocka_unit_test(test_watch_stops_a_call))

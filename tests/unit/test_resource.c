@@ -173,8 +173,10 @@ static const struct resource RES_THING = {
 	.filters_text = "include_archived",
 	.cols = { .id = C_ID, .created_db = C_CREATED, .archived = C_ARCHIVED },
 	.render = thing_render,
-	.db = { .get = thing_get, .list = thing_list, .archive = thing_archive,
-	       .remove = thing_remove },
+	.db = { .get = thing_get,
+		.list = thing_list,
+		.archive = thing_archive,
+		.remove = thing_remove },
 };
 
 static struct config cfg;
@@ -383,8 +385,7 @@ static void test_delete(void **state)
 	assert_false(things[2].deleted);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test_setup_teardown(test_retrieve, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_archive, setup, teardown),
-	cmocka_unit_test_setup_teardown(test_delete, setup, teardown))
+UNIT_MAIN(cmocka_unit_test_setup_teardown(test_retrieve, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_archive, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_delete, setup, teardown))

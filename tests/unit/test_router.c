@@ -21,8 +21,7 @@ static const struct fake_route table[] = {
 };
 
 /* route_find for METHOD PATH: the entry's tag, or the status it answered. */
-static int find(const char *method, const char *path, struct request *req,
-		struct response *resp)
+static int find(const char *method, const char *path, struct request *req, struct response *resp)
 {
 	const struct fake_route *r;
 
@@ -108,8 +107,5 @@ static void test_server_error(void **state)
 	resp_release(&resp);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_match_captures),
-	cmocka_unit_test(test_find),
-	cmocka_unit_test(test_header_list),
-	cmocka_unit_test(test_server_error))
+UNIT_MAIN(cmocka_unit_test(test_match_captures), cmocka_unit_test(test_find),
+	  cmocka_unit_test(test_header_list), cmocka_unit_test(test_server_error))

@@ -51,7 +51,7 @@ static void domains_refused_(int line, json_t *hosts, const char *needle)
 		fail_msg("line %d: error \"%s\" does not name \"%s\"", line, err, needle);
 	json_decref(hosts);
 }
-#define DOMAINS_REFUSED(hosts_json, needle) \
+#define DOMAINS_REFUSED(hosts_json, needle)                                                        \
 	domains_refused_(__LINE__, unit_parse(__LINE__, hosts_json), needle)
 
 /* The first address of FAMILY on one of this machine's interfaces other than loopback, as text
@@ -67,8 +67,10 @@ static int own_address(int family, char *out, size_t outsz)
 
 		if (!i->ifa_addr || i->ifa_addr->sa_family != family)
 			continue;
-		a = family == AF_INET ? (const void *)&((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr
-				      : (const void *)&((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr;
+		a = family == AF_INET
+			    ? (const void *)&((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr
+			    : (const void *)&((struct sockaddr_in6 *)(void *)i->ifa_addr)
+				      ->sin6_addr;
 		if (!inet_ntop(family, a, out, (socklen_t)outsz))
 			continue;
 		if (strncmp(out, "127.", 4) && strcmp(out, "::1") && strncmp(out, "fe80:", 5))
@@ -81,13 +83,24 @@ static int own_address(int family, char *out, size_t outsz)
 static void test_fixed_ranges(void **state)
 {
 	static const char *const local[] = {
-		"127.0.0.1",   "127.8.9.10", "0.0.0.0",      "0.1.2.3",	   "169.254.169.254",
-		"224.0.0.1",   "239.1.1.1",  "255.255.255.255", "::1",	   "::",
-		"fe80::1",     "ff02::1",    "::ffff:127.0.0.1", "::ffff:169.254.169.254",
+		"127.0.0.1",
+		"127.8.9.10",
+		"0.0.0.0",
+		"0.1.2.3",
+		"169.254.169.254",
+		"224.0.0.1",
+		"239.1.1.1",
+		"255.255.255.255",
+		"::1",
+		"::",
+		"fe80::1",
+		"ff02::1",
+		"::ffff:127.0.0.1",
+		"::ffff:169.254.169.254",
 	};
 	/* documentation ranges (RFC 5737, RFC 3849) and names: never this machine's */
-	static const char *const other[] = { "203.0.113.77",	 "198.51.100.1", "2001:db8::1",
-					     "::ffff:203.0.113.77", "example.com",	 "localhost",
+	static const char *const other[] = { "203.0.113.77",	    "198.51.100.1", "2001:db8::1",
+					     "::ffff:203.0.113.77", "example.com",  "localhost",
 					     "*.example.org" };
 
 	(void)state;
@@ -160,8 +173,5 @@ static void test_refused(void **state)
 	domains_refused_(__LINE__, many, "too long");
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_fixed_ranges),
-	cmocka_unit_test(test_own_addresses),
-	cmocka_unit_test(test_translation),
-	cmocka_unit_test(test_refused))
+UNIT_MAIN(cmocka_unit_test(test_fixed_ranges), cmocka_unit_test(test_own_addresses),
+	  cmocka_unit_test(test_translation), cmocka_unit_test(test_refused))

@@ -96,7 +96,5 @@ static void test_oom_is_sticky(void **state)
 	strbuf_release(&sb);
 }
 
-UNIT_MAIN(
-	cmocka_unit_test(test_add),
-	cmocka_unit_test(test_remove_reset_detach),
-	cmocka_unit_test(test_oom_is_sticky))
+UNIT_MAIN(cmocka_unit_test(test_add), cmocka_unit_test(test_remove_reset_detach),
+	  cmocka_unit_test(test_oom_is_sticky))

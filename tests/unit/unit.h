@@ -30,11 +30,11 @@ size_t unit_sh(const char *script, const char *arg, char *out, size_t outsz);
 
 /* The main() of a unit test program: runs the cmocka tests given (cmocka_unit_test(f), ...)
  * as one group; its exit status is the number that failed. */
-#define UNIT_MAIN(...)                                             \
-	int main(void)                                             \
-	{                                                          \
-		const struct CMUnitTest tests[] = { __VA_ARGS__ }; \
-		return cmocka_run_group_tests(tests, NULL, NULL);  \
+#define UNIT_MAIN(...)                                                                             \
+	int main(void)                                                                             \
+	{                                                                                          \
+		const struct CMUnitTest tests[] = { __VA_ARGS__ };                                 \
+		return cmocka_run_group_tests(tests, NULL, NULL);                                  \
 	}
 
 #define UNIT_LEN(a) (sizeof(a) / sizeof((a)[0]))
