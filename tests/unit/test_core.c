@@ -518,6 +518,32 @@ static void test_cursor(void **state)
 	assert_int_equal(cursor_parse(key, 32, "env", "a0", ".", created, id), CURSOR_FORGED);
 }
 
+/* A cursor handed out before libsodium computed the MAC (the hand-written HMAC-SHA256 and
+ * base64url, checked against Python's hmac and base64) is still made the same and still
+ * parses: clients hold cursors across an upgrade. */
+static void test_cursor_stored(void **state)
+{
+	static const char made[] = "c2Vzc2lvbnxhc2MsYWdlbnRfMDF8MjAyNi0wMS0wMiAwMzowNDowNS42Nzg5MDF"
+				   "8c2Vzbl8wMTIzNDU2Nzg5"
+				   "QUJDREVGYWJjZGVmZ2g.7OpiGQcQtvqv5PdocfaO_Q";
+	unsigned char key[SHA256_LEN];
+	char cur[CURSOR_MAX], created[CURSOR_FIELD_MAX], id[CURSOR_FIELD_MAX];
+	(void)state;
+
+	for (int i = 0; i < SHA256_LEN; i++)
+		key[i] = (unsigned char)(i * 7 + 3);
+	assert_int_equal(cursor_make(key, sizeof(key), "session", "asc,agent_01",
+				     "2026-01-02 03:04:05.678901", "sesn_0123456789ABCDEFabcdefgh",
+				     cur),
+			 0);
+	assert_string_equal(cur, made);
+	assert_int_equal(
+		cursor_parse(key, sizeof(key), "session", "asc,agent_01", made, created, id),
+		CURSOR_OK);
+	assert_string_equal(created, "2026-01-02 03:04:05.678901");
+	assert_string_equal(id, "sesn_0123456789ABCDEFabcdefgh");
+}
+
 UNIT_MAIN(cmocka_unit_test(test_unknown_route_404), cmocka_unit_test(test_error_message_not_utf8),
 	  cmocka_unit_test(test_wrong_method_405_allow),
 	  cmocka_unit_test(test_dispatch_reaches_handler),
@@ -529,4 +555,5 @@ UNIT_MAIN(cmocka_unit_test(test_unknown_route_404), cmocka_unit_test(test_error_
 	  cmocka_unit_test(test_request_id_from_nginx_or_new),
 	  cmocka_unit_test(test_header_parsing), cmocka_unit_test(test_query_parsing),
 	  cmocka_unit_test(test_error_mapping), cmocka_unit_test(test_sha256_vectors),
-	  cmocka_unit_test(test_ids), cmocka_unit_test(test_cursor))
+	  cmocka_unit_test(test_ids), cmocka_unit_test(test_cursor),
+	  cmocka_unit_test(test_cursor_stored))
