@@ -6,6 +6,8 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -Wall -Wextra -Wformat=2 -Wstrict-prototypes -Wvla -Wwrite-strings -Werror \
 	-fno-strict-aliasing -MMD -MP
 LDLIBS_DB := $(shell mariadb_config --libs 2>/dev/null || pkg-config --libs libmariadb)
+# what a program linking common/crypto.c links with
+LDLIBS_CRYPTO := -lsodium
 # CONFIG_DEFAULT_PATH=/etc/terrarium/terrarium.ini: the configuration read without -c or
 # $$TERRARIUM_CONFIG (common/config.h; the Debian package's build sets it, debian/rules)
 ifdef CONFIG_DEFAULT_PATH
@@ -40,7 +42,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 API_BIN := $(BUILD)/terrarium-api
 RECON_BIN := $(BUILD)/terrarium-reconciler
 # what a program linking the reconciler's objects links with
-RECON_LIBS := -ljansson -linih -lcurl -lseccomp $(LDLIBS_DB)
+RECON_LIBS := -ljansson -linih -lcurl -lseccomp $(LDLIBS_DB) $(LDLIBS_CRYPTO)
 RUNNER_BIN := $(BUILD)/e2e-runner
 
 UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress \
@@ -49,7 +51,7 @@ UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress
 all: $(API_BIN) $(RECON_BIN) $(RUNNER_BIN)
 
 $(API_BIN): $(call obj,$(API_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
 
 $(RECON_BIN): $(call obj,$(RECON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
@@ -64,7 +66,7 @@ $(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/e
 # the API policy (handlers/router.c) over a fake route table: tests/unit/stubs.c
 $(BUILD)/test_core: $(call obj,tests/unit/test_core.c $(HTTP_SRC) handlers/router.c \
 	handlers/cursor.c db/db.c $(COMMON_SRC)) $(BUILD)/obj/tests/unit/stubs.o
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
 
 $(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
@@ -91,8 +93,9 @@ endef
 $(eval $(call unit_test,config,common/config.c common/backend.c,-linih))
 # the growable buffer (common/strbuf.c)
 $(eval $(call unit_test,strbuf,common/strbuf.c))
-# base64: one decoder, strict (cursors) and lenient (protojson bytes) (common/crypto.c)
-$(eval $(call unit_test,crypto,common/crypto.c))
+# base64 (strict for cursors, lenient for protojson bytes) and the stored values (key hashes,
+# request hashes, MACs) made before libsodium (common/crypto.c)
+$(eval $(call unit_test,crypto,common/crypto.c,$(LDLIBS_CRYPTO)))
 # intent states: the enum's name table and the states db/'s SQL spells (db/intent.c)
 $(eval $(call unit_test,intent,db/intent.c))
 # timestamps, the monotonic clock and sleeping (common/clock.c)
@@ -109,7 +112,7 @@ UNIT_TESTS += $(BUILD)/test_cache
 
 # http/router.c with a two-line table of its own (no handlers)
 $(BUILD)/test_router: $(call obj,tests/unit/test_router.c $(HTTP_SRC) common/crypto.c)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka $(LDLIBS_CRYPTO)
 UNIT_TESTS += $(BUILD)/test_router
 
 # the resource table's generic handlers (handlers/resource.c) over a resource of the test's own:
@@ -117,19 +120,19 @@ UNIT_TESTS += $(BUILD)/test_router
 $(BUILD)/test_resource: $(call obj,tests/unit/test_resource.c $(HTTP_SRC) \
 	$(filter-out handlers/routes.c handlers/router.c,$(HANDLER_SRC)) $(DB_SRC) $(COMMON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--wrap=db_tx,--wrap=db_rows_free -o $@ $^ -ljansson \
-		-lcmocka -linih $(LDLIBS_DB)
+		-lcmocka -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
 UNIT_TESTS += $(BUILD)/test_resource
 
 # db/db.c without a server: error classes and the failure a handle reports
 $(BUILD)/test_db: $(call obj,tests/unit/test_db.c db/db.c common/crypto.c common/log.c \
 	common/config.c common/backend.c common/clock.c)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
 UNIT_TESTS += $(BUILD)/test_db
 
 # the unknown-key guard's shared budget, raced by forked processes (handlers/auth_guard.c)
 $(BUILD)/test_auth_guard: $(call obj,tests/unit/test_auth_guard.c handlers/auth_guard.c \
 	common/crypto.c)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(LDLIBS_CRYPTO)
 UNIT_TESTS += $(BUILD)/test_auth_guard
 
 # The driver suites of tests/backends/run.sh: build/test_NAME from tests/backends/NAME.c,
@@ -227,10 +230,10 @@ $(BUILD)/fuzz/obj/%.o: %.c
 
 $(BUILD)/fuzz/fuzz_request: $(call fobj,tests/fuzz/fuzz_request.c tests/unit/stubs.c \
 	$(HTTP_SRC) handlers/router.c common/crypto.c)
-	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson $(LDLIBS_CRYPTO)
 
 $(BUILD)/fuzz/fuzz_cursor: $(call fobj,tests/fuzz/fuzz_cursor.c handlers/cursor.c common/crypto.c)
-	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ $(LDLIBS_CRYPTO)
 
 $(BUILD)/fuzz/fuzz_env_validate: $(call fobj,tests/fuzz/fuzz_env_validate.c \
 	handlers/env_validate.c handlers/verr.c common/backend.c common/egress.c)
@@ -259,7 +262,7 @@ $(BUILD)/bench-ref-select: $(call obj,bench/ref-select.c bench/ref.c common/cloc
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi $(LDLIBS_DB)
 
 $(BUILD)/bench-ref-insert: $(call obj,bench/ref-insert.c bench/ref.c common/crypto.c)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi $(LDLIBS_DB) $(LDLIBS_CRYPTO)
 
 # Benchmarks against the references, then the reconciler's (scripts/bench.sh); not part of test.
 bench: all $(BENCH_BINS)

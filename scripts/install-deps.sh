@@ -43,6 +43,7 @@ done
 packages=(
 	build-essential pkg-config clang
 	libfcgi-dev libfcgi-bin libjansson-dev libmariadb-dev libcurl4-openssl-dev libcmocka-dev libinih-dev
+	libsodium-dev
 	libseccomp-dev
 	mariadb-server mariadb-client
 	bubblewrap slirp4netns spawn-fcgi wrk curl jq logrotate acl

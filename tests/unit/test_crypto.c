@@ -34,6 +34,8 @@ static void test_base64(void **state)
 	assert_int_equal(dec("aGVsbG8gd29ybGQ=", 0, out, sizeof(out)), 11);
 	assert_memory_equal(out, "hello world", 11);
 	assert_int_equal(dec("", 0, out, sizeof(out)), 0);
+	/* one alphabet per text, as protojson reads it */
+	assert_int_equal(dec("-__+aGk", 0, out, sizeof(out)), -1);
 	/* the strict one refuses them, and non-canonical trailing bits */
 	assert_int_equal(dec("+//+aGk", 1, out, sizeof(out)), -1);
 	assert_int_equal(dec("aGk=", 1, out, sizeof(out)), -1);
