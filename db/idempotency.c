@@ -18,7 +18,7 @@ enum db_status idem_claim(struct db *db, const struct idem_ref *ref, enum idem_c
 	static const char takeover[] =
 		"UPDATE idempotency_keys SET request_hash = ?, status = 0, response = NULL,"
 		" created_at = ?, expires_at = ? WHERE workspace_id = ? AND idem_key = ?";
-	struct db_val hash = DB_STRN((const char *)ref->hash, 32);
+	struct db_val hash = DB_STRN((const char *)ref->hash, SHA256_LEN);
 	struct db_rows rows;
 	enum db_status st;
 
@@ -50,7 +50,7 @@ enum db_status idem_claim(struct db *db, const struct idem_ref *ref, enum idem_c
 					 DB_STR(ref->ws), DB_STR(ref->key)),
 			       NULL, NULL);
 	}
-	if (rows.len[0] != 32 || memcmp(db_cell(&rows, 0, 0), ref->hash, 32))
+	if (rows.len[0] != SHA256_LEN || memcmp(db_cell(&rows, 0, 0), ref->hash, SHA256_LEN))
 		*out = IDEM_MISMATCH;
 	else if (!strcmp(db_cell(&rows, 0, 1), "0") || !db_cell(&rows, 0, 2))
 		*out = IDEM_IN_FLIGHT;

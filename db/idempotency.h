@@ -7,6 +7,7 @@
 #ifndef TERRARIUM_DB_IDEMPOTENCY_H
 #define TERRARIUM_DB_IDEMPOTENCY_H
 
+#include "../common/crypto.h"
 #include "db.h"
 
 #define IDEM_TTL_S (24 * 3600)
@@ -22,7 +23,7 @@ enum idem_claim {
 /* Which key, for which request, and the times that decide expiry (DATETIME literals). */
 struct idem_ref {
 	const char *ws, *key;
-	const unsigned char *hash; /* 32 bytes: SHA-256 of the request */
+	const unsigned char *hash; /* SHA256_LEN bytes: SHA-256 of the request */
 	const char *now, *expires, *stale;
 };
 

@@ -14,12 +14,12 @@ static int copy_cell(char *out, size_t sz, const char *cell)
 	return n < 0 || (size_t)n >= sz ? -1 : 0;
 }
 
-enum db_status keys_lookup(struct db *db, const unsigned char hash[32], struct key_identity *out,
-			   int *found)
+enum db_status keys_lookup(struct db *db, const unsigned char hash[SHA256_LEN],
+			   struct key_identity *out, int *found)
 {
 	static const char sql[] = "SELECT id, workspace_id, account_id FROM api_keys "
 				  "WHERE key_hash = ? AND revoked_at IS NULL";
-	struct db_val p[] = { DB_STRN((const char *)hash, 32) };
+	struct db_val p[] = { DB_STRN((const char *)hash, SHA256_LEN) };
 	struct db_rows rows;
 	enum db_status st = db_exec(db, sql, DB_ARRAY(p), &rows, NULL);
 
@@ -198,12 +198,13 @@ enum db_status envkeys_revoke(struct db *db, const char *key, int *found)
 	return revoke_hash(db, sql, key, found);
 }
 
-enum db_status keys_lookup_hash(struct db *db, const char *sql, const unsigned char hash[32],
-				char *const *out, const size_t *sz, unsigned n, int *found)
+enum db_status keys_lookup_hash(struct db *db, const char *sql,
+				const unsigned char hash[SHA256_LEN], char *const *out,
+				const size_t *sz, unsigned n, int *found)
 {
 	struct db_rows rows;
 	enum db_status st =
-		db_exec(db, sql, DB_PARAMS(DB_STRN((const char *)hash, 32)), &rows, NULL);
+		db_exec(db, sql, DB_PARAMS(DB_STRN((const char *)hash, SHA256_LEN)), &rows, NULL);
 
 	*found = 0;
 	if (st)
@@ -217,7 +218,7 @@ enum db_status keys_lookup_hash(struct db *db, const char *sql, const unsigned c
 	return DB_OK;
 }
 
-enum db_status envkeys_lookup(struct db *db, const unsigned char hash[32], char *env_id,
+enum db_status envkeys_lookup(struct db *db, const unsigned char hash[SHA256_LEN], char *env_id,
 			      char *workspace_id, size_t sz, char *account, size_t account_sz,
 			      int *found)
 {

@@ -2,6 +2,7 @@
 #ifndef TERRARIUM_DB_KEYS_H
 #define TERRARIUM_DB_KEYS_H
 
+#include "../common/crypto.h"
 #include "db.h"
 
 #define KEY_PREFIX "trm_"
@@ -19,8 +20,8 @@ struct key_identity {
 /* Find the active key whose hash is HASH. DB_OK with *FOUND set; on a hit fills OUT's key id,
  * workspace id and account. A stored value longer than its buffer is DB_CORRUPT (never
  * truncated: two accounts sharing a prefix must not become one). */
-enum db_status keys_lookup(struct db *db, const unsigned char hash[32], struct key_identity *out,
-			   int *found);
+enum db_status keys_lookup(struct db *db, const unsigned char hash[SHA256_LEN],
+			   struct key_identity *out, int *found);
 
 /* Create workspace NAME if missing and a new key for ACCOUNT in it; the key (shown once) goes
  * to KEY (size >= sizeof KEY_PREFIX + KEY_RANDOM_LEN), its id (apikey_..., what `key revoke`
@@ -50,14 +51,15 @@ enum db_status envkeys_revoke(struct db *db, const char *key, int *found);
 
 /* The active environment key whose hash is HASH: *FOUND, its environment, that environment's
  * workspace (buffers of size SZ) and account (ACCOUNT_SZ). */
-enum db_status envkeys_lookup(struct db *db, const unsigned char hash[32], char *env_id,
+enum db_status envkeys_lookup(struct db *db, const unsigned char hash[SHA256_LEN], char *env_id,
 			      char *workspace_id, size_t sz, char *account, size_t account_sz,
 			      int *found);
 
 /* Run SQL (one `?`: a key's SHA-256) with HASH; when it returns a row, copy its first N
  * cells into OUT[i] (size SZ[i]) and set *FOUND. For the credentials stored by hash. */
-enum db_status keys_lookup_hash(struct db *db, const char *sql, const unsigned char hash[32],
-				char *const *out, const size_t *sz, unsigned n, int *found);
+enum db_status keys_lookup_hash(struct db *db, const char *sql,
+				const unsigned char hash[SHA256_LEN], char *const *out,
+				const size_t *sz, unsigned n, int *found);
 
 /* Workspace id of NAME into OUT. *FOUND = 0 when there is none. */
 enum db_status workspace_lookup(struct db *db, const char *name, char *out, size_t sz, int *found);

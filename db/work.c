@@ -196,9 +196,10 @@ static enum db_status claim_tx(struct db *db, void *arg)
 	if (!st && redelivery) /* a first delivery has no earlier token */
 		st = db_exec(db, revoke, DB_PARAMS(DB_STR(id)), NULL, NULL);
 	if (!st)
-		st = db_exec(db, token,
-			     DB_PARAMS(DB_STRN((const char *)c->token_hash, 32), DB_STR(id)), NULL,
-			     NULL);
+		st = db_exec(
+			db, token,
+			DB_PARAMS(DB_STRN((const char *)c->token_hash, SHA256_LEN), DB_STR(id)),
+			NULL, NULL);
 	if (!st)
 		st = db_exec(db, get, DB_PARAMS(DB_STR(id)), c->rows, NULL);
 	return st;
@@ -338,7 +339,7 @@ enum db_status workdb_set_metadata(struct db *db, const char *work_id, const cha
 		       NULL);
 }
 
-enum db_status worktoken_lookup(struct db *db, const unsigned char hash[32], char *work_id,
+enum db_status worktoken_lookup(struct db *db, const unsigned char hash[SHA256_LEN], char *work_id,
 				char *env_id, char *session_id, char *ws, size_t sz, char *account,
 				size_t account_sz, int *found)
 {

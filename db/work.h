@@ -5,6 +5,7 @@
 #ifndef TERRARIUM_DB_WORK_H
 #define TERRARIUM_DB_WORK_H
 
+#include "../common/crypto.h"
 #include "db.h"
 #include "resource.h"
 
@@ -109,7 +110,7 @@ enum db_status workdb_set_metadata(struct db *db, const char *work_id, const cha
 
 /* A live sessions token by HASH: *FOUND, and work id, environment id, session id, workspace
  * and the environment's account (buffers of AUTH sizes: SZ each, ACCOUNT_SZ). */
-enum db_status worktoken_lookup(struct db *db, const unsigned char hash[32], char *work_id,
+enum db_status worktoken_lookup(struct db *db, const unsigned char hash[SHA256_LEN], char *work_id,
 				char *env_id, char *session_id, char *ws, size_t sz, char *account,
 				size_t account_sz, int *found);
 
