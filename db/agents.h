@@ -8,7 +8,7 @@
 #include <jansson.h>
 
 #include "db.h"
-#include "resource.h"
+#include "table.h"
 
 /* Columns of every agent SELECT (agentdb_get, agentdb_list, agentdb_versions), in this order. */
 enum agent_col {

@@ -4,7 +4,7 @@
 #define TERRARIUM_DB_ENVIRONMENTS_H
 
 #include "db.h"
-#include "resource.h"
+#include "table.h"
 
 /* Columns of every environment SELECT, in this order. */
 enum env_col {

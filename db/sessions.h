@@ -7,7 +7,7 @@
 
 #include "db.h"
 #include "intent.h"
-#include "resource.h"
+#include "table.h"
 
 #define SES_ID_PREFIX "sesn_" /* also the sandbox names of the directory backends */
 

@@ -7,7 +7,7 @@
 
 #include "../common/crypto.h"
 #include "db.h"
-#include "resource.h"
+#include "table.h"
 
 #define WORK_ID_PREFIX "work_"
 #define WORK_TOKEN_PREFIX "trmst_" /* sessions tokens (the `secret` of a poll) */

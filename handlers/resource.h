@@ -9,7 +9,7 @@
 
 #include "../common/clock.h"
 #include "../common/strbuf.h"
-#include "../db/resource.h"
+#include "../db/table.h"
 #include "handlers.h"
 #include "verr.h"
 
@@ -29,7 +29,7 @@ void text_put_member(struct strbuf *b, const char *key, const char *value);
 void text_respond(struct response *resp, const struct request *req, int status, struct strbuf *b);
 
 /* Who sees a resource's rows: the filter its db operations apply with the key's fields (struct
- * db_key, db/resource.h, which the generic handlers fill from the request). */
+ * db_key, db/table.h, which the generic handlers fill from the request). */
 enum resource_visibility {
 	RES_VIS_WORKSPACE,   /* every key of the workspace (agents) */
 	RES_VIS_ACCOUNT,     /* the workspace's keys but another account's `scope: account`

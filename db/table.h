@@ -1,9 +1,10 @@
-/* The key and the page of the resource tables' db operations (the get, list and archive of
- * db/agents.h, environments.h, sessions.h and work.h), which the resource table
- * (handlers/resource.h) points at directly: it fills them from the request, the db layer
- * reads them. Each table's operations use the fields its visibility rule and filters name. */
-#ifndef TERRARIUM_DB_RESOURCE_H
-#define TERRARIUM_DB_RESOURCE_H
+/* What the table families' operations take (the get, list and archive of db/agents.h,
+ * environments.h, sessions.h and work.h): the key of a row and the page of a list. The resource
+ * table (handlers/resource.h) points at those operations directly and fills these from the
+ * request; the db layer reads them. Each table's operations use the fields its visibility rule
+ * and filters name. */
+#ifndef TERRARIUM_DB_TABLE_H
+#define TERRARIUM_DB_TABLE_H
 
 #include "../common/clock.h"
 
