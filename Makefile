@@ -19,8 +19,9 @@ COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c comm
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
 	db/work.c db/intent.c
 HTTP_SRC := http/request.c http/response.c http/router.c
-HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth_guard.c handlers/env_validate.c \
-	handlers/cursor.c handlers/router.c handlers/routes.c handlers/resource.c \
+HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth.c handlers/auth_guard.c \
+	handlers/env_validate.c handlers/cursor.c handlers/dispatch.c handlers/routes.c \
+	handlers/resource.c \
 	handlers/sessions.c handlers/idempotency.c \
 	handlers/environments.c handlers/agent_validate.c handlers/agents.c handlers/work.c
 FCGI_SRC := fcgi/serve.c
@@ -63,8 +64,8 @@ $(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/e
 	handlers/verr.c common/backend.c tests/unit/unit_json.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
-# the API policy (handlers/router.c) over a fake route table: tests/unit/stubs.c
-$(BUILD)/test_core: $(call obj,tests/unit/test_core.c $(HTTP_SRC) handlers/router.c \
+# the API policy (handlers/dispatch.c) over a fake route table: tests/unit/stubs.c
+$(BUILD)/test_core: $(call obj,tests/unit/test_core.c $(HTTP_SRC) handlers/dispatch.c \
 	handlers/cursor.c db/db.c $(COMMON_SRC)) $(BUILD)/obj/tests/unit/stubs.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
 
@@ -118,10 +119,18 @@ UNIT_TESTS += $(BUILD)/test_router
 # the resource table's generic handlers (handlers/resource.c) over a resource of the test's own:
 # its db operations are in memory; db_tx runs its function once, rows are the test's own
 $(BUILD)/test_resource: $(call obj,tests/unit/test_resource.c $(HTTP_SRC) \
-	$(filter-out handlers/routes.c handlers/router.c,$(HANDLER_SRC)) $(DB_SRC) $(COMMON_SRC))
+	$(filter-out handlers/routes.c handlers/dispatch.c,$(HANDLER_SRC)) $(DB_SRC) $(COMMON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--wrap=db_tx,--wrap=db_rows_free -o $@ $^ -ljansson \
 		-lcmocka -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
 UNIT_TESTS += $(BUILD)/test_resource
+
+# every kind of credential (handlers/auth.c): its lookups wrapped by a table of known keys
+$(BUILD)/test_auth: $(call obj,tests/unit/test_auth.c handlers/auth.c handlers/auth_guard.c \
+	handlers/common.c handlers/cursor.c $(HTTP_SRC) db/db.c db/keys.c db/work.c $(COMMON_SRC))
+	$(CC) $(CFLAGS) $(LDFLAGS) \
+		-Wl,--wrap=keys_lookup,--wrap=envkeys_lookup,--wrap=worktoken_lookup -o $@ $^ \
+		-ljansson -lcmocka -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
+UNIT_TESTS += $(BUILD)/test_auth
 
 # db/db.c without a server: error classes and the failure a handle reports
 $(BUILD)/test_db: $(call obj,tests/unit/test_db.c db/db.c common/crypto.c common/log.c \
@@ -229,7 +238,7 @@ $(BUILD)/fuzz/obj/%.o: %.c
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c -o $@ $<
 
 $(BUILD)/fuzz/fuzz_request: $(call fobj,tests/fuzz/fuzz_request.c tests/unit/stubs.c \
-	$(HTTP_SRC) handlers/router.c common/crypto.c)
+	$(HTTP_SRC) handlers/dispatch.c common/crypto.c)
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson $(LDLIBS_CRYPTO)
 
 $(BUILD)/fuzz/fuzz_cursor: $(call fobj,tests/fuzz/fuzz_cursor.c handlers/cursor.c common/crypto.c)

@@ -22,11 +22,19 @@
 #include "../db/keys.h"
 #include "../db/work.h"
 #include "../fcgi/serve.h"
-#include "../handlers/router.h"
+#include "../handlers/dispatch.h"
 
 #define MAIN_DEFAULT_ACCOUNT "default"
 #define MAIN_KEY_ID_PREFIX "apikey_"
-#define AUTH_KEY_ID_MAX 64
+
+/* The API as fcgi/serve.c runs it: the unknown-key guard set up before the workers fork, a
+ * struct worker per process, api_handle per request (handlers/dispatch.h). */
+static const struct serve_app api_app = {
+	.init = auth_init,
+	.worker_new = api_worker_new,
+	.worker_free = api_worker_free,
+	.handle = api_handle,
+};
 
 /* Read the key to revoke from stdin (one line): a secret on the command line is visible to
  * every local user in ps and /proc. 0, or -1 when nothing usable was read. */
@@ -94,7 +102,7 @@ static int admin(const struct config *cfg, int argc, char **argv)
 				WORKSPACE_NAME_MAX);
 			goto out;
 		}
-		char key_id[AUTH_KEY_ID_MAX];
+		char key_id[AUTH_ID_MAX];
 		st = keys_create(db, argv[2], account, key, sizeof(key), key_id, sizeof(key_id));
 		if (!st) {
 			printf("%s\n", key);
@@ -141,7 +149,7 @@ static int admin(const struct config *cfg, int argc, char **argv)
 	} else if (!strcmp(argv[0], "work") && argc == 2 && !strcmp(argv[1], "status")) {
 		st = work_status(db);
 	} else if (!strcmp(argv[0], "workspace") && argc == 3 && !strcmp(argv[1], "id")) {
-		char id[64];
+		char id[AUTH_ID_MAX];
 		st = workspace_lookup(db, argv[2], id, sizeof(id), &found);
 		if (!st && !found) {
 			fprintf(stderr, "no workspace named %s\n", argv[2]);

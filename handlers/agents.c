@@ -86,8 +86,8 @@ void agent_create(struct worker *w, struct request *req, struct response *resp)
 	clock_now(now_db, now_api);
 	st = db_tx(w->db, create_tx,
 		   &(struct agent_row_in){ .id = id,
-					   .workspace_id = req->auth.workspace_id,
-					   .account_id = req->auth.account_id,
+					   .workspace_id = req->principal->workspace_id,
+					   .account_id = req->principal->account_id,
 					   .definition = text,
 					   .now = now_db });
 	if (st) {
@@ -247,12 +247,12 @@ void agent_versions(struct worker *w, struct request *req, struct response *resp
 			return;
 		}
 	}
-	st = agentdb_versions(w->db, req->auth.workspace_id, req->params[0], before, limit + 1,
-			      &rows);
+	st = agentdb_versions(w->db, req->principal->workspace_id, req->params[0], before,
+			      limit + 1, &rows);
 	if (!st && !rows.nrows) {    /* every agent has a version: no rows means no such agent */
 		db_rows_free(&rows); /* an empty result set still holds its arena */
 		st = agentdb_get(w->db,
-				 &(struct db_key){ .workspace_id = req->auth.workspace_id,
+				 &(struct db_key){ .workspace_id = req->principal->workspace_id,
 						   .id = req->params[0] },
 				 0, &rows);
 	}

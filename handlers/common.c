@@ -1,18 +1,12 @@
-/* Cross-cutting pieces every route uses: database error mapping, authentication, health. */
-#include <errno.h>
+/* Cross-cutting pieces every route uses: database error mapping, health, query parameters,
+ * list pages. */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
 
-#include "../common/clock.h"
 #include "../common/log.h"
 #include "../db/keys.h"
-#include "auth_guard.h"
 #include "cursor.h"
 #include "handlers.h"
-
-#define AUTH_BEARER "bearer" /* RFC 7235: the scheme is case-insensitive */
 
 void handle_db_error(struct worker *w, struct request *req, struct response *resp,
 		     enum db_status st)
@@ -38,128 +32,6 @@ void respond_internal(const struct request *req, struct response *resp, const ch
 {
 	log_error("%s %s: %s (%s)", req->method, req->path, what, req->request_id);
 	resp_error(resp, req, 500, NULL, "internal error");
-}
-
-/* The live cache entry for HASH, or NULL. */
-static const struct auth_cache_entry *auth_cache_get(const struct worker *w,
-						     const unsigned char *hash, long long now)
-{
-	for (int i = 0; i < AUTH_CACHE_SLOTS; i++) {
-		const struct auth_cache_entry *e = &w->auth_cache[i];
-		if (e->expires_ms > now && !memcmp(e->hash, hash, SHA256_LEN))
-			return e;
-	}
-	return NULL;
-}
-
-/* Remember AUTH for HASH until NOW + AUTH_CACHE_TTL_MS, in the slot that expires first. */
-static void auth_cache_put(struct worker *w, const unsigned char *hash, const struct auth *auth,
-			   long long now)
-{
-	struct auth_cache_entry *victim = &w->auth_cache[0];
-
-	for (int i = 1; i < AUTH_CACHE_SLOTS; i++)
-		if (w->auth_cache[i].expires_ms < victim->expires_ms)
-			victim = &w->auth_cache[i];
-	memcpy(victim->hash, hash, SHA256_LEN);
-	victim->auth = *auth;
-	victim->expires_ms = now + AUTH_CACHE_TTL_MS;
-}
-
-/* The optional anthropic-workspace-id header must name the authenticated key's workspace.
- * 0, or -1 with RESP a 403. */
-static int auth_workspace_header(struct request *req, struct response *resp)
-{
-	const char *ws_header = req_env(req, "HTTP_ANTHROPIC_WORKSPACE_ID");
-
-	if (ws_header && *ws_header && strcmp(ws_header, req->auth.workspace_id)) {
-		resp_error(resp, req, 403, NULL,
-			   "the 'anthropic-workspace-id' header does not match the API key's "
-			   "workspace");
-		return -1;
-	}
-	return 0;
-}
-
-/* Authenticate REQ by its API key. Keys found are kept per worker for AUTH_CACHE_TTL_MS
- * (handlers.h), so a request costs one database round trip, not two (README, Performance), and
- * a revoked key is refused within that time. Unknown keys are kept out of the database by
- * auth_guard.h (a negative cache a new key is never in, and a per-address budget of
- * unknown-key lookups). */
-int auth_request(struct worker *w, struct request *req, struct response *resp)
-{
-	const char *key = req_env(req, "HTTP_X_API_KEY");
-	const char *authz = req_env(req, "HTTP_AUTHORIZATION");
-	const char *addr = req_env(req, "REMOTE_ADDR");
-	unsigned char hash[SHA256_LEN];
-	const struct auth_cache_entry *hit;
-	enum db_status st;
-	long long now;
-	int found = 0, took = 0;
-
-	if ((!key || !*key) && authz && !strncasecmp(authz, AUTH_BEARER, strlen(AUTH_BEARER)) &&
-	    authz[strlen(AUTH_BEARER)] == ' ') {
-		key = authz + strlen(AUTH_BEARER);
-		while (*key == ' ')
-			key++;
-	}
-	if (!key || !*key) {
-		resp_error(resp, req, 401, NULL,
-			   "missing API key: send 'x-api-key' or 'Authorization: Bearer'");
-		return -1;
-	}
-	if (strlen(key) <= KEY_MAX_LEN) {
-		/* environment keys and sessions tokens (handlers/work.c) are never cached, so that
-		 * revocation is immediate; the unknown-key guard covers every kind */
-		int scoped = work_key_scoped(key);
-
-		sha256(key, strlen(key), hash);
-		now = clock_mono_ms();
-		hit = scoped ? NULL : auth_cache_get(w, hash, now);
-		if (hit) {
-			req->auth = hit->auth;
-			found = 1;
-		} else if (auth_guard_known_bad(hash, now)) {
-			found = 0;
-		} else if (!auth_guard_may_lookup(hash, addr, now, &took)) {
-			resp_error(
-				resp, req, 429, NULL,
-				"too many requests with unknown API keys from this address; retry"
-				" after 1 second");
-			return -1;
-		} else if (scoped) {
-			if (work_auth(w, req, resp, key, hash, &found))
-				return -1;
-			if (found)
-				auth_guard_valid(hash, addr, took, now);
-			else
-				auth_guard_unknown(hash, addr, took, now);
-		} else {
-			struct key_identity id = {
-				req->auth.key_id,
-				req->auth.workspace_id,
-				req->auth.account_id,
-				sizeof(req->auth.key_id),
-				sizeof(req->auth.workspace_id),
-				sizeof(req->auth.account_id),
-			};
-			st = keys_lookup(w->db, hash, &id, &found);
-			if (st) {
-				handle_db_error(w, req, resp, st);
-				return -1;
-			}
-			if (found) {
-				auth_cache_put(w, hash, &req->auth, now);
-				auth_guard_valid(hash, addr, took, now);
-			} else
-				auth_guard_unknown(hash, addr, took, now);
-		}
-	}
-	if (!found) {
-		resp_error(resp, req, 401, NULL, "invalid API key");
-		return -1;
-	}
-	return auth_workspace_header(req, resp);
 }
 
 void health_live(struct worker *w, struct request *req, struct response *resp)

@@ -110,8 +110,8 @@ static const struct env_row_in *env_row(struct env_row_in *in, const char *id,
 					const struct env_text *t, const char *now)
 {
 	*in = (struct env_row_in){ .id = id,
-				   .workspace_id = req->auth.workspace_id,
-				   .account_id = req->auth.account_id,
+				   .workspace_id = req->principal->workspace_id,
+				   .account_id = req->principal->account_id,
 				   .name = f->name,
 				   .description = t->description,
 				   .metadata = t->metadata,
@@ -219,8 +219,8 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 	enum db_status st;
 	int changed = 0, answered = 1;
 
-	st = envdb_get(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id,
-		       ENVDB_NO_LOCK, &rows);
+	st = envdb_get(w->db, req->params[0], req->principal->workspace_id,
+		       req->principal->account_id, ENVDB_NO_LOCK, &rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return 1;

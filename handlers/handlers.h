@@ -9,19 +9,8 @@
 #include "../common/crypto.h"
 #include "../db/db.h"
 #include "../http/http.h"
+#include "auth.h"
 #include "verr.h"
-
-/* API keys a worker authenticated recently (handlers/common.c, auth_request). An entry is
- * used for AUTH_CACHE_TTL_MS after its lookup and never extended, so a revoked key is refused
- * by every worker at most AUTH_CACHE_TTL_MS after `key revoke`. Unknown keys are not cached. */
-#define AUTH_CACHE_SLOTS 16
-#define AUTH_CACHE_TTL_MS 1000
-
-struct auth_cache_entry {
-	unsigned char hash[SHA256_LEN]; /* SHA-256 of the key, as stored in api_keys */
-	long long expires_ms;		/* CLOCK_MONOTONIC; 0: empty */
-	struct auth auth;
-};
 
 struct worker {
 	const struct config *cfg;
@@ -29,7 +18,7 @@ struct worker {
 	const struct backend_caps *caps;
 	unsigned char cursor_key[SHA256_LEN];
 	int cursor_key_loaded;
-	struct auth_cache_entry auth_cache[AUTH_CACHE_SLOTS];
+	struct auth_cache_entry auth_cache[AUTH_CACHE_SLOTS]; /* auth.h */
 };
 
 /* A route's handler: answers REQ into RESP. The handlers the route table names are declared
@@ -51,11 +40,6 @@ void respond_internal(const struct request *req, struct response *resp, const ch
  * with RESP filled: 503 when the database is unavailable (docs/api.md §2: retry later); a
  * missing secret (migrations not applied) is the deployment's fault, not transient: 500. */
 int worker_cursor_key(struct worker *w, struct request *req, struct response *resp);
-
-/* Authenticate REQ (x-api-key or Authorization: Bearer) and fill req->auth. On failure fills
- * RESP (401, 403, 503) and returns -1. A key found in the database is remembered in
- * w->auth_cache for AUTH_CACHE_TTL_MS: revocation takes effect within that time. */
-int auth_request(struct worker *w, struct request *req, struct response *resp);
 
 /* Query parameter NAME as a count in MIN..MAX into *OUT (DEF when absent): digits only (no
  * sign, space or exponent). 0, or -1 with RESP a 400 naming NAME. */
@@ -120,21 +104,5 @@ handler_func session_create, session_update;
 handler_func agent_create, agent_update, agent_versions;
 /* The self-hosted work queue (handlers/work.c, docs/work-queue.md). */
 handler_func work_poll, work_ack, work_heartbeat, work_stop, work_update, work_stats;
-
-/* 1 when KEY has the shape of an environment key or a sessions token (not a workspace key). */
-int work_key_scoped(const char *key);
-
-/* Look up the environment key or sessions token KEY (its SHA-256: HASH) into req->auth
- * (scope, environment, item, session, workspace) and *FOUND. 0, or -1 with RESP filled (503)
- * when the database failed. Never cached: revocation takes effect at once. */
-int work_auth(struct worker *w, struct request *req, struct response *resp, const char *key,
-	      const unsigned char hash[32], int *found);
-
-/* What a scoped credential may reach (docs/api.md §6, Keys): environment keys only routes with
- * ENV_KEY_ROUTE and their own environment (params[0]); sessions tokens only routes with
- * TOKEN_ROUTE and their own item (params[1]) or session (params[0] of a session route).
- * Workspace keys pass. 0, or -1 with RESP a 404. */
-int work_scope_check(struct request *req, struct response *resp, int env_key_route,
-		     int token_route);
 
 #endif

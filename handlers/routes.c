@@ -1,13 +1,6 @@
 /* The API's route table (docs/api.md): every route with the checks its flags ask for
- * (handlers/router.c). */
-#include "router.h"
-
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "../common/log.h"
-#include "auth_guard.h"
+ * (handlers/dispatch.c). */
+#include "dispatch.h"
 #include "resource.h"
 
 static const struct api_route routes[] = {
@@ -107,48 +100,3 @@ void api_handle(void *worker, struct request *req, struct response *resp)
 {
 	api_dispatch(worker, routes, sizeof(routes) / sizeof(routes[0]), req, resp);
 }
-
-/* ---- the application fcgi/serve.c runs (registered by api/main.c) ---- */
-
-static int api_init(void)
-{
-	/* every worker shares the unknown-key cache and per-address budgets; without shared
-	 * memory each worker keeps its own (the guard still holds, per worker) */
-	if (auth_guard_init())
-		log_warn("supervisor: no shared memory for the unknown-key guard: %s",
-			 strerror(errno));
-	return 0;
-}
-
-static void *api_worker_new(const struct config *cfg)
-{
-	struct worker *w = calloc(1, sizeof(*w));
-
-	if (!w)
-		return NULL;
-	w->cfg = cfg;
-	w->caps = backend_lookup(cfg->backend);
-	w->db = db_new(cfg);
-	if (!w->db) {
-		free(w);
-		return NULL;
-	}
-	return w;
-}
-
-static void api_worker_free(void *worker)
-{
-	struct worker *w = worker;
-
-	if (!w)
-		return;
-	db_free(w->db);
-	free(w);
-}
-
-const struct serve_app api_app = {
-	.init = api_init,
-	.worker_new = api_worker_new,
-	.worker_free = api_worker_free,
-	.handle = api_handle,
-};

@@ -201,7 +201,7 @@ static int create_parse(json_t *body, struct create_ctx *c)
 static enum db_status create_tx(struct db *db, void *arg)
 {
 	struct create_ctx *c = arg;
-	struct auth *a = &c->req->auth;
+	const struct auth_principal *a = c->req->principal;
 	struct db_rows env = { 0 };
 	json_t *snapshot = NULL, *config = NULL, *spec = NULL;
 	char *snap_text = NULL, *meta_text = NULL, *spec_text = NULL;

@@ -11,7 +11,6 @@
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../db/environments.h"
-#include "../db/keys.h"
 #include "../db/work.h"
 #include "cursor.h"
 #include "env_validate.h"
@@ -89,74 +88,6 @@ static void respond_work(struct request *req, struct response *resp, const struc
 	resource_respond(&RES_WORK, req, resp, rows, req->params[1]);
 }
 
-/* ---- credentials ---- */
-
-int work_key_scoped(const char *key)
-{
-	return !strncmp(key, ENVKEY_PREFIX, strlen(ENVKEY_PREFIX)) ||
-	       !strncmp(key, WORK_TOKEN_PREFIX, strlen(WORK_TOKEN_PREFIX));
-}
-
-/* Scoped credentials are looked up on every request (never cached): a revoked environment key
- * and a sessions token whose item stopped or was delivered again are refused at once. */
-int work_auth(struct worker *w, struct request *req, struct response *resp, const char *key,
-	      const unsigned char hash[SHA256_LEN], int *found)
-{
-	struct auth *a = &req->auth;
-	enum db_status st;
-
-	memset(a, 0, sizeof(*a));
-	*found = 0;
-	if (!strncmp(key, ENVKEY_PREFIX, strlen(ENVKEY_PREFIX))) {
-		a->scope = AUTH_SCOPE_ENVIRONMENT;
-		st = envkeys_lookup(w->db, hash, a->environment_id, a->workspace_id, AUTH_ID_MAX,
-				    a->account_id, sizeof(a->account_id), found);
-	} else {
-		a->scope = AUTH_SCOPE_WORK;
-		st = worktoken_lookup(w->db, hash, a->work_id, a->environment_id, a->session_id,
-				      a->workspace_id, AUTH_ID_MAX, a->account_id,
-				      sizeof(a->account_id), found);
-	}
-	if (st) {
-		handle_db_error(w, req, resp, st);
-		return -1;
-	}
-	return 0;
-}
-
-int work_scope_check(struct request *req, struct response *resp, int env_key_route, int token_route)
-{
-	const struct auth *a = &req->auth;
-
-	if (a->scope == AUTH_SCOPE_WORKSPACE)
-		return 0;
-	if ((a->scope == AUTH_SCOPE_ENVIRONMENT && !env_key_route) ||
-	    (a->scope == AUTH_SCOPE_WORK && !token_route)) {
-		resp_error(resp, req, 404, NULL, "no route for %s %s with this key", req->method,
-			   req->path);
-		return -1;
-	}
-	if (!env_key_route) { /* a sessions token on its session */
-		if (strcmp(req->params[0], a->session_id)) {
-			resp_error(resp, req, 404, NULL, "session '%.64s' not found",
-				   req->params[0]);
-			return -1;
-		}
-		return 0;
-	}
-	if (strcmp(req->params[0], a->environment_id)) {
-		resp_error(resp, req, 404, "environment_not_found", "environment '%.64s' not found",
-			   req->params[0]);
-		return -1;
-	}
-	if (a->scope == AUTH_SCOPE_WORK &&
-	    (req->nparams < 2 || strcmp(req->params[1], a->work_id))) {
-		work_not_found(req, resp);
-		return -1;
-	}
-	return 0;
-}
-
 /* ---- the environment of every work route ---- */
 
 /* Check params[0] names a visible self_hosted environment, then give back the leases of its
@@ -174,8 +105,8 @@ static int work_env(struct worker *w, struct request *req, struct response *resp
 			   req->params[0]);
 		return -1;
 	}
-	st = envdb_get(w->db, req->params[0], req->auth.workspace_id, req->auth.account_id,
-		       ENVDB_NO_LOCK, &env);
+	st = envdb_get(w->db, req->params[0], req->principal->workspace_id,
+		       req->principal->account_id, ENVDB_NO_LOCK, &env);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return -1;

@@ -1,7 +1,7 @@
 /* The parsed request and the response under construction: what handlers see. Transport-neutral:
  * fcgi/serve.c fills a request from FastCGI or CGI and writes the response. */
-#ifndef TERRARIUM_HTTP_H
-#define TERRARIUM_HTTP_H
+#ifndef TERRARIUM_HTTP_HTTP_H
+#define TERRARIUM_HTTP_HTTP_H
 
 #include <jansson.h>
 #include <stddef.h>
@@ -13,27 +13,14 @@
 #define REQ_ID_LEN 28	 /* "req_" + 24 */
 #define RESP_MAX_HEADERS 8
 #define RESP_HEADER_MAX 256
-#define AUTH_ID_MAX 64
-#define AUTH_ACCOUNT_MAX 256
 
 struct query_param {
 	char *name;  /* decoded, owned */
 	char *value; /* decoded, owned */
 };
 
-/* What a credential opens (docs/work-queue.md): a workspace API key, an environment key (one
- * environment's work routes), or a sessions token (one work item and its session). */
-enum auth_scope { AUTH_SCOPE_WORKSPACE = 0, AUTH_SCOPE_ENVIRONMENT, AUTH_SCOPE_WORK };
-
-struct auth {
-	char key_id[AUTH_ID_MAX];
-	char workspace_id[AUTH_ID_MAX];
-	char account_id[AUTH_ACCOUNT_MAX];
-	enum auth_scope scope;
-	char environment_id[AUTH_ID_MAX]; /* AUTH_SCOPE_ENVIRONMENT and AUTH_SCOPE_WORK */
-	char work_id[AUTH_ID_MAX];	  /* AUTH_SCOPE_WORK */
-	char session_id[AUTH_ID_MAX];	  /* AUTH_SCOPE_WORK */
-};
+/* Who the caller is: the application's own (the API's: handlers/auth.h), opaque here. */
+struct auth_principal;
 
 struct request {
 	char method[16];
@@ -49,7 +36,8 @@ struct request {
 	char param_buf[REQ_MAX_PATH];
 	int nparams;
 	json_t *json; /* parsed body when the route takes one; owned */
-	struct auth auth;
+	/* the caller, while the handler of a route that takes a key runs (borrowed); else NULL */
+	const struct auth_principal *principal;
 	int server_error;	/* REDIRECT_STATUS >= 400: the web server's own error */
 	const void *route_data; /* the matched route's data for its handler (borrowed) */
 };

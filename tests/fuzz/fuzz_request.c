@@ -1,6 +1,6 @@
 /* libFuzzer target: the request layer (http/request.c, http/router.c, http/response.c) and the
- * API policy (handlers/router.c) as
- * serve.c drives them, over the fake route table of tests/unit/stubs.c (no database).
+ * API policy (handlers/dispatch.c) as serve.c drives them, over the fake route table of
+ * tests/unit/stubs.c (no database).
  *
  * Input: CGI parameters, one "NAME=value" line each (REQUEST_METHOD, REQUEST_URI, QUERY_STRING,
  * CONTENT_LENGTH, REQUEST_ID, HTTP_ANTHROPIC_BETA, ...; repeats allowed), then an empty line,

@@ -1,7 +1,8 @@
-/* A fake route table over the real API policy (handlers/router.c): each handler records that it
- * ran; the policy's own calls (auth_request, work_scope_check, idem_run) are stand-ins. */
+/* A fake route table over the real API policy (handlers/dispatch.c): each handler records that
+ * it ran; the policy's own calls (auth_request, idem_run) are stand-ins. */
 #include "stubs.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int stub_auth_result;
@@ -23,20 +24,17 @@ static void record(const char *name, struct response *resp)
 	resp_json(resp, 200, json_pack("{s:s}", "handler", name));
 }
 
-int auth_request(struct worker *w, struct request *req, struct response *resp)
+int auth_request(struct worker *w, struct request *req, struct response *resp, unsigned admits,
+		 struct auth_principal *p)
 {
 	(void)w;
-	if (stub_auth_result)
+	(void)admits;
+	if (stub_auth_result) {
 		resp_error(resp, req, 401, NULL, "invalid API key");
-	return stub_auth_result;
-}
-
-int work_scope_check(struct request *req, struct response *resp, int env_key_route, int token_route)
-{
-	(void)req;
-	(void)resp;
-	(void)env_key_route;
-	(void)token_route;
+		return -1;
+	}
+	memset(p, 0, sizeof(*p));
+	snprintf(p->workspace_id, sizeof(p->workspace_id), "ws_stub");
 	return 0;
 }
 

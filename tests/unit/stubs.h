@@ -1,10 +1,10 @@
-/* A fake route table for the API policy (handlers/router.c) and stand-ins for the three calls
- * the policy makes (authentication, scope, idempotency), so dispatch is tested without the
- * handlers or a database. */
+/* A fake route table for the API policy (handlers/dispatch.c) and stand-ins for the two calls
+ * the policy makes (authentication with its scope, idempotency), so dispatch is tested without
+ * the handlers or a database. */
 #ifndef TERRARIUM_TEST_STUBS_H
 #define TERRARIUM_TEST_STUBS_H
 
-#include "../../handlers/router.h"
+#include "../../handlers/dispatch.h"
 
 extern int stub_auth_result;	      /* 0: authenticated; -1: 401 */
 extern const char *stub_last_handler; /* name of the handler that ran, or NULL */

@@ -214,6 +214,7 @@ static int call(handler_fn handler, const char *id, const char *query, const cha
 		json_t **body)
 {
 	static char *env[] = { NULL };
+	struct auth_principal who = { .kind = AUTH_WORKSPACE_KEY, .workspace_id = "ws1" };
 	struct request req;
 	struct response resp;
 	int status;
@@ -223,7 +224,7 @@ static int call(handler_fn handler, const char *id, const char *query, const cha
 	snprintf(req.method, sizeof(req.method), "GET");
 	snprintf(req.path, sizeof(req.path), "/v1/things%s%s", id ? "/" : "", id ? id : "");
 	snprintf(req.request_id, sizeof(req.request_id), "req_test");
-	snprintf(req.auth.workspace_id, sizeof(req.auth.workspace_id), "ws1");
+	req.principal = &who;
 	req.env = env;
 	if (id) {
 		snprintf(req.param_buf, sizeof(req.param_buf), "%s", id);

@@ -1,8 +1,12 @@
-/* API policy over a route table: a route's flags (key, scope, version and beta headers, JSON
- * body, idempotency) checked in one place before its handler runs. */
-#include "router.h"
+/* API policy over a route table: a route's flags (credentials, version and beta headers, JSON
+ * body, idempotency) checked in one place before its handler runs; the worker it runs in. */
+#include "dispatch.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+_Static_assert(AUTH_ADMITS_ANY < ROUTE_BETA,
+	       "a route's credential bits and its other flags are apart");
 
 static int version_known(const char *v)
 {
@@ -53,6 +57,8 @@ void api_dispatch(struct worker *w, const struct api_route *table, size_t n, str
 {
 	const struct api_route *found;
 	char beta[ROUTE_BETA_HEADER_MAX];
+	struct auth_principal principal;
+	unsigned admits;
 
 	if (route_server_error(req, resp))
 		return;
@@ -60,10 +66,8 @@ void api_dispatch(struct worker *w, const struct api_route *table, size_t n, str
 	if (!found)
 		return;
 
-	if ((found->flags & ROUTE_AUTH) &&
-	    (auth_request(w, req, resp) ||
-	     work_scope_check(req, resp, !!(found->flags & ROUTE_ENV_KEY),
-			      !!(found->flags & ROUTE_WORK_TOKEN))))
+	admits = found->flags & AUTH_ADMITS_ANY;
+	if (admits && auth_request(w, req, resp, admits, &principal))
 		return;
 	if (found->flags & ROUTE_BETA) {
 		const char *version = req_env(req, "HTTP_ANTHROPIC_VERSION");
@@ -87,8 +91,36 @@ void api_dispatch(struct worker *w, const struct api_route *table, size_t n, str
 	    parse_body(req, resp, !!(found->flags & ROUTE_JSON_OPT)))
 		return;
 	req->route_data = found->data;
+	req->principal = admits ? &principal : NULL;
 	if (found->flags & ROUTE_IDEMPOTENT)
 		idem_run(w, req, resp, found->handler);
 	else
 		found->handler(w, req, resp);
+	req->principal = NULL; /* it lives in this frame */
+}
+
+void *api_worker_new(const struct config *cfg)
+{
+	struct worker *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->cfg = cfg;
+	w->caps = backend_lookup(cfg->backend);
+	w->db = db_new(cfg);
+	if (!w->db) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+void api_worker_free(void *worker)
+{
+	struct worker *w = worker;
+
+	if (!w)
+		return;
+	db_free(w->db);
+	free(w);
 }
