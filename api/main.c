@@ -162,7 +162,7 @@ static int admin(const struct config *cfg, int argc, char **argv)
 		goto out;
 	}
 	if (st)
-		fprintf(stderr, "database %s: %s\n", db_status_name(st), db_error(db));
+		fprintf(stderr, "%s: %s\n", db_status_name(st), db_error(db));
 	ret = st ? 1 : 0;
 out:
 	db_free(db);

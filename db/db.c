@@ -78,8 +78,16 @@ enum db_status db_classify(unsigned err)
 
 const char *db_status_name(enum db_status status)
 {
-	static const char *const names[] = { "ok",    "conflict",      "retry",	 "gone",
-					     "fatal", "out of memory", "corrupt" };
+	/* only DB_FATAL and DB_CONFLICT are the database's refusals: the name says whose failure */
+	static const char *const names[] = {
+		[DB_OK] = "ok",
+		[DB_CONFLICT] = "database conflict",
+		[DB_RETRY] = "database busy",
+		[DB_GONE] = "database unavailable",
+		[DB_FATAL] = "database error",
+		[DB_NOMEM] = "out of memory",
+		[DB_CORRUPT] = "corrupt stored data",
+	};
 	return (unsigned)status < sizeof(names) / sizeof(names[0]) ? names[status] : "?";
 }
 
@@ -607,7 +615,7 @@ enum db_status db_exec(struct db *db, const char *sql, const struct db_val *para
 
 	/* inside a transaction the caller's runner retries the whole transaction */
 	if ((st == DB_GONE || st == DB_RETRY) && !in_tx && !db->tx_lost) {
-		log_warn("database: %s (%s); retrying once", db_status_name(st), db->error);
+		log_warn("%s (%s); retrying once", db_status_name(st), db->error);
 		st = exec_once(db, sql, params, nparams, rows, affected);
 	}
 	if (!st && !db->tx_open)

@@ -165,7 +165,8 @@ enum db_status db_json_load(struct db *db, const char *text, const char *kind, c
 enum db_status db_json_dump(struct db *db, const struct json_t *v, const char *kind, const char *id,
 			    const char *what, char **out);
 
-/* Human-readable name of STATUS. */
+/* Human-readable name of STATUS, for logs and messages: "ok", "database busy", "database
+ * unavailable", "out of memory", "corrupt stored data"...; "?" for a value not in the enum. */
 const char *db_status_name(enum db_status status);
 
 /* Classify a MariaDB client or server error number: one table for every path (statements,

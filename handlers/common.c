@@ -11,16 +11,10 @@
 void handle_db_error(struct worker *w, struct request *req, struct response *resp,
 		     enum db_status st)
 {
-	/* the log names the class: only DB_FATAL and DB_CONFLICT are the database's refusals */
-	static const char *const what[] = {
-		[DB_CONFLICT] = "database conflict", [DB_RETRY] = "database busy",
-		[DB_GONE] = "database unavailable",  [DB_FATAL] = "database error",
-		[DB_NOMEM] = "out of memory",	     [DB_CORRUPT] = "corrupt stored data",
-	};
 	const char *msg = db_last_status(w->db) == st ? db_error(w->db) : "";
 
-	log_error("%s %s: %s: %s (%s)", req->method, req->path,
-		  (unsigned)st < sizeof(what) / sizeof(what[0]) && what[st] ? what[st] : "?", msg,
+	/* the log names the class (db_status_name) and the failure's own message */
+	log_error("%s %s: %s: %s (%s)", req->method, req->path, db_status_name(st), msg,
 		  req->request_id);
 	if (st == DB_GONE || st == DB_RETRY)
 		resp_error(resp, req, 503, NULL, "the database is unavailable; retry later");
@@ -48,7 +42,7 @@ void health_ready(struct worker *w, struct request *req, struct response *resp)
 	enum db_status st = db_exec(w->db, sql, DB_NONE, &rows, NULL);
 
 	if (st) {
-		log_warn("readyz: database %s: %s", db_status_name(st), db_error(w->db));
+		log_warn("readyz: %s: %s", db_status_name(st), db_error(w->db));
 		resp_error(resp, req, 503, NULL, "the database is unavailable");
 		return;
 	}

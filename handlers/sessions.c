@@ -339,8 +339,8 @@ void session_create(struct worker *w, struct request *req, struct response *resp
 		respond_row(req, resp, &c.rows, c.id);
 		/* after the commit: polls blocked on this environment take the item now */
 		if (c.work_queued && (st = workdb_wake(w->db, c.env_id)))
-			log_warn("waking polls of %s: database %s: %s", c.env_id,
-				 db_status_name(st), db_error(w->db));
+			log_warn("waking polls of %s: %s: %s", c.env_id, db_status_name(st),
+				 db_error(w->db));
 	}
 out:
 	json_decref(c.metadata);

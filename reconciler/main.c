@@ -421,7 +421,7 @@ static int run(struct recon *r, const struct options *o)
 		clock_in(r->cfg->lease_s, lease, NULL);
 		st = intents_claim(r->db, r->owner, now, lease, (int)want, batch, &n);
 		if (st) {
-			log_error("claim: database %s: %s", db_status_name(st), db_error(r->db));
+			log_error("claim: %s: %s", db_status_name(st), db_error(r->db));
 			if (!o->loop)
 				return 3;
 			idle();

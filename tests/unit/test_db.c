@@ -44,11 +44,12 @@ static void test_names(void **state)
 {
 	(void)state;
 	assert_string_equal(db_status_name(DB_OK), "ok");
-	assert_string_equal(db_status_name(DB_RETRY), "retry");
-	assert_string_equal(db_status_name(DB_GONE), "gone");
-	assert_string_equal(db_status_name(DB_FATAL), "fatal");
+	assert_string_equal(db_status_name(DB_CONFLICT), "database conflict");
+	assert_string_equal(db_status_name(DB_RETRY), "database busy");
+	assert_string_equal(db_status_name(DB_GONE), "database unavailable");
+	assert_string_equal(db_status_name(DB_FATAL), "database error");
 	assert_string_equal(db_status_name(DB_NOMEM), "out of memory");
-	assert_string_equal(db_status_name(DB_CORRUPT), "corrupt");
+	assert_string_equal(db_status_name(DB_CORRUPT), "corrupt stored data");
 	assert_string_equal(db_status_name((enum db_status)99), "?");
 }
 
