@@ -6,7 +6,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define REQ_MAX_BODY (1024 * 1024) /* docs/api.md §1: larger bodies answer 413 */
+#define REQ_MAX_BODY_MIB 1 /* docs/api.md §1: larger bodies answer 413 */
+#define REQ_MAX_BODY (REQ_MAX_BODY_MIB * 1024 * 1024)
 #define REQ_MAX_PATH 2048
 #define REQ_MAX_PARAMS 4 /* {id} captures in a route pattern */
 #define REQ_MAX_QUERY 32 /* query parameters kept */
@@ -96,6 +97,8 @@ void resp_error(struct response *resp, const struct request *req, int status, co
 void resp_error_details(struct response *resp, const struct request *req, int status,
 			json_t *details, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
+/* 413 for a body over REQ_MAX_BODY, in the words of nginx's own page (nginx/server.conf.in). */
+void resp_too_large(struct response *resp, const struct request *req);
 /* STATUS (e.g. 204) without a body. */
 void resp_empty(struct response *resp, int status);
 /* Replace the x-should-retry header resp_error chose (RETRY: 1 true, 0 false). */

@@ -249,8 +249,7 @@ int req_read(struct request *req, struct response *resp, req_reader read, void *
 				n = n * 10 + (unsigned)(*p - '0');
 		}
 		if (n > REQ_MAX_BODY) {
-			resp_error(resp, req, 413, NULL,
-				   "request body exceeds the limit of %d bytes", REQ_MAX_BODY);
+			resp_too_large(resp, req);
 			return -1;
 		}
 		req->has_content_length = 1;

@@ -163,6 +163,12 @@ void resp_error_details(struct response *resp, const struct request *req, int st
 	va_end(ap);
 }
 
+void resp_too_large(struct response *resp, const struct request *req)
+{
+	resp_error(resp, req, 413, NULL, "request body exceeds the %d MiB (%d bytes) limit",
+		   REQ_MAX_BODY_MIB, REQ_MAX_BODY);
+}
+
 void resp_empty(struct response *resp, int status)
 {
 	free(resp->body);

@@ -66,7 +66,7 @@ static const struct server_error {
 	{ 404, 0, "not found" },
 	{ 408, 1, "the request was not received in time" },
 	{ 411, 0, "a request body needs a Content-Length" },
-	{ 413, 0, "request body exceeds the 1 MiB (1048576 bytes) limit" },
+	{ 413, 0, NULL }, /* resp_too_large */
 	{ 414, 0, "request URI too long" },
 	{ 431, 0, "request headers too large" },
 	{ 500, 1, "internal server error" },
@@ -84,7 +84,9 @@ int route_server_error(const struct request *req, struct response *resp)
 	for (size_t i = 0; i < sizeof(server_errors) / sizeof(server_errors[0]); i++)
 		if (server_errors[i].status == req->server_error)
 			e = &server_errors[i];
-	if (e)
+	if (e && !e->message)
+		resp_too_large(resp, req);
+	else if (e)
 		resp_error(resp, req, e->status, NULL, "%s", e->message);
 	else
 		resp_error(resp, req, req->server_error, NULL, "HTTP error %d", req->server_error);

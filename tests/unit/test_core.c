@@ -235,7 +235,8 @@ static void test_server_error_redirect(void **state)
 	(void)state;
 	stub_auth_result = -1;
 	run(env413, NULL, &req, &resp);
-	assert_error(&resp, 413, "request_too_large", "1 MiB");
+	assert_error(&resp, 413, "request_too_large",
+		     "request body exceeds the 1 MiB (1048576 bytes) limit");
 	assert_null(stub_last_handler);
 	assert_string_equal(resp_header_get(&resp, "x-should-retry"), "false");
 	req_release(&req);
@@ -347,7 +348,9 @@ static void test_content_length_strict(void **state)
 			  "Content-Length");
 	expect_post_error("CONTENT_LENGTH=10", "{}", 400, "invalid_request_error", "shorter");
 	run(post_env(big, "CONTENT_LENGTH=1048577"), "{}", &req, &resp);
-	assert_error(&resp, 413, "request_too_large", NULL);
+	/* the words of nginx's page and of the web server's 413 (route_server_error) */
+	assert_error(&resp, 413, "request_too_large",
+		     "request body exceeds the 1 MiB (1048576 bytes) limit");
 	assert_null(req.body);
 	req_release(&req);
 	resp_release(&resp);
