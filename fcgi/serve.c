@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "../common/clock.h"
-#include "../common/crypto.h"
 #include "../common/log.h"
 #include "../common/privs.h"
 
@@ -366,15 +365,15 @@ struct pool {
 	pid_t *pids;
 };
 
-/* 1 when PID was one of P's workers (its slot is then free). */
+/* The slot of P whose worker PID was (now free), or -1 when PID was none of P's. */
 static int pool_reap(struct pool *p, pid_t pid)
 {
 	for (int i = 0; i < p->n; i++)
 		if (p->pids[i] == pid) {
 			p->pids[i] = 0;
-			return 1;
+			return i;
 		}
-	return 0;
+	return -1;
 }
 
 static int pool_left(const struct pool *p)
@@ -451,16 +450,13 @@ int serve_supervisor(const struct config *cfg, const struct serve_app *app)
 		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 			for (int k = 0; k < npools; k++) {
 				struct pool *p = &pools[k];
-				int i;
+				int i = pool_reap(p, pid);
 
-				for (i = 0; i < p->n && p->pids[i] != pid; i++)
-					;
-				if (i == p->n)
+				if (i < 0)
 					continue;
 				if (WIFSIGNALED(status))
 					log_warn("worker %d killed by signal %d; restarting",
 						 (int)pid, WTERMSIG(status));
-				p->pids[i] = 0;
 				if (stop_requested)
 					break;
 				if (time(NULL) - window >= SERVE_RESPAWN_WINDOW_S) {
@@ -483,7 +479,7 @@ int serve_supervisor(const struct config *cfg, const struct serve_app *app)
 		int left = 0;
 		pid_t pid;
 		while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
-			for (int k = 0; k < npools && !pool_reap(&pools[k], pid); k++)
+			for (int k = 0; k < npools && pool_reap(&pools[k], pid) < 0; k++)
 				;
 		for (int k = 0; k < npools; k++)
 			left += pool_left(&pools[k]);
