@@ -24,16 +24,19 @@
 #define AGENT_Q_LTE "created_at[lte]"
 #define AGENT_FILTERS_TEXT "include_archived, created_at[gte], created_at[lte] or agent"
 
-/* The API object for row R of an agent SELECT. New reference, caller decrefs; NULL when the
- * stored definition does not parse. */
-static json_t *agent_object(const struct db_rows *rows, unsigned r)
+/* The API object for row R of an agent SELECT (row_render). */
+static json_t *agent_object(struct db *db, const struct db_rows *rows, unsigned r)
 {
 	const char *archived = db_cell(rows, r, AGENT_C_ARCHIVED);
-	json_t *def = json_loads(db_cell(rows, r, AGENT_C_DEFINITION), 0, NULL);
-	json_t *obj;
+	json_t *def, *obj;
 
+	if (db_json_load(db, db_cell(rows, r, AGENT_C_DEFINITION), "agent",
+			 db_cell(rows, r, AGENT_C_ID), "definition", &def))
+		return NULL;
 	if (!json_is_object(def)) {
 		json_decref(def);
+		db_fail(db, DB_CORRUPT, "agent %s: stored definition is not an object",
+			db_cell(rows, r, AGENT_C_ID));
 		return NULL;
 	}
 	obj = json_pack("{s:s, s:s}", "id", db_cell(rows, r, AGENT_C_ID), "type", "agent");
@@ -78,18 +81,19 @@ void agent_create(struct worker *w, struct request *req, struct response *resp)
 		respond_verr(req, resp, &err);
 		return;
 	}
-	text = json_dumps(def, JSON_COMPACT);
-	if (!text || random_id(id, sizeof(id), AGENT_ID_PREFIX, ID_RANDOM_LEN)) {
-		respond_internal(req, resp, text ? "no random id" : "out of memory");
+	if (random_id(id, sizeof(id), AGENT_ID_PREFIX, ID_RANDOM_LEN)) {
+		respond_internal(req, resp, "no random id");
 		goto out;
 	}
 	clock_now(now_db, now_api);
-	st = db_tx(w->db, create_tx,
-		   &(struct agent_row_in){ .id = id,
-					   .workspace_id = req->principal->workspace_id,
-					   .account_id = req->principal->account_id,
-					   .definition = text,
-					   .now = now_db });
+	st = db_json_dump(w->db, def, "agent", id, "definition", &text);
+	if (!st)
+		st = db_tx(w->db, create_tx,
+			   &(struct agent_row_in){ .id = id,
+						   .workspace_id = req->principal->workspace_id,
+						   .account_id = req->principal->account_id,
+						   .definition = text,
+						   .now = now_db });
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		goto out;

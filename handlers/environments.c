@@ -67,9 +67,10 @@ static void env_put_object(struct strbuf *b, const struct db_rows *rows, unsigne
 }
 
 /* Respond with the object of row 0, or 404 when there is no row. */
-static void respond_row(struct request *req, struct response *resp, const struct db_rows *rows)
+static void respond_row(struct worker *w, struct request *req, struct response *resp,
+			const struct db_rows *rows)
 {
-	resource_respond(&RES_ENVIRONMENT, req, resp, rows, req->params[0]);
+	resource_respond(&RES_ENVIRONMENT, w, req, resp, rows, req->params[0]);
 }
 
 static int check_id(struct request *req, struct response *resp)
@@ -82,14 +83,21 @@ struct env_text {
 	char *metadata, *config, *description;
 };
 
-static int env_text_make(const struct env_fields *f, struct env_text *t)
+/* F as environment ID's row holds it, into T. DB_OK, or DB_NOMEM (recorded on DB). */
+static enum db_status env_text_make(struct db *db, const char *id, const struct env_fields *f,
+				    struct env_text *t)
 {
-	t->metadata = json_dumps(f->metadata, JSON_COMPACT);
-	t->config = json_dumps(f->config, JSON_COMPACT);
-	t->description =
-		json_is_string(f->description) ? strdup(json_string_value(f->description)) : NULL;
-	return t->metadata && t->config && (!json_is_string(f->description) || t->description) ? 0
-											       : -1;
+	enum db_status st =
+		db_json_dump(db, f->metadata, "environment", id, "metadata", &t->metadata);
+
+	if (!st)
+		st = db_json_dump(db, f->config, "environment", id, "config", &t->config);
+	if (!st && json_is_string(f->description)) {
+		t->description = strdup(json_string_value(f->description));
+		if (!t->description)
+			st = db_fail(db, DB_NOMEM, "environment %s: copying the description", id);
+	}
+	return st;
 }
 
 static void env_text_free(struct env_text *t)
@@ -155,12 +163,14 @@ void env_create(struct worker *w, struct request *req, struct response *resp)
 		respond_verr(req, resp, &err);
 		return;
 	}
-	if (env_text_make(&f, &t) || random_id(id, sizeof(id), ENV_ID_PREFIX, ID_RANDOM_LEN)) {
-		respond_internal(req, resp, "out of memory or no random id");
+	if (random_id(id, sizeof(id), ENV_ID_PREFIX, ID_RANDOM_LEN)) {
+		respond_internal(req, resp, "no random id");
 		goto out;
 	}
 	clock_now(now_db, now_api);
-	st = envdb_insert(w->db, env_row(&in, id, req, &f, &t, now_db));
+	st = env_text_make(w->db, id, &f, &t);
+	if (!st)
+		st = envdb_insert(w->db, env_row(&in, id, req, &f, &t, now_db));
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		goto out;
@@ -231,7 +241,7 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 				   "environment '%s' is archived and cannot be updated",
 				   req->params[0]);
 		else
-			respond_row(req, resp, &rows);
+			respond_row(w, req, resp, &rows);
 		goto out;
 	}
 	st = fields_from_row(w->db, req->params[0], &rows, &f);
@@ -244,11 +254,12 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 		goto out;
 	}
 	if (!changed) {
-		respond_row(req, resp, &rows);
+		respond_row(w, req, resp, &rows);
 		goto out;
 	}
-	if (env_text_make(&f, &t)) {
-		respond_internal(req, resp, "out of memory serialising the fields");
+	st = env_text_make(w->db, req->params[0], &f, &t);
+	if (st) {
+		handle_db_error(w, req, resp, st);
 		goto out;
 	}
 	clock_now(now_db, now_api);

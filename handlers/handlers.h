@@ -71,8 +71,10 @@ int query_limit(struct request *req, struct response *resp, long long max, long 
  * transaction (HANDLER's db_tx calls join it), or RESP is a replay or a refusal. */
 void idem_run(struct worker *w, struct request *req, struct response *resp, handler_fn handler);
 
-/* Renders row R of a resource SELECT: new reference, or NULL when stored JSON is corrupt. */
-typedef json_t *(*row_render)(const struct db_rows *rows, unsigned r);
+/* Renders row R of a resource SELECT: a new reference, or NULL when a stored JSON cell does not
+ * parse (read with db_json_load: DB_CORRUPT and its message recorded on DB) or out of memory
+ * (nothing recorded). */
+typedef json_t *(*row_render)(struct db *db, const struct db_rows *rows, unsigned r);
 
 /* Size of an id buffer: the longest id accepted in a path or a body is RESOURCE_ID_MAX - 1
  * characters (the ids this API makes are a prefix and ID_RANDOM_LEN characters). */

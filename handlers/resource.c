@@ -89,16 +89,16 @@ void text_respond(struct response *resp, const struct request *req, int status, 
 }
 
 /* Append RES's object of row R: its text, or its JSON value dumped compact (what resp_json
- * sends). -1 when the row does not render. */
-static int res_put(const struct resource *res, struct strbuf *b, const struct db_rows *rows,
-		   unsigned r)
+ * sends). -1 when the row does not render (what did not parse recorded on DB). */
+static int res_put(const struct resource *res, struct db *db, struct strbuf *b,
+		   const struct db_rows *rows, unsigned r)
 {
 	json_t *obj;
 	size_t n;
 
 	if (res->put)
 		return res->put(b, rows, r);
-	obj = res->render(rows, r);
+	obj = res->render(db, rows, r);
 	if (!obj)
 		return -1;
 	n = json_dumpb(obj, NULL, 0, JSON_COMPACT);
@@ -142,8 +142,15 @@ int resource_check(const struct resource *res, struct request *req, struct respo
 	return -1;
 }
 
-void resource_respond(const struct resource *res, struct request *req, struct response *resp,
-		      const struct db_rows *rows, const char *id)
+/* Why the last row did not render, for the log: the stored cell that did not parse (db_json_load
+ * recorded it), else memory. */
+static enum db_status res_unrendered(const struct worker *w)
+{
+	return db_last_status(w->db) ? db_last_status(w->db) : DB_NOMEM;
+}
+
+void resource_respond(const struct resource *res, struct worker *w, struct request *req,
+		      struct response *resp, const struct db_rows *rows, const char *id)
 {
 	struct strbuf b = STRBUF_INIT;
 
@@ -151,10 +158,9 @@ void resource_respond(const struct resource *res, struct request *req, struct re
 		res_not_found(res, req, resp, id);
 		return;
 	}
-	if (res_put(res, &b, rows, 0)) {
+	if (res_put(res, w->db, &b, rows, 0)) {
 		strbuf_release(&b);
-		log_error("%s %s: stored JSON does not parse", res->kind, id);
-		respond_internal(req, resp, "a stored row does not render");
+		handle_db_error(w, req, resp, res_unrendered(w));
 		return;
 	}
 	text_respond(resp, req, 200, &b);
@@ -198,7 +204,7 @@ void resource_retrieve(struct worker *w, struct request *req, struct response *r
 		resp_error(resp, req, 404, res->not_found_code, "%s '%s' version %lld not found",
 			   res->kind, k.id, k.version);
 	else
-		resource_respond(res, req, resp, &rows, k.id);
+		resource_respond(res, w, req, resp, &rows, k.id);
 	db_rows_free(&rows);
 }
 
@@ -270,7 +276,7 @@ static void change_answer(const struct resource *res, struct worker *w, struct r
 	enum db_status st = change_in_tx(res, w, k, change, arg, refuse_archived, &rows, &err);
 
 	if (!respond_refusal(w, req, resp, st, &err))
-		resource_respond(res, req, resp, &rows, k->id);
+		resource_respond(res, w, req, resp, &rows, k->id);
 	db_rows_free(&rows);
 }
 
@@ -369,9 +375,10 @@ void resource_page(const struct resource *res, struct worker *w, struct request 
 
 		if (put)
 			TEXT_PUT_LIT(&b, ",");
-		if (res_put(res, &b, rows, r)) {
-			log_error("%s %s: stored JSON does not parse", res->kind,
-				  db_cell(rows, r, id_col));
+		if (res_put(res, w->db, &b, rows, r)) {
+			log_error("%s %s left out of the page: %s: %s", res->kind,
+				  db_cell(rows, r, id_col), db_status_name(res_unrendered(w)),
+				  db_error(w->db));
 			strbuf_remove(&b, mark, b.len - mark); /* the comma goes too */
 			continue;
 		}

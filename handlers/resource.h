@@ -86,7 +86,7 @@ struct resource {
 	const char *filters_text; /* named in the 400 for a cursor of another list, or NULL */
 	struct resource_cols cols;
 	/* The API object of row R: as text appended to B (-1 when it does not render), or, when
-	 * put is NULL, as a JSON value (new reference; NULL when it does not render). */
+	 * put is NULL, as a JSON value (row_render's contract). */
 	int (*put)(struct strbuf *b, const struct db_rows *rows, unsigned r);
 	row_render render;
 	/* Checks of the route before anything else (work items: the environment), or NULL:
@@ -124,9 +124,9 @@ enum db_status resource_change_run(const struct resource *res, struct worker *w,
 				   struct db_rows *rows, struct verr *err);
 
 /* Respond 200 with RES's object of row 0 of ROWS, 404 (RES's not-found) naming ID when ROWS is
- * empty, or 500 when the row does not render. */
-void resource_respond(const struct resource *res, struct request *req, struct response *resp,
-		      const struct db_rows *rows, const char *id);
+ * empty, or 500 when the row does not render (logged: what did not parse, or out of memory). */
+void resource_respond(const struct resource *res, struct worker *w, struct request *req,
+		      struct response *resp, const struct db_rows *rows, const char *id);
 
 /* 0 when ID has RES's id shape; else -1 with RESP RES's 404 (no query is made). */
 int resource_check(const struct resource *res, struct request *req, struct response *resp,

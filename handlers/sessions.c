@@ -39,23 +39,24 @@ static const char *provisioning_status(const char *state)
 	}
 }
 
-/* The API object for row R of a session SELECT. New reference or NULL on corrupt JSON. */
-static json_t *session_object(const struct db_rows *rows, unsigned r)
+/* The API object for row R of a session SELECT (row_render). */
+static json_t *session_object(struct db *db, const struct db_rows *rows, unsigned r)
 {
+	const char *id = db_cell(rows, r, SES_C_ID);
 	const char *title = db_cell(rows, r, SES_C_TITLE);
 	const char *archived = db_cell(rows, r, SES_C_ARCHIVED);
 	const char *state = db_cell(rows, r, SES_C_INTENT_STATE);
 	const char *last_error = db_cell(rows, r, SES_C_LAST_ERROR);
 	const char *next = db_cell(rows, r, SES_C_NEXT_ATTEMPT);
 	const char *mcp_text = db_cell(rows, r, SES_C_MCP);
-	json_t *agent = json_loads(db_cell(rows, r, SES_C_AGENT), 0, NULL);
-	json_t *meta = json_loads(db_cell(rows, r, SES_C_METADATA), 0, NULL);
-	json_t *mcp = mcp_text ? json_loads(mcp_text, 0, NULL) : NULL;
-	json_t *prov, *obj;
+	json_t *agent = NULL, *meta = NULL, *mcp = NULL, *prov, *obj;
 	int waiting =
 		intent_state_of(state) == INTENT_PENDING || intent_state_of(state) == INTENT_FAILED;
 
-	if (!agent || !meta || (mcp_text && !mcp)) {
+	/* the MCP server list is optional (SQL NULL: the agent's own) */
+	if (db_json_load(db, db_cell(rows, r, SES_C_AGENT), "session", id, "agent", &agent) ||
+	    db_json_load(db, db_cell(rows, r, SES_C_METADATA), "session", id, "metadata", &meta) ||
+	    (mcp_text && db_json_load(db, mcp_text, "session", id, "MCP servers", &mcp))) {
 		json_decref(agent);
 		json_decref(meta);
 		json_decref(mcp);
@@ -72,8 +73,8 @@ static json_t *session_object(const struct db_rows *rows, unsigned r)
 		waiting && next ? json_string(next) : json_null());
 	obj = json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:s, s:s, s:o, s:[], s:[], s:[],"
 			" s:{}, s:{}, s:n, s:o}",
-			"id", db_cell(rows, r, SES_C_ID), "type", "session", "agent", agent,
-			"environment_id", db_cell(rows, r, SES_C_ENVIRONMENT_ID), "status",
+			"id", id, "type", "session", "agent", agent, "environment_id",
+			db_cell(rows, r, SES_C_ENVIRONMENT_ID), "status",
 			db_cell(rows, r, SES_C_STATUS), "title",
 			title ? json_string(title) : json_null(), "metadata", meta, "created_at",
 			db_cell(rows, r, SES_C_CREATED), "updated_at",
@@ -83,10 +84,10 @@ static json_t *session_object(const struct db_rows *rows, unsigned r)
 	return obj;
 }
 
-static void respond_row(struct request *req, struct response *resp, const struct db_rows *rows,
-			const char *id)
+static void respond_row(struct worker *w, struct request *req, struct response *resp,
+			const struct db_rows *rows, const char *id)
 {
-	resource_respond(&RES_SESSION, req, resp, rows, id);
+	resource_respond(&RES_SESSION, w, req, resp, rows, id);
 }
 
 static int check_id(struct request *req, struct response *resp)
@@ -336,7 +337,7 @@ void session_create(struct worker *w, struct request *req, struct response *resp
 	}
 	st = db_tx(w->db, create_tx, &c);
 	if (!respond_refusal(w, req, resp, st, &c.err)) {
-		respond_row(req, resp, &c.rows, c.id);
+		respond_row(w, req, resp, &c.rows, c.id);
 		/* after the commit: polls blocked on this environment take the item now */
 		if (c.work_queued && (st = workdb_wake(w->db, c.env_id)))
 			log_warn("waking polls of %s: %s: %s", c.env_id, db_status_name(st),
@@ -397,14 +398,18 @@ static int update_parse(json_t *body, struct update_ctx *c)
 	return 0;
 }
 
-/* An mcp_toolset of the agent snapshot (AGENT_TEXT) must keep naming a server of the
- * replacement list MCP, as the agents API requires of agents. 0 or -1 with ERR. */
-static int mcp_toolsets_kept(const char *agent_text, json_t *mcp, struct verr *err)
+/* An mcp_toolset of session ID's agent snapshot (AGENT_TEXT, its stored cell) must keep naming a
+ * server of the replacement list MCP, as the agents API requires of agents: DB_OK, with ERR set
+ * when one would not; DB_CORRUPT when the snapshot does not parse. */
+static enum db_status mcp_toolsets_kept(struct db *db, const char *id, const char *agent_text,
+					json_t *mcp, struct verr *err)
 {
-	json_t *agent = json_loads(agent_text, 0, NULL), *tool, *server;
+	json_t *agent, *tool, *server;
 	size_t i, k;
-	int ret = 0;
+	enum db_status st = db_json_load(db, agent_text, "session", id, "agent", &agent);
 
+	if (st)
+		return st;
 	json_array_foreach(json_object_get(agent, "tools"), i, tool)
 	{
 		const char *type = json_string_value(json_object_get(tool, "type"));
@@ -416,16 +421,15 @@ static int mcp_toolsets_kept(const char *agent_text, json_t *mcp, struct verr *e
 		json_array_foreach(mcp, k, server) found |=
 			!strcmp(json_string_value(json_object_get(server, "name")), want);
 		if (!found) {
-			ret = verr_set(
-				err, 400, NULL,
-				"'agent.mcp_servers' must keep the server named '%.255s': "
-				"'agent.tools[%zu].mcp_server_name' (an mcp_toolset) uses it",
-				want, i);
+			verr_set(err, 400, NULL,
+				 "'agent.mcp_servers' must keep the server named '%.255s': "
+				 "'agent.tools[%zu].mcp_server_name' (an mcp_toolset) uses it",
+				 want, i);
 			break;
 		}
 	}
 	json_decref(agent);
-	return ret;
+	return DB_OK;
 }
 
 /* The update's change (resource_change): title, metadata (a per-key patch) and the agent's MCP
@@ -441,8 +445,11 @@ static enum db_status update_change(struct db *db, const struct db_key *k,
 	enum db_status st = DB_OK;
 	int changed;
 
-	if (c->mcp && mcp_toolsets_kept(db_cell(rows, 0, SES_C_AGENT), c->mcp, err))
-		return DB_OK;
+	if (c->mcp) {
+		st = mcp_toolsets_kept(db, k->id, db_cell(rows, 0, SES_C_AGENT), c->mcp, err);
+		if (st || err->status)
+			return st;
+	}
 	st = db_json_load(db, db_cell(rows, 0, SES_C_METADATA), "session", k->id, "metadata",
 			  &old_meta);
 	if (st)

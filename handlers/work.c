@@ -52,14 +52,18 @@ static json_t *work_ts_json(const char *db)
 	return *api ? json_string(api) : json_null();
 }
 
-/* The API object for row R of a work SELECT (secret null). New reference; NULL when the stored
- * metadata does not parse. */
-static json_t *work_object(const struct db_rows *rows, unsigned r)
+/* The API object for row R of a work SELECT, secret null (row_render). */
+static json_t *work_object(struct db *db, const struct db_rows *rows, unsigned r)
 {
-	json_t *meta = json_loads(db_cell(rows, r, WORK_C_METADATA), 0, NULL);
+	json_t *meta;
 
+	if (db_json_load(db, db_cell(rows, r, WORK_C_METADATA), "work", db_cell(rows, r, WORK_C_ID),
+			 "metadata", &meta))
+		return NULL;
 	if (!json_is_object(meta)) {
 		json_decref(meta);
+		db_fail(db, DB_CORRUPT, "work %s: stored metadata is not an object",
+			db_cell(rows, r, WORK_C_ID));
 		return NULL;
 	}
 	return json_pack("{s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:o, s:n, s:o, s:o, s:o, s:o, s:o,"
@@ -83,9 +87,10 @@ static void work_not_found(struct request *req, struct response *resp)
 }
 
 /* Respond with the item in ROWS, or 404. */
-static void respond_work(struct request *req, struct response *resp, const struct db_rows *rows)
+static void respond_work(struct worker *w, struct request *req, struct response *resp,
+			 const struct db_rows *rows)
 {
-	resource_respond(&RES_WORK, req, resp, rows, req->params[1]);
+	resource_respond(&RES_WORK, w, req, resp, rows, req->params[1]);
 }
 
 /* ---- the environment of every work route ---- */
@@ -270,12 +275,11 @@ void work_poll(struct worker *w, struct request *req, struct response *resp)
 		if (st)
 			goto db_fail;
 	}
-	obj = work_object(&rows, 0);
+	obj = work_object(w->db, &rows, 0);
 	secret = work_secret(req, token);
 	if (!obj || !secret) {
 		json_decref(obj);
-		respond_internal(req, resp,
-				 obj ? "out of memory" : "stored work metadata does not parse");
+		handle_db_error(w, req, resp, obj ? DB_NOMEM : db_last_status(w->db));
 	} else {
 		json_object_set_new(obj, "secret", json_string(secret));
 		resp_json(resp, 200, obj);
@@ -439,7 +443,7 @@ static void work_transition(struct worker *w, struct request *req, struct respon
 				    c->lease_extended, "state", row.state, "ttl_seconds",
 				    (json_int_t)row.ttl_seconds));
 	} else
-		respond_work(req, resp, &c->rows);
+		respond_work(w, req, resp, &c->rows);
 	json_decref(c->details);
 	db_rows_free(&c->rows);
 }
