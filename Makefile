@@ -17,7 +17,7 @@ endif
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
 	common/egress.c common/redact.c common/privs.c common/strbuf.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
-	db/work.c db/intent.c
+	db/work.c db/intent_state.c
 HTTP_SRC := http/request.c http/response.c http/router.c
 HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth.c handlers/auth_guard.c \
 	handlers/env_validate.c handlers/cursor.c handlers/dispatch.c handlers/routes.c \
@@ -29,7 +29,7 @@ API_SRC := api/main.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_
 RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/cache.c reconciler/drift.c \
 	db/sandboxes.c reconciler/backends/process.c \
 	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
-	reconciler/backends/open.c db/db.c db/keys.c db/intents.c db/intent.c db/idempotency.c $(COMMON_SRC)
+	reconciler/backends/open.c db/db.c db/keys.c db/intents.c db/intent_state.c db/idempotency.c $(COMMON_SRC)
 # HTTP sandbox drivers (libcurl; only reconciler/backends/ includes curl/curl.h)
 RECON_SRC += reconciler/backends/http.c reconciler/backends/remote.c \
 	reconciler/backends/opensandbox.c reconciler/backends/docker.c
@@ -97,8 +97,8 @@ $(eval $(call unit_test,strbuf,common/strbuf.c))
 # base64 (strict for cursors, lenient for protojson bytes) and the stored values (key hashes,
 # request hashes, MACs) made before libsodium (common/crypto.c)
 $(eval $(call unit_test,crypto,common/crypto.c,$(LDLIBS_CRYPTO)))
-# intent states: the enum's name table and the states db/'s SQL spells (db/intent.c)
-$(eval $(call unit_test,intent,db/intent.c))
+# intent states: the enum's name table and the states db/'s SQL spells (db/intent_state.c)
+$(eval $(call unit_test,intent_state,db/intent_state.c))
 # timestamps, the monotonic clock and sleeping (common/clock.c)
 $(eval $(call unit_test,clock,common/clock.c))
 # the srt backend's allowlist as srt's allowedDomains (reconciler/backends/srt_hosts.c)

@@ -4,7 +4,7 @@
 #define TERRARIUM_DB_INTENTS_H
 
 #include "db.h"
-#include "intent.h"
+#include "intent_state.h"
 
 #define INTENT_FIELD_MAX 256
 #define INTENT_CLAIM_MAX 64 /* intents claimed by one claim transaction */

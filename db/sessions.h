@@ -6,7 +6,7 @@
 #define TERRARIUM_DB_SESSIONS_H
 
 #include "db.h"
-#include "intent.h"
+#include "intent_state.h"
 #include "table.h"
 
 #define SES_ID_PREFIX "sesn_" /* also the sandbox names of the directory backends */

@@ -1,8 +1,8 @@
 /* Provisioning intents' kinds and states (provisioning_intents.kind / .state; docs/design.md,
  * Provisioning). SQL in db/ may spell a state as a literal; C code compares and sets states
  * through this enum and its name table. */
-#ifndef TERRARIUM_DB_INTENT_H
-#define TERRARIUM_DB_INTENT_H
+#ifndef TERRARIUM_DB_INTENT_STATE_H
+#define TERRARIUM_DB_INTENT_STATE_H
 
 #define INTENT_PROVISION "provision"
 #define INTENT_TEARDOWN "teardown"

@@ -1,4 +1,4 @@
-#include "intent.h"
+#include "intent_state.h"
 
 #include <string.h>
 

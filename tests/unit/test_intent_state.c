@@ -1,4 +1,4 @@
-/* Unit tests of the intent states (db/intent.c): the name table round-trips, and every state
+/* Unit tests of the intent states (db/intent_state.c): the name table round-trips, and every state
  * the SQL of db/ spells as a literal is one of the enum's names. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../db/intent.h"
+#include "../../db/intent_state.h"
 #include "unit.h"
 
 #define SRC_MAX (512 * 1024)
@@ -44,7 +44,7 @@ static void test_names(void **state)
 static int check_sql_literals(const char *file)
 {
 	char path[4096];
-	const char *self = __FILE__, *tail = strstr(self, "tests/unit/test_intent.c");
+	const char *self = __FILE__, *tail = strstr(self, "tests/unit/test_intent_state.c");
 	char *src = calloc(1, SRC_MAX), *p;
 	size_t len;
 	int checked = 0;
