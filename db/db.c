@@ -2,12 +2,14 @@
 
 #include <errmsg.h>
 #include <jansson.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <mysql.h>
 #include <mysqld_error.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -310,16 +312,49 @@ static enum db_status tx_verify(struct db *db)
 	return tx_still_open(db, "before the next statement");
 }
 
+/* The cached statement for SQL (by its address), or NULL. */
+static MYSQL_STMT *stmt_find(const struct db *db, const char *sql)
+{
+	for (int i = 0; i < db->ncache; i++)
+		if (db->cache[i].sql == sql)
+			return db->cache[i].stmt;
+	return NULL;
+}
+
+/* dl_iterate_phdr's callback: 1 when ARG lies in a read-only segment loaded from INFO's file. */
+static int in_read_only_segment(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t p = (uintptr_t)arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && !(ph->p_flags & PF_W) && p >= start &&
+		    p - start < ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+/* 1 when SQL is text the program was built with (a string literal or a static const array: the
+ * read-only data of a loaded file), which keeps its address and its text for the process's
+ * life; 0 for text on the heap, the stack or in writable data. */
+static int sql_is_static(const char *sql)
+{
+	return dl_iterate_phdr(in_read_only_segment, (void *)(uintptr_t)sql) == 1;
+}
+
 /* The cached statement for SQL, prepared now when missing. NULL with *ST and the failure
  * recorded. */
 static MYSQL_STMT *stmt_get(struct db *db, const char *sql, enum db_status *st)
 {
-	MYSQL_STMT *stmt;
+	MYSQL_STMT *stmt = stmt_find(db, sql);
 	my_bool on = 1;
 
-	for (int i = 0; i < db->ncache; i++)
-		if (db->cache[i].sql == sql)
-			return db->cache[i].stmt;
+	if (stmt)
+		return stmt;
 	if (db->in_tx && db->galera)
 		db->tx_unsure = true;
 	stmt = mysql_stmt_init(db->conn);
@@ -611,7 +646,18 @@ enum db_status db_exec(struct db *db, const char *sql, const struct db_val *para
 		       unsigned nparams, struct db_rows *rows, unsigned long long *affected)
 {
 	bool in_tx = db->in_tx;
-	enum db_status st = exec_once(db, sql, params, nparams, rows, affected);
+	enum db_status st;
+
+	/* the statement cache is keyed on the text's address: a text built at run time would be
+	 * prepared anew on every call, or find another text's statement once its buffer is reused
+	 * (checked before the first prepare of each text; a cached one passed already) */
+	if (!stmt_find(db, sql) && !sql_is_static(sql))
+		return db_fail(
+			db, DB_FATAL,
+			"statement text is not a literal (the statement cache is keyed on its "
+			"address): %.80s",
+			sql);
+	st = exec_once(db, sql, params, nparams, rows, affected);
 
 	/* inside a transaction the caller's runner retries the whole transaction */
 	if ((st == DB_GONE || st == DB_RETRY) && !in_tx && !db->tx_lost) {

@@ -1,6 +1,7 @@
 /* MariaDB access: one connection per process, prepared statements cached by SQL text
- * address, one error classification, and a transaction runner that retries deadlocks and lock
- * wait timeouts. Only db/ includes mysql.h. */
+ * address (only texts built into the program are executed: db_exec), one error classification,
+ * and a transaction runner that retries deadlocks and lock wait timeouts. Only db/ includes
+ * mysql.h. */
 #ifndef TERRARIUM_DB_H
 #define TERRARIUM_DB_H
 
@@ -87,7 +88,8 @@ void db_free(struct db *db);
 /* Connect if not connected. DB_OK or DB_GONE / DB_FATAL / DB_NOMEM. */
 enum db_status db_connect(struct db *db);
 
-/* Execute SQL (a string literal: its address keys the statement cache) with PARAMS, passed as
+/* Execute SQL (a string literal or a static const array: its address keys the statement cache;
+ * text made at run time is refused with DB_FATAL before anything runs) with PARAMS, passed as
  * DB_PARAMS(...), DB_ARRAY(p) or DB_NONE: NPARAMS must be the number of `?` in SQL, which the
  * server counted at prepare (another count is DB_FATAL before anything runs). When ROWS
  * is given the result set is fetched into it (caller db_rows_free). AFFECTED, when given,

@@ -106,6 +106,37 @@ static void test_messages(void **state)
 	db_free(db);
 }
 
+/* Statement text lives as long as the program and keeps one address: only such text (a literal,
+ * a static const array) reaches the statement cache, which is keyed on the address. Text made at
+ * run time is refused before anything is prepared; text the program was built with goes on
+ * (to a server that is not there: DB_GONE). */
+static void test_statement_text(void **state)
+{
+	static const char in_array[] = "SELECT 2";
+	static char writable[] = "SELECT 3";
+	char on_stack[] = "SELECT 4";
+	char *on_heap = strdup("SELECT 5");
+	const char *built[] = { writable, on_stack, on_heap };
+	struct config cfg;
+	struct db *db;
+
+	(void)state;
+	assert_non_null(on_heap);
+	memset(&cfg, 0, sizeof(cfg));
+	snprintf(cfg.db_socket, sizeof(cfg.db_socket), "/nonexistent/terrarium-test.sock");
+	db = db_new(&cfg);
+	assert_non_null(db);
+	for (unsigned i = 0; i < sizeof(built) / sizeof(built[0]); i++) {
+		assert_int_equal(db_exec(db, built[i], DB_NONE, NULL, NULL), DB_FATAL);
+		assert_non_null(strstr(db_error(db), "not a literal"));
+		assert_non_null(strstr(db_error(db), built[i]));
+	}
+	assert_int_equal(db_exec(db, "SELECT 1", DB_NONE, NULL, NULL), DB_GONE);
+	assert_int_equal(db_exec(db, in_array, DB_NONE, NULL, NULL), DB_GONE);
+	db_free(db);
+	free(on_heap);
+}
+
 /* The two rules for a JSON column: a stored cell that does not parse is DB_CORRUPT, a value that
  * cannot be serialised DB_NOMEM, each with a message naming the row and the column. */
 static void test_json_cells(void **state)
@@ -152,4 +183,5 @@ static void test_json_cells(void **state)
 }
 
 UNIT_MAIN(cmocka_unit_test(test_classes), cmocka_unit_test(test_names),
-	  cmocka_unit_test(test_messages), cmocka_unit_test(test_json_cells))
+	  cmocka_unit_test(test_messages), cmocka_unit_test(test_statement_text),
+	  cmocka_unit_test(test_json_cells))
