@@ -26,7 +26,8 @@ HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth.c handlers/auth_g
 	handlers/environments.c handlers/agent_validate.c handlers/agents.c handlers/work.c
 FCGI_SRC := fcgi/serve.c
 API_SRC := api/main.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
-RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/cache.c reconciler/drift.c \
+RECON_SRC := reconciler/main.c reconciler/metrics.c reconciler/provision.c reconciler/cache.c \
+	reconciler/drift.c \
 	db/sandboxes.c reconciler/backends/process.c \
 	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
 	reconciler/backends/open.c db/db.c db/keys.c db/intents.c db/intent_state.c db/idempotency.c $(COMMON_SRC)
@@ -99,6 +100,9 @@ $(eval $(call unit_test,strbuf,common/strbuf.c))
 $(eval $(call unit_test,crypto,common/crypto.c,$(LDLIBS_CRYPTO)))
 # intent states: the enum's name table and the states db/'s SQL spells (db/intent_state.c)
 $(eval $(call unit_test,intent_state,db/intent_state.c))
+# the reconciler's metrics file as a struct: totals read, added to, written whole
+# (reconciler/metrics.c)
+$(eval $(call unit_test,metrics,reconciler/metrics.c))
 # timestamps, the monotonic clock and sleeping (common/clock.c)
 $(eval $(call unit_test,clock,common/clock.c))
 # the srt backend's allowlist as srt's allowedDomains (reconciler/backends/srt_hosts.c)

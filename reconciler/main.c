@@ -30,6 +30,7 @@
 #include "../db/idempotency.h"
 #include "../db/keys.h"
 #include "../db/sessions.h"
+#include "metrics.h"
 #include "recon.h"
 
 #define RECON_DEFAULT_LIMIT 100
@@ -126,23 +127,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 		       : -1;
 }
 
-/* The counters of the metrics file: name, help, this process's value. */
-struct counter {
-	const char *name, *help;
-	long value;
-};
-
-/* The value of the sample NAME (whole line up to the value) in TEXT, or 0. */
-static double sample(const char *text, const char *name)
-{
-	size_t len = strlen(name);
-
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, name, len) && p[len] == ' ')
-			return strtod(p + len + 1, NULL);
-	return 0;
-}
-
 /* Open what write_metrics needs while the reconciler may still be root: PATH.lock and PATH
  * itself (for a directory the [reconciler] user cannot write to). */
 static void open_metrics(struct recon *r, const char *path)
@@ -156,51 +140,13 @@ static void open_metrics(struct recon *r, const char *path)
 	r->metrics_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 }
 
-/* Prometheus textfile. The counters are totals over every run that wrote PATH: a run adds what
- * it did since it last wrote to the values in the file, under a lock (PATH.lock) shared by
- * concurrent runs. Written to PATH.tmp and renamed, so a collector never reads half; when the
- * directory is closed to the [reconciler] user (it was opened as root), rewritten in place. */
-static int write_metrics(struct recon *r, const char *path)
+/* The gauges of the metrics file: intents by kind and state, those due now and how long the
+ * oldest has waited (each left out when its query fails). */
+static void print_gauges(struct recon *r, FILE *f)
 {
-	struct recon_stats *now = &r->stats, *was = &r->stats_written;
-	struct counter counters[] = {
-		{ "terrarium_reconciler_attempts_total", "Intents claimed (attempts).",
-		  now->claimed - was->claimed },
-		{ "terrarium_reconciler_done_total", "Intents completed (bound or torn down).",
-		  now->done - was->done },
-		{ "terrarium_reconciler_failures_total", "Attempts that failed.",
-		  now->failed - was->failed },
-		{ "terrarium_reconciler_leases_lost_total",
-		  "Intents dropped after losing the lease.", now->lost - was->lost },
-		{ "terrarium_reconciler_orphans_removed_total",
-		  "Sandboxes no session owned, removed by the sweep.",
-		  now->orphans - was->orphans },
-	};
-	char tmp[4096], name[256], now_db[CLOCK_DB_LEN];
-	char *old = NULL, *text = NULL;
-	size_t text_len = 0;
+	char now_db[CLOCK_DB_LEN];
 	struct db_rows rows;
-	FILE *f = NULL;
-	int ret = -1, in_place = 0;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (r->metrics_lock_fd < 0 || flock(r->metrics_lock_fd, LOCK_EX))
-		goto out;
-	f = fopen(path, "r");
-	old = calloc(1, RECON_METRICS_MAX + 1);
-	if (!old)
-		goto out;
-	if (f) {
-		/* a short or failed read leaves what was read (calloc'd: terminated) */
-		size_t got = fread(old, 1, RECON_METRICS_MAX, f);
-		old[got] = '\0';
-		fclose(f);
-	} else if (r->metrics_fd >= 0 && pread(r->metrics_fd, old, RECON_METRICS_MAX, 0) < 0) {
-		old[0] = '\0';
-	}
-	f = open_memstream(&text, &text_len);
-	if (!f)
-		goto out;
 	fprintf(f, "# HELP terrarium_intents Provisioning intents by kind and state.\n"
 		   "# TYPE terrarium_intents gauge\n");
 	if (!intents_counts(r->db, &rows)) {
@@ -221,71 +167,86 @@ static int write_metrics(struct recon *r, const char *path)
 			db_cell(&rows, 0, 1), strtod(db_cell(&rows, 0, 2), NULL));
 		db_rows_free(&rows);
 	}
-	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
-		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %.0f\n", counters[i].name,
-			counters[i].help, counters[i].name, counters[i].name,
-			(old ? sample(old, counters[i].name) : 0) + (double)counters[i].value);
-	fprintf(f, "# HELP terrarium_reconciler_step_seconds Time spent per provisioning step.\n"
-		   "# TYPE terrarium_reconciler_step_seconds summary\n");
-	/* the steps this process saw, then those only the file has */
-	for (int i = 0; i < now->nsteps; i++) {
-		const struct step_stat *st = &now->steps[i], *prev = NULL;
-		double sum, count;
-		for (int k = 0; k < was->nsteps; k++)
-			if (!strcmp(was->steps[k].step, st->step))
-				prev = &was->steps[k];
-		snprintf(name, sizeof(name), "terrarium_reconciler_step_seconds_sum{step=\"%s\"}",
-			 st->step);
-		sum = (old ? sample(old, name) : 0) + st->seconds - (prev ? prev->seconds : 0);
-		fprintf(f, "%s %.6f\n", name, sum);
-		snprintf(name, sizeof(name), "terrarium_reconciler_step_seconds_count{step=\"%s\"}",
-			 st->step);
-		count = (old ? sample(old, name) : 0) +
-			(double)(st->count - (prev ? prev->count : 0));
-		fprintf(f, "%s %.0f\n", name, count);
+}
+
+/* The metrics file as it stands (at most RECON_METRICS_MAX bytes) into a new string (caller
+ * frees; "" when there is none or it cannot be read), or NULL when out of memory. Read through
+ * PATH, or through the descriptor opened as root when PATH cannot be opened now. */
+static char *read_metrics(const struct recon *r, const char *path)
+{
+	char *text = calloc(1, RECON_METRICS_MAX + 1);
+	FILE *f = fopen(path, "r");
+
+	if (!text) {
+		if (f)
+			fclose(f);
+		return NULL;
 	}
-	for (const char *p = old; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		static const char pre[] = "terrarium_reconciler_step_seconds_";
-		const char *q = strstr(p, "{step=\"");
-		size_t len = strcspn(p, "\n");
-		int seen = 0;
-		if (strncmp(p, pre, sizeof(pre) - 1) || !q || q > p + len)
-			continue;
-		for (int i = 0; i < now->nsteps; i++) {
-			size_t sl = strlen(now->steps[i].step);
-			if (!strncmp(q + 7, now->steps[i].step, sl) && q[7 + sl] == '"')
-				seen = 1;
-		}
-		if (!seen)
-			fprintf(f, "%.*s\n", (int)len, p);
+	if (f) {
+		/* a short or failed read leaves what was read (calloc'd: terminated) */
+		text[fread(text, 1, RECON_METRICS_MAX, f)] = '\0';
+		fclose(f);
+	} else if (r->metrics_fd >= 0 && pread(r->metrics_fd, text, RECON_METRICS_MAX, 0) < 0) {
+		text[0] = '\0';
 	}
-	fprintf(f,
-		"# HELP terrarium_reconciler_last_run_timestamp_seconds End of the last run.\n"
-		"# TYPE terrarium_reconciler_last_run_timestamp_seconds gauge\n"
-		"terrarium_reconciler_last_run_timestamp_seconds %ld\n",
-		(long)time(NULL));
-	if (fclose(f)) {
-		f = NULL;
-		goto out;
-	}
+	return text;
+}
+
+/* Replace the file PATH by TEXT (LEN bytes): written to PATH.tmp and renamed, so a collector
+ * never reads half; when the directory is closed to the [reconciler] user (it was opened as
+ * root), rewritten in place through the descriptor opened then. 0 or -1. */
+static int replace_metrics(const struct recon *r, const char *path, const char *text, size_t len)
+{
+	char tmp[4096];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "w");
 	if (!f && errno == EACCES && r->metrics_fd >= 0)
-		in_place = 1;
-	else if (!f || fwrite(text, 1, text_len, f) != text_len || fclose(f) || rename(tmp, path))
+		return ftruncate(r->metrics_fd, 0) ||
+				       pwrite(r->metrics_fd, text, len, 0) != (ssize_t)len
+			       ? -1
+			       : 0;
+	if (!f)
+		return -1;
+	if (fwrite(text, 1, len, f) != len) {
+		fclose(f);
+		return -1;
+	}
+	return fclose(f) || rename(tmp, path) ? -1 : 0;
+}
+
+/* Prometheus textfile (reconciler/metrics.h). The counters are totals over every run that wrote
+ * PATH: under a lock (PATH.lock) shared by concurrent runs, a run reads the totals in the file,
+ * adds what it did since it last wrote, and writes the whole file once. 0 or -1. */
+static int write_metrics(struct recon *r, const char *path)
+{
+	struct metrics m;
+	char *old = NULL, *text = NULL;
+	size_t text_len = 0;
+	FILE *f;
+	int ret = -1;
+
+	if (r->metrics_lock_fd < 0 || flock(r->metrics_lock_fd, LOCK_EX))
+		return -1;
+	old = read_metrics(r, path);
+	if (!old)
 		goto out;
-	f = NULL;
-	if (in_place && (ftruncate(r->metrics_fd, 0) ||
-			 pwrite(r->metrics_fd, text, text_len, 0) != (ssize_t)text_len))
+	metrics_parse(&m, old);
+	metrics_add(&m, &r->stats, &r->stats_written);
+	f = open_memstream(&text, &text_len);
+	if (!f)
 		goto out;
-	*was = *now;
+	print_gauges(r, f);
+	metrics_print(f, &m, (long long)time(NULL));
+	if (fclose(f) || replace_metrics(r, path, text, text_len))
+		goto out;
+	r->stats_written = r->stats;
 	ret = 0;
 out:
-	if (f)
-		fclose(f);
 	free(old);
 	free(text);
-	if (r->metrics_lock_fd >= 0)
-		flock(r->metrics_lock_fd, LOCK_UN);
+	flock(r->metrics_lock_fd, LOCK_UN);
 	return ret;
 }
 
