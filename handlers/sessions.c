@@ -199,13 +199,45 @@ static int create_parse(json_t *body, struct create_ctx *c)
 	return c->metadata ? 0 : -1;
 }
 
+/* In session C's transaction, what will run it, by its environment's type (CONFIG, the parsed
+ * config of ENV's row 0): a provisioning intent (cloud) that carries what provisioning needs,
+ * captured now, so that later environment updates do not reach this session; or a work item
+ * (self_hosted), from which the customer's workers learn of the session. */
+static enum db_status create_runner(struct db *db, struct create_ctx *c, const json_t *config,
+				    const struct db_rows *env)
+{
+	const char *type = json_string_value(json_object_get(config, "type"));
+	const char *ws = c->req->principal->workspace_id;
+	char *spec_text = NULL;
+	json_t *spec;
+	enum db_status st;
+
+	if (!type || strcmp(type, "cloud")) {
+		st = workdb_enqueue(db, c->work_id, ws, c->env_id, c->id, c->now_db);
+		c->work_queued = !st;
+		return st;
+	}
+	spec = json_pack("{s:s, s:I, s:O, s:O}", "environment_id", c->env_id,
+			 "environment_revision",
+			 (json_int_t)strtoll(db_cell(env, 0, ENV_C_REVISION), NULL, 10), "packages",
+			 json_object_get(config, "packages"), "networking",
+			 json_object_get(config, "networking"));
+	st = db_json_dump(db, spec, "session", c->id, "intent", &spec_text);
+	if (!st)
+		st = sesdb_insert_intent(db, c->id, ws, INTENT_PROVISION, spec_text, NULL,
+					 c->now_db);
+	json_decref(spec);
+	free(spec_text);
+	return st;
+}
+
 static enum db_status create_tx(struct db *db, void *arg)
 {
 	struct create_ctx *c = arg;
 	const struct auth_principal *a = c->req->principal;
 	struct db_rows env = { 0 };
-	json_t *snapshot = NULL, *config = NULL, *spec = NULL;
-	char *snap_text = NULL, *meta_text = NULL, *spec_text = NULL;
+	json_t *snapshot = NULL, *config = NULL;
+	char *snap_text = NULL, *meta_text = NULL;
 	int archived = 0;
 	enum db_status st;
 
@@ -281,30 +313,10 @@ static enum db_status create_tx(struct db *db, void *arg)
 			.title = c->title,
 			.metadata = meta_text,
 			.now = c->now_db });
+	if (!st)
+		st = create_runner(db, c, config, &env);
 	if (st)
 		goto out;
-	if (!strcmp(json_string_value(json_object_get(config, "type")), "cloud")) {
-		/* the intent carries what provisioning needs, captured now: later environment
-		 * updates do not reach this session */
-		spec = json_pack("{s:s, s:I, s:O, s:O}", "environment_id", c->env_id,
-				 "environment_revision",
-				 (json_int_t)strtoll(db_cell(&env, 0, ENV_C_REVISION), NULL, 10),
-				 "packages", json_object_get(config, "packages"), "networking",
-				 json_object_get(config, "networking"));
-		st = db_json_dump(db, spec, "session", c->id, "intent", &spec_text);
-		if (st)
-			goto out;
-		st = sesdb_insert_intent(db, c->id, a->workspace_id, INTENT_PROVISION, spec_text,
-					 NULL, c->now_db);
-		if (st)
-			goto out;
-	} else {
-		/* self_hosted: the customer's workers learn of the session from its work item */
-		st = workdb_enqueue(db, c->work_id, a->workspace_id, c->env_id, c->id, c->now_db);
-		if (st)
-			goto out;
-		c->work_queued = 1;
-	}
 	st = sesdb_get(db,
 		       &(struct db_key){ .workspace_id = a->workspace_id,
 					 .account_id = a->account_id,
@@ -314,10 +326,8 @@ out:
 	db_rows_free(&env);
 	json_decref(snapshot);
 	json_decref(config);
-	json_decref(spec);
 	free(snap_text);
 	free(meta_text);
-	free(spec_text);
 	return st;
 }
 
