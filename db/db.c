@@ -80,16 +80,17 @@ enum db_status db_classify(unsigned err)
 
 const char *db_status_name(enum db_status status)
 {
-	/* only DB_FATAL and DB_CONFLICT are the database's refusals: the name says whose failure */
-	static const char *const names[] = {
-		[DB_OK] = "ok",
-		[DB_CONFLICT] = "database conflict",
-		[DB_RETRY] = "database busy",
-		[DB_GONE] = "database unavailable",
-		[DB_FATAL] = "database error",
-		[DB_NOMEM] = "out of memory",
-		[DB_CORRUPT] = "corrupt stored data",
-	};
+	/* in the enum's order; only DB_FATAL and DB_CONFLICT are the database's refusals: the
+	 * name says whose failure it is */
+	static const char *const names[] = { "ok",
+					     "database conflict",
+					     "database busy",
+					     "database unavailable",
+					     "database error",
+					     "out of memory",
+					     "corrupt stored data" };
+	_Static_assert(sizeof(names) / sizeof(names[0]) == DB_CORRUPT + 1, "a name per status");
+
 	return (unsigned)status < sizeof(names) / sizeof(names[0]) ? names[status] : "?";
 }
 

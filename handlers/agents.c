@@ -81,10 +81,8 @@ void agent_create(struct worker *w, struct request *req, struct response *resp)
 		respond_verr(req, resp, &err);
 		return;
 	}
-	if (random_id(id, sizeof(id), AGENT_ID_PREFIX, ID_RANDOM_LEN)) {
-		respond_internal(req, resp, "no random id");
+	if (resource_new_id(req, resp, AGENT_ID_PREFIX, id))
 		goto out;
-	}
 	clock_now(now_db, now_api);
 	st = db_json_dump(w->db, def, "agent", id, "definition", &text);
 	if (!st)

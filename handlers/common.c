@@ -74,6 +74,15 @@ int resource_id_valid(const char *s, const char *prefix)
 		       n - p;
 }
 
+int resource_new_id(const struct request *req, struct response *resp, const char *prefix,
+		    char id[RESOURCE_ID_MAX])
+{
+	if (!random_id(id, RESOURCE_ID_MAX, prefix, ID_RANDOM_LEN))
+		return 0;
+	respond_internal(req, resp, "no room for a new id");
+	return -1;
+}
+
 /* Longest digit string query_count reads: 18 digits never overflow a long long. */
 #define QUERY_COUNT_DIGITS_MAX 18
 

@@ -163,10 +163,8 @@ void env_create(struct worker *w, struct request *req, struct response *resp)
 		respond_verr(req, resp, &err);
 		return;
 	}
-	if (random_id(id, sizeof(id), ENV_ID_PREFIX, ID_RANDOM_LEN)) {
-		respond_internal(req, resp, "no random id");
+	if (resource_new_id(req, resp, ENV_ID_PREFIX, id))
 		goto out;
-	}
 	clock_now(now_db, now_api);
 	st = env_text_make(w->db, id, &f, &t);
 	if (!st)
@@ -257,14 +255,11 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 		respond_row(w, req, resp, &rows);
 		goto out;
 	}
-	st = env_text_make(w->db, req->params[0], &f, &t);
-	if (st) {
-		handle_db_error(w, req, resp, st);
-		goto out;
-	}
 	clock_now(now_db, now_api);
-	st = envdb_update(w->db, env_row(&in, req->params[0], req, &f, &t, now_db),
-			  strtoll(db_cell(&rows, 0, ENV_C_REVISION), NULL, 10), &n);
+	st = env_text_make(w->db, req->params[0], &f, &t);
+	if (!st)
+		st = envdb_update(w->db, env_row(&in, req->params[0], req, &f, &t, now_db),
+				  strtoll(db_cell(&rows, 0, ENV_C_REVISION), NULL, 10), &n);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		goto out;

@@ -84,6 +84,11 @@ typedef json_t *(*row_render)(struct db *db, const struct db_rows *rows, unsigne
  * id this API makes). */
 int resource_id_valid(const char *s, const char *prefix);
 
+/* A new id of that shape, PREFIX and ID_RANDOM_LEN random characters, into ID. 0, or -1 with
+ * RESP a 500 (logged) when it does not fit. */
+int resource_new_id(const struct request *req, struct response *resp, const char *prefix,
+		    char id[RESOURCE_ID_MAX]);
+
 /* The list's `page` query parameter (absent or empty: none, *PAGED = 0) checked against KIND and
  * FILTER into CREATED and ID (CURSOR_FIELD_MAX each); the cursor key is loaded first (the page
  * writes the next cursor with it). 0, or -1 with RESP filled: a 400 (FILTERS_TEXT, when given,

@@ -340,11 +340,9 @@ void session_create(struct worker *w, struct request *req, struct response *resp
 		respond_verr(req, resp, &c.err);
 		goto out;
 	}
-	if (random_id(c.id, sizeof(c.id), SES_ID_PREFIX, ID_RANDOM_LEN) ||
-	    random_id(c.work_id, sizeof(c.work_id), WORK_ID_PREFIX, ID_RANDOM_LEN)) {
-		respond_internal(req, resp, "no random id");
+	if (resource_new_id(req, resp, SES_ID_PREFIX, c.id) ||
+	    resource_new_id(req, resp, WORK_ID_PREFIX, c.work_id))
 		goto out;
-	}
 	st = db_tx(w->db, create_tx, &c);
 	if (!respond_refusal(w, req, resp, st, &c.err)) {
 		respond_row(w, req, resp, &c.rows, c.id);
