@@ -1,5 +1,5 @@
-/* Cross-cutting pieces every route uses: database error mapping, health, query parameters,
- * list pages. */
+/* Cross-cutting pieces every route uses: the worker, database error mapping, health, query
+ * parameters, list pages. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +7,32 @@
 #include "../db/keys.h"
 #include "cursor.h"
 #include "handlers.h"
+
+void *api_worker_new(const struct config *cfg)
+{
+	struct worker *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->cfg = cfg;
+	w->caps = backend_lookup(cfg->backend);
+	w->db = db_new(cfg);
+	if (!w->db) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+void api_worker_free(void *worker)
+{
+	struct worker *w = worker;
+
+	if (!w)
+		return;
+	db_free(w->db);
+	free(w);
+}
 
 void handle_db_error(struct worker *w, struct request *req, struct response *resp,
 		     enum db_status st)

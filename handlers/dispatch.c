@@ -1,8 +1,7 @@
 /* API policy over a route table: a route's flags (credentials, version and beta headers, JSON
- * body, idempotency) checked in one place before its handler runs; the worker it runs in. */
+ * body, idempotency) checked in one place before its handler runs. */
 #include "dispatch.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(AUTH_ADMITS_ANY < ROUTE_BETA,
@@ -97,30 +96,4 @@ void api_dispatch(struct worker *w, const struct api_route *table, size_t n, str
 	else
 		found->handler(w, req, resp);
 	req->principal = NULL; /* it lives in this frame */
-}
-
-void *api_worker_new(const struct config *cfg)
-{
-	struct worker *w = calloc(1, sizeof(*w));
-
-	if (!w)
-		return NULL;
-	w->cfg = cfg;
-	w->caps = backend_lookup(cfg->backend);
-	w->db = db_new(cfg);
-	if (!w->db) {
-		free(w);
-		return NULL;
-	}
-	return w;
-}
-
-void api_worker_free(void *worker)
-{
-	struct worker *w = worker;
-
-	if (!w)
-		return;
-	db_free(w->db);
-	free(w);
 }

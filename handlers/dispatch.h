@@ -1,12 +1,10 @@
-/* The API application: a route table's policy and the worker it runs in. After http/router.c
- * found the route (404/405), its flags (the credentials it admits, beta and version headers,
- * JSON body, idempotency) are checked in one place, then its handler runs. api/main.c registers
- * the application with fcgi/ (struct serve_app): auth_init, api_worker_new, api_worker_free,
- * api_handle. */
+/* API policy over a route table: after http/router.c found the route (404/405), its flags (the
+ * credentials it admits, beta and version headers, JSON body, idempotency) are checked in one
+ * place, then its handler runs. api/main.c registers the application with fcgi/ (struct
+ * serve_app): auth_init (auth.h), api_worker_new and api_worker_free (handlers.h), api_handle. */
 #ifndef TERRARIUM_HANDLERS_DISPATCH_H
 #define TERRARIUM_HANDLERS_DISPATCH_H
 
-#include "../common/config.h"
 #include "../http/router.h"
 #include "auth.h"
 #include "handlers.h"
@@ -40,11 +38,6 @@ struct api_route {
  * complete response in RESP. */
 void api_dispatch(struct worker *w, const struct api_route *table, size_t n, struct request *req,
 		  struct response *resp);
-
-/* A worker's state for CFG (borrowed; outlives it): a struct worker, or NULL when out of
- * memory. Freed by api_worker_free (NULL is fine). */
-void *api_worker_new(const struct config *cfg);
-void api_worker_free(void *worker);
 
 /* api_dispatch over the API's route table (handlers/routes.c). WORKER is a struct worker. */
 void api_handle(void *worker, struct request *req, struct response *resp);

@@ -21,6 +21,11 @@ struct worker {
 	struct auth_cache_entry auth_cache[AUTH_CACHE_SLOTS]; /* auth.h */
 };
 
+/* A worker's state for CFG (borrowed; outlives it): a struct worker, or NULL when out of
+ * memory. Freed by api_worker_free (NULL is fine). Typed for fcgi/'s struct serve_app. */
+void *api_worker_new(const struct config *cfg);
+void api_worker_free(void *worker);
+
 /* A route's handler: answers REQ into RESP. The handlers the route table names are declared
  * with this type (handler_func name;), so their signature is stated here once. */
 typedef void handler_func(struct worker *w, struct request *req, struct response *resp);
