@@ -12,6 +12,8 @@
 #                principal longer than its buffer): 500 and a log line naming the row
 #   CGI, fd 0    the same binary serving one request as plain CGI, and a worker loop on a socket
 #                handed over on fd 0 by spawn-fcgi
+#   socket       the FastCGI socket's path swapped for a symlink after the bind: its target keeps
+#                its group and mode, the supervisor refuses to serve (build/socket_swap.so)
 # Needs (from tests/e2e/run.sh): TERRARIUM_RUN, TERRARIUM_URL (the "local" API), KEY.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -252,5 +254,32 @@ out=$(REQUEST_METHOD=GET REQUEST_URI="/v1/environments/$env_id" HTTP_X_API_KEY="
 check "fd 0: it serves the API" grep -q "\"id\":\"$env_id\"" <<<"$out"
 [ -s "$RUN/spawned.pid" ] && kill "$(cat "$RUN/spawned.pid")" 2>/dev/null
 rm -f "$RUN/spawned.sock" "$RUN/spawned.pid"
+
+# ---- the FastCGI socket's group and mode reach only the socket ----
+# socket_swap.so replaces the socket path with a symlink to a file of ours between the bind and
+# the supervisor's next step, as anyone able to write the socket's directory could: the
+# supervisor refuses to serve it, and the file keeps its group and mode (a chown or chmod by
+# path, followed as root, would give any file to the web server's group).
+SWAP=$RUN/swap
+rm -rf "$SWAP" && mkdir -p "$SWAP"
+echo "not the socket" >"$SWAP/victim"
+chmod 0600 "$SWAP/victim"
+before=$(stat -c '%a %G' "$SWAP/victim")
+{
+	cat "$RUN/$NAME.ini"
+	printf '\n[api]\nsocket = %s\npoll_socket = %s\nsocket_mode = 0666\nworkers = 1\n' \
+		"$SWAP/api.sock" "$SWAP/poll.sock"
+} >"$SWAP/api.ini"
+LD_PRELOAD="$ROOT/$BUILD/socket_swap.so" SOCKET_SWAP_TARGET="$SWAP/victim" \
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	timeout 10 "$API" -c "$SWAP/api.ini" serve >"$SWAP/serve.log" 2>&1
+rc=$?
+check "a socket path swapped for a symlink after the bind: the shim moved the socket aside" \
+	test -S "$SWAP/api.sock.moved"
+check "... the supervisor refuses to serve it (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+check "... and says why" grep -q "is no longer the socket just bound" "$SWAP/serve.log"
+check "... the symlink's target keeps its mode and group ($before -> $(stat -c '%a %G' "$SWAP/victim"))" \
+	test "$(stat -c '%a %G' "$SWAP/victim")" = "$before"
+rm -rf "$SWAP"
 
 check_summary
