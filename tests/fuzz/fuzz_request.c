@@ -126,7 +126,9 @@ static void check_response(const struct request *req, const struct response *res
 			   "request_id %s in %s", req->request_id, resp->body);
 		FUZZ_CHECK(retry && !strcmp(retry, retryable ? "true" : "false"),
 			   "x-should-retry '%s' for %d", retry ? retry : "(none)", resp->status);
-		if (resp->status == 405)
+		/* the router's own 405 names the methods; the web server's (through its error
+		 * handler, as nginx's own page) cannot know them */
+		if (resp->status == 405 && !req->server_error)
 			FUZZ_CHECK(resp_header_get(resp, "allow"), "405 without allow");
 	}
 	json_decref(body);
