@@ -159,6 +159,13 @@ count_run() {
 	fi
 }
 
+# inside_check WHAT LOG: the fake's log LOG (JSON) says that what listens inside its sandboxes
+# (execd and the egress sidecar; Daytona's daemon) received calls, none carrying the API key
+inside_check() {
+	check "$1: nothing listening inside a sandbox saw the API key ($(jq -c .inside <<<"$2"))" \
+		test "$(jq -r '.inside | .calls > 0 and .keySeen == 0' <<<"$2")" = true
+}
+
 remote_extra_check() { # the HTTP drivers' checks past the suite (tests/backends/remote_extra.c)
 	count_run "$name: driver checks" "$dir/check.out" \
 		"$ROOT/$BUILD/test_remote_extra" -c "$CONFIG" -f "$FAKE_URL"
@@ -374,8 +381,7 @@ check "e2e: the fake's one-time 503 on the first lookup was retried" \
 	test "$(jq -c '[.calls[] | select(.method == "GET" and .path == "/v1/sandboxes") | .status][0:2]' <<<"$LOG")" = "[503,200]"
 v=$(jq -c .violations <<<"$LOG")
 check "e2e: the fake recorded no protocol violations ($v)" test "$v" = "[]"
-check "e2e: nothing listening inside a sandbox saw the API key ($(jq -c .inside <<<"$LOG"))" \
-	test "$(jq -r '.inside | .calls > 0 and .keySeen == 0' <<<"$LOG")" = true
+inside_check e2e "$LOG"
 
 sweep_e2e e2e "$E" "$FAKE/__fake/log" '[.sandboxes[] | select(.id == $id and .state != "Terminated")] | length == 1'
 v=$(fake_log "$FAKE/__fake/log" | jq -c .violations)
