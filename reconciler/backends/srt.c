@@ -226,7 +226,7 @@ fail:
  * root opens its backend before it gives up root, and they must be its working user's. That
  * user's access to sandbox-runtime is checked there too. srt binds its proxy sockets from its
  * TMPDIR into the sandbox before it applies the read denials, so that directory is read back
- * inside (settings); the settings files, beside it, never are. */
+ * inside (settings()); the settings files, beside it, never are. */
 static int srt_tmp(struct srt_state *st, char *err, size_t errsz)
 {
 	if (st->tmp[0])
