@@ -6,14 +6,13 @@
  * daytonaio/daytona.
  *
  * A sandbox is found again by a label carrying the deterministic name. Commands go through the
- * toolbox's execute call on Daytona's toolbox proxy, authenticated with the sandbox's own token,
- * never the API key (toolbox(), below), which takes one command string and does NOT hand it to
- * a shell: the
- * daemon splits it with its own tokenizer (apps/daemon/pkg/toolbox/process/execute/execute.go
- * parseCommand: ' and " toggle quoting, only ' ' separates, no escapes, empty tokens dropped)
- * and execs the parts. argv is therefore quoted with quote.h (valid for that tokenizer and for
- * a POSIX shell alike), prefixed with `env NAME=VALUE...` since the call has no environment
- * field, and run without any shell.
+ * toolbox's execute call, on Daytona's toolbox proxy with the sandbox's own token and never the
+ * API key (toolbox(), below). The call takes one command string and does NOT hand it to a
+ * shell: the daemon splits it with its own tokenizer (apps/daemon/pkg/toolbox/process/execute/
+ * execute.go parseCommand: ' and " toggle quoting, only ' ' separates, no escapes, empty tokens
+ * dropped) and execs the parts. argv is therefore quoted with quote.h (valid for that tokenizer
+ * and for a POSIX shell alike), prefixed with `env NAME=VALUE...` since the call has no
+ * environment field, and run without any shell.
  *
  * Daytona stops an idle sandbox after its auto-stop interval (15 minutes by default), so every
  * command first makes sure the sandbox is started, starting it again when it was stopped or
