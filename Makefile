@@ -50,7 +50,15 @@ RUNNER_BIN := $(BUILD)/e2e-runner
 UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress \
 	$(BUILD)/test_agent_validate $(BUILD)/test_reconciler
 
-all: $(API_BIN) $(RECON_BIN) $(RUNNER_BIN)
+# an LD_PRELOAD shim of tests/faults/run.sh (its own flags: it must load into the sanitizer
+# builds' binaries too)
+SWAP_SO := $(BUILD)/socket_swap.so
+
+all: $(API_BIN) $(RECON_BIN) $(RUNNER_BIN) $(SWAP_SO)
+
+$(SWAP_SO): tests/faults/socket_swap.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
 
 $(API_BIN): $(call obj,$(API_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)

@@ -11,13 +11,15 @@ enum db_status idem_claim(struct db *db, const struct idem_ref *ref, enum idem_c
 	static const char sel[] =
 		"SELECT request_hash, status, response,"
 		" expires_at < ? OR (status = 0 AND created_at < ?)"
-		" FROM idempotency_keys WHERE workspace_id = ? AND idem_key = ? FOR UPDATE";
-	static const char ins[] = "INSERT INTO idempotency_keys (workspace_id, idem_key,"
-				  " request_hash, status, created_at, expires_at)"
-				  " VALUES (?, ?, ?, 0, ?, ?)";
+		" FROM idempotency_keys WHERE workspace_id = ? AND account_id = ? AND idem_key = ?"
+		" FOR UPDATE";
+	static const char ins[] = "INSERT INTO idempotency_keys (workspace_id, account_id,"
+				  " idem_key, request_hash, status, created_at, expires_at)"
+				  " VALUES (?, ?, ?, ?, 0, ?, ?)";
 	static const char takeover[] =
 		"UPDATE idempotency_keys SET request_hash = ?, status = 0, response = NULL,"
-		" created_at = ?, expires_at = ? WHERE workspace_id = ? AND idem_key = ?";
+		" created_at = ?, expires_at = ?"
+		" WHERE workspace_id = ? AND account_id = ? AND idem_key = ?";
 	struct db_val hash = DB_STRN((const char *)ref->hash, SHA256_LEN);
 	struct db_rows rows;
 	enum db_status st;
@@ -28,15 +30,15 @@ enum db_status idem_claim(struct db *db, const struct idem_ref *ref, enum idem_c
 	/* the insert waits while another transaction holds an uncommitted row for the key, then
 	 * either succeeds (that one rolled back) or meets the committed row */
 	st = db_exec(db, ins,
-		     DB_PARAMS(DB_STR(ref->ws), DB_STR(ref->key), hash, DB_STR(ref->now),
-			       DB_STR(ref->expires)),
+		     DB_PARAMS(DB_STR(ref->ws), DB_STR(ref->account), DB_STR(ref->key), hash,
+			       DB_STR(ref->now), DB_STR(ref->expires)),
 		     NULL, NULL);
 	if (st != DB_CONFLICT)
 		return st;
-	st = db_exec(
-		db, sel,
-		DB_PARAMS(DB_STR(ref->now), DB_STR(ref->stale), DB_STR(ref->ws), DB_STR(ref->key)),
-		&rows, NULL);
+	st = db_exec(db, sel,
+		     DB_PARAMS(DB_STR(ref->now), DB_STR(ref->stale), DB_STR(ref->ws),
+			       DB_STR(ref->account), DB_STR(ref->key)),
+		     &rows, NULL);
 	if (st)
 		return st;
 	if (!rows.nrows) { /* removed since (expired): the retry inserts it */
@@ -47,7 +49,7 @@ enum db_status idem_claim(struct db *db, const struct idem_ref *ref, enum idem_c
 		db_rows_free(&rows);
 		return db_exec(db, takeover,
 			       DB_PARAMS(hash, DB_STR(ref->now), DB_STR(ref->expires),
-					 DB_STR(ref->ws), DB_STR(ref->key)),
+					 DB_STR(ref->ws), DB_STR(ref->account), DB_STR(ref->key)),
 			       NULL, NULL);
 	}
 	if (rows.len[0] != SHA256_LEN || memcmp(db_cell(&rows, 0, 0), ref->hash, SHA256_LEN))
@@ -69,12 +71,13 @@ enum db_status idem_store(struct db *db, const struct idem_ref *ref, int status,
 			  const char *response)
 {
 	static const char sql[] = "UPDATE idempotency_keys SET status = ?, response = ?"
-				  " WHERE workspace_id = ? AND idem_key = ? AND status = 0";
+				  " WHERE workspace_id = ? AND account_id = ? AND idem_key = ?"
+				  " AND status = 0";
 	unsigned long long n = 0;
-	enum db_status st = db_exec(
-		db, sql,
-		DB_PARAMS(DB_INT(status), DB_STR(response), DB_STR(ref->ws), DB_STR(ref->key)),
-		NULL, &n);
+	enum db_status st = db_exec(db, sql,
+				    DB_PARAMS(DB_INT(status), DB_STR(response), DB_STR(ref->ws),
+					      DB_STR(ref->account), DB_STR(ref->key)),
+				    NULL, &n);
 
 	return st ? st : n == 1 ? DB_OK : DB_FATAL;
 }

@@ -20,9 +20,11 @@ enum idem_claim {
 	IDEM_IN_FLIGHT, /* an in-flight row left by an older version, not yet stale */
 };
 
-/* Which key, for which request, and the times that decide expiry (DATETIME literals). */
+/* Which key (a key belongs to one account of one workspace: another account's use of the same
+ * key is another row), for which request, and the times that decide expiry (DATETIME
+ * literals). */
 struct idem_ref {
-	const char *ws, *key;
+	const char *ws, *account, *key;
 	const unsigned char *hash; /* SHA256_LEN bytes: SHA-256 of the request */
 	const char *now, *expires, *stale;
 };

@@ -19,25 +19,11 @@ enum db_status keys_lookup(struct db *db, const unsigned char hash[SHA256_LEN],
 {
 	static const char sql[] = "SELECT id, workspace_id, account_id FROM api_keys "
 				  "WHERE key_hash = ? AND revoked_at IS NULL";
-	struct db_val p[] = { DB_STRN((const char *)hash, SHA256_LEN) };
-	struct db_rows rows;
-	enum db_status st = db_exec(db, sql, DB_ARRAY(p), &rows, NULL);
 
-	*found = 0;
-	if (st)
-		return st;
-	if (rows.nrows) {
-		if (copy_cell(out->key_id, out->key_id_sz, db_cell(&rows, 0, 0)) ||
-		    copy_cell(out->workspace_id, out->workspace_id_sz, db_cell(&rows, 0, 1)) ||
-		    copy_cell(out->account_id, out->account_id_sz, db_cell(&rows, 0, 2)))
-			st = db_fail(db, DB_CORRUPT,
-				     "api key %.64s: a stored id is longer than its buffer",
-				     db_cell(&rows, 0, 0));
-		else
-			*found = 1;
-	}
-	db_rows_free(&rows);
-	return st;
+	return keys_lookup_hash(
+		db, sql, hash, (char *const[]){ out->key_id, out->workspace_id, out->account_id },
+		(const size_t[]){ out->key_id_sz, out->workspace_id_sz, out->account_id_sz }, 3,
+		found);
 }
 
 enum db_status workspace_lookup(struct db *db, const char *name, char *out, size_t sz, int *found)
@@ -210,12 +196,16 @@ enum db_status keys_lookup_hash(struct db *db, const char *sql,
 	if (st)
 		return st;
 	if (rows.nrows && rows.ncols >= n) {
-		for (unsigned i = 0; i < n; i++)
-			copy_cell(out[i], sz[i], db_cell(&rows, 0, i));
-		*found = 1;
+		for (unsigned i = 0; i < n && !st; i++)
+			if (copy_cell(out[i], sz[i], db_cell(&rows, 0, i)))
+				st = db_fail(db, DB_CORRUPT,
+					     "credential for %.64s: column %u of the stored row is "
+					     "longer than its buffer",
+					     db_cell(&rows, 0, 0), i + 1);
+		*found = !st;
 	}
 	db_rows_free(&rows);
-	return DB_OK;
+	return st;
 }
 
 enum db_status envkeys_lookup(struct db *db, const unsigned char hash[SHA256_LEN], char *env_id,

@@ -50,13 +50,15 @@ enum db_status envkeys_create(struct db *db, const char *env_id, char *key, size
 enum db_status envkeys_revoke(struct db *db, const char *key, int *found);
 
 /* The active environment key whose hash is HASH: *FOUND, its environment, that environment's
- * workspace (buffers of size SZ) and account (ACCOUNT_SZ). */
+ * workspace (buffers of size SZ) and account (ACCOUNT_SZ); keys_lookup_hash's DB_CORRUPT. */
 enum db_status envkeys_lookup(struct db *db, const unsigned char hash[SHA256_LEN], char *env_id,
 			      char *workspace_id, size_t sz, char *account, size_t account_sz,
 			      int *found);
 
 /* Run SQL (one `?`: a key's SHA-256) with HASH; when it returns a row, copy its first N
- * cells into OUT[i] (size SZ[i]) and set *FOUND. For the credentials stored by hash. */
+ * cells into OUT[i] (size SZ[i]) and set *FOUND. A cell longer than its buffer is DB_CORRUPT
+ * with *FOUND 0 (never truncated: two principals sharing a prefix must not become one). For
+ * every credential stored by hash (API keys, environment keys, sessions tokens). */
 enum db_status keys_lookup_hash(struct db *db, const char *sql,
 				const unsigned char hash[SHA256_LEN], char *const *out,
 				const size_t *sz, unsigned n, int *found);

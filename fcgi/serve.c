@@ -3,6 +3,7 @@
 #include "serve.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fcgiapp.h>
 #include <grp.h>
 #include <pwd.h>
@@ -326,31 +327,58 @@ static int is_tcp_address(const char *addr)
 	return addr[0] != '/' && strchr(addr, ':') != NULL;
 }
 
+/* Give the unix socket PATH, which this process has just bound, to GROUP: through a descriptor
+ * of the path itself (O_PATH | O_NOFOLLOW), which must still be a socket this user owns, never
+ * by name: a path swapped for a symlink after the bind would otherwise hand its target (any
+ * file, when the supervisor is root) to the group. 0, or -1 logged. */
+static int socket_group(const char *path, const char *group)
+{
+	struct group *g = getgrnam(group);
+	struct stat st;
+	int pfd, ret = -1;
+
+	if (!g) {
+		log_error("cannot give %s to group %s: no such group", path, group);
+		return -1;
+	}
+	pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0) {
+		log_error("cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(pfd, &st) || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+		log_error("%s is no longer the socket just bound (replaced since): not serving it",
+			  path);
+		goto out;
+	}
+	if (fchownat(pfd, "", (uid_t)-1, g->gr_gid, AT_EMPTY_PATH)) {
+		log_error("cannot give %s to group %s: %s", path, group, strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	close(pfd);
+	return ret;
+}
+
 /* Bind the FastCGI socket PATH (a unix path with the configured group and mode, or HOST:PORT).
- * The fd, or -1. */
+ * The mode is set by the umask the bind creates the socket under, so nothing changes a mode by
+ * name afterwards. The fd, or -1. */
 static int bind_socket(const struct config *cfg, const char *path)
 {
 	int fd, tcp = is_tcp_address(path);
+	mode_t old_umask;
 
 	if (!tcp)
 		unlink(path);
+	old_umask = umask(~(mode_t)cfg->api_socket_mode & 0777);
 	fd = FCGX_OpenSocket(path, SERVE_BACKLOG);
+	umask(old_umask);
 	if (fd < 0) {
 		log_error("cannot bind %s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (tcp)
-		return fd;
-	if (cfg->api_socket_group[0]) {
-		struct group *g = getgrnam(cfg->api_socket_group);
-		if (!g || chown(path, (uid_t)-1, g->gr_gid)) {
-			log_error("cannot give %s to group %s", path, cfg->api_socket_group);
-			close(fd);
-			return -1;
-		}
-	}
-	if (chmod(path, cfg->api_socket_mode)) {
-		log_error("chmod %s: %s", path, strerror(errno));
+	if (!tcp && cfg->api_socket_group[0] && socket_group(path, cfg->api_socket_group)) {
 		close(fd);
 		return -1;
 	}

@@ -1,7 +1,9 @@
 /* Idempotency-Key on POST creates (environments, sessions, agents). The SDK retries a POST
  * after a timeout; with a key, the retry gets the stored response instead of a second row. The
  * first successful response to a key is kept 24 hours; the same key with another request
- * answers 422 idempotency_key_reused. Keys are per workspace.
+ * answers 422 idempotency_key_reused. Keys are per account of a workspace: another account using
+ * the same key makes its own request, never sees the first one's answer and cannot tell that the
+ * key was used.
  *
  * Claim, create and stored response are one transaction (db/idempotency.h): a worker killed at
  * any instant leaves either nothing (the key is free at once) or the object with its stored
@@ -116,7 +118,9 @@ void idem_run(struct worker *w, struct request *req, struct response *resp, hand
 	clock_now(now, NULL);
 	clock_in(IDEM_TTL_S, expires, NULL);
 	clock_in(-IDEM_IN_FLIGHT_MAX_S, stale, NULL);
-	c.ref = (struct idem_ref){ req->principal->workspace_id, key, hash, now, expires, stale };
+	c.ref = (struct idem_ref){
+		req->principal->workspace_id, req->principal->account_id, key, hash, now, expires, stale
+	};
 	st = db_tx(w->db, idem_tx, &c);
 	if (st && !(st == DB_CONFLICT && c.refused)) {
 		resp_release(resp);

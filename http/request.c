@@ -65,6 +65,22 @@ static int hexval(int c)
 	return -1;
 }
 
+/* The byte the escape "%XY" at S[I] (S[I] == '%') of S[0..len) stands for, or -1 when it is cut
+ * short, not hexadecimal, or %00: a NUL would end the decoded string early, so no decoded
+ * string can hold one. The one rule for decode() and decodes_to(). */
+static int escaped_byte(const char *s, size_t i, size_t len)
+{
+	int hi, lo;
+
+	if (i + 2 >= len)
+		return -1;
+	hi = hexval((unsigned char)s[i + 1]);
+	lo = hexval((unsigned char)s[i + 2]);
+	if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+		return -1;
+	return hi << 4 | lo;
+}
+
 /* Percent-decode S[0..len) into a new string (caller frees); '+' is a space. NULL on a bad
  * escape or an embedded NUL. */
 static char *decode(const char *s, size_t len)
@@ -75,14 +91,10 @@ static char *decode(const char *s, size_t len)
 		return NULL;
 	for (size_t i = 0; i < len; i++) {
 		if (s[i] == '%') {
-			int hi, lo;
-			if (i + 2 >= len)
+			int c = escaped_byte(s, i, len);
+			if (c < 0)
 				goto bad;
-			hi = hexval((unsigned char)s[i + 1]);
-			lo = hexval((unsigned char)s[i + 2]);
-			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-				goto bad;
-			*o++ = (char)(hi << 4 | lo);
+			*o++ = (char)c;
 			i += 2;
 		} else {
 			*o++ = s[i] == '+' ? ' ' : s[i];
@@ -153,20 +165,16 @@ static int valid_request_id(const char *s)
 	return 1;
 }
 
-/* 1 when the raw path RAW[0..len), percent-decoded, is exactly DECODED (PATH_INFO). */
+/* 1 when the raw path RAW[0..len), percent-decoded, is exactly DECODED (PATH_INFO). DECODED is
+ * never read past its NUL: every byte compared is one escaped_byte accepted, never a NUL. */
 static int decodes_to(const char *raw, size_t len, const char *decoded)
 {
 	for (size_t i = 0; i < len; i++, decoded++) {
 		int c = (unsigned char)raw[i];
 		if (c == '%') {
-			int hi, lo;
-			if (i + 2 >= len)
+			c = escaped_byte(raw, i, len);
+			if (c < 0)
 				return 0;
-			hi = hexval((unsigned char)raw[i + 1]);
-			lo = hexval((unsigned char)raw[i + 2]);
-			if (hi < 0 || lo < 0)
-				return 0;
-			c = hi << 4 | lo;
 			i += 2;
 		}
 		if ((unsigned char)*decoded != c)

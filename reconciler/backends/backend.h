@@ -16,6 +16,14 @@
 #define SBX_ERR_MAX 512
 #define SBX_MASKS_MAX 8
 #define SBX_DEPLOYMENT_MAX 64 /* s->deployment: 32 hex digits and the NUL, with room */
+/* The host trees a sandbox of bwrap or srt may read: what toolchains need, and nothing the
+ * service writes (its logs, state and run directories live under /var, /run, /srv or a checkout
+ * elsewhere; its configuration directory is hidden on its own, s->masks). bwrap builds its view
+ * from them; srt denies every other entry of /. */
+#define SBX_VIEW_ROOTS                                                                             \
+	{                                                                                          \
+		"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"     \
+	}
 
 /* One sandbox ops->list found: its id (what destroy takes) and the name it was created with
  * (the session id, from its label or metadata; "" when it carries none). */

@@ -3,7 +3,7 @@
  *   - in its own user namespace as an unprivileged uid/gid (BWRAP_UID), with no capabilities,
  *     no further user namespaces, no_new_privs and a seccomp filter refusing mount, ptrace,
  *     keyctl, namespace and module calls (bwrap_filter);
- *   - in a mount view built from a short list of host trees (BWRAP_VIEW_ROOTS, read-only) from
+ *   - in a mount view built from a short list of host trees (SBX_VIEW_ROOTS, read-only) from
  *     which the hidden paths (the configuration directory, the sandbox root, home directories)
  *     are left out rather than covered: there is nothing underneath to unmount to;
  *   - with its workspace, the only writable place, at BWRAP_WORKSPACE, and a private /tmp;
@@ -41,11 +41,6 @@
 #define BWRAP_SLIRP_BIN "slirp4netns"
 #define BWRAP_UID "1000" /* the uid and gid commands see; never 0 */
 #define BWRAP_WORKSPACE SBX_WORKSPACE
-/* the host trees a sandbox sees, read-only (those that exist; symlinks stay symlinks) */
-#define BWRAP_VIEW_ROOTS                                                                           \
-	{                                                                                          \
-		"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"     \
-	}
 #define BWRAP_VIEW_DEPTH 8	 /* hidden paths are looked for this deep */
 #define BWRAP_VIEW_ARGS_MAX 4096 /* bwrap options making the view */
 #define BWRAP_OWN_ARGS 64	 /* bwrap's other options */
@@ -385,7 +380,8 @@ static void kill_orphans(const char *root)
 
 int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
 {
-	static const char *const roots[] = BWRAP_VIEW_ROOTS;
+	/* the host trees a sandbox sees, read-only (those that exist; symlinks stay symlinks) */
+	static const char *const roots[] = SBX_VIEW_ROOTS;
 	struct bwrap_state *st = calloc(1, sizeof(*st));
 
 	if (!st) {

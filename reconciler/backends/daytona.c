@@ -6,12 +6,13 @@
  * daytonaio/daytona.
  *
  * A sandbox is found again by a label carrying the deterministic name. Commands go through the
- * toolbox's execute call, which takes one command string and does NOT hand it to a shell: the
- * daemon splits it with its own tokenizer (apps/daemon/pkg/toolbox/process/execute/execute.go
- * parseCommand: ' and " toggle quoting, only ' ' separates, no escapes, empty tokens dropped)
- * and execs the parts. argv is therefore quoted with quote.h (valid for that tokenizer and for
- * a POSIX shell alike), prefixed with `env NAME=VALUE...` since the call has no environment
- * field, and run without any shell.
+ * toolbox's execute call, on Daytona's toolbox proxy with the sandbox's own token and never the
+ * API key (toolbox(), below). The call takes one command string and does NOT hand it to a
+ * shell: the daemon splits it with its own tokenizer (apps/daemon/pkg/toolbox/process/execute/
+ * execute.go parseCommand: ' and " toggle quoting, only ' ' separates, no escapes, empty tokens
+ * dropped) and execs the parts. argv is therefore quoted with quote.h (valid for that tokenizer
+ * and for a POSIX shell alike), prefixed with `env NAME=VALUE...` since the call has no
+ * environment field, and run without any shell.
  *
  * Daytona stops an idle sandbox after its auto-stop interval (15 minutes by default), so every
  * command first makes sure the sandbox is started, starting it again when it was stopped or
@@ -43,9 +44,17 @@
 #define DAYTONA_ERR_BODY_MAX 4096      /* response bytes kept for lifecycle calls */
 #define DAYTONA_ANSWER_MAX (32u << 20) /* execute answers read in full, at most */
 #define DAYTONA_STATE_MAX 64
+#define DAYTONA_TOOLBOX_PORT 2280 /* the daemon's toolbox, inside the sandbox */
+/* the sandbox's own token on the toolbox proxy (apps/proxy/pkg/proxy/proxy.go,
+ * SANDBOX_AUTH_KEY_HEADER) */
+#define DAYTONA_TOKEN_HEADER "X-Daytona-Preview-Token"
+#define DAYTONA_TOKEN_LINE_MAX 1024
 
 struct daytona {
 	struct http_client http;
+	char tb_sandbox[SBX_ID_MAX];		/* whose toolbox is cached below */
+	char tb_url[HTTP_URL_MAX];		/* "<toolbox proxy URL>/<sandbox id>" */
+	char tb_header[DAYTONA_TOKEN_LINE_MAX]; /* DAYTONA_TOKEN_HEADER ": <token>" */
 };
 _Static_assert(offsetof(struct daytona, http) == 0,
 	       "sbx_http_close frees the state from its client");
@@ -345,12 +354,73 @@ static char *command_line(char *const argv[], char *const envp[], char *why, siz
 	return out;
 }
 
+/* Where sandbox ID's toolbox answers, and how: the toolbox proxy's URL for it (GET
+ * /sandbox/{id}/toolbox-proxy-url -> ToolboxProxyUrl {url}, apps/api/src/sandbox/controllers/
+ * sandbox.controller.ts getToolboxProxyUrl; the SDKs call "<url>/<sandboxId>/<toolbox path>")
+ * and the sandbox's own token (GET /sandbox/{id}/ports/2280/preview-url -> PortPreviewUrl {url,
+ * token}, getPortPreviewUrl), which the proxy accepts in DAYTONA_TOKEN_HEADER and removes
+ * (apps/proxy/pkg/proxy/auth.go Authenticate). Toolbox calls carry that token and never the API
+ * key: the API's own toolbox route (/toolbox/{id}/toolbox/..., toolbox.deprecated.controller.ts)
+ * passes every request header, Authorization included, through the runner to the daemon inside
+ * the sandbox (docs/sandbox.md), and proxies before daytonaio/daytona#4419 did the same with a
+ * bearer. Cached for the last sandbox used. 0, or -1 with ERR set. */
+static int toolbox(struct sbx *s, const char *id, char *err, size_t errsz)
+{
+	struct daytona *d = s->priv;
+	char path[96 + SBX_ID_MAX], base[HTTP_URL_MAX];
+	json_t *ans;
+	const char *v;
+	size_t n;
+	int ret = -1;
+
+	if (!strcmp(d->tb_sandbox, id))
+		return 0;
+	d->tb_sandbox[0] = '\0';
+	snprintf(path, sizeof(path), "/sandbox/%s/toolbox-proxy-url", id);
+	if (!(ans = http_get_json(&d->http, path, err, errsz))) {
+		n = strlen(err);
+		snprintf(err + n, errsz - n,
+			 " (commands go through Daytona's toolbox proxy only: the API's toolbox "
+			 "route would pass the API key into the sandbox, docs/sandbox.md)");
+		return -1;
+	}
+	v = json_string_value(json_object_get(ans, "url"));
+	if (!v || (strncmp(v, "http://", 7) && strncmp(v, "https://", 8)) ||
+	    strlen(v) >= sizeof(base)) {
+		snprintf(err, errsz, "daytona: GET %s: no http(s) url in the answer", path);
+		goto out;
+	}
+	strcpy(base, v);
+	for (n = strlen(base); n && base[n - 1] == '/'; n--)
+		base[n - 1] = '\0';
+	if (snprintf(d->tb_url, sizeof(d->tb_url), "%s/%s", base, id) >= (int)sizeof(d->tb_url)) {
+		snprintf(err, errsz, "daytona: the toolbox URL is too long");
+		goto out;
+	}
+	json_decref(ans);
+	snprintf(path, sizeof(path), "/sandbox/%s/ports/%d/preview-url", id, DAYTONA_TOOLBOX_PORT);
+	if (!(ans = http_get_json(&d->http, path, err, errsz)))
+		return -1;
+	v = json_string_value(json_object_get(ans, "token"));
+	if (!v || !*v || strpbrk(v, "\r\n") ||
+	    snprintf(d->tb_header, sizeof(d->tb_header), "%s: %s", DAYTONA_TOKEN_HEADER, v) >=
+		    (int)sizeof(d->tb_header)) {
+		snprintf(err, errsz, "daytona: GET %s: no usable token in the answer", path);
+		goto out;
+	}
+	snprintf(d->tb_sandbox, sizeof(d->tb_sandbox), "%s", id);
+	ret = 0;
+out:
+	json_decref(ans);
+	return ret;
+}
+
 int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[],
 		char *const envp[], long timeout_s, struct proc_result *res)
 {
 	struct daytona *d = s->priv;
-	char err[SBX_ERR_MAX * 2], path[96 + SBX_ID_MAX];
-	struct http_request rq = { .method = "POST", .path = path, .no_retry = 1 };
+	char err[SBX_ERR_MAX * 2], url[HTTP_URL_MAX + 32];
+	struct http_request rq = { .method = "POST", .path = url, .no_retry = 1, .no_auth = 1 };
 	struct http_response rs = { 0 };
 	struct out_tail tail;
 	json_t *body = NULL, *ans = NULL, *code;
@@ -371,16 +441,15 @@ int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[]
 		proc_result_fail(res, err);
 		return -1;
 	}
-	if (daytona_wait_started(s, id, err, sizeof(err))) {
+	if (daytona_wait_started(s, id, err, sizeof(err)) || toolbox(s, id, err, sizeof(err))) {
 		proc_result_fail(res, err);
 		goto out;
 	}
-	/* POST /toolbox/{sandboxId}/toolbox/process/execute, ExecuteRequest {command, cwd?,
-	 * timeout? (seconds; 10 when absent)} -> 200 ExecuteResponse {exitCode, result (stdout and
-	 * stderr together)} (apps/api/src/sandbox/controllers/toolbox.deprecated.controller.ts,
-	 * apps/api/src/sandbox/dto/toolbox.deprecated.dto.ts; marked deprecated in favour of the
-	 * runner's toolbox proxy, still served; the API proxies it to the runner with a 5 minute
-	 * proxyTimeout). Daemons before the rename answered {code, result}
+	/* POST <toolbox>/process/execute, ExecuteRequest {command, cwd?, timeout? (seconds; 10
+	 * when absent)} -> 200 ExecuteResponse {exitCode, result (stdout and stderr together)}
+	 * (the daemon's route, apps/daemon/pkg/toolbox/process/execute/execute.go; the request
+	 * and answer as apps/api/src/sandbox/dto/toolbox.deprecated.dto.ts states them), with the
+	 * sandbox's token only (toolbox()). Daemons before the rename answered {code, result}
 	 * (apps/daemon/pkg/toolbox/process/types.go); both are read. On its timeout the daemon
 	 * kills the process group and answers 408 (apps/daemon/pkg/toolbox/process/execute/
 	 * execute.go). Never retried: a command must not run twice. */
@@ -390,7 +459,8 @@ int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[]
 		proc_result_fail(res, "daytona: the command could not be encoded");
 		goto out;
 	}
-	snprintf(path, sizeof(path), "/toolbox/%s/toolbox/process/execute", id);
+	snprintf(url, sizeof(url), "%s/process/execute", d->tb_url);
+	rq.headers[0] = d->tb_header;
 	rq.body = body;
 	rq.timeout_s = timeout_s + DAYTONA_RUN_GRACE_S;
 	/* the answer holds the whole output (the daemon keeps all of it): read it in full up to a
@@ -408,6 +478,7 @@ int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[]
 			proc_result_killed(res, 1, 0);
 			ret = 0;
 		} else {
+			d->tb_sandbox[0] = '\0'; /* ask where the toolbox is again next time */
 			proc_result_fail(res, err);
 		}
 		goto out;
@@ -418,6 +489,7 @@ int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[]
 		goto out;
 	}
 	if (rs.status != 200) {
+		d->tb_sandbox[0] = '\0';
 		http_error(&d->http, &rq, &rs, err, sizeof(err));
 		proc_result_fail(res, err);
 		goto out;

@@ -20,6 +20,14 @@
  *  - the endpoint answer is {endpoint, headers}; `endpoint` has no scheme
  *    ("host/sandboxes/ID/port/N"), and its `headers` (the execd token X-EXECD-ACCESS-TOKEN,
  *    the sidecar's OPENSANDBOX-EGRESS-AUTH) must be sent on every call to it.
+ *  - those headers are ALL an endpoint call carries, never OPEN-SANDBOX-API-KEY, even when the
+ *    endpoint is the lifecycle server's own proxy (use_server_proxy=true): the proxy
+ *    (alibaba/OpenSandbox server/src/api/proxy.py) forwards every header but host, hop-by-hop
+ *    ones, authorization and cookie to the port inside the sandbox, where whatever listens
+ *    there (the tenant's code, once it replaced execd) would read a key that lists, runs
+ *    commands in and deletes every sandbox of the deployment. The proxy route needs no key
+ *    (server/src/middleware/auth.py exempts it since alibaba/OpenSandbox#250); a server that
+ *    asks for one there answers 401, reported as such (docs/sandbox.md).
  *  - execd writes each event as a bare JSON object followed by a blank line (no "data:" field);
  *    the SDK accepts both forms, and so does this driver.
  *  - an `error` event carries the exit status as a decimal string in error.evalue; a command
@@ -63,12 +71,13 @@
 #define OSB_ENV_MAX 64
 #define OSB_COMMAND_ID_MAX 128 /* execd's command id (its "init" event) */
 
+/* Where execd or the egress sidecar of one sandbox answers, and the headers (per-sandbox
+ * tokens) its calls carry: nothing else, never the API key (above). */
 struct osb_endpoint {
 	int have;
 	char url[HTTP_URL_MAX];
 	char headers[OSB_EP_HEADERS][OSB_HEADER_LINE_MAX];
 	int nheaders;
-	int same_origin; /* the lifecycle server itself (server proxy): the API key goes along */
 };
 
 struct osb {
@@ -100,23 +109,12 @@ static const char *state_of(json_t *sandbox)
 	return json_string_value(json_object_get(json_object_get(sandbox, "status"), "state"));
 }
 
-/* "<scheme>://<host[:port]>" of URL into OUT. */
-static void origin(const char *url, char *out, size_t outsz)
-{
-	const char *p = strstr(url, "://");
-	size_t n = p ? (size_t)(p + 3 - url) + strcspn(p + 3, "/") : strlen(url);
-	if (n >= outsz)
-		n = outsz - 1;
-	memcpy(out, url, n);
-	out[n] = '\0';
-}
-
 /* GET /v1/sandboxes/{id}/endpoints/{port}?use_server_proxy=true (lifecycle spec:
  * paths./sandboxes/{sandboxId}/endpoints/{port}, schema Endpoint {endpoint, headers}). */
 static int fetch_endpoint(struct osb *o, const char *id, int port, struct osb_endpoint *ep,
 			  char *err, size_t errsz)
 {
-	char eid[SBX_ID_MAX * 3], path[HTTP_URL_MAX], o1[HTTP_URL_MAX], o2[HTTP_URL_MAX];
+	char eid[SBX_ID_MAX * 3], path[HTTP_URL_MAX];
 	json_t *root = NULL, *headers;
 	const char *endpoint, *name;
 	json_t *value;
@@ -150,9 +148,6 @@ static int fetch_endpoint(struct osb *o, const char *id, int port, struct osb_en
 	}
 	while (strlen(ep->url) && ep->url[strlen(ep->url) - 1] == '/')
 		ep->url[strlen(ep->url) - 1] = '\0';
-	origin(ep->url, o1, sizeof(o1));
-	origin(o->http.base, o2, sizeof(o2));
-	ep->same_origin = !strcmp(o1, o2);
 	headers = json_object_get(root, "headers");
 	json_object_foreach(headers, name, value)
 	{
@@ -195,8 +190,8 @@ static struct osb_endpoint *endpoint(struct osb *o, const char *id, int port, ch
 	return ep;
 }
 
-/* A request to endpoint EP: its URL + PATH, its headers, the API key only on the lifecycle
- * server's own origin. */
+/* A request to endpoint EP: its URL + PATH and its headers, without the API key, whatever origin
+ * the URL has (a port inside the sandbox, or the lifecycle server's proxy to it). */
 static int ep_request(const struct osb_endpoint *ep, struct http_request *rq, const char *method,
 		      const char *path, json_t *body, char *url, size_t urlsz)
 {
@@ -206,8 +201,21 @@ static int ep_request(const struct osb_endpoint *ep, struct http_request *rq, co
 	*rq = http_req(method, url, body);
 	for (int i = 0; i < ep->nheaders; i++)
 		rq->headers[i] = ep->headers[i];
-	rq->no_auth = !ep->same_origin;
+	rq->no_auth = 1;
 	return 0;
+}
+
+/* ERR of an endpoint call the server refused for want of a credential: say that the one it may
+ * want is never sent there. */
+static void ep_refused(long status, char *err, size_t errsz)
+{
+	size_t n = strlen(err);
+
+	if ((status == 401 || status == 403) && n < errsz)
+		snprintf(err + n, errsz - n,
+			 " (an endpoint call carries only the endpoint's own headers, never the "
+			 "API key: a server whose proxy asks for the key is not supported, "
+			 "docs/sandbox.md)");
 }
 
 /* ---- commands (execd POST /command, server-sent events) ---- */
@@ -400,6 +408,7 @@ static int exec_command(struct sbx *s, const char *id, const char *command, cons
 	}
 	if (rs.status != 200) {
 		http_error(&o->http, &rq, &rs, err, sizeof(err));
+		ep_refused(rs.status, err, sizeof(err));
 		proc_result_fail(res, err);
 		goto out_free;
 	}
@@ -719,6 +728,8 @@ static int policy_call(struct osb *o, struct osb_endpoint *ep, const char *metho
 		return -1;
 	}
 	ret = http_expect(&o->http, &rq, ok, &rs, err, errsz);
+	if (ret)
+		ep_refused(rs.status, err, errsz);
 	if (!ret && answer)
 		*answer = http_json(&rs);
 	http_response_release(&rs);

@@ -10,12 +10,14 @@ extern char **environ;
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define PROC_READ_CHUNK 4096
 #define PROC_KILL_GRACE_MS 2000
+#define PROC_REAP_POLL_MS 20 /* between looks at an exit without a pidfd */
 
 void proc_result_release(struct proc_result *r)
 {
@@ -125,18 +127,27 @@ int proc_start_setup(struct proc *p, char *const argv[], const char *cwd, char *
 	return 0;
 }
 
+/* A descriptor that polls readable once PID has exited (pidfd_open), or -1 where the kernel has
+ * none: proc_wait then looks every PROC_REAP_POLL_MS. */
+static int exit_fd(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
 void proc_wait(struct proc *p, long timeout_s, const struct proc_watch *watch,
 	       struct proc_result *res)
 {
 	long deadline = clock_mono_ms() + timeout_s * 1000L, next_tick = 0;
-	int status = 0;
+	int status = 0, eof = 0, pidfd = -1;
 	pid_t pid = p->pid;
 
 	if (watch)
 		next_tick = clock_mono_ms() + watch->interval_ms;
+	/* the output until its end, then the command's exit: the time limit and the watch hold
+	 * until both, since a command may close its output and run on */
 	for (;;) {
 		char buf[PROC_READ_CHUNK];
-		struct pollfd pf = { p->out_fd, POLLIN, 0 };
+		struct pollfd pf = { eof ? pidfd : p->out_fd, POLLIN, 0 };
 		long now = clock_mono_ms(), left = deadline - now, wait = left > 1000 ? 1000 : left;
 		ssize_t n;
 		int rc;
@@ -156,16 +167,27 @@ void proc_wait(struct proc *p, long timeout_s, const struct proc_watch *watch,
 			if (next_tick - now < wait)
 				wait = next_tick - now > 0 ? next_tick - now : 0;
 		}
-		rc = poll(&pf, 1, (int)wait);
-		if (rc < 0 && errno != EINTR)
-			break;
-		if (rc <= 0)
+		if (eof) {
+			if (waitpid(pid, &status, WNOHANG) == pid)
+				goto reaped;
+			if (pidfd < 0 && wait > PROC_REAP_POLL_MS)
+				wait = PROC_REAP_POLL_MS;
+		}
+		rc = poll(&pf, 1, (int)wait); /* a pf.fd of -1 only waits */
+		if (rc < 0 && errno != EINTR && !eof) {
+			eof = 1; /* the output cannot be read: wait for the exit alone */
+			pidfd = exit_fd(pid);
+		}
+		if (rc <= 0 || eof)
 			continue;
 		n = read(p->out_fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			break;
+		if (n <= 0) {
+			eof = 1;
+			pidfd = exit_fd(pid);
+			continue;
+		}
 		keep_tail(res, buf, (size_t)n, p->out_max);
 	}
 	close(p->out_fd);
@@ -185,6 +207,11 @@ void proc_wait(struct proc *p, long timeout_s, const struct proc_watch *watch,
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 reaped:
+	if (p->out_fd >= 0)
+		close(p->out_fd);
+	p->out_fd = -1;
+	if (pidfd >= 0)
+		close(pidfd);
 	/* whatever the command left running in its group goes with it */
 	kill(-pid, SIGKILL);
 	res->output[res->len] = '\0';

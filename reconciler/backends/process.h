@@ -56,9 +56,10 @@ int proc_start_setup(struct proc *p, char *const argv[], const char *cwd, char *
 		     const int *keep, int nkeep, const struct proc_setup *setup, size_t out_max,
 		     struct proc_result *res);
 
-/* Collect P's output until it exits, for at most TIMEOUT_S seconds (then the whole process
- * group is killed), asking WATCH (may be NULL) on the way; whatever is left in the group is
- * killed at the end. Fills res->exit_code. */
+/* Collect P's output until it ends and the command exits, for at most TIMEOUT_S seconds (then
+ * the whole process group is killed), asking WATCH (may be NULL) on the way: a command that
+ * closed its output and runs on is still under both; whatever is left in the group is killed
+ * at the end. Fills res->exit_code. */
 void proc_wait(struct proc *p, long timeout_s, const struct proc_watch *watch,
 	       struct proc_result *res);
 

@@ -1,8 +1,11 @@
 /* The `srt` backend: Anthropic's sandbox-runtime (docs/srt.md). Workspaces are the sandbox
  * directories of bwrap and local (dir.c); every command runs through `srt` with a settings file
- * written for that command: writes only in the workspace (and a private /tmp), reads of the
- * configuration directory, the sandbox root (other sandboxes) and home directories denied, and
- * the network namespace removed, with HTTP(S) and TCP going through srt's proxies on the host,
+ * written for that command: writes only in the workspace (and a private /tmp); reads denied by
+ * default, every entry of / but the trees toolchains need (SBX_VIEW_ROOTS, bwrap's view) and
+ * what srt mounts itself, so that no directory the service writes (its logs, state and run
+ * directories) is seen, and within those trees the configuration directory, the sandbox root
+ * (other sandboxes) and home directories denied too; and the network namespace removed, with
+ * HTTP(S) and TCP going through srt's proxies on the host,
  * which admit only the allowlist set by set_egress (`*.` wildcards match subdomains). No list:
  * no network. An unrestricted policy runs through sandbox-runtime/srt-unrestricted.mjs, which
  * admits every host but this one.
@@ -14,6 +17,7 @@
  * named by absolute path, never looked up on the sandbox's PATH, whose first entry is a workspace
  * directory the sandbox writes. */
 #define _XOPEN_SOURCE 700
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -42,6 +46,13 @@
 #define SRT_CHECK_TIMEOUT_S 60
 #define SRT_CHECK_OUTPUT "terrarium-srt-check-ok"
 #define SRT_WHO_MAX 128 /* "'user' (uid N)" */
+/* what srt mounts itself in every sandbox: never denied */
+#define SRT_OWN_MOUNTS                                                                             \
+	{                                                                                          \
+		"/dev", "/proc"                                                                    \
+	}
+#define SRT_RUN_SUBDIR "run"	       /* srt's TMPDIR, its proxy sockets: read inside */
+#define SRT_SETTINGS_SUBDIR "settings" /* the settings files: never read inside */
 
 enum srt_tool { SRT_NODE, SRT_BWRAP, SRT_SOCAT, SRT_RG, SRT_ENV, SRT_NTOOLS };
 static const char *const srt_tool_names[SRT_NTOOLS] = { "node", "bwrap", "socat", "rg", "env" };
@@ -49,8 +60,9 @@ static const char *const srt_tool_names[SRT_NTOOLS] = { "node", "bwrap", "socat"
 struct srt_state {
 	char dir[PATH_MAX];		 /* sandbox-runtime install (package.json, node_modules) */
 	char tool[SRT_NTOOLS][PATH_MAX]; /* absolute paths on the reconciler's PATH */
-	char host_path[CONFIG_STR_MAX * 4]; /* the PATH srt itself runs with */
-	char tmp[sizeof(SRT_HOST_TMP)];	    /* srt's TMPDIR (its sockets), private to us */
+	char host_path[CONFIG_STR_MAX * 4];	      /* the PATH srt itself runs with */
+	char tmp[sizeof(SRT_HOST_TMP)];		      /* private to us: the two below, --check's */
+	char run_dir[sizeof(SRT_HOST_TMP) + 16];      /* tmp/run: srt's TMPDIR (its sockets) */
 	char settings_dir[sizeof(SRT_HOST_TMP) + 16]; /* tmp/settings: denied to the sandbox */
 	char egress_id[SBX_ID_MAX];		      /* the sandbox the allowlist below is for */
 	json_t *egress;				      /* srt allowedDomains, or NULL: no network */
@@ -212,7 +224,9 @@ fail:
 
 /* srt's TMPDIR and the settings directory, made by the first command: a reconciler started as
  * root opens its backend before it gives up root, and they must be its working user's. That
- * user's access to sandbox-runtime is checked there too. */
+ * user's access to sandbox-runtime is checked there too. srt binds its proxy sockets from its
+ * TMPDIR into the sandbox before it applies the read denials, so that directory is read back
+ * inside (settings()); the settings files, beside it, never are. */
 static int srt_tmp(struct srt_state *st, char *err, size_t errsz)
 {
 	if (st->tmp[0])
@@ -225,9 +239,10 @@ static int srt_tmp(struct srt_state *st, char *err, size_t errsz)
 		st->tmp[0] = '\0';
 		return -1;
 	}
-	snprintf(st->settings_dir, sizeof(st->settings_dir), "%s/settings", st->tmp);
-	if (mkdir(st->settings_dir, 0700)) {
-		snprintf(err, errsz, "mkdir %s: %s", st->settings_dir, strerror(errno));
+	snprintf(st->run_dir, sizeof(st->run_dir), "%s/%s", st->tmp, SRT_RUN_SUBDIR);
+	snprintf(st->settings_dir, sizeof(st->settings_dir), "%s/%s", st->tmp, SRT_SETTINGS_SUBDIR);
+	if (mkdir(st->run_dir, 0700) || mkdir(st->settings_dir, 0700)) {
+		snprintf(err, errsz, "mkdir in %s: %s", st->tmp, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -246,26 +261,93 @@ int srt_set_egress(struct sbx *s, const char *id, json_t *hosts, char *err, size
 	return 0;
 }
 
-/* The settings file of one command in DIR (srt's format: its README, "Configuration"). */
-static json_t *settings(struct sbx *s, const char *dir, json_t *domains, int open_net)
+/* Whether PATH (a path on the host) is one of the trees a sandbox sees (SBX_VIEW_ROOTS) or srt
+ * mounts itself, or lies below one, once symlinks are resolved. */
+static int shown_inside(const char *path)
+{
+	static const char *const roots[] = SBX_VIEW_ROOTS, *const own[] = SRT_OWN_MOUNTS;
+	const char *all[sizeof(roots) / sizeof(roots[0]) + sizeof(own) / sizeof(own[0])];
+	char real[PATH_MAX], root[PATH_MAX];
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		all[n++] = roots[i];
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		all[n++] = own[i];
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(path, all[i]))
+			return 1;
+	if (!realpath(path, real))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+		if (!realpath(all[i], root))
+			continue;
+		k = strlen(root);
+		if (!strncmp(real, root, k) && (real[k] == '/' || !real[k]))
+			return 1;
+	}
+	return 0;
+}
+
+/* Deny reads by default: every entry of / that is not shown_inside goes to DENY (srt mounts an
+ * empty tmpfs over a directory, /dev/null over a file): /tmp (a private one), /var, /run, /srv,
+ * /home, /root, /mnt, a checkout at the top... 0, or -1 when / cannot be listed. */
+static int deny_outside_view(json_t *deny)
+{
+	DIR *d = opendir("/");
+	struct dirent *e;
+	char path[PATH_MAX];
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "/%s", e->d_name);
+		if (!shown_inside(path))
+			json_array_append_new(deny, json_string(path));
+	}
+	closedir(d);
+	return 0;
+}
+
+/* The settings file of one command in DIR (srt's format: its README, "Configuration"), or NULL
+ * with ERR set. */
+static json_t *settings(struct sbx *s, const char *dir, json_t *domains, int open_net, char *err,
+			size_t errsz)
 {
 	struct srt_state *st = s->priv;
 	char seccomp[PATH_MAX * 2];
-	json_t *deny = json_array(), *root;
+	json_t *deny = json_array(), *allow = json_array(), *root;
 
-	/* a /tmp of its own (srt mounts an empty tmpfs over a denied directory), the masks of
-	 * sbx_open: the sandbox root, the configuration directory, home directories; srt's own
-	 * settings files. The workspace is bound back over the denied root. */
-	json_array_append_new(deny, json_string("/tmp"));
+	/* reads denied by default (a private /tmp among them), then the masks of sbx_open inside
+	 * what is shown (the configuration directory, the sandbox root, home directories) and
+	 * srt's own settings files. The workspace is bound back over the denied root. */
+	if (deny_outside_view(deny)) {
+		snprintf(err, errsz, "cannot list / to deny what lies outside the view: %s",
+			 strerror(errno));
+		json_decref(deny);
+		json_decref(allow);
+		json_decref(domains);
+		return NULL;
+	}
 	for (int i = 0; i < s->nmasks; i++)
 		json_array_append_new(deny, json_string(s->masks[i]));
 	json_array_append_new(deny, json_string(st->settings_dir));
+	/* read back: srt's seccomp helper and `env`, which run inside, and its proxy sockets */
 	snprintf(seccomp, sizeof(seccomp), "%s/%s", st->dir, SRT_SECCOMP_DIR);
-	root = json_pack("{s:{s:o, s:[], s:b}, s:{s:o, s:[s], s:[s], s:[]}, s:s, s:s, s:{s:s}}",
+	json_array_append_new(allow, json_string(seccomp));
+	json_array_append_new(allow, json_string(st->run_dir));
+	if (!shown_inside(st->tool[SRT_ENV]))
+		json_array_append_new(allow, json_string(st->tool[SRT_ENV]));
+	root = json_pack("{s:{s:o, s:[], s:b}, s:{s:o, s:o, s:[s], s:[]}, s:s, s:s, s:{s:s}}",
 			 "network", "allowedDomains", domains, "deniedDomains", "strictAllowlist",
-			 !open_net, "filesystem", "denyRead", deny, "allowRead", seccomp,
+			 !open_net, "filesystem", "denyRead", deny, "allowRead", allow,
 			 "allowWrite", dir, "denyWrite", "bwrapPath", st->tool[SRT_BWRAP],
 			 "socatPath", st->tool[SRT_SOCAT], "ripgrep", "command", st->tool[SRT_RG]);
+	if (!root)
+		snprintf(err, errsz, "out of memory");
 	return root;
 }
 
@@ -287,7 +369,8 @@ static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_ne
 		    char *const argv[], char *const envp[], long timeout_s, struct proc_result *res)
 {
 	struct srt_state *st = s->priv;
-	char file[sizeof(st->settings_dir) + 8], script[PATH_MAX * 2], tmpdir[sizeof(st->tmp) + 8];
+	char file[sizeof(st->settings_dir) + 8], script[PATH_MAX * 2],
+		tmpdir[sizeof(st->run_dir) + 8];
 	char host_path[sizeof(st->host_path) + 8], msg[SBX_ERR_MAX];
 	const char *args[SRT_ARGV_MAX], *env[SRT_ENV_MAX + 3], *sandbox_path = NULL;
 	json_t *conf;
@@ -303,8 +386,14 @@ static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_ne
 		fail_result(res, "settings file", strerror(errno));
 		return -1;
 	}
-	conf = settings(s, dir, json_incref(domains), open_net);
-	rc = conf ? json_dumpfd(conf, fd, JSON_COMPACT) : -1;
+	conf = settings(s, dir, json_incref(domains), open_net, msg, sizeof(msg));
+	if (!conf) {
+		close(fd);
+		unlink(file);
+		fail_result(res, "settings", msg);
+		return -1;
+	}
+	rc = json_dumpfd(conf, fd, JSON_COMPACT);
 	json_decref(conf);
 	if (close(fd) || rc) {
 		unlink(file);
@@ -322,7 +411,7 @@ static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_ne
 			env[k++] = envp[i];
 	}
 	snprintf(host_path, sizeof(host_path), "PATH=%s", st->host_path);
-	snprintf(tmpdir, sizeof(tmpdir), "TMPDIR=%s", st->tmp);
+	snprintf(tmpdir, sizeof(tmpdir), "TMPDIR=%s", st->run_dir);
 	env[k++] = host_path;
 	env[k++] = tmpdir;
 	env[k] = NULL;

@@ -14,15 +14,28 @@
 //   GET    /api/sandbox/{id}              Sandbox, 404 when missing
 //   POST   /api/sandbox/{id}/start        only for a stopped or archived sandbox
 //   DELETE /api/sandbox/{id}              200, 404 when missing
+//   GET    /api/sandbox/{id}/toolbox-proxy-url
+//                                        {url: "http://127.0.0.1:PORT/toolbox"}: the toolbox
+//                                        proxy (apps/proxy), served by this fake too
+//   GET    /api/sandbox/{id}/ports/{port}/preview-url
+//                                        {sandboxId, url, token}: the sandbox's own token
 //   POST   /api/toolbox/{id}/toolbox/process/execute
-//                                        ExecuteRequest {command, cwd?, timeout?} -> 200
-//                                        {exitCode, result} (--exit-field code: the older
-//                                        daemons' {code, result}); 408 past the timeout
+//                                        the API's own toolbox route (deprecated), which
+//                                        passes every header through the runner to the
+//                                        daemon, Authorization included
+// and on the toolbox proxy, with "X-Daytona-Preview-Token: TOKEN" (the sandbox's) or the bearer,
+// which the proxy checks and removes (apps/proxy/pkg/proxy/auth.go), passing the rest on:
+//   POST   /toolbox/{id}/process/execute  the same execute
+// Execute: ExecuteRequest {command, cwd?, timeout?} -> 200 {exitCode, result} (--exit-field
+// code: the older daemons' {code, result}); 408 past the timeout. The daemon listens inside the
+// sandbox: the API key among the headers it receives is a violation (the key opens every
+// sandbox of the organization), the log's inside {calls, keySeen} counts what it received.
 // The command string is split exactly as the daemon splits it (apps/daemon/pkg/toolbox/process/
 // execute/execute.go parseCommand: no shell) and interpreted by fake-argv.mjs; nothing runs.
 // Every request is checked (method, path, auth, body shape, sandbox state) and each problem
 // recorded as a violation. Test hooks, outside the protocol:
-//   GET  /__fake/log         {"violations": [...], "requests": [...], "sandboxes": [...]}
+//   GET  /__fake/log         {"violations": [...], "requests": [...], "sandboxes": [...],
+//                             "inside": {calls, keySeen}}
 //   POST /__fake/stop/{id}   stop a sandbox, as its auto-stop interval would
 import http from 'node:http';
 import crypto from 'node:crypto';
@@ -37,6 +50,10 @@ const opts = fakeOptions('fake-daytona', {
 const sandboxes = new Map();
 const violations = [];
 const requests = [];
+const inside = { calls: 0, keySeen: 0 };
+const TOOLBOX_PORT = 2280;
+const TOKEN_HEADER = 'x-daytona-preview-token';
+let port = 0;
 
 function violation(req, what) {
   violations.push(`${req.method} ${req.url}: ${what}`);
@@ -86,7 +103,75 @@ function parseCommand(command) {
   return args;
 }
 
+// What the daemon inside sandbox ID receives: HEADERS (as forwarded to it); counted, and the API
+// key among them is a violation.
+function daemonSees(req, headers) {
+  inside.calls++;
+  const carrying = Object.entries(headers).filter(([, v]) => String(v).includes(opts.key)).map(([k]) => k);
+  if (carrying.length) {
+    inside.keySeen++;
+    violation(req, `the API key reached the daemon inside the sandbox (header ${carrying.join(', ')})`);
+  }
+}
+
+// The daemon's POST /process/execute for sandbox ID, reached with HEADERS.
+async function execute(req, res, id, headers) {
+  const sb = sandboxes.get(id);
+  if (req.method !== 'POST') {
+    violation(req, 'method not allowed');
+    return nestError(res, 405, 'method not allowed');
+  }
+  const b = await jsonBody(req, violation);
+  if (!checkShape(violation, req, 'ExecuteRequest', b, { command: 'string', cwd: 'string',
+    timeout: 'int' }, ['command'])) return nestError(res, 400, 'bad request');
+  if (!sb || sb.state === 'destroyed') return nestError(res, 404, `Sandbox with ID ${id} not found`);
+  if (sb.state !== 'started') {
+    violation(req, `execute while the sandbox is ${sb.state} (wait for started)`);
+    return nestError(res, 400, 'Sandbox is not running');
+  }
+  daemonSees(req, headers);
+  if (b.timeout === undefined) violation(req, 'no timeout: the daemon would use 10 seconds');
+  const argv = parseCommand(b.command);
+  if (!argv.length) return nestError(res, 400, 'empty command');
+  const result = await run(argv, { env: {}, cwd: b.cwd || '/home/daytona',
+    timeoutMs: (b.timeout || 0) * 1000, installed: sb.installed });
+  if (result.timedOut)
+    return nestError(res, 408, `Command execution timed out after ${b.timeout} seconds.`);
+  if (result.notFound)
+    return send(res, 200, { [opts.exitField]: -1,
+      result: `exec: "${argv[0]}": executable file not found in $PATH` });
+  return send(res, 200, { [opts.exitField]: result.code, result: result.out.toString('utf8') });
+}
+
+// The toolbox proxy (apps/proxy): /toolbox/{id}/{daemon path}, authenticated by the bearer or
+// the sandbox's token, each removed once checked; the rest is passed on to the daemon.
+async function toolboxProxy(req, res, url) {
+  const m = /^\/toolbox\/([^/]+)(\/.*)$/.exec(url.pathname);
+  const sb = m && sandboxes.get(decodeURIComponent(m[1]));
+  const headers = { ...req.headers };
+  if (!m) {
+    violation(req, 'no such path');
+    return nestError(res, 404, 'not found');
+  }
+  if (headers.authorization === `Bearer ${opts.key}`) {
+    // the proxy removes it once checked, but only since daytonaio/daytona#4419: older ones
+    // passed it on to the daemon
+    violation(req, 'the API key sent to the toolbox proxy (older proxies pass it into the sandbox)');
+    delete headers.authorization;
+  } else if (sb && headers[TOKEN_HEADER] === sb.token) delete headers[TOKEN_HEADER];
+  else {
+    violation(req, 'toolbox proxy: neither the sandbox token nor the API key');
+    return nestError(res, 401, 'Unauthorized');
+  }
+  if (m[2] !== '/process/execute') {
+    violation(req, `toolbox path ${m[2]}`);
+    return nestError(res, 404, 'not found');
+  }
+  return execute(req, res, decodeURIComponent(m[1]), headers);
+}
+
 async function handle(req, res, url) {
+  if (url.pathname.startsWith('/toolbox/')) return toolboxProxy(req, res, url);
   const auth = req.headers.authorization || '';
   if (auth !== `Bearer ${opts.key}`) {
     violation(req, auth ? 'wrong Authorization' : 'Authorization missing');
@@ -131,7 +216,7 @@ async function handle(req, res, url) {
       const id = crypto.randomUUID();
       const sb = { id, snapshot: b.snapshot || 'daytonaio/sandbox:latest', labels: b.labels || {},
         state: 'starting', networkBlockAll: !!b.networkBlockAll, createdAt: new Date().toISOString(),
-        installed: [] };
+        installed: [], token: crypto.randomBytes(12).toString('hex') };
       sandboxes.set(id, sb);
       return send(res, 200, view(sb));
     }
@@ -169,32 +254,21 @@ async function handle(req, res, url) {
     violation(req, 'method not allowed');
     return nestError(res, 405, 'method not allowed');
   }
+  if ((m = /^\/api\/sandbox\/([^/]+)\/toolbox-proxy-url$/.exec(path)) && req.method === 'GET') {
+    const sb = sandboxes.get(decodeURIComponent(m[1]));
+    if (!sb || sb.state === 'destroyed') return nestError(res, 404, `Sandbox with ID ${m[1]} not found`);
+    return send(res, 200, { url: `http://127.0.0.1:${port}/toolbox` });
+  }
+  if ((m = /^\/api\/sandbox\/([^/]+)\/ports\/([0-9]+)\/preview-url$/.exec(path)) && req.method === 'GET') {
+    const sb = sandboxes.get(decodeURIComponent(m[1]));
+    if (!sb || sb.state === 'destroyed') return nestError(res, 404, `Sandbox with ID ${m[1]} not found`);
+    if (Number(m[2]) !== TOOLBOX_PORT) violation(req, `preview URL of port ${m[2]}, not the toolbox's`);
+    return send(res, 200, { sandboxId: sb.id, url: `http://${m[2]}-${sb.id}.proxy.localhost:${port}`, token: sb.token });
+  }
   if ((m = /^\/api\/toolbox\/([^/]+)\/toolbox\/process\/execute$/.exec(path))) {
-    const id = decodeURIComponent(m[1]);
-    const sb = sandboxes.get(id);
-    if (req.method !== 'POST') {
-      violation(req, 'method not allowed');
-      return nestError(res, 405, 'method not allowed');
-    }
-    const b = await jsonBody(req, violation);
-    if (!checkShape(violation, req, 'ExecuteRequest', b, { command: 'string', cwd: 'string',
-      timeout: 'int' }, ['command'])) return nestError(res, 400, 'bad request');
-    if (!sb || sb.state === 'destroyed') return nestError(res, 404, `Sandbox with ID ${id} not found`);
-    if (sb.state !== 'started') {
-      violation(req, `execute while the sandbox is ${sb.state} (wait for started)`);
-      return nestError(res, 400, 'Sandbox is not running');
-    }
-    if (b.timeout === undefined) violation(req, 'no timeout: the daemon would use 10 seconds');
-    const argv = parseCommand(b.command);
-    if (!argv.length) return nestError(res, 400, 'empty command');
-    const result = await run(argv, { env: {}, cwd: b.cwd || '/home/daytona',
-      timeoutMs: (b.timeout || 0) * 1000, installed: sb.installed });
-    if (result.timedOut)
-      return nestError(res, 408, `Command execution timed out after ${b.timeout} seconds.`);
-    if (result.notFound)
-      return send(res, 200, { [opts.exitField]: -1,
-        result: `exec: "${argv[0]}": executable file not found in $PATH` });
-    return send(res, 200, { [opts.exitField]: result.code, result: result.out.toString('utf8') });
+    // the API, then the runner, pass every header on (the runner removes only its own
+    // X-Daytona-Authorization)
+    return execute(req, res, decodeURIComponent(m[1]), { ...req.headers });
   }
   violation(req, 'no such path');
   return nestError(res, 404, 'not found');
@@ -207,7 +281,7 @@ const server = http.createServer(async (req, res) => {
   res.on('finish', () => { entry.status = res.statusCode; });
   try {
     if (url.pathname === '/__fake/log' && req.method === 'GET')
-      return send(res, 200, { violations, requests, sandboxes: [...sandboxes.values()]
+      return send(res, 200, { violations, requests, inside, sandboxes: [...sandboxes.values()]
         .map((sb) => ({ ...view(sb), networkBlockAll: sb.networkBlockAll, installed: sb.installed })) });
     let m;
     if ((m = /^\/__fake\/stop\/([^/]+)$/.exec(url.pathname)) && req.method === 'POST') {
@@ -221,4 +295,4 @@ const server = http.createServer(async (req, res) => {
   }
 });
 
-listenLoopback(server, opts);
+listenLoopback(server, opts, (p) => { port = p; });

@@ -3,6 +3,11 @@
 // sidecar in one loopback HTTP server (Node 20, no dependencies). Execd and the sidecar are
 // reached the way the lifecycle server's proxy exposes them: the endpoint call answers
 // "127.0.0.1:PORT/v1/sandboxes/ID/proxy/{44772|18080}" with the header the service requires.
+// The proxy is upstream's (alibaba/OpenSandbox server/src/api/proxy.py, auth.py): its route
+// needs no API key, and it hands execd and the sidecar, which listen INSIDE the sandbox, every
+// request header but host, the hop-by-hop ones (and those Connection names), authorization and
+// cookie. What they receive is all a tenant's own listener on those ports would: the API key
+// arriving there is a violation (the key would open every tenant's sandboxes).
 //
 // Every request is checked against the protocol (alibaba/OpenSandbox specs/sandbox-lifecycle.yml,
 // specs/egress-api.yaml; opensandbox-group/OpenSandbox specs/execd-api.yaml): method and path,
@@ -10,6 +15,8 @@
 // (OPENSANDBOX-EGRESS-AUTH), the body's shape. Anything unexpected is recorded as a violation
 // (and answered 400/401/404). GET /__fake/log returns
 //   {calls: [{method, path, status}], violations: [string], policies: {sandboxId: [[host...]...]},
+//    inside: {calls: N, keySeen: N} (requests execd and the sidecar received, and those of them
+//    carrying the API key in any header),
 //    initialPolicies: {sandboxId: [host...]|null}, installs: [{sandbox, manager, argv}],
 //    created: [{id, ...the create request body}], sandboxes: [{id, name, state}],
 //    processes: [{pid (the command id), argv, state: running|exited|killed}]}
@@ -36,7 +43,10 @@ const CREATE_KEYS = ['image', 'timeout', 'resourceLimits', 'env', 'metadata', 'e
 	'volumes', 'extensions', 'platform', 'secureAccess', 'snapshotId', 'lifecycle'];
 const COMMAND_KEYS = ['command', 'argv', 'cwd', 'background', 'timeout', 'uid', 'gid', 'envs'];
 
-const log = { calls: [], violations: [], policies: {}, initialPolicies: {}, installs: [], created: [], processes: [] };
+const log = { calls: [], violations: [], policies: {}, initialPolicies: {}, installs: [], created: [], processes: [], inside: { calls: 0, keySeen: 0 } };
+// What upstream's proxy never forwards (RFC 7230 hop-by-hop, then its SENSITIVE_HEADERS).
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+const NOT_FORWARDED = ['host', 'authorization', 'cookie'];
 const sandboxes = new Map();
 let port = 0;
 let listCalls = 0;
@@ -115,9 +125,8 @@ function parseMetadataFilter(value) {
 	return want;
 }
 
-function apiKeyOk(req, res, required) {
+function apiKeyOk(req, res) {
 	const got = req.headers['open-sandbox-api-key'];
-	if (got === undefined && !required) return true;
 	if (got !== API_KEY) {
 		fail(res, 401, `${req.method} ${req.url.split('?')[0]}: ${got === undefined ? 'missing' : 'wrong'} OPEN-SANDBOX-API-KEY`);
 		return false;
@@ -127,7 +136,7 @@ function apiKeyOk(req, res, required) {
 
 function lifecycle(req, res, url, text) {
 	const parts = url.pathname.split('/').filter(Boolean); // v1 sandboxes [id [endpoints port]]
-	if (!apiKeyOk(req, res, true)) return;
+	if (!apiKeyOk(req, res)) return;
 	if (parts.length === 2 && req.method === 'POST') {
 		const body = strictJson(req, text, res, fail);
 		if (body === undefined) return;
@@ -198,9 +207,23 @@ function lifecycle(req, res, url, text) {
 	return fail(res, 404, `unknown lifecycle call ${req.method} ${url.pathname}`);
 }
 
+// The request as the proxy forwards it into sandbox SB's port PORT: the same method, URL and
+// body, the headers upstream's proxy keeps. Counted and checked as what a listener inside sees.
+function forwarded(req, sb, port) {
+	const drop = new Set([...HOP_BY_HOP, ...NOT_FORWARDED,
+		...(req.headers.connection || '').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean)]);
+	const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !drop.has(k.toLowerCase())));
+	const carrying = Object.entries(headers).filter(([, v]) => String(v).includes(API_KEY)).map(([k]) => k);
+	log.inside.calls++;
+	if (carrying.length) {
+		log.inside.keySeen++;
+		violation(`${req.method} ${req.url.split('?')[0]}: the API key reached port ${port} inside sandbox ${sb.id} (header ${carrying.join(', ')})`);
+	}
+	return { method: req.method, url: req.url, headers };
+}
+
 async function execd(req, res, sb, rest, text, url) {
 	if (req.headers['x-execd-access-token'] !== sb.execdToken) return fail(res, 401, `execd ${rest}: missing or wrong X-EXECD-ACCESS-TOKEN`);
-	if (!apiKeyOk(req, res, false)) return;
 	if (rest === '/command' && req.method === 'DELETE') {
 		// interruptCommand: DELETE /command?id=ID
 		const p = log.processes.find((c) => c.pid === url.searchParams.get('id'));
@@ -261,7 +284,6 @@ async function execd(req, res, sb, rest, text, url) {
 
 function egress(req, res, sb, rest, text) {
 	if (req.headers['opensandbox-egress-auth'] !== sb.egressToken) return fail(res, 401, `egress ${rest}: missing or wrong OPENSANDBOX-EGRESS-AUTH`);
-	if (!apiKeyOk(req, res, false)) return;
 	if (rest !== '/policy') return fail(res, 404, `unknown egress call ${req.method} ${rest}`);
 	if (!sb.sidecar) {
 		violation(`egress call to sandbox ${sb.id}, created without a network policy (no sidecar)`);
@@ -298,8 +320,9 @@ const server = createServer(async (req, res) => {
 	if (proxy) {
 		const sb = sandboxes.get(decodeURIComponent(proxy[1]));
 		if (!sb || sb.state === 'Terminated') return fail(res, 404, `proxy call to unknown sandbox ${proxy[1]}`);
-		if (Number(proxy[2]) === EXECD_PORT) return execd(req, res, sb, proxy[3] || '/', text, url);
-		if (Number(proxy[2]) === EGRESS_PORT) return egress(req, res, sb, proxy[3] || '/', text);
+		// upstream's route needs no API key; execd and the sidecar see the forwarded request only
+		if (Number(proxy[2]) === EXECD_PORT) return execd(forwarded(req, sb, EXECD_PORT), res, sb, proxy[3] || '/', text, url);
+		if (Number(proxy[2]) === EGRESS_PORT) return egress(forwarded(req, sb, EGRESS_PORT), res, sb, proxy[3] || '/', text);
 		return fail(res, 404, `proxy call to unexpected port ${proxy[2]}`);
 	}
 	if (url.pathname === '/v1/sandboxes' || url.pathname.startsWith('/v1/sandboxes/')) return lifecycle(req, res, url, text);

@@ -17,7 +17,8 @@
 #    an agent with an MCP server, a limited environment with pip packages, a session; one
 #    `terrarium-reconciler --once` with backend opensandbox against a fresh fake -> the session
 #    is ready, and the fake saw the sidecar policy go to final + registry hosts, then to final.
-#    Then a failing install (rescheduling, last_error without the API key), a teardown, and the
+#    Then a failing install (rescheduling, last_error without the API key), a teardown (execd
+#    and the sidecar, inside the sandbox behind the server's proxy, never saw the key), and the
 #    sweep (sweep_e2e): a sandbox of ours that no session owns is removed, others are kept.
 # 3. The same for e2b, cube and daytona against their fakes (e2e-remote.sh, sourced).
 #
@@ -156,6 +157,13 @@ count_run() {
 	else
 		not_ok "$name: did not finish (exit $rc)"
 	fi
+}
+
+# inside_check WHAT LOG: the fake's log LOG (JSON) says that what listens inside its sandboxes
+# (execd and the egress sidecar; Daytona's daemon) received calls, none carrying the API key
+inside_check() {
+	check "$1: nothing listening inside a sandbox saw the API key ($(jq -c .inside <<<"$2"))" \
+		test "$(jq -r '.inside | .calls > 0 and .keySeen == 0' <<<"$2")" = true
 }
 
 remote_extra_check() { # the HTTP drivers' checks past the suite (tests/backends/remote_extra.c)
@@ -373,6 +381,7 @@ check "e2e: the fake's one-time 503 on the first lookup was retried" \
 	test "$(jq -c '[.calls[] | select(.method == "GET" and .path == "/v1/sandboxes") | .status][0:2]' <<<"$LOG")" = "[503,200]"
 v=$(jq -c .violations <<<"$LOG")
 check "e2e: the fake recorded no protocol violations ($v)" test "$v" = "[]"
+inside_check e2e "$LOG"
 
 sweep_e2e e2e "$E" "$FAKE/__fake/log" '[.sandboxes[] | select(.id == $id and .state != "Terminated")] | length == 1'
 v=$(fake_log "$FAKE/__fake/log" | jq -c .violations)

@@ -8,8 +8,12 @@
 #   database     MariaDB stopped and restarted under load: 503 overloaded_error with retry-after
 #                and x-should-retry: true, never a hang; the recovery time is measured
 #   slow client  a request whose headers never end is cut off after nginx's 10 s limit
+#   stored data  rows the code does not expect (a config that does not parse, a credential's
+#                principal longer than its buffer): 500 and a log line naming the row
 #   CGI, fd 0    the same binary serving one request as plain CGI, and a worker loop on a socket
 #                handed over on fd 0 by spawn-fcgi
+#   socket       the FastCGI socket's path swapped for a symlink after the bind: its target keeps
+#                its group and mode, the supervisor refuses to serve (build/socket_swap.so)
 # Needs (from tests/e2e/run.sh): TERRARIUM_RUN, TERRARIUM_URL (the "local" API), KEY.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -198,6 +202,29 @@ check "stored config that does not parse: the log names the row and the column" 
 	grep -q "environment $sh_id: stored config does not parse" "$RUN/$NAME.log"
 api_to "$URL" DELETE "/v1/environments/$sh_id" >/dev/null
 
+# A credential whose stored principal is longer than the buffer it is read into (the account
+# column widened behind the API's back, then a 300-character account): an environment key of
+# that environment answers 500 and the log says why, rather than opening the environment as
+# the account's first 255 characters (another account, when one has that name).
+ek_id=$(api_to "$URL" POST /v1/environments \
+	'{"name":"fault-long-account","config":{"type":"self_hosted"}}' | jq -r .id)
+ek=$(api_cli "$RUN" "$NAME" key create-environment "$ek_id" 2>/dev/null)
+long_account=$(printf 'a%.0s' $(seq 1 300))
+e2e_sql "ALTER TABLE environments MODIFY account_id VARCHAR(300) NOT NULL;
+	UPDATE environments SET account_id = '$long_account' WHERE id = '$ek_id'"
+code=$(curl -sS -o "$RUN/corrupt.json" -w '%{http_code}' "$URL/v1/environments/$ek_id/work/stats" \
+	-H "x-api-key: $ek" -H "anthropic-version: 2023-06-01" \
+	-H "anthropic-beta: managed-agents-2026-04-01")
+check "a stored account longer than its buffer: the environment key is refused with 500 ($code)" \
+	bash -c '[ "$1" = 500 ] && jq -e ".error.type == \"api_error\"" "$2" >/dev/null' _ "$code" \
+	"$RUN/corrupt.json"
+check "a stored account longer than its buffer: the log says which credential" \
+	grep -q "credential for $ek_id: column 3 of the stored row is longer than its buffer" \
+	"$RUN/$NAME.log"
+e2e_sql "DELETE FROM environment_keys WHERE environment_id = '$ek_id';
+	DELETE FROM environments WHERE id = '$ek_id';
+	ALTER TABLE environments MODIFY account_id VARCHAR(255) NOT NULL"
+
 # ---- a client that never finishes its request is cut off ----
 hostport=${URL#http://}
 t0=$SECONDS
@@ -227,5 +254,32 @@ out=$(REQUEST_METHOD=GET REQUEST_URI="/v1/environments/$env_id" HTTP_X_API_KEY="
 check "fd 0: it serves the API" grep -q "\"id\":\"$env_id\"" <<<"$out"
 [ -s "$RUN/spawned.pid" ] && kill "$(cat "$RUN/spawned.pid")" 2>/dev/null
 rm -f "$RUN/spawned.sock" "$RUN/spawned.pid"
+
+# ---- the FastCGI socket's group and mode reach only the socket ----
+# socket_swap.so replaces the socket path with a symlink to a file of ours between the bind and
+# the supervisor's next step, as anyone able to write the socket's directory could: the
+# supervisor refuses to serve it, and the file keeps its group and mode (a chown or chmod by
+# path, followed as root, would give any file to the web server's group).
+SWAP=$RUN/swap
+rm -rf "$SWAP" && mkdir -p "$SWAP"
+echo "not the socket" >"$SWAP/victim"
+chmod 0600 "$SWAP/victim"
+before=$(stat -c '%a %G' "$SWAP/victim")
+{
+	cat "$RUN/$NAME.ini"
+	printf '\n[api]\nsocket = %s\npoll_socket = %s\nsocket_mode = 0666\nworkers = 1\n' \
+		"$SWAP/api.sock" "$SWAP/poll.sock"
+} >"$SWAP/api.ini"
+LD_PRELOAD="$ROOT/$BUILD/socket_swap.so" SOCKET_SWAP_TARGET="$SWAP/victim" \
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	timeout 10 "$API" -c "$SWAP/api.ini" serve >"$SWAP/serve.log" 2>&1
+rc=$?
+check "a socket path swapped for a symlink after the bind: the shim moved the socket aside" \
+	test -S "$SWAP/api.sock.moved"
+check "... the supervisor refuses to serve it (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+check "... and says why" grep -q "is no longer the socket just bound" "$SWAP/serve.log"
+check "... the symlink's target keeps its mode and group ($before -> $(stat -c '%a %G' "$SWAP/victim"))" \
+	test "$(stat -c '%a %G' "$SWAP/victim")" = "$before"
+rm -rf "$SWAP"
 
 check_summary

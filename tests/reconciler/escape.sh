@@ -10,7 +10,9 @@
 #
 # Attempts: uid 0, capabilities, umount, mount --bind, remount read-write, chattr +i, nested user
 # namespaces, reading the configuration, the API key file, /etc/shadow, another sandbox, the
-# sandbox root, the run directory, /proc/1/environ, connecting to the MariaDB socket, to the
+# sandbox root, the run directory, the service's logs, state and run directories as the Debian
+# package and `make up` lay them out (as root: in a mount namespace of their own),
+# /proc/1/environ, connecting to the MariaDB socket, to the
 # API's port and to a database port on the host's 127.0.0.1 (directly, and the way the backend's
 # network leads out: bwrap through slirp4netns's host address 10.0.2.2, srt through its HTTP and
 # SOCKS proxies), inherited file descriptors. The sandbox's policy is unrestricted: the control
@@ -207,6 +209,69 @@ if grep -qx "control outbound" <<<"$out"; then
 	ok "control: the unrestricted sandbox reaches the Debian mirror ($MIRROR)"
 else
 	not_ok "control: the unrestricted sandbox reaches the Debian mirror ($MIRROR): $out"
+fi
+# The service's own directories, laid out as the Debian package lays them out (logs in
+# /var/log/terrarium, 2750 with files 0640 of the account the reconciler works as; the state
+# directory /var/lib/terrarium with the metrics file; the run directory /run/terrarium with the
+# API's socket) and as `make up` does (everything in the checkout's var/: the configuration,
+# logs, metrics, sockets), in a mount namespace of their own (tmpfs over /var/log, /var/lib,
+# /run and /srv, the checkout at /srv/terrarium), so that nothing of the host is touched. The
+# reconciler of this one `--exec` reads its configuration from that var/, as under `make up`.
+# Every read must fail: a command runs with the uid that owns the logs (srt keeps it), and an
+# install that prints them and fails would put other sessions' ids and output in its own
+# last_error. Needs root (the mount namespace); skipped otherwise.
+# shellcheck disable=SC2016 # expanded inside the sandbox
+layout_script=$defs'
+try "read the API log (Debian: /var/log/terrarium)" cat /var/log/terrarium/api.log
+try "read the reconciler log (Debian: /var/log/terrarium)" cat /var/log/terrarium/reconciler.log
+try "list the log directory (Debian)" sh -c "ls -A /var/log/terrarium | grep -q log"
+try "read the metrics file (Debian: /var/lib/terrarium)" cat /var/lib/terrarium/reconciler.prom
+try "list the state directory (Debian)" sh -c "ls -A /var/lib/terrarium | grep -q prom"
+try "see the API socket in the run directory (Debian: /run/terrarium)" test -S /run/terrarium/api.sock
+try "read the API log (make up: var/)" cat "$1/api.log"
+try "read the reconciler log (make up: var/)" cat "$1/reconciler.log"
+try "read the metrics file (make up: var/)" cat "$1/reconciler.prom"
+try "read the configuration (make up: var/api.ini)" cat "$1/api.ini"
+try "see the API socket in the run directory (make up: var/)" test -S "$1/api.sock"
+'
+# setup_layout OWNER INI: inside the new mount namespace, as root
+# shellcheck disable=SC2016 # run by the namespace's bash
+setup_layout='
+set -e
+owner=$1 ini=$2
+shift 2
+for d in /var/log /var/lib /run /srv; do mount -t tmpfs -o mode=0755 escape-layout "$d"; done
+sock() { node -e "require(\"net\").createServer().listen(process.argv[1], () => process.exit(0))" "$1"; }
+secret() { # FILE MODE: a line no sandbox may read
+	echo "escape-test: the service'"'"'s own $1 (sessions of other tenants)" >"$1"
+	chown "$owner:" "$1"
+	chmod "$2" "$1"
+}
+install -d -o "$owner" -g adm -m 2750 /var/log/terrarium
+secret /var/log/terrarium/api.log 0640
+secret /var/log/terrarium/reconciler.log 0640
+chgrp adm /var/log/terrarium/api.log /var/log/terrarium/reconciler.log
+install -d -o "$owner" -m 0750 /var/lib/terrarium
+secret /var/lib/terrarium/reconciler.prom 0640
+install -d -o "$owner" -m 0755 /run/terrarium
+sock /run/terrarium/api.sock
+install -d -o "$owner" -m 0755 /srv/terrarium /srv/terrarium/var
+install -o "$owner" -m 0600 "$ini" /srv/terrarium/var/api.ini
+secret /srv/terrarium/var/api.log 0640
+secret /srv/terrarium/var/reconciler.log 0640
+secret /srv/terrarium/var/reconciler.prom 0640
+sock /srv/terrarium/var/api.sock
+exec "$@"
+'
+if [ "$(id -u)" -eq 0 ]; then
+	svc=$([ "$MODE" = root ] && echo "$RECON_USER" || echo "$owner")
+	out=$(unshare --mount --propagation private -- bash -c "$setup_layout" _ "$svc" "$INI" \
+		"${as_recon[@]}" "$RECON" -c /srv/terrarium/var/api.ini --exec "$sid" -- \
+		sh -c "$layout_script" sh /srv/terrarium/var 2>&1)
+	echo "$out" >"$E/layout.log"
+	judge "$layout_script" "$out"
+else
+	echo "# the service's directories (Debian and make up layouts): skipped, not root"
 fi
 # A sandbox whose policy allows no host (limited with an empty allow-list; bwrap's admission
 # refuses limited environments, so the bound policy is set to [] in the database, as such a

@@ -333,7 +333,7 @@ attempts=(
 	"reading /etc/shadow|cat /etc/shadow"
 	"listing home directories|ls -A /root /home | grep -v '^/' | grep -q ."
 	"connecting to the MariaDB socket|mariadb --no-defaults --socket='$RUN/mysql.sock' -e 'select 1'"
-	"writing the directory of srt's sockets|for d in /var/tmp/terrarium-srt.*; do echo x >\"\$d/escaped\" || exit 1; done"
+	"writing the directory of srt's sockets (the one host directory of /var shown)|for d in /var/tmp/terrarium-srt.*/run; do test -d \"\$d\" && echo x >\"\$d/escaped\" || exit 1; done"
 	"writing the host root|echo x >/etc/terrarium-escaped"
 	"umount /tmp|umount -l /tmp"
 	"mount --bind|mount --bind / '$T/root/$SID'"
@@ -357,7 +357,8 @@ while read -r line; do
 done <<<"$out"
 check "escape: all ${#attempts[@]} attempts ran" test "$(grep -cE '^(held|ESCAPED) ' <<<"$out")" -eq "${#attempts[@]}"
 check "escape: nothing was written outside" \
-	bash -c '! ls "$1/escaped" /etc/terrarium-escaped /var/tmp/terrarium-srt.*/escaped 2>/dev/null' _ "$T"
+	bash -c '! ls "$1/escaped" /etc/terrarium-escaped 2>/dev/null &&
+		test -z "$(find /var/tmp/terrarium-srt.* -name escaped 2>/dev/null)"' _ "$T"
 out=$(recon --exec "$SID" -- sh -c 'echo w >in-ws && echo t >/tmp/in-tmp && cat in-ws /tmp/in-tmp' 2>&1)
 check "escape: the workspace and /tmp are writable ($(tr '\n' ' ' <<<"$out"))" test "$(tr -d '\n' <<<"$out")" = wt
 check "escape: the sandbox's /tmp is its own" test ! -e /tmp/in-tmp

@@ -279,6 +279,12 @@ static void test_script_name_prefix(void **state)
 			  "SCRIPT_NAME=/v1/environments", NULL };
 	char *notprefix[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/v1/environments",
 			      "SCRIPT_NAME=/v1", "PATH_INFO=/other", NULL };
+	/* %00 decodes to no byte PATH_INFO can hold: the comparison stops there rather than
+	 * match PATH_INFO's terminator and read on (into the second NUL here, which made the old
+	 * comparison succeed) */
+	char nul_info[] = "PATH_INFO=/v1/environments\0\0";
+	char *nul[] = { "REQUEST_METHOD=GET", "REQUEST_URI=/s/v1/environments%00", "SCRIPT_NAME=/s",
+			nul_info, NULL };
 	struct request req;
 	struct response resp;
 	(void)state;
@@ -291,6 +297,7 @@ static void test_script_name_prefix(void **state)
 	expect_path(nginx, "/v1/environments");
 	/* SCRIPT_NAME not followed by '/' in the URI: untouched */
 	expect_path(notprefix, "/v1/environments");
+	expect_path(nul, "/s/v1/environments%00");
 }
 
 /* ---- body reading ---- */

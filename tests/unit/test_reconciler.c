@@ -696,6 +696,27 @@ static void test_proc_leftover_children_killed(void **state)
 			 "leftover child");
 }
 
+/* A command that closes its output and runs on past its limit is still killed at the limit (the
+ * end of its output is not its end); one that closes it and exits in time is waited for and
+ * keeps its exit status. */
+static void test_proc_timeout_after_output_closed(void **state)
+{
+	struct proc_result res;
+	double t0 = clock_mono_s(), took;
+	(void)state;
+	res = run_sh("echo closing; exec >&- 2>&-; sleep 8", NULL, 1, UT_OUT_MAX);
+	took = clock_mono_s() - t0;
+	assert_true(took < 2.5);
+	assert_int_equal(res.timed_out, 1);
+	assert_int_equal(res.exit_code, 128 + SIGTERM);
+	assert_string_equal(res.output, "closing\n");
+	proc_result_release(&res);
+	res = run_sh("exec >&- 2>&-; sleep 0.3; exit 7", NULL, 10, UT_OUT_MAX);
+	assert_int_equal(res.timed_out, 0);
+	assert_int_equal(res.exit_code, 7);
+	proc_result_release(&res);
+}
+
 static void test_proc_command_not_found(void **state)
 {
 	char *argv[] = { (char *)"terrarium-no-such-command", (char *)"x", NULL };
@@ -1018,6 +1039,25 @@ static void test_proc_watch_stops_command(void **state)
 	proc_result_release(&res);
 }
 
+/* The watch is asked after the command closed its output too: a lost lease still stops it. */
+static void test_proc_watch_after_output_closed(void **state)
+{
+	char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)"exec >&- 2>&-; sleep 8", NULL };
+	char path[] = "PATH=/usr/bin:/bin";
+	char *envp[] = { path, NULL };
+	int calls = 0;
+	struct proc_watch w = { stop_now, &calls, 300 };
+	struct proc_result res;
+	double t0 = clock_mono_s();
+	(void)state;
+	assert_int_equal(proc_run(argv, NULL, envp, 60, UT_OUT_MAX, &w, &res), 0);
+	assert_true(clock_mono_s() - t0 < 2);
+	assert_int_equal(res.stopped, 1);
+	assert_int_equal(calls, 1);
+	assert_int_equal(res.exit_code, 128 + SIGKILL);
+	proc_result_release(&res);
+}
+
 /* process.h: "argv[0] looked up in ENVP's PATH". */
 static void test_regression_proc_path_from_envp(void **state)
 {
@@ -1106,6 +1146,7 @@ UNIT_MAIN(cmocka_unit_test(test_redact_url_userinfo), cmocka_unit_test(test_reda
 	  cmocka_unit_test_setup_teardown(test_proc_timeout_term_ignored, tmp_setup, tmp_teardown),
 	  cmocka_unit_test_setup_teardown(test_proc_leftover_children_killed, tmp_setup,
 					  tmp_teardown),
+	  cmocka_unit_test(test_proc_timeout_after_output_closed),
 	  cmocka_unit_test(test_proc_command_not_found),
 	  cmocka_unit_test_setup_teardown(test_proc_cwd, tmp_setup, tmp_teardown),
 	  cmocka_unit_test(test_proc_environment_is_envp),
@@ -1126,4 +1167,5 @@ UNIT_MAIN(cmocka_unit_test(test_redact_url_userinfo), cmocka_unit_test(test_reda
 	  cmocka_unit_test(test_redact_pass_secret_token_keys),
 	  cmocka_unit_test(test_scrub_host_paths), cmocka_unit_test(test_hide_host_paths),
 	  cmocka_unit_test(test_proc_watch_stops_command),
+	  cmocka_unit_test(test_proc_watch_after_output_closed),
 	  cmocka_unit_test(test_every_backend_has_a_driver))

@@ -5,5 +5,9 @@ driver_setup() { # DIR
 	driver_config "$1" daytona url="$FAKE_URL/api" api_key_file="$1/api.key" timeout_seconds=10
 }
 # Checks past the suite: time limits, unknown commands, networkBlockAll, stopped sandboxes,
-# empty arguments.
-driver_check() { remote_extra_check; }
+# empty arguments; the daemon inside never saw the API key.
+driver_check() { # DIR
+	remote_extra_check
+	# the daemon listens inside the sandbox: commands reach it with the sandbox's token only
+	inside_check daytona "$(fake_log "$FAKE_LOG")"
+}

@@ -15,4 +15,7 @@ driver_check() { # DIR
 		= '[[{"defaultAction":"deny","egress":[]},true]]'
 	check "opensandbox: the fake's one-time 503 on the first lookup was retried" \
 		test "$(jq -c '[.calls[] | select(.method == "GET" and .path == "/v1/sandboxes") | .status][0:2]' <<<"$log")" = "[503,200]"
+	# execd and the sidecar listen inside the sandbox, behind the server's proxy, which passes
+	# on every header but host, hop-by-hop ones, authorization and cookie
+	inside_check opensandbox "$log"
 }
