@@ -35,7 +35,8 @@
 # The Engine: DOCKER_SOCKET when set, else a running one (scripts/lib-stack.sh docker_engine),
 # else dockerd started on /run/terrarium/docker with data root /var/lib/terrarium-docker (kept
 # across runs and clones: the image is built once) and stopped by PID at the end unless another
-# run still uses it. Skipped, with the reason, when not root or dockerd cannot start.
+# run still uses it. Not root: "skip - ..." and counted as skipped (exit 0). As root, no Engine
+# (none answers, dockerd missing or failing to start) fails the run.
 # Only containers and images labelled terrarium.managed are touched, and of those only the
 # ones this run made (by session id or name).
 # Prints "N passed, N failed"; exits non-zero on any failure. KEEP_RUN=1 keeps the directory.
@@ -53,17 +54,25 @@ CRASH_ROUNDS=${CRASH_ROUNDS:-10}
 . "$ROOT/tests/lib-check.sh"
 # shellcheck source=tests/lib-lease.sh
 . "$ROOT/tests/lib-lease.sh"
-skip() {
-	echo "docker tests skipped: $*"
-	echo "0 passed, 0 failed"
+# Not root: skipped (dockerd needs root), said and counted. Root: an Engine that cannot be
+# found or started fails the run.
+if [ "$(id -u)" -ne 0 ]; then
+	skip "docker tests: not root (dockerd needs root)"
+	check_summary
 	exit 0
-}
-
-[ "$(id -u)" -eq 0 ] || skip "not root (dockerd needs root)"
-command -v dockerd >/dev/null || [ -x /usr/sbin/dockerd ] || skip "dockerd is not installed"
+fi
 
 # ---- the Engine, shared by concurrent runs ----
-docker_engine_shared || skip "dockerd cannot start here (see $STACK_DOCKER_SHARED_RUN/dockerd.log)"
+if ! docker_engine_shared; then
+	not_ok "a Docker Engine answers or dockerd starts (DOCKER_SOCKET, /var/run/docker.sock," \
+		"or dockerd: scripts/install-deps.sh installs docker.io; log:" \
+		"$STACK_DOCKER_SHARED_RUN/dockerd.log)"
+	_stack_tail "$STACK_DOCKER_SHARED_RUN/dockerd.log"
+	docker_engine_release
+	check_summary
+	exit 1
+fi
+ok "Docker Engine on $STACK_DOCKER_SOCKET"
 SOCK=$STACK_DOCKER_SOCKET
 dk() { docker -H "unix://$SOCK" "$@"; }
 
