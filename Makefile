@@ -271,7 +271,8 @@ test-servers: all
 	tests/servers/run.sh
 
 # terrarium_<version>_<arch>.deb at the top of the tree: dpkg-buildpackage + lintian on a copy
-# of the tracked files (scripts/build-deb.sh, debian/, docs/hosting.md).
+# of the tracked files (scripts/build-deb.sh, debian/, docs/hosting.md); the Debian tools it
+# needs are installed first when missing (scripts/install-deps.sh --deb).
 deb:
 	scripts/build-deb.sh .
 
