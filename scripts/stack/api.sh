@@ -111,11 +111,12 @@ api_cli() {
 }
 
 # api_setting RUN NAME SECTION KEY: the effective value of [SECTION] KEY in RUN/NAME.ini (its
-# `config dump`: the binary's default when the file does not set it).
+# `config dump`: the binary's default when the file does not set it). The dump is read to its
+# end: under pipefail, a reader that stops early would fail the pipe (SIGPIPE).
 api_setting() {
 	api_cli "$1" "$2" config dump | awk -v sec="[$3]" -v key="$4" '
 		/^\[/ { in_sec = ($0 == sec) }
-		in_sec && $1 == key && $2 == "=" { sub(/^[^=]*= ?/, ""); print; found = 1; exit }
+		!found && in_sec && $1 == key && $2 == "=" { sub(/^[^=]*= ?/, ""); print; found = 1 }
 		END { exit !found }'
 }
 

@@ -116,8 +116,9 @@ _stack_api_bin() {
 	echo "$(stack_build_dir)/terrarium-api"
 }
 
-# Replace @KEY@ with VALUE (which may hold newlines) in FILE, for each KEY=VALUE argument; print
-# the result.
+# Replace @KEY@ with VALUE in FILE, for each KEY=VALUE argument; print the result. A VALUE of
+# several lines fills a line that holds only @KEY@; elsewhere (a comment) its lines are joined
+# with spaces.
 _stack_subst() {
 	local file=$1 kv key val script=""
 	shift
@@ -127,8 +128,7 @@ _stack_subst() {
 		val=${val//\\/\\\\}
 		val=${val//|/\\|}
 		val=${val//&/\\&}
-		val=${val//$'\n'/\\n}
-		script+="s|@${key}@|${val}|g;"
+		script+="s|^@${key}@\$|${val//$'\n'/\\n}|;s|@${key}@|${val//$'\n'/ }|g;"
 	done
 	sed -e "$script" "$file"
 }
