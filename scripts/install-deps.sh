@@ -42,6 +42,7 @@ done
 
 packages=(
 	build-essential pkg-config clang
+	clang-format shellcheck # make lint (scripts/lint.sh), with node below
 	libfcgi-dev libfcgi-bin libjansson-dev libmariadb-dev libcurl4-openssl-dev libcmocka-dev libinih-dev
 	libseccomp-dev
 	mariadb-server mariadb-client
