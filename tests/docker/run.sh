@@ -63,11 +63,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # ---- the Engine, shared by concurrent runs ----
-if ! docker_engine_shared; then
-	not_ok "a Docker Engine answers or dockerd starts (DOCKER_SOCKET, /var/run/docker.sock," \
-		"or dockerd: scripts/install-deps.sh installs docker.io; log:" \
-		"$STACK_DOCKER_SHARED_RUN/dockerd.log)"
-	_stack_tail "$STACK_DOCKER_SHARED_RUN/dockerd.log"
+if ! docker_engine_shared; then # (it said why, with dockerd's log when dockerd failed)
+	not_ok "a Docker Engine answers (DOCKER_SOCKET, /var/run/docker.sock) or dockerd starts"
 	docker_engine_release
 	check_summary
 	exit 1
