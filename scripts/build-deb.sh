@@ -27,8 +27,8 @@ if [ -n "$(missing_tools)" ] && [ "${SKIP_INSTALL_DEPS:-0}" != 1 ]; then
 	bash "$ROOT/scripts/install-deps.sh" --deb >&2 || exit 1 # stdout ends with the .deb's path
 fi
 if [ -n "$(missing_tools)" ]; then
-	echo "build-deb: $(missing_tools | tr '\n' ' ')missing (scripts/install-deps.sh --deb installs" \
-		"them)" >&2
+	echo "build-deb: $(missing_tools | tr '\n' ' ')missing (scripts/install-deps.sh --deb installs the" \
+		"Debian tools of make deb)" >&2
 	exit 1
 fi
 
