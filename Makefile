@@ -187,11 +187,16 @@ unit: $(UNIT_TESTS) $(API_BIN)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 	@echo "== tests/config/run.sh"; tests/config/run.sh $(BUILD)
 
-# unit tests, short fuzz runs (tests/fuzz/), the end-to-end suite, the HTTP suite through Apache
-# and lighttpd (test-servers), provisioning on a real Docker Engine (tests/docker/, once), then
-# the unit and end-to-end tests again under ASan + UBSan
-# (test-asan)
-test: all unit
+# clang-format on every C file, shellcheck on every shell script, node --check on every JS file
+# (scripts/lint.sh; .clang-format, .shellcheckrc)
+lint:
+	scripts/lint.sh
+
+# lint first (it takes seconds), then the unit tests, short fuzz runs (tests/fuzz/), the
+# end-to-end suite, the HTTP suite through Apache and lighttpd (test-servers), provisioning on a
+# real Docker Engine (tests/docker/, once), then the unit and end-to-end tests again under ASan +
+# UBSan (test-asan)
+test: lint all unit
 	$(MAKE) fuzz-short
 	tests/e2e/run.sh
 	tests/servers/run.sh
@@ -295,7 +300,8 @@ test-servers: all
 	tests/servers/run.sh
 
 # terrarium_<version>_<arch>.deb at the top of the tree: dpkg-buildpackage + lintian on a copy
-# of the tracked files (scripts/build-deb.sh, debian/, docs/hosting.md).
+# of the tracked files (scripts/build-deb.sh, debian/, docs/hosting.md); the Debian tools it
+# needs are installed first when missing (scripts/install-deps.sh --deb).
 deb:
 	scripts/build-deb.sh .
 
@@ -337,7 +343,7 @@ clean:
 	rm -rf build build-asan
 	rm -f terrarium_*.deb
 
-.PHONY: all unit test asan bench up down clean cluster-up cluster-down test-cluster sandbox-image \
+.PHONY: all unit lint test asan bench up down clean cluster-up cluster-down test-cluster sandbox-image \
 	bench-provision
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

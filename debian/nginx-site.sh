@@ -5,13 +5,15 @@
 # with the limits inside the server block so that other sites keep their own.
 set -eu
 dir=${1:-nginx}
-stack=$(dirname "$0")/../scripts/lib-stack.sh
+stack=$(dirname "$0")/../scripts/stack/nginx.sh
 rate=$(sed -n 's/^STACK_DEFAULT_RATE=\([0-9]*\).*/\1/p' "$stack")
 burst=$(sed -n 's/^STACK_DEFAULT_BURST=\([0-9]*\).*/\1/p' "$stack")
 heavy_rate=$(sed -n 's/^STACK_DEFAULT_HEAVY_RATE=\([0-9]*\).*/\1/p' "$stack")
 heavy_burst=$(sed -n 's/^STACK_DEFAULT_HEAVY_BURST=\([0-9]*\).*/\1/p' "$stack")
-[ -n "$rate" ] && [ -n "$burst" ] && [ -n "$heavy_rate" ] && [ -n "$heavy_burst" ] ||
-	{ echo "nginx-site.sh: no rate defaults in $stack" >&2; exit 1; }
+if [ -z "$rate" ] || [ -z "$burst" ] || [ -z "$heavy_rate" ] || [ -z "$heavy_burst" ]; then
+	echo "nginx-site.sh: no rate defaults in $stack" >&2
+	exit 1
+fi
 sock=/run/terrarium/api.sock
 poll_sock=/run/terrarium/api-poll.sock # [api] poll_socket of debian/conf/terrarium.ini
 
@@ -29,7 +31,7 @@ awk '/^[ \t]*map .*\{[ \t]*$/ { inmap = 1 } inmap { print } inmap && /^[ \t]*\}[
 limits=$(grep -E '^[[:space:]]*(client_max_body_size|client_body_buffer_size|client_header_timeout|client_body_timeout|send_timeout|keepalive_timeout|server_tokens|default_type)[[:space:]]' \
 	"$dir/terrarium.conf.in" | sed 's/^[[:space:]]*/\t/')
 sed -e "s|include \"@RUN@/nginx-fastcgi.conf\";|include /usr/share/terrarium/nginx/fastcgi.conf;|" \
-	-e "s|@PORT@|8080|g; s|@NAME@|api|g; s|@SOCKET@|$sock|g; s|@RATE@|${rate}r/s|g" \
+	-e "s|@LISTEN@|127.0.0.1:8080|g; s|@ZONE@|8080|g; s|@NAME@|api|g; s|@SOCKET@|$sock|g; s|@RATE@|${rate}r/s|g" \
 	-e "s|@BURST@|$burst|g; s|@PASS@|\"unix:$sock\"|g; s|@KEEP_CONN@|off|g" \
 	-e "s|@POLL_PASS@|\"unix:$poll_sock\"|g" \
 	-e "s|@HEAVY_RATE@|${heavy_rate}r/s|g; s|@HEAVY_BURST@|$heavy_burst|g" \

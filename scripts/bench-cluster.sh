@@ -31,7 +31,6 @@ NSESSIONS=${BENCH_SESSIONS:-300}
 BENCH_RECON_LIMIT_S=300 # the reconcilers' drain, at most
 CLUSTER="$ROOT/scripts/cluster.sh"
 
-
 [ "$(id -u)" -eq 0 ] || die "run as root (the cluster needs namespaces and the mysql user)"
 command -v wrk >/dev/null || die "wrk not found (scripts/install-deps.sh installs it)"
 make -C "$ROOT" >/dev/null || die "build failed"
@@ -46,9 +45,7 @@ cleanup() {
 	stack_stop_all "$SINGLE" >/dev/null 2>&1
 	rm -rf "$SINGLE" "$CRUN"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+stack_traps cleanup
 
 say "single-node stack in $SINGLE"
 db_init "$SINGLE" && db_start "$SINGLE" || die "single-node MariaDB failed"
@@ -86,7 +83,6 @@ run_wrk() {
 	printf '%s %s\n' "$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")" \
 		"$(sed -n 's/.*Non-2xx or 3xx responses: *\([0-9]*\).*/\1/p' <<<"$out" | grep . || echo 0)"
 }
-median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 declare -A R
 errors=0
@@ -107,7 +103,7 @@ done
 
 # ---- reconcilers: three hosts, three nodes ----
 for i in 1 2 3; do recon_stop "$CRUN/h$i" >/dev/null 2>&1; done
-csql() { mariadb --no-defaults --socket="$CRUN/h1/mysql.sock" --user="$(id -un)" -N terrarium -e "$1"; }
+csql() { db_query "$CRUN/h1" "$1"; }
 U="http://127.0.0.1:$CLUSTER_PORT"
 agent=$(curl -sS "$U/v1/agents" -H "x-api-key: $KEYC" "${H[@]}" \
 	-d '{"name":"bench-agent","model":"claude-sonnet-4-5"}' | jq -r .id)

@@ -54,7 +54,7 @@ cleanup() {
 		docker -H "unix://$SOCK" ps -aq --filter "label=terrarium.session=$sid" |
 			xargs -r docker -H "unix://$SOCK" rm -f >/dev/null 2>&1
 	done < <(cat "$SESSIONS_FILE" 2>/dev/null)
-	db_sql "$RUN" terrarium -N -e "SELECT cache_key FROM sandbox_cache WHERE backend = 'docker'" \
+	db_query "$RUN" "SELECT cache_key FROM sandbox_cache WHERE backend = 'docker'" \
 		2>/dev/null | sed 's/^/terrarium-cache:/' | xargs -r docker -H "unix://$SOCK" rmi >/dev/null 2>&1
 	stack_stop_all "$RUN" 2>/dev/null
 	docker_engine_release 2>/dev/null
@@ -63,31 +63,30 @@ cleanup() {
 trap cleanup EXIT
 
 stack_prepare "$RUN" && db_init "$RUN" && db_start "$RUN" || die "MariaDB did not start"
+# shellcheck disable=SC2034 # read by api_config
 STACK_DOCKER_IMAGE=$IMAGE
 # debug: the claim and ready lines of part 1 (claim -> ready from the reconciler's own clock)
 printf '[reconciler]\nbackoff_base_seconds = 0\n[log]\nlevel = debug\n' >"$RUN/operator.ini"
 api_config "$RUN" docker docker && api_config "$RUN" bwrap bwrap || die "config"
 api_cli "$RUN" docker migrate "$ROOT/sql" >/dev/null || die "migrate"
+# shellcheck disable=SC2034 # read by api
 KEY=$(api_cli "$RUN" docker key create ws-bench) || die "key"
 PD=$(stack_free_port) && PB=$(stack_free_port "$PD") || die "ports"
 api_start "$RUN" docker && api_start "$RUN" bwrap && nginx_start "$RUN" "$PD:docker" "$PB:bwrap" ||
 	die "stack"
 
-# shellcheck source=tests/lib.sh
-. "$ROOT/tests/lib.sh" # api_to
-api() { api_to "http://127.0.0.1:$1" "${@:2}"; } # api PORT METHOD PATH [BODY]
-status() { api "$1" GET "/v1/sessions/$2" | jq -r .provisioning.status; }
+UD=http://127.0.0.1:$PD UB=http://127.0.0.1:$PB # the docker and bwrap APIs
+status() { api "http://127.0.0.1:$1" GET "/v1/sessions/$2" | jq -r .provisioning.status; }
 now() { date +%s.%N; }
 calc() { awk "BEGIN { print $* }"; }
-AGENT_D=$(api "$PD" POST /v1/agents '{"name":"bench","model":"claude-sonnet-4-5"}' | jq -r .id)
-AGENT_B=$(api "$PB" POST /v1/agents '{"name":"bench","model":"claude-sonnet-4-5"}' | jq -r .id)
+AGENT_D=$(api "$UD" POST /v1/agents '{"name":"bench","model":"claude-sonnet-4-5"}' | jq -r .id)
+AGENT_B=$(api "$UB" POST /v1/agents '{"name":"bench","model":"claude-sonnet-4-5"}' | jq -r .id)
 session() { # session PORT AGENT ENV -> id
 	local sid
-	sid=$(api "$1" POST /v1/sessions "{\"agent\":\"$2\",\"environment_id\":\"$3\"}" | jq -r .id)
+	sid=$(api "http://127.0.0.1:$1" POST /v1/sessions "{\"agent\":\"$2\",\"environment_id\":\"$3\"}" | jq -r .id)
 	echo "$sid" >>"$SESSIONS_FILE"
 	echo "$sid"
 }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 pct() { sort -g | awk -v p="$1" '{a[NR]=$1} END {i=int(NR*p/100+0.999); if(i<1)i=1; print a[i]}'; }
 
 # create -> ready for one session of ENV through PORT with config NAME: seconds from the create
@@ -137,8 +136,8 @@ if part 1; then
 	# are the second of OUT/exec-NAME and OUT/prov-NAME)
 	first_and_hit() {
 		local e
-		: >"$OUT/exec-$3" >"$OUT/prov-$3"
-		e=$(api "$1" POST /v1/environments "$4" | jq -r .id)
+		truncate -s 0 "$OUT/exec-$3" "$OUT/prov-$3"
+		e=$(api "http://127.0.0.1:$1" POST /v1/environments "$4" | jq -r .id)
 		ready_time "$1" "$2" "$e" "$3" >>"$OUT/first-$3"
 		ready_time "$1" "$2" "$e" "$3" >>"$OUT/hit-$3"
 		sed -n 2p "$OUT/exec-$3" >>"$OUT/hit-exec-$3"
@@ -146,7 +145,8 @@ if part 1; then
 		sed -n 2p "$OUT/prov-$3" >>"$OUT/hit-prov-$3"
 	}
 	for b in docker bwrap; do
-		: >"$OUT/first-$b" >"$OUT/hit-$b" >"$OUT/hit-exec-$b" >"$OUT/first-prov-$b" >"$OUT/hit-prov-$b"
+		truncate -s 0 "$OUT/first-$b" "$OUT/hit-$b" "$OUT/hit-exec-$b" "$OUT/first-prov-$b" \
+			"$OUT/hit-prov-$b"
 	done
 	for i in $(seq 1 "$REPEAT"); do
 		first_and_hit "$PD" "$AGENT_D" docker "{\"name\":\"bench-d-$i\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"},\"packages\":{\"apt\":[\"jq\"],\"npm\":[\"is-number@7.0.0\"]}}}"
@@ -161,15 +161,15 @@ fi
 
 if part 2; then
 	echo "# 2. sandboxes created and destroyed per second, 4 reconcilers, docker, no packages" >&2
-	e=$(api "$PD" POST /v1/environments '{"name":"bench-empty","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' | jq -r .id)
+	e=$(api "$UD" POST /v1/environments '{"name":"bench-empty","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' | jq -r .id)
 	mass=()
 	for i in $(seq 1 "$NSBX"); do
 		sid=$(session "$PD" "$AGENT_D" "$e")
 		mass+=("$sid")
 	done
 	four() {
-		local pids=() k
-		for k in 1 2 3 4; do
+		local pids=()
+		for _ in 1 2 3 4; do
 			timeout "$BENCH_WAIT_S" "$RECON" -c "$RUN/docker.ini" --once >>"$OUT/recon-mass.log" 2>&1 &
 			pids+=($!)
 		done
@@ -180,7 +180,7 @@ if part 2; then
 	tc=$(calc "$(now) - $t0")
 	nready=0
 	for sid in "${mass[@]}"; do [ "$(status "$PD" "$sid")" = ready ] && nready=$((nready + 1)); done
-	for sid in "${mass[@]}"; do api "$PD" DELETE "/v1/sessions/$sid" >/dev/null; done
+	for sid in "${mass[@]}"; do api "$UD" DELETE "/v1/sessions/$sid" >/dev/null; done
 	t0=$(now)
 	four
 	td=$(calc "$(now) - $t0")
@@ -192,7 +192,7 @@ fi
 
 if part 3; then
 	echo "# 3. --loop: create -> claimed, and the idle loop's cost" >&2
-	e=$(api "$PD" POST /v1/environments '{"name":"bench-loop","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' | jq -r .id)
+	e=$(api "$UD" POST /v1/environments '{"name":"bench-loop","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' | jq -r .id)
 	# the loop logs each claim at debug level: claim time from its log, creation time from the
 	# API's created_at (one clock), so the HTTP client's own latency is not counted
 	sed 's/^level = .*/level = debug/' "$RUN/docker.ini" >"$RUN/loop.ini"
@@ -201,7 +201,7 @@ if part 3; then
 	: >"$OUT/claim"
 	for i in $(seq 1 "$NLAT"); do
 		sleep "0.$((RANDOM % 30))"
-		resp=$(api "$PD" POST /v1/sessions "{\"agent\":\"$AGENT_D\",\"environment_id\":\"$e\"}")
+		resp=$(api "$UD" POST /v1/sessions "{\"agent\":\"$AGENT_D\",\"environment_id\":\"$e\"}")
 		sid=$(jq -r .id <<<"$resp")
 		created=$(jq -r .created_at <<<"$resp")
 		echo "$sid" >>"$SESSIONS_FILE"

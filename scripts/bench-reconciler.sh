@@ -50,6 +50,7 @@ db_init "$RUN" || die "db_init failed"
 db_start "$RUN" || die "db_start failed"
 api_config "$RUN" api local || die "api_config failed"
 api_cli "$RUN" api migrate "$ROOT/sql" >/dev/null || die "migrate failed"
+# shellcheck disable=SC2034 # read by api_ok
 KEY=$(api_cli "$RUN" api key create bench-recon bench) || die "key create failed"
 api_start "$RUN" api || die "api_start failed"
 started=0
@@ -64,22 +65,12 @@ done
 [ $started = 1 ] || die "nginx did not start"
 URL="http://127.0.0.1:$PORT"
 
-api() { # METHOD PATH [BODY]: the response body; fails unless 200
-	local out code
-	out=$(curl -sS --max-time 10 -w '\n%{http_code}' -X "$1" "$URL$2" -H "x-api-key: $KEY" \
-		-H 'anthropic-version: 2023-06-01' -H 'anthropic-beta: managed-agents-2026-04-01' \
-		${3:+-H 'content-type: application/json' --data-binary "$3"}) || return 1
-	code=${out##*$'\n'}
-	[ "$code" = 200 ] || { say "$1 $2 -> $code: ${out%$'\n'*}"; return 1; }
-	printf '%s\n' "${out%$'\n'*}"
-}
-
-AGENT=$(api POST /v1/agents '{"name":"bench-recon","model":"claude-sonnet-4-5"}' | jq -r .id) ||
+AGENT=$(api_ok "$URL" POST /v1/agents '{"name":"bench-recon","model":"claude-sonnet-4-5"}' | jq -r .id) ||
 	die "agent create failed"
-ENV=$(api POST /v1/environments \
+ENV=$(api_ok "$URL" POST /v1/environments \
 	'{"name":"bench-recon","config":{"type":"cloud","networking":{"type":"unrestricted"}}}' |
 	jq -r .id) || die "environment create failed"
-TMPL=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$ENV\"}" | jq -r .id) ||
+TMPL=$(api_ok "$URL" POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$ENV\"}" | jq -r .id) ||
 	die "session create failed"
 
 say "seeding $NINTENTS pending intents (session $TMPL and $((NINTENTS - 1)) SQL copies)"
@@ -110,11 +101,11 @@ SQL
 } | db_sql "$RUN" "$STACK_DB_NAME" || die "seeding failed"
 
 sql1() {
-	db_sql "$RUN" "$STACK_DB_NAME" -N -e "$1"
+	db_query "$RUN" "$1"
 }
 due=$(sql1 "SELECT COUNT(*) FROM provisioning_intents WHERE state = 'pending'")
 [ "$due" = "$NINTENTS" ] || die "$due intents pending, expected $NINTENTS"
-api GET "/v1/sessions/$TMPL" >/dev/null || die "the template session does not answer"
+api_ok "$URL" GET "/v1/sessions/$TMPL" >/dev/null || die "the template session does not answer"
 
 say "draining with $NRECON reconcilers (--once --limit 100000)"
 CFG="$RUN/api.ini"

@@ -49,6 +49,7 @@ command -v curl >/dev/null || die "curl not found"
 command -v jq >/dev/null || die "jq not found"
 
 scratch_before_stop() {
+	# shellcheck disable=SC2153 # RUN: set by stack_scratch
 	_stack_stop "$RUN/refsel.pid" bench-ref-select TERM 10 "reference select"
 	_stack_stop "$RUN/refins.pid" bench-ref-insert TERM 10 "reference insert"
 }
@@ -71,9 +72,10 @@ WS_REF=$(api_cli "$RUN" api workspace id bench-ref) || die "workspace id failed"
 api_start "$RUN" api || die "api_start failed"
 
 api_workers() { # PIDs of the API supervisor's request workers (not its long-poll pool's)
-	local sup p out=()
+	local sup p out=() kids=()
 	sup=$(stack_running "$RUN/api.pid" terrarium-api) || return 0
-	for p in $(cat "/proc/$sup/task/$sup/children" 2>/dev/null); do
+	read -ra kids <"/proc/$sup/task/$sup/children" 2>/dev/null
+	for p in "${kids[@]}"; do
 		# the pools' process names: SERVE_WORKER_NAME, SERVE_POLL_WORKER_NAME (fcgi/serve.h)
 		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = terrarium-api ] && out+=("$p")
 	done
@@ -126,17 +128,6 @@ URL_API="http://127.0.0.1:$P_API"
 
 BODY_TEMPLATE='{"name":"bench-seed-0","description":"benchmark environment created by wrk","metadata":{"team":"bench","tier":"gold","run":"0"},"config":{"type":"cloud","networking":{"type":"unrestricted"}}}'
 
-api_post() { # KEY PATH BODY: print the response body; fail unless 200
-	local out code
-	out=$(curl -sS --max-time 10 -w '\n%{http_code}' -X POST "$URL_API$2" \
-		-H "x-api-key: $1" -H 'anthropic-version: 2023-06-01' \
-		-H 'anthropic-beta: managed-agents-2026-04-01' -H 'content-type: application/json' \
-		--data-binary "$3") || return 1
-	code=${out##*$'\n'}
-	[ "$code" = 200 ] || { say "POST $2 -> $code: ${out%$'\n'*}"; return 1; }
-	printf '%s\n' "${out%$'\n'*}"
-}
-
 # SQL copies of TEMPLATE_ID: COUNT rows, ids made like the API's (env_ + 24 of [0-9A-Za-z]),
 # created_at one millisecond apart before the template's.
 seed_copies() { # TEMPLATE_ID COUNT
@@ -166,13 +157,14 @@ for k in A B; do
 	key=KEY_$k
 	n=$half
 	[ $k = B ] && n=$((NENVS - half))
-	tmpl=$(api_post "${!key}" /v1/environments "$BODY_TEMPLATE" | jq -r .id) || die "template create failed"
+	tmpl=$(KEY=${!key} api_ok "$URL_API" POST /v1/environments "$BODY_TEMPLATE" | jq -r .id) ||
+		die "template create failed"
 	seed_copies "$tmpl" $((n - 1)) || die "seeding failed"
 done
-db_sql "$RUN" "$STACK_DB_NAME" -N -e "ANALYZE TABLE environments" >/dev/null
-db_sql "$RUN" "$STACK_DB_NAME" -N -e "SELECT id FROM environments WHERE workspace_id = '$WS_A'" \
+db_query "$RUN" "ANALYZE TABLE environments" >/dev/null
+db_query "$RUN" "SELECT id FROM environments WHERE workspace_id = '$WS_A'" \
 	>"$RUN/ids-a.txt" || die "cannot list ids"
-total=$(db_sql "$RUN" "$STACK_DB_NAME" -N -e "SELECT COUNT(*) FROM environments") || die "count failed"
+total=$(db_query "$RUN" "SELECT COUNT(*) FROM environments") || die "count failed"
 say "seeded $total environments in $(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)")s" \
 	"($(wc -l <"$RUN/ids-a.txt") in workspace bench-a, which the benchmark's key reads)"
 # a seeded row answers like one the API made
@@ -241,11 +233,6 @@ parse_wrk() {
 	/Non-2xx or 3xx responses:/ { err += $NF }
 	/Socket errors:/ { gsub(",", ""); err += $4 + $6 + $8 + $10 }
 	END { printf "%s %s %s %d\n", (rps == "" ? 0 : rps), p50 + 0, p99 + 0, err }' "$1"
-}
-
-# Median of the numbers on stdin.
-median() {
-	sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print 0 }'
 }
 
 declare -A RPS P50 P99 ERR RUNRPS

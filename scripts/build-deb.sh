@@ -4,7 +4,8 @@
 # tracks or would track (so build output and ignored files stay out), check it with lintian, and
 # put the .deb into OUTDIR. VERSION (a test's upgrade build) adds a changelog entry; SQL_FILEs
 # are added to sql/ of the copy (a test-only migration). `make deb` runs it with OUTDIR = the
-# top of the tree. Prints the .deb's path last.
+# top of the tree. Installs the Debian tools it needs when they are missing (scripts/install-deps.sh
+# --deb; SKIP_INSTALL_DEPS=1 does not). Prints the .deb's path last.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -12,12 +13,24 @@ out=$(mkdir -p "$1" && cd "$1" && pwd)
 version=${2:-}
 shift $(($# < 2 ? $# : 2))
 
-for tool in dpkg-buildpackage dh lintian fakeroot; do
-	command -v "$tool" >/dev/null || {
-		echo "build-deb: $tool missing (scripts/install-deps.sh --deb installs it)" >&2
-		exit 1
-	}
-done
+# what is missing is installed first, as `make up` does (scripts/install-deps.sh --deb; through
+# sudo when not root), unless SKIP_INSTALL_DEPS=1
+tools=(dpkg-buildpackage dh lintian fakeroot)
+missing_tools() {
+	local tool
+	for tool in "${tools[@]}"; do
+		command -v "$tool" >/dev/null || echo "$tool"
+	done
+}
+if [ -n "$(missing_tools)" ] && [ "${SKIP_INSTALL_DEPS:-0}" != 1 ]; then
+	echo "build-deb: $(missing_tools | tr '\n' ' ')missing: scripts/install-deps.sh --deb" >&2
+	bash "$ROOT/scripts/install-deps.sh" --deb >&2 || exit 1 # stdout ends with the .deb's path
+fi
+if [ -n "$(missing_tools)" ]; then
+	echo "build-deb: $(missing_tools | tr '\n' ' ')missing (scripts/install-deps.sh --deb installs the" \
+		"Debian tools of make deb)" >&2
+	exit 1
+fi
 
 mkdir -p "$ROOT/build"
 work=$(mktemp -d "$ROOT/build/deb.XXXXXX")

@@ -35,6 +35,7 @@ command -v wrk >/dev/null || die "wrk not found (scripts/install-deps.sh install
 stack_scratch flood || die "cannot make a runtime directory"
 mkdir -p "$OUT/raw" || die "cannot create $OUT"
 
+# shellcheck disable=SC2153 # RUN: set by stack_scratch
 db_init "$RUN" && db_start "$RUN" || die "MariaDB did not start"
 api_config "$RUN" api local && api_cli "$RUN" api migrate "$ROOT/sql" >/dev/null || die "setup failed"
 KEY_V=$(api_cli "$RUN" api key create flood-victim 2>/dev/null) || die "key create failed"
@@ -54,7 +55,6 @@ p99_ms() {
 	awk '$1 == "99%" { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
 		if (u == "us") v /= 1000; else if (u == "s") v *= 1000; printf "%.2f\n", v }' "$1"
 }
-median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 say "seeding: $NENVS environments for the attacker, 100 for the victim"
 : >"$RUN/ids.txt"
@@ -64,7 +64,7 @@ for i in $(seq 100); do
 done
 WS_A=$(api_cli "$RUN" api workspace id flood-attacker) || die "workspace id failed"
 for _ in $(seq 30); do
-	have=$(db_sql "$RUN" -N "$STACK_DB_NAME" -e \
+	have=$(db_query "$RUN" \
 		"SELECT COUNT(*) FROM environments WHERE workspace_id = '$WS_A'") || die "count failed"
 	[ "$have" -ge "$NENVS" ] && break
 	wrk_run create "$KEY_A" 4 2 "$RUN/seed.txt"
@@ -103,5 +103,6 @@ fails=0
 		awk -v r="$ratio" -v t="$FLOOD_TARGET_RATIO" 'BEGIN { exit !(r > t) }' && fails=$((fails + 1))
 	done
 	echo "(median over $RUNS runs of ${SECS}s; victim c=$VICTIM_C, attacker c=$ATTACK_C; target: ratio <= $FLOOD_TARGET_RATIO)"
-} | tee "$OUT/table.txt"
+} >"$OUT/table.txt" # not through a pipe: fails is counted in this shell
+cat "$OUT/table.txt"
 [ "$fails" -eq 0 ]

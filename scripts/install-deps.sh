@@ -5,7 +5,7 @@
 # run only when something is missing. Root runs apt-get directly; anyone else goes through sudo.
 #
 # mariadb-server, nginx, apache2 and lighttpd are installed for their binaries only: the stack
-# runs its own instances (scripts/lib-stack.sh, scripts/lib-servers.sh). While this script
+# runs its own instances (scripts/lib-stack.sh and its parts in scripts/stack/). While this script
 # installs, a policy-rc.d that forbids service starts is put in place (unless one already
 # exists) so that no system MariaDB, nginx, Apache or lighttpd is started; services that were
 # already running are left alone.
@@ -42,6 +42,7 @@ done
 
 packages=(
 	build-essential pkg-config clang
+	clang-format shellcheck # make lint (scripts/lint.sh), with node below
 	libfcgi-dev libfcgi-bin libjansson-dev libmariadb-dev libcurl4-openssl-dev libcmocka-dev libinih-dev
 	libsodium-dev
 	libseccomp-dev

@@ -59,6 +59,7 @@ if [ "$BACKEND" = docker ]; then
 	if [ -n "${SANDBOX_IMAGE:-}" ]; then
 		STACK_DOCKER_IMAGE=$SANDBOX_IMAGE
 	else
+		# shellcheck disable=SC2034 # read by api_config
 		STACK_DOCKER_IMAGE=$(DOCKER_SOCKET=$STACK_DOCKER_SOCKET "$ROOT/sandbox-image/build.sh")
 	fi
 fi

@@ -4,12 +4,15 @@
 #                       $passed / $failed, which the script reports as "N passed, N failed";
 #                       its status is CMD's (so `check ... || show_more` works)
 #   ok NAME / not_ok NAME   count a result decided by hand
-#   check_summary       prints "N passed, N failed"; 0 when nothing failed
+#   skip NAME           a part that cannot run here: "skip - NAME", counted in $skipped
+#   check_summary       prints "N passed, N failed" (", N skipped" when something was); 0 when
+#                       nothing failed
 #   check_exit RC       check_summary, then exits: 0 when nothing failed and RC (the status the
 #                       script was leaving with, in an EXIT trap) is 0, else 1
 #   CHECK_QUIET=1       print only the failures (scripts with hundreds of probes)
 passed=0
 failed=0
+skipped=0
 ok() {
 	passed=$((passed + 1))
 	[ "${CHECK_QUIET:-0}" = 1 ] || echo "ok - $*"
@@ -17,6 +20,10 @@ ok() {
 not_ok() {
 	failed=$((failed + 1))
 	echo "not ok - $*"
+}
+skip() {
+	skipped=$((skipped + 1))
+	echo "skip - $*"
 }
 check() { # check NAME COMMAND...
 	local name=$1
@@ -29,7 +36,11 @@ check() { # check NAME COMMAND...
 	fi
 }
 check_summary() {
-	echo "$passed passed, $failed failed"
+	if [ "$skipped" -gt 0 ]; then
+		echo "$passed passed, $failed failed, $skipped skipped"
+	else
+		echo "$passed passed, $failed failed"
+	fi
 	[ "$failed" -eq 0 ]
 }
 check_exit() { # check_exit RC

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # lib-lease.sh: the steps of the lease and crash tests (docs/sandbox.md, Leases) shared by the
 # backends' suites, tests/docker/run.sh, tests/reconciler/run.sh and tests/backends/e2e-remote.sh
-# (sourced). Needs db_sql and STACK_DB_NAME (scripts/lib-stack.sh), check (tests/lib-check.sh)
+# (sourced). Needs db_query (scripts/lib-stack.sh), check (tests/lib-check.sh)
 # and $RECON. WAIT is a function: WAIT SESSION returns 0 once the session's (slow) install runs,
 # 1 when it did not start in time. NAME prefixes the checks.
 #   lease_end RUN SESSION     the lease expiry of SESSION's claimed intent
@@ -20,7 +20,7 @@
 #       first). No checks: the caller looks at what the rounds left.
 
 lease_end() { # RUN SESSION
-	db_sql "$1" "$STACK_DB_NAME" -N -e "SELECT lease_expires_at FROM provisioning_intents
+	db_query "$1" "SELECT lease_expires_at FROM provisioning_intents
 		WHERE session_id = '$2' AND state = 'claimed'"
 }
 
@@ -49,7 +49,7 @@ lease_taken() { # NAME RUN INI SESSION WAIT LOG
 	pid=$!
 	"$wait_fn" "$sid"
 	started=$?
-	db_sql "$run" "$STACK_DB_NAME" -e "UPDATE provisioning_intents SET lease_owner =
+	db_query "$run" "UPDATE provisioning_intents SET lease_owner =
 		'another-reconciler' WHERE session_id = '$sid' AND state = 'claimed'"
 	wait "$pid"
 	check "$name: the second install started" test "$started" -eq 0

@@ -1,19 +1,13 @@
-# Helpers shared by the shell test scripts that call the API (source it): the check counters
-# of tests/lib-check.sh (check, ok, not_ok; a script ends with check_summary) and
-#   api_to URL METHOD PATH [BODY]   an API call with $KEY and the version and beta headers
+# Helpers shared by the shell test scripts that call the API (source it): the stack's helpers
+# (scripts/lib-stack.sh: `api URL METHOD PATH [BODY]` calls the API with $KEY, db_sql, ...), the
+# check counters of tests/lib-check.sh (check, ok, not_ok; a script ends with check_summary) and
 #   e2e_part                        the settings of a part of tests/e2e/run.sh (RUN, URL, BUILD)
 #   e2e_sql QUERY                   a query on that stack's database
 # shellcheck shell=bash
+# shellcheck source=scripts/lib-stack.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib-stack.sh"
 # shellcheck source=tests/lib-check.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib-check.sh"
-
-api_to() { # api_to URL METHOD PATH [BODY]
-	local url=$1 method=$2 path=$3
-	shift 3
-	curl -sS -X "$method" "$url$path" -H "x-api-key: $KEY" \
-		-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01" \
-		${1:+-H "content-type: application/json" --data "$1"}
-}
 
 # e2e_part: what a part of tests/e2e/run.sh takes from it: RUN (TERRARIUM_RUN, the stack's
 # directory), URL (TERRARIUM_URL, the API of its first backend), BUILD (BUILD_DIR, default build,
@@ -29,5 +23,5 @@ e2e_part() {
 # e2e_sql QUERY: QUERY on the database of that stack (RUN/mysql.sock) as the MariaDB
 # administrator; rows tab-separated, without column names.
 e2e_sql() {
-	mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" --batch -N terrarium -e "$1"
+	db_query "$RUN" "$1"
 }

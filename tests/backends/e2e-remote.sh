@@ -1,4 +1,5 @@
-# Sourced by run.sh (part 2, after the OpenSandbox end to end; uses its api, check,
+# shellcheck shell=bash
+# Sourced by run.sh (part 2, after the OpenSandbox end to end; uses its check, env helpers,
 # start_http_fake, reconciler_config, once_ready, once_failing, fake_log, $T, $AGENT): the e2b, cube and daytona drivers
 # through the API and the reconciler, each against a fresh protocol fake.
 #
@@ -14,7 +15,7 @@
 e2e_remote() { # BACKEND FAKE-SCRIPT
 	local b=$1 fake=$2
 	local dir="$T/e2e-$b" base url env sid sid_f log n
-	local URL=$TERRARIUM_URL_docker # read by api()
+	local URL=$TERRARIUM_URL_docker # read by the API calls of run.sh's helpers
 	mkdir -p "$dir"
 	if ! start_http_fake "$dir" "$fake" key_; then
 		not_ok "e2e $b: the fake started"
@@ -65,10 +66,9 @@ e2e_remote() { # BACKEND FAKE-SCRIPT
 # (e2b: envd's SendSignal SIGKILL; opensandbox: execd's DELETE /command?id=) before it finished.
 http_lease() {
 	local b=$1 fake=$2 prefix=$3 dir="$T/lease-$1" base sid sid2 p log n pkg=slow-8
-	local URL=$TERRARIUM_URL_docker # read by api()
+	# shellcheck disable=SC2034 # read by the API calls of run.sh's helpers
+	local URL=$TERRARIUM_URL_docker
 	shift 3
-	# shellcheck source=scripts/lib-stack.sh
-	. "$ROOT/scripts/lib-stack.sh" # db_sql
 	# shellcheck source=tests/lib-lease.sh
 	. "$ROOT/tests/lib-lease.sh"
 	mkdir -p "$dir"
@@ -84,8 +84,7 @@ http_lease() {
 			jq -r --arg p "$pkg" '[.processes[] | select(.argv[0] == "pip" and .argv[-1] == $p)][0].pid // empty'
 	}
 	pip_started() { # SESSION: wait (at most 60 s) until pip installs $pkg in the fake
-		local i
-		for i in $(seq 1 300); do
+		for _ in $(seq 1 300); do
 			[ -n "$(pip_pid)" ] && return 0
 			sleep 0.2
 		done

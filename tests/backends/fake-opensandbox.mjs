@@ -31,8 +31,8 @@
 // Usage: node fake-opensandbox.mjs --port-file PATH --api-key-file PATH [--port N]
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { loggedRequest, longArgs, sendJson, strictJson } from './fake-http.mjs';
+import { readFileSync } from 'node:fs';
+import { listenLoopback, loggedRequest, longArgs, sendJson, strictJson } from './fake-http.mjs';
 import { runArgv, shellSplit } from './osb-docker-commands.mjs';
 
 const args = longArgs();
@@ -329,9 +329,6 @@ const server = createServer(async (req, res) => {
 	return fail(res, 404, `unknown call ${req.method} ${url.pathname}`);
 });
 
-server.listen(Number(args.port || 0), '127.0.0.1', () => {
-	port = server.address().port;
-	if (args['port-file']) writeFileSync(args['port-file'], String(port));
-	process.stdout.write(`fake-opensandbox listening on 127.0.0.1:${port}\n`);
+listenLoopback(server, { port: Number(args.port || 0), readyFile: args['port-file'] || '' }, (p) => {
+	port = p;
 });
-for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => process.exit(0));

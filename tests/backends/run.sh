@@ -42,8 +42,6 @@ PIDS=()
 
 # shellcheck source=tests/lib.sh
 . "$ROOT/tests/lib.sh"
-# shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh" # db_sql
 
 cleanup() {
 	local pid
@@ -69,8 +67,7 @@ start_bg() { # start_bg LOGFILE COMMAND...: run in the background, stopped by PI
 }
 
 wait_for() { # wait_for PATH: until it exists (a port file, a socket), at most 10 s
-	local i
-	for i in $(seq 1 100); do
+	for _ in $(seq 1 100); do
 		[ -s "$1" ] || [ -S "$1" ] && return 0
 		sleep 0.1
 	done
@@ -208,7 +205,7 @@ once_failing() {
 		bash -c '! grep -qF -- "$(cat "$1")" <<<"$2" && ! grep -qF -- "$(cat "$1")" "$3"/*.log' _ "$dir/api.key" "$err" "$dir"
 }
 
-sql() { db_sql "$TERRARIUM_RUN" terrarium -N -e "$1"; } # the e2e stack's database
+sql() { db_query "$TERRARIUM_RUN" "$1"; } # the e2e stack's database
 
 # sweep_e2e WHAT DIR LOG-URL ALIVE-JQ: the sweep of sandboxes no session owns, through the
 # reconciler of DIR and its fake (LOG-URL: its /__fake/log; ALIVE-JQ: a jq filter of that log,
@@ -220,15 +217,15 @@ sql() { db_sql "$TERRARIUM_RUN" terrarium -N -e "$1"; } # the e2e stack's databa
 sweep_e2e() {
 	local what=$1 dir=$2 log_url=$3 alive=$4 env mine live orphan other sb_live sb_orphan sb_other
 	local log removed
-	env=$(api POST /v1/environments "{\"name\":\"sweep-$what\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"}}}" | jq -r .id)
+	env=$(api "$URL" POST /v1/environments "{\"name\":\"sweep-$what\",\"config\":{\"type\":\"cloud\",\"networking\":{\"type\":\"unrestricted\"}}}" | jq -r .id)
 	mine=$(sql "SELECT LOWER(HEX(secret)) FROM server_secrets WHERE name = 'deployment'")
 	check "$what sweep: the database has a deployment id ($mine)" test "${#mine}" -eq 32
-	other=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
+	other=$(api "$URL" POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
 	sql "UPDATE server_secrets SET secret = UNHEX('0123456789abcdef0123456789abcdef') WHERE name = 'deployment'"
 	once_ready "$what sweep: another deployment's session" "$dir" "$other"
 	sql "UPDATE server_secrets SET secret = UNHEX('$mine') WHERE name = 'deployment'"
-	live=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
-	orphan=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
+	live=$(api "$URL" POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
+	orphan=$(api "$URL" POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)
 	once_ready "$what sweep: a session" "$dir" "$live"
 	check "$what sweep: another session" test "$(provisioning "$orphan" | jq -r .p.status)" = ready
 	sb_live=$(sql "SELECT sandbox_id FROM session_sandboxes WHERE session_id = '$live'")
@@ -249,7 +246,7 @@ sweep_e2e() {
 		test "$(jq --arg id "$sb_other" "$alive" <<<"$log")" = true
 	check "$what sweep: the live session's sandbox is kept ($sb_live)" \
 		test "$(jq --arg id "$sb_live" "$alive" <<<"$log")" = true
-	api DELETE "/v1/sessions/$live" >/dev/null
+	api "$URL" DELETE "/v1/sessions/$live" >/dev/null
 }
 
 for bin in "$CONF" "$RECON"; do
@@ -302,8 +299,7 @@ done
 # ---- 2. end to end: API -> intent -> reconciler -> OpenSandbox fake ----
 if [ -z "${TERRARIUM_URL_opensandbox:-}" ] || [ -z "${TERRARIUM_RUN:-}" ] || [ -z "${KEY:-}" ]; then
 	echo "skipped: end to end (needs tests/e2e/run.sh: TERRARIUM_RUN, TERRARIUM_URL_opensandbox, KEY)"
-	echo "$passed passed, $failed failed"
-	[ $failed -eq 0 ]
+	check_summary
 	exit
 fi
 echo "# end to end: backend opensandbox through the API and the reconciler"
@@ -311,16 +307,15 @@ URL=$TERRARIUM_URL_opensandbox
 E="$T/e2e"
 mkdir -p "$E"
 
-api() { api_to "$URL" "$@"; } # api METHOD PATH [BODY]
 provisioning() { # SESSION -> {p: provisioning, s: status}
-	api GET "/v1/sessions/$1" | jq -c '{p: .provisioning, s: .status}'
+	api "$URL" GET "/v1/sessions/$1" | jq -c '{p: .provisioning, s: .status}'
 }
 # env_session ENV-BODY: an environment of ENV-BODY and a session of $AGENT in it; prints
 # "ENV-ID SESSION-ID" (null for a create that failed)
 env_session() {
 	local env
-	env=$(api POST /v1/environments "$1" | jq -r .id)
-	echo "$env $(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)"
+	env=$(api "$URL" POST /v1/environments "$1" | jq -r .id)
+	echo "$env $(api "$URL" POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$env\"}" | jq -r .id)"
 }
 # exec_hello NAME DIR SESSION: `--exec` (DIR/reconciler.ini) runs a command in the session's
 # bound sandbox and hands back its output, quoting kept
@@ -335,7 +330,7 @@ teardown_sessions() {
 	local dir=$1 s
 	shift
 	for s in "$@"; do
-		api DELETE "/v1/sessions/$s" >/dev/null
+		api "$URL" DELETE "/v1/sessions/$s" >/dev/null
 	done
 	"$RECON" -c "$dir/reconciler.ini" --once >"$dir/teardown.log" 2>&1
 }
@@ -345,7 +340,7 @@ FAKE=$FAKE_URL
 reconciler_config "$E" opensandbox url="$FAKE" api_key_file="$E/api.key" image=python:3.11-slim \
 	timeout_seconds=10
 
-AGENT=$(api POST /v1/agents '{"name":"backends-e2e","model":"claude-sonnet-4-5","mcp_servers":[{"type":"url","name":"docs","url":"https://mcp.example.com/sse"}]}' | jq -r .id)
+AGENT=$(api "$URL" POST /v1/agents '{"name":"backends-e2e","model":"claude-sonnet-4-5","mcp_servers":[{"type":"url","name":"docs","url":"https://mcp.example.com/sse"}]}' | jq -r .id)
 read -r ENV SID <<<"$(env_session '{"name":"backends-e2e-limited","config":{"type":"cloud","networking":{"type":"limited","allowed_hosts":["api.example.com"],"allow_mcp_servers":true},"packages":{"pip":["requests"]}}}')"
 check "e2e: agent, limited environment and session created ($AGENT $ENV $SID)" \
 	bash -c '[[ $1 != null && $2 == env_* && $3 == sesn_* ]]' _ "$AGENT" "$ENV" "$SID"
@@ -391,5 +386,4 @@ check "e2e: the fake recorded no protocol violations in the sweep ($v)" test "$v
 # shellcheck source=e2e-remote.sh
 . "$HERE/e2e-remote.sh"
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+check_summary

@@ -76,10 +76,7 @@ cleanup() {
 }
 stack_traps cleanup
 
-sql() { # NODE QUERY
-	mariadb --no-defaults --socket="$RUN/h$1/mysql.sock" --user="$(id -un)" --batch -N \
-		terrarium -e "$2"
-}
+sql() { db_query "$RUN/h$1" "$2"; } # NODE QUERY
 wsrep() { sql "$1" "SHOW GLOBAL STATUS LIKE '$2'" 2>/dev/null | cut -f2; }
 cli() { "$BUILD/terrarium-api" -c "$RUN/h$1/api.ini" "${@:2}"; }
 H=(-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01"

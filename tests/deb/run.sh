@@ -63,6 +63,7 @@ die() {
 	echo "0 passed, 1 failed"
 	exit 1
 }
+# shellcheck disable=SC2012 # the newest; the names are terrarium_VERSION_ARCH.deb
 DEB=${1:-$(ls -t "$ROOT"/terrarium_*.deb 2>/dev/null | head -n 1)}
 [ -n "$DEB" ] && [ -f "$DEB" ] || {
 	say "no package given and no terrarium_*.deb at the top (make deb)"

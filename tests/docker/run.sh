@@ -35,7 +35,8 @@
 # The Engine: DOCKER_SOCKET when set, else a running one (scripts/lib-stack.sh docker_engine),
 # else dockerd started on /run/terrarium/docker with data root /var/lib/terrarium-docker (kept
 # across runs and clones: the image is built once) and stopped by PID at the end unless another
-# run still uses it. Skipped, with the reason, when not root or dockerd cannot start.
+# run still uses it. Not root: "skip - ..." and counted as skipped (exit 0). As root, no Engine
+# (none answers, dockerd missing or failing to start) fails the run.
 # Only containers and images labelled terrarium.managed are touched, and of those only the
 # ones this run made (by session id or name).
 # Prints "N passed, N failed"; exits non-zero on any failure. KEEP_RUN=1 keeps the directory.
@@ -53,17 +54,22 @@ CRASH_ROUNDS=${CRASH_ROUNDS:-10}
 . "$ROOT/tests/lib-check.sh"
 # shellcheck source=tests/lib-lease.sh
 . "$ROOT/tests/lib-lease.sh"
-skip() {
-	echo "docker tests skipped: $*"
-	echo "0 passed, 0 failed"
+# Not root: skipped (dockerd needs root), said and counted. Root: an Engine that cannot be
+# found or started fails the run.
+if [ "$(id -u)" -ne 0 ]; then
+	skip "docker tests: not root (dockerd needs root)"
+	check_summary
 	exit 0
-}
-
-[ "$(id -u)" -eq 0 ] || skip "not root (dockerd needs root)"
-command -v dockerd >/dev/null || [ -x /usr/sbin/dockerd ] || skip "dockerd is not installed"
+fi
 
 # ---- the Engine, shared by concurrent runs ----
-docker_engine_shared || skip "dockerd cannot start here (see $STACK_DOCKER_SHARED_RUN/dockerd.log)"
+if ! docker_engine_shared; then # (it said why, with dockerd's log when dockerd failed)
+	not_ok "a Docker Engine answers (DOCKER_SOCKET, /var/run/docker.sock) or dockerd starts"
+	docker_engine_release
+	check_summary
+	exit 1
+fi
+ok "Docker Engine on $STACK_DOCKER_SOCKET"
 SOCK=$STACK_DOCKER_SOCKET
 dk() { docker -H "unix://$SOCK" "$@"; }
 
@@ -83,7 +89,7 @@ cleanup() {
 		dk ps -aq --filter "label=terrarium.session=$sid" | xargs -r docker -H "unix://$SOCK" rm -f >/dev/null 2>&1
 	done < <(cat "$SESSIONS_FILE" 2>/dev/null)
 	# this run's package cache entries (docker images), whatever the tests left
-	db_sql "$RUN" terrarium -N -e "SELECT cache_key FROM sandbox_cache WHERE backend = 'docker'" \
+	db_query "$RUN" "SELECT cache_key FROM sandbox_cache WHERE backend = 'docker'" \
 		2>/dev/null | sed 's/^/terrarium-cache:/' | xargs -r docker -H "unix://$SOCK" rmi >/dev/null 2>&1
 	dk rm -f "$INDEX_NAME" "$SWEEP_ORPHAN" "$SWEEP_OTHER" >/dev/null 2>&1
 	dk rmi "$NOCARGO_IMAGE" "$SLOWNPM_IMAGE" >/dev/null 2>&1
@@ -107,6 +113,7 @@ ok "default sandbox image $IMAGE present"
 # ---- the stack: API with backend docker ----
 stack_prepare "$RUN" || exit 1
 db_init "$RUN" && db_start "$RUN" || exit 1
+# shellcheck disable=SC2034 # read by api_config
 STACK_DOCKER_IMAGE=$IMAGE
 cat >"$RUN/operator.ini" <<EOF
 [sandbox]
@@ -120,6 +127,7 @@ EOF
 api_config "$RUN" api docker || exit 1
 api_config "$RUN" bwrap bwrap || exit 1 # the directory backends' cache (bwrap section below)
 api_cli "$RUN" api migrate "$ROOT/sql" >/dev/null || exit 1
+# shellcheck disable=SC2034 # read by api
 KEY=$(api_cli "$RUN" api key create ws-docker) || exit 1
 PORT=$(stack_free_port) && PORT_B=$(stack_free_port "$PORT") || exit 1
 api_start "$RUN" api && api_start "$RUN" bwrap && nginx_start "$RUN" "$PORT:api" "$PORT_B:bwrap" ||
@@ -131,20 +139,13 @@ check "make up's config names the Engine and the image" \
 check "operator.ini is appended after the generated settings (its values win)" \
 	test "$(grep -c '^backoff_base_seconds = 0' "$INI")" -eq 1
 
-api() { # api METHOD PATH [BODY]
-	local method=$1 path=$2
-	shift 2
-	curl -sS -X "$method" "$URL$path" -H "x-api-key: $KEY" \
-		-H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01" \
-		${1:+-H "content-type: application/json" --data "$1"}
-}
-status() { api GET "/v1/sessions/$1" | jq -r .provisioning.status; }
+status() { api "$URL" GET "/v1/sessions/$1" | jq -r .provisioning.status; }
 is_ready() { [ "$(status "$1")" = ready ]; } # SESSION
-last_error() { api GET "/v1/sessions/$1" | jq -r '.provisioning.last_error // ""'; }
-new_env() { api POST /v1/environments "$1" | jq -r .id; }
+last_error() { api "$URL" GET "/v1/sessions/$1" | jq -r '.provisioning.last_error // ""'; }
+new_env() { api "$URL" POST /v1/environments "$1" | jq -r .id; }
 new_session() {
 	local sid
-	sid=$(api POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$1\"}" | jq -r .id)
+	sid=$(api "$URL" POST /v1/sessions "{\"agent\":\"$AGENT\",\"environment_id\":\"$1\"}" | jq -r .id)
 	echo "$sid" >>"$SESSIONS_FILE"
 	echo "$sid"
 }
@@ -158,7 +159,7 @@ containers_of() { dk ps -aq --filter "label=terrarium.session=$1" | wc -l; }
 container_of() { dk ps -aq --no-trunc --filter "label=terrarium.session=$1" | head -n1; }
 cache_images() { dk images -q --filter label=terrarium.cache | sort -u | wc -l; }
 
-AGENT=$(api POST /v1/agents '{"name":"docker-test","model":"claude-sonnet-4-5"}' | jq -r .id)
+AGENT=$(api "$URL" POST /v1/agents '{"name":"docker-test","model":"claude-sonnet-4-5"}' | jq -r .id)
 
 # ---- install: apt + npm ----
 echo "# install"
@@ -240,7 +241,7 @@ sed "s|^image = .*|image = $NOCARGO_IMAGE|" "$INI" >"$T/nocargo.ini"
 ENVM=$(new_env '{"name":"docker-nocargo","config":{"type":"cloud","networking":{"type":"unrestricted"},"packages":{"cargo":["ripgrep"]}}}')
 SM=$(new_session "$ENVM")
 "$RECON" -c "$T/nocargo.ini" --once >"$T/missing.log" 2>&1
-p=$(api GET "/v1/sessions/$SM")
+p=$(api "$URL" GET "/v1/sessions/$SM")
 check "missing: terminated at once, not rescheduled ($(jq -c '[.status, .provisioning.status]' <<<"$p"))" \
 	test "$(jq -r .status <<<"$p")" = terminated
 check "missing: last_error says the image has no cargo" \
@@ -281,7 +282,7 @@ ENVR=$(new_env '{"name":"docker-resume","config":{"type":"cloud","networking":{"
 SR=$(new_session "$ENVR")
 recon "$T/resume1.log" --once
 check "resume: a failed pip install exits non-zero" test $? -ne 0
-p=$(api GET "/v1/sessions/$SR")
+p=$(api "$URL" GET "/v1/sessions/$SR")
 check "resume: session rescheduling ($(jq -c '[.status, .provisioning.status]' <<<"$p"))" \
 	test "$(jq -r .status <<<"$p")" = rescheduling
 err=$(jq -r .provisioning.last_error <<<"$p")
@@ -344,7 +345,7 @@ check "race: third session ready from the cache" \
 
 # ---- sweep: containers of this deployment that no session owns ----
 echo "# sweep"
-DEPLOY=$(db_sql "$RUN" terrarium -N -e "SELECT LOWER(HEX(secret)) FROM server_secrets WHERE name = 'deployment'")
+DEPLOY=$(db_query "$RUN" "SELECT LOWER(HEX(secret)) FROM server_secrets WHERE name = 'deployment'")
 check "sweep: the database has a deployment id ($DEPLOY)" test "${#DEPLOY}" -eq 32
 check "sweep: sandboxes carry it as a label" \
 	test "$(dk inspect -f '{{index .Config.Labels "terrarium.deployment"}}' "$(container_of "$SX3")")" = "$DEPLOY"
@@ -354,7 +355,7 @@ recon "$T/sweep0.log" --once
 check "sweep: a session without packages is ready" test "$(status "$SW")" = ready
 SW_CID=$(container_of "$SW")
 # its rows go behind the API's back: its container is now no session's
-db_sql "$RUN" terrarium -e "DELETE FROM provisioning_intents WHERE session_id = '$SW';
+db_query "$RUN" "DELETE FROM provisioning_intents WHERE session_id = '$SW';
 	DELETE FROM session_sandboxes WHERE session_id = '$SW'; DELETE FROM sessions WHERE id = '$SW'"
 # one made by hand as ours (never started), one of another stack sharing this Engine
 dk create --name "$SWEEP_ORPHAN" --label terrarium.managed=true --label "terrarium.deployment=$DEPLOY" \
@@ -384,7 +385,7 @@ echo "# bwrap cache"
 URL_DOCKER=$URL
 URL=http://127.0.0.1:$PORT_B
 AGENT_DOCKER=$AGENT
-AGENT=$(api POST /v1/agents '{"name":"bwrap-cache","model":"claude-sonnet-4-5"}' | jq -r .id)
+AGENT=$(api "$URL" POST /v1/agents '{"name":"bwrap-cache","model":"claude-sonnet-4-5"}' | jq -r .id)
 ENVB=$(new_env '{"name":"bwrap-cache","config":{"type":"cloud","networking":{"type":"unrestricted"},"packages":{"npm":["is-number@7.0.0"]}}}')
 SB1=$(new_session "$ENVB")
 "$RECON" -c "$RUN/bwrap.ini" --once >"$T/bwrap1.log" 2>&1
@@ -401,10 +402,10 @@ out=$("$RECON" -c "$RUN/bwrap.ini" --exec "$SB1" -- sh -c 'cat node_modules/is-n
 check "bwrap: sessions do not share files ($out)" test "$out" = absent
 out=$("$RECON" -c "$RUN/bwrap.ini" --exec "$SB2" -- sh -c 'ls -a "$0" 2>&1 | grep -c "^.cache$"' "$RUN/sandboxes" 2>&1)
 check "bwrap: the cache is hidden from sandboxes ($out)" test "$out" = 0
-api DELETE "/v1/sessions/$SB1" >/dev/null
-api DELETE "/v1/sessions/$SB2" >/dev/null
+api "$URL" DELETE "/v1/sessions/$SB1" >/dev/null
+api "$URL" DELETE "/v1/sessions/$SB2" >/dev/null
 "$RECON" -c "$RUN/bwrap.ini" --once >"$T/bwrap3.log" 2>&1
-api DELETE "/v1/environments/$ENVB" >/dev/null
+api "$URL" DELETE "/v1/environments/$ENVB" >/dev/null
 "$RECON" -c "$RUN/bwrap.ini" --once >>"$T/bwrap3.log" 2>&1
 check "bwrap: the deleted environment's entry is removed" \
 	bash -c 'grep -q "removed entry" "$1" && [ -z "$(ls "$2/.cache" 2>/dev/null)" ]' _ "$T/bwrap3.log" "$RUN/sandboxes"
@@ -436,8 +437,8 @@ SL=$(new_session "$ENVL")
 lease_mid_install lease "$RUN" "$T/lease.ini" "$SL" install_started "$T/lease"
 calls=$(npm_calls "$SL")
 check "lease: one install ($(tr '\n' ' ' <<<"$calls"))" \
-	test "$(grep -c start <<<"$calls")$(grep -c done <<<"$calls")" = 11
-p=$(api GET "/v1/sessions/$SL")
+	test "$(grep -c start <<<"$calls")$(grep -c "done" <<<"$calls")" = 11
+p=$(api "$URL" GET "/v1/sessions/$SL")
 check "lease: ready after attempt 1 ($(jq -c '[.provisioning.status, .provisioning.attempts]' <<<"$p"))" \
 	test "$(jq -c '[.provisioning.status, .provisioning.attempts]' <<<"$p")" = '["ready",1]'
 # the lease taken away mid-install (as another reconciler's claim after an expiry would); an
@@ -448,15 +449,15 @@ lease_taken lease "$RUN" "$T/lease.ini" "$SL2" install_started "$T/lease-c.log"
 sleep 9 # the fake install, had it lived on, would have written "done" by now
 calls=$(npm_calls "$SL2")
 check "lease: the install's processes were killed in the container ($(tr '\n' ' ' <<<"$calls"))" \
-	test "$(grep -c start <<<"$calls")$(grep -c done <<<"$calls")" = 10
-api DELETE "/v1/sessions/$SL2" >/dev/null
+	test "$(grep -c start <<<"$calls")$(grep -c "done" <<<"$calls")" = 10
+api "$URL" DELETE "/v1/sessions/$SL2" >/dev/null
 
 # ---- cleanup: teardown, deleted environments, age ----
 echo "# cleanup"
 before=$(cache_images)
 mapfile -t all <"$SESSIONS_FILE"
 for sid in "${all[@]}"; do
-	api DELETE "/v1/sessions/$sid" >/dev/null
+	api "$URL" DELETE "/v1/sessions/$sid" >/dev/null
 done
 recon "$T/cleanup.log" --once
 left=0
@@ -466,12 +467,12 @@ done
 check "cleanup: ${#all[@]} deleted sessions' containers are gone ($left left)" \
 	test "${#all[@]}" -gt 5 -a "$left" -eq 0
 check "cleanup: the environment can be deleted once its sessions are gone" \
-	test "$(api DELETE "/v1/environments/$ENV1" | jq -r .type)" = environment_deleted
-db_sql "$RUN" terrarium -e "UPDATE sandbox_cache SET last_used_at = UTC_TIMESTAMP(6) - INTERVAL 30 DAY WHERE environment_id = '$ENVR'"
+	test "$(api "$URL" DELETE "/v1/environments/$ENV1" | jq -r .type)" = environment_deleted
+db_query "$RUN" "UPDATE sandbox_cache SET last_used_at = UTC_TIMESTAMP(6) - INTERVAL 30 DAY WHERE environment_id = '$ENVR'"
 recon "$T/cleanup2.log" --once
 check "cleanup: the deleted environment's and the stale entry are removed ($before -> $(cache_images))" \
 	test "$(grep -c "removed entry" "$T/cleanup2.log")" -eq 2
-rows=$(db_sql "$RUN" terrarium -N -e "SELECT COUNT(*) FROM sandbox_cache WHERE environment_id IN ('$ENV1', '$ENVR')")
+rows=$(db_query "$RUN" "SELECT COUNT(*) FROM sandbox_cache WHERE environment_id IN ('$ENV1', '$ENVR')")
 check "cleanup: and their rows ($rows left)" test "$rows" = 0
 
 check_summary

@@ -3,7 +3,8 @@
 #
 # Starts, in a temporary directory: MariaDB on its own socket, one API supervisor per sandbox
 # backend (local opensandbox docker bwrap srt, 2 workers each) and one nginx with a loopback port per
-# backend. Creates the keys and workspaces the tests use, then runs
+# backend (and three unix sockets for its own error-page checks). Creates the keys and workspaces
+# the tests use, then runs
 #   tests/reconciler/run.sh        the reconciler with the local and bwrap backends
 #   tests/srt/run.sh               the srt backend: allowlists, registries, MCP hosts, escapes
 #   tests/backends/run.sh          driver conformance (fakes), opensandbox through API + reconciler
@@ -127,29 +128,28 @@ for b in "${BACKENDS[@]}"; do
 done
 
 # Free ports are picked by probing; another process may take one before nginx binds it, so
-# a failed start is retried with new ports. One more server proxies to a socket no API listens
-# on ("absent"), for nginx's own 502.
-# The load parts send thousands of requests a second with one key: only the server made for the
-# rate-limit check limits it.
+# a failed start is retried with new ports. Three more servers, which only this script calls,
+# listen on unix sockets in RUN (curl --unix-socket): one proxies to a socket no API listens on
+# ("absent"), for nginx's own 502; one is the first backend with a rate limit of 1
+# request/minute, bursts of 2; one the first backend with a heavy budget of 1 request/minute,
+# bursts of 1 (limit > 100).
+# The load parts send thousands of requests a second with one key: only the servers made for the
+# rate-limit checks limit it.
 export NGINX_RATE=${NGINX_RATE:-1000000} NGINX_BURST=${NGINX_BURST:-1000000}
 export NGINX_HEAVY_RATE=${NGINX_HEAVY_RATE:-1000000} NGINX_HEAVY_BURST=${NGINX_HEAVY_BURST:-1000000}
+SOCK_ABSENT=$RUN/http-absent.sock SOCK_LIMITED=$RUN/http-limited.sock SOCK_HEAVY=$RUN/http-heavy.sock
+URL_SOCK=http://localhost # the URL curl is given with --unix-socket
 started=0
 for attempt in 1 2 3; do
 	specs=()
 	ports=()
-	for b in "${BACKENDS[@]}" absent; do
+	for b in "${BACKENDS[@]}"; do
 		p=$(stack_free_port "${ports[@]}") || die "no free port"
 		ports+=("$p")
 		specs+=("$p:$b")
 	done
-	# the first backend once more, with a rate limit of 1 request/minute, bursts of 2
-	p=$(stack_free_port "${ports[@]}") || die "no free port"
-	ports+=("$p")
-	specs+=("$p:${BACKENDS[0]}:1r/m:2")
-	# and once with a heavy budget of 1 request/minute, bursts of 1 (limit > 100)
-	p=$(stack_free_port "${ports[@]}") || die "no free port"
-	ports+=("$p")
-	specs+=("$p:${BACKENDS[0]}:1000r/s:1000:1r/m:1")
+	specs+=("$SOCK_ABSENT:absent" "$SOCK_LIMITED:${BACKENDS[0]}:1r/m:2"
+		"$SOCK_HEAVY:${BACKENDS[0]}:1000r/s:1000:1r/m:1")
 	if nginx_start "$RUN" "${specs[@]}"; then
 		started=1
 		break
@@ -167,9 +167,6 @@ for i in "${!BACKENDS[@]}"; do
 	export "TERRARIUM_URL_$upper=$url"
 	echo "  $b: $url"
 done
-URL_ABSENT="http://127.0.0.1:${ports[${#BACKENDS[@]}]}"
-URL_LIMITED="http://127.0.0.1:${ports[$((${#BACKENDS[@]} + 1))]}"
-URL_HEAVY="http://127.0.0.1:${ports[$((${#BACKENDS[@]} + 2))]}"
 export TERRARIUM_URL="http://127.0.0.1:${ports[0]}"
 export TERRARIUM_BACKEND=${BACKENDS[0]}
 export TERRARIUM_RUN=$RUN
@@ -268,7 +265,7 @@ check_nginx_errors() {
 		-X POST "$TERRARIUM_URL/v1/environments" -H "x-api-key: $KEY" \
 		-H 'content-type: application/json' --data-binary @"$RUN/big.body" || rc=1
 	check_nginx_error "502 when no API listens" 502 api_error true \
-		"$URL_ABSENT/v1/environments" -H "x-api-key: $KEY" || rc=1
+		--unix-socket "$SOCK_ABSENT" "$URL_SOCK/v1/environments" -H "x-api-key: $KEY" || rc=1
 	check_nginx_error "400 for a malformed request" 400 invalid_request_error false \
 		"$TERRARIUM_URL/v1/environments/%zz" || rc=1
 	# every other status nginx answers by itself (nginx/server.conf.in)
@@ -299,8 +296,8 @@ check_nginx_errors() {
 	# another key is unaffected.
 	local codes
 	# ten at once through xargs, which waits for its own children only
-	seq 10 | xargs -P 10 -I{} curl -s -o /dev/null -w '%{http_code}\n' "$URL_LIMITED/healthz" \
-		-H "x-api-key: $KEY" >"$RUN/ratelimit.codes"
+	seq 10 | xargs -P 10 -I{} curl -s -o /dev/null -w '%{http_code}\n' \
+		--unix-socket "$SOCK_LIMITED" "$URL_SOCK/healthz" -H "x-api-key: $KEY" >"$RUN/ratelimit.codes"
 	codes=$(sort "$RUN/ratelimit.codes" | uniq -c | tr -s ' \n' ' ')
 	if grep -q 429 "$RUN/ratelimit.codes" && grep -q 200 "$RUN/ratelimit.codes" &&
 		! grep -vqE '^(200|429)$' "$RUN/ratelimit.codes"; then
@@ -310,44 +307,49 @@ check_nginx_errors() {
 		rc=1
 	fi
 	check_nginx_error "429 beyond the rate limit" 429 rate_limit_error true \
-		"$URL_LIMITED/healthz" -H "x-api-key: $KEY" || rc=1
+		--unix-socket "$SOCK_LIMITED" "$URL_SOCK/healthz" -H "x-api-key: $KEY" || rc=1
 	if [ "$(resp_header retry-after)" = 1 ]; then echo "ok   429 carries retry-after: 1"; else
 		echo "FAIL 429 without retry-after"
 		rc=1
 	fi
 	check_nginx_error "another key is not limited by the first key's rate" 404 not_found_error \
-		false "$URL_LIMITED/v1/nothing-here" -H "x-api-key: $KEY2" \
+		false --unix-socket "$SOCK_LIMITED" "$URL_SOCK/v1/nothing-here" -H "x-api-key: $KEY2" \
 		-H "anthropic-beta: managed-agents-2026-04-01" || rc=1
 	# one bucket per key whatever header carries it: x-api-key three times, then the same key
 	# as "Authorization: bearer" is over the limit
 	for _ in 1 2 3; do
-		curl -s -o /dev/null "$URL_LIMITED/healthz" -H "x-api-key: $KEY_ACCT2"
+		curl -s -o /dev/null --unix-socket "$SOCK_LIMITED" "$URL_SOCK/healthz" \
+			-H "x-api-key: $KEY_ACCT2"
 	done
 	check_nginx_error "the same key as a Bearer credential shares its bucket" 429 rate_limit_error \
-		true "$URL_LIMITED/healthz" -H "Authorization: bearer $KEY_ACCT2" || rc=1
+		true --unix-socket "$SOCK_LIMITED" "$URL_SOCK/healthz" \
+		-H "Authorization: bearer $KEY_ACCT2" || rc=1
 	# heavy budget (1/minute, bursts of 1): two pages of 1000, then the third is refused while
 	# pages of 100 of the same key still pass
 	local heavy=()
 	for _ in 1 2 3; do
-		heavy+=("$(curl -s -o /dev/null -w '%{http_code}' "$URL_HEAVY/v1/environments?limit=1000" \
-			-H "x-api-key: $KEY2" -H "anthropic-beta: managed-agents-2026-04-01")")
+		heavy+=("$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK_HEAVY" \
+			"$URL_SOCK/v1/environments?limit=1000" -H "x-api-key: $KEY2" \
+			-H "anthropic-beta: managed-agents-2026-04-01")")
 	done
 	if [ "${heavy[*]}" = "200 200 429" ]; then echo "ok   heavy budget: ${heavy[*]}"; else
 		echo "FAIL heavy budget: limit=1000 three times answered ${heavy[*]} (want 200 200 429)"
 		rc=1
 	fi
 	check_nginx_error "an encoded limit spends the heavy budget too" 429 rate_limit_error true \
-		"$URL_HEAVY/v1/environments?limit=%31000" -H "x-api-key: $KEY2" \
+		--unix-socket "$SOCK_HEAVY" "$URL_SOCK/v1/environments?limit=%31000" -H "x-api-key: $KEY2" \
 		-H "anthropic-beta: managed-agents-2026-04-01" || rc=1
 	local light
-	light=$(curl -s -o /dev/null -w '%{http_code}' "$URL_HEAVY/v1/environments?limit=100" \
-		-H "x-api-key: $KEY2" -H "anthropic-beta: managed-agents-2026-04-01")
+	light=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK_HEAVY" \
+		"$URL_SOCK/v1/environments?limit=100" -H "x-api-key: $KEY2" \
+		-H "anthropic-beta: managed-agents-2026-04-01")
 	if [ "$light" = 200 ]; then echo "ok   light pages pass while the heavy budget is spent"; else
 		echo "FAIL a page of 100 answered $light while the heavy budget was spent (want 200)"
 		rc=1
 	fi
 	check_nginx_error "a limit over 100 that nginx cannot read is refused by the API" 400 \
-		invalid_request_error false "$URL_HEAVY/v1/environments?%6Cimit=1000" \
+		invalid_request_error false --unix-socket "$SOCK_HEAVY" \
+		"$URL_SOCK/v1/environments?%6Cimit=1000" \
 		-H "x-api-key: $KEY2" -H "anthropic-beta: managed-agents-2026-04-01" || rc=1
 	# a refused request writes no error-log line (a flood of them filled the disk); checked
 	# before the logs rotate, with the 429s above in the file
@@ -361,7 +363,7 @@ check_nginx_errors() {
 	if logrotate -f -s "$RUN/logrotate.state" "$RUN/logrotate.conf" 2>"$RUN/logrotate.err" &&
 		[ -s "$RUN/nginx-access.log.1" ]; then
 		local n=0
-		while [ $n -lt 30 ] && [ ! -s "$RUN/nginx-access.log" ]; do
+		while [ "$n" -lt 30 ] && [ ! -s "$RUN/nginx-access.log" ]; do
 			curl -s -o /dev/null "$TERRARIUM_URL/healthz"
 			sleep 0.1
 			n=$((n + 1))

@@ -17,8 +17,6 @@
 # Needs (from tests/e2e/run.sh): TERRARIUM_RUN, TERRARIUM_URL (the "local" API), KEY.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh"
 # shellcheck source=tests/lib.sh
 . "$ROOT/tests/lib.sh"
 e2e_part
@@ -121,7 +119,7 @@ for _ in $(seq 20); do rssurl /v1/environments; done
 base=$(hwm_mb "$(one_worker rss)")
 limit=$((base + 12))
 api_stop "$RUN" rss >/dev/null 2>&1
-sed -i "/^max_requests/a max_rss_mb = $limit" "$RUN/rss.ini"
+printf '\n[api]\nmax_rss_mb = %s\n' "$limit" >>"$RUN/rss.ini"
 api_start "$RUN" rss >/dev/null 2>&1
 w=$(one_worker rss) # before the requests: the same worker must serve them all and stay
 for _ in $(seq 20); do rssurl /v1/environments; done
@@ -129,6 +127,7 @@ check "small requests keep the worker (peak RSS ${base} MiB, limit ${limit} MiB;
 	test -n "$w" -a "$(one_worker rss)" = "$w"
 # a 1 MiB body of 500,000 numbers: the parsed value takes tens of MiB
 { printf '{"name":"x","n":['; head -c 524200 /dev/zero | tr '\0' '0' | sed 's/0/0,/g'; printf '0]}'; } >"$RUN/big.json"
+# shellcheck disable=SC2094 # big.json is only read, for its size and as the body
 REQUEST_METHOD=POST REQUEST_URI=/v1/environments HTTP_X_API_KEY="$KEY" CONTENT_TYPE=application/json \
 	CONTENT_LENGTH=$(stat -c %s "$RUN/big.json") HTTP_ANTHROPIC_BETA=managed-agents-2026-04-01 \
 	cgi-fcgi -bind -connect "$RUN/rss.sock" <"$RUN/big.json" >/dev/null 2>&1
@@ -189,7 +188,7 @@ check "database back: requests succeed again without restarting the API" test -n
 # A self_hosted environment whose stored config was made JSON null behind the API's back (the
 # column only checks that it is JSON): its work queue answers 500 and the log names the row and
 # the column, instead of a 400 blaming the request for an environment that is "not self_hosted".
-sh_id=$(api_to "$URL" POST /v1/environments \
+sh_id=$(api "$URL" POST /v1/environments \
 	'{"name":"fault-corrupt","config":{"type":"self_hosted"}}' | jq -r .id)
 e2e_sql "UPDATE environments SET config = 'null' WHERE id = '$sh_id'"
 code=$(curl -sS -o "$RUN/corrupt.json" -w '%{http_code}' "$URL/v1/environments/$sh_id/work" \
@@ -200,7 +199,7 @@ check "stored config that does not parse: the work queue answers 500 api_error (
 	"$RUN/corrupt.json"
 check "stored config that does not parse: the log names the row and the column" \
 	grep -q "environment $sh_id: stored config does not parse" "$RUN/$NAME.log"
-api_to "$URL" DELETE "/v1/environments/$sh_id" >/dev/null
+api "$URL" DELETE "/v1/environments/$sh_id" >/dev/null
 
 # A credential whose stored principal is longer than the buffer it is read into (the account
 # column widened behind the API's back, then a 300-character account): an environment key of

@@ -39,8 +39,7 @@ check "every 200 names that one environment (the others waited and replayed it),
 if [ "${IDEM_KILL:-1}" = 1 ]; then
 	NAME=${TERRARIUM_BACKEND:-local}
 	tag="idem-kill-$$-$RANDOM"
-	mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" terrarium \
-		-e "LOCK TABLES environments READ; SELECT SLEEP(4); UNLOCK TABLES;" >/dev/null &
+	e2e_sql "LOCK TABLES environments READ; SELECT SLEEP(4); UNLOCK TABLES;" >/dev/null &
 	locker=$!
 	sleep 0.5
 	post "$tag" "{\"name\":\"$tag\"}" >"$RUN/idem-kill.first" &

@@ -26,8 +26,8 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh" # stack_free_port
+# shellcheck source=tests/lib.sh
+. "$ROOT/tests/lib.sh" # the stack's helpers (api, stack_free_port), the check counters
 MODE=${1:?usage: escape.sh root|user [bwrap|srt]}
 BACKEND=${2:-bwrap}
 case "$BACKEND" in
@@ -47,8 +47,6 @@ E="$RUN/escape-$BACKEND-$MODE"
 rm -rf "$E"
 mkdir -p "$E"
 
-# shellcheck source=tests/reconciler/lib.sh
-. "$ROOT/tests/reconciler/lib.sh"
 
 # How the reconciler is started: as root, or as RECON_USER (setpriv, when we are root).
 as_recon=()
@@ -97,7 +95,7 @@ recon --once >"$E/once.log" 2>&1
 if [ "$(api "$URL" GET "/v1/sessions/$sid" | jq -r .provisioning.status)" != ready ]; then
 	not_ok "the escape sandbox was provisioned (see $E/once.log)"
 	cat "$E/once.log"
-	echo "$passed passed, $failed failed"
+	check_summary
 	exit 1
 fi
 echo "secret of the other sandbox" >"$E/sandboxes/$other/secret"
@@ -278,8 +276,7 @@ fi
 # session would be bound): its commands have no network at all. The control above reached the
 # mirror from an unrestricted sandbox of the same environment.
 if [ "$BACKEND" = bwrap ]; then
-	db_sql "$RUN" -e "UPDATE session_sandboxes SET egress_policy = '[]' WHERE session_id = '$closed'" \
-		"$STACK_DB_NAME"
+	db_query "$RUN" "UPDATE session_sandboxes SET egress_policy = '[]' WHERE session_id = '$closed'"
 	# shellcheck disable=SC2016 # expanded inside the sandbox
 	closed_script=$defs'
 try "outbound from an empty allow-list (the mirror, port 80)" tcp "$1" 80
@@ -307,5 +304,4 @@ if [ ! -e "$E/sandboxes/$sid" ] && [ ! -e "$E/sandboxes/$other" ] && [ ! -e "$E/
 else
 	not_ok "the sandboxes torn down (see $E/once.log)"
 fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_summary

@@ -53,8 +53,8 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh" # db_sql
+# shellcheck source=tests/lib.sh
+. "$ROOT/tests/lib.sh" # the stack's helpers (api, db_query), the check counters
 RUN=${TERRARIUM_RUN:?TERRARIUM_RUN is required}
 URL_LOCAL=${TERRARIUM_URL_local:?}
 URL_BWRAP=${TERRARIUM_URL_bwrap:?}
@@ -77,8 +77,6 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 export RECON_USER
 
-# shellcheck source=tests/reconciler/lib.sh
-. "$ROOT/tests/reconciler/lib.sh"
 # shellcheck source=tests/lib-lease.sh
 . "$ROOT/tests/lib-lease.sh" # crash_round
 
@@ -115,9 +113,9 @@ new_session() { # new_session URL AGENT ENV_BODY -> "ENV_ID SESSION_ID"
 rows_left() { # rows_left SESSION...
 	local ids
 	ids=$(printf "'%s'," "$@")
-	db_sql "$RUN" -N -e "SELECT (SELECT COUNT(*) FROM sessions WHERE id IN (${ids%,}))
+	db_query "$RUN" "SELECT (SELECT COUNT(*) FROM sessions WHERE id IN (${ids%,}))
 		+ (SELECT COUNT(*) FROM provisioning_intents WHERE session_id IN (${ids%,}))
-		+ (SELECT COUNT(*) FROM session_sandboxes WHERE session_id IN (${ids%,}))" "$STACK_DB_NAME"
+		+ (SELECT COUNT(*) FROM session_sandboxes WHERE session_id IN (${ids%,}))"
 }
 dirs_left() { # dirs_left ROOT SESSION...
 	local root=$1 n=0 sid
@@ -279,14 +277,14 @@ out=$("$RECON" -c "$INI_BWRAP" --exec "$SL2" -- sh -c 'cat /proc/self/mountinfo 
 check "layers: /workspace is one mount, the command uid 1000, the view read-only ($out)" \
 	test "$out" = "$(printf '1\n1000\nro')"
 key=$(basename "$entry")
-db_sql "$RUN" terrarium -e "UPDATE sandbox_cache SET last_used_at = UTC_TIMESTAMP(6) - INTERVAL 30 DAY WHERE cache_key = '$key'"
+db_query "$RUN" "UPDATE sandbox_cache SET last_used_at = UTC_TIMESTAMP(6) - INTERVAL 30 DAY WHERE cache_key = '$key'"
 "$RECON" -c "$INI_BWRAP" --once >"$T/layers3.log" 2>&1
 check "layers: a stale entry still under a session is kept" \
 	bash -c 'grep -q "still used by a sandbox; kept" "$1" && [ -d "$2" ]' _ "$T/layers3.log" "$entry"
 api "$URL_BWRAP" DELETE "/v1/sessions/$SL1" >/dev/null
 api "$URL_BWRAP" DELETE "/v1/sessions/$SL2" >/dev/null
 "$RECON" -c "$INI_BWRAP" --once >"$T/layers4.log" 2>&1
-db_sql "$RUN" terrarium -e "UPDATE sandbox_cache SET last_used_at = UTC_TIMESTAMP(6) - INTERVAL 30 DAY WHERE cache_key = '$key'"
+db_query "$RUN" "UPDATE sandbox_cache SET last_used_at = UTC_TIMESTAMP(6) - INTERVAL 30 DAY WHERE cache_key = '$key'"
 "$RECON" -c "$INI_BWRAP" --once >>"$T/layers4.log" 2>&1
 check "layers: once its sessions are gone, the entry and their layers are removed" \
 	bash -c '[ ! -e "$1" ] && [ ! -e "$2/.layers/$3" ] && [ ! -e "$2/$3" ] && [ ! -e "$2/.layers/$4" ]' _ \
@@ -471,8 +469,8 @@ api "$URL_BWRAP" DELETE "/v1/sessions/$SID_TR" >/dev/null
 "$RECON" -c "$INI_TR" --once >>"$T/teardown-retry.log" 2>&1
 "$RECON" -c "$INI_TR" --once >>"$T/teardown-retry.log" 2>&1
 teardown_state() {
-	db_sql "$RUN" -N -e "SELECT CONCAT(state, ' ', attempts) FROM provisioning_intents
-		WHERE session_id = '$SID_TR' AND kind = 'teardown'" "$STACK_DB_NAME"
+	db_query "$RUN" "SELECT CONCAT(state, ' ', attempts) FROM provisioning_intents
+		WHERE session_id = '$SID_TR' AND kind = 'teardown'"
 }
 st=$(teardown_state)
 check "teardown retry: the teardown failed twice -> terminated ($st)" test "$st" = "terminated 2"
@@ -510,6 +508,7 @@ for i in $(seq 1 "$LEASE_ROUNDS"); do
 	wait "$pid_a"
 	rc_a=$?
 	p=$(provisioning "$URL_BWRAP" "$sid")
+	# shellcheck disable=SC2002 # a missing file counts 0
 	starts=$(cat "$T/root-lease/$sid/npm-calls.log" 2>/dev/null | grep -c start)
 	if [ "$rc_a$rc_b" = 00 ] && [ "$starts" -eq 1 ] &&
 		[ "$(jq -r '.p.status + " " + (.p.attempts|tostring)' <<<"$p")" = "ready 1" ]; then
@@ -582,11 +581,12 @@ killed_install() {
 }
 killed_install kill 2 4 1.5
 SID_K=$SID
+# shellcheck disable=SC2154 # INI_kill: printf -v above
 "$RECON" -c "$INI_kill" --once >"$T/kill-b.log" 2>&1
 sleep 1 # what would be left of the first install would have finished by now
 calls=$(tr '\n' ' ' <"$T/root-kill/$SID_K/npm-calls.log")
 check "kill9: the killed run's install died with it, one install completed ($calls)" \
-	test "$(grep -c done "$T/root-kill/$SID_K/npm-calls.log")" -eq 1
+	test "$(grep -c "done" "$T/root-kill/$SID_K/npm-calls.log")" -eq 1
 check "kill9: session ready" test "$(provisioning "$URL_BWRAP" "$SID_K" | jq -r .p.status)" = ready
 
 # ---- orphans ----
@@ -594,13 +594,13 @@ echo "# orphans"
 # N sessions of environment ENV on the bwrap API, PAR requests at a time; their ids, one a line
 PAR=8
 new_sessions() { # new_sessions N ENV
-	export -f api api_to
+	export -f api
 	export KEY URL_BWRAP AGENT_BWRAP
 	seq 1 "$1" | xargs -P "$PAR" -I{} bash -c 'api "$URL_BWRAP" POST /v1/sessions \
 		"{\"agent\":\"$AGENT_BWRAP\",\"environment_id\":\"$0\"}" | jq -r .id' "$2"
 }
 delete_sessions() { # delete_sessions SESSION...
-	export -f api api_to
+	export -f api
 	export KEY URL_BWRAP
 	printf '%s\n' "$@" | xargs -P "$PAR" -I{} bash -c 'api "$URL_BWRAP" DELETE "/v1/sessions/$0" >/dev/null' {}
 }
@@ -660,8 +660,8 @@ orphans_b() { # orphans_b ROUND
 	delete_sessions "${ob[@]}"
 	ids=$(printf "'%s'," "${ob[@]}")
 	# what the deletes left a teardown for: every session a sandbox may exist for
-	mapfile -t marked < <(db_sql "$RUN" -N -e "SELECT session_id FROM provisioning_intents
-		WHERE kind = 'teardown' AND session_id IN (${ids%,})" "$STACK_DB_NAME")
+	mapfile -t marked < <(db_query "$RUN" "SELECT session_id FROM provisioning_intents
+		WHERE kind = 'teardown' AND session_id IN (${ids%,})")
 	# the others never had a sandbox (and never will: their provisioning can no longer start):
 	# their directories hold only the fake npm this test put there, removed here so that the
 	# sweep has nothing of the test's to find
@@ -783,6 +783,7 @@ check "sweep: other names are left alone" test -d "$T/root-orphan-b/keep-me"
 echo "# due"
 killed_install due 1 5 1
 SID_D=$SID
+# shellcheck disable=SC2154 # INI_due: printf -v above
 "$RECON" -c "$INI_due" --dry-run --limit 100000 >"$T/due-dry.txt"
 "$RECON" -c "$INI_due" --status >"$T/due-status.txt"
 dry=$(tail -1 "$T/due-dry.txt" | awk '{print $1}')
@@ -862,5 +863,4 @@ for b in "${escape_backends[@]}"; do
 	fi
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_summary

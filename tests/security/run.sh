@@ -11,20 +11,18 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RUN=${TERRARIUM_RUN:?}
 URL=${TERRARIUM_URL:?}
 : "${KEY:?}" "${KEY2:?}" "${KEY_ACCT2:?}" "${KEY_REVOKED:?}"
+# shellcheck disable=SC2034 # read by check (tests/lib-check.sh)
 CHECK_QUIET=1 # over a hundred probes: only the failures are printed
-# shellcheck source=tests/lib-check.sh
-. "$ROOT/tests/lib-check.sh"
+# shellcheck source=tests/lib.sh
+. "$ROOT/tests/lib.sh"
 call() { # KEY METHOD PATH [BODY] -> status, body in $RUN/sec.body
 	curl -sS -o "$RUN/sec.body" -w '%{http_code}' -X "$2" "$URL$3" -H "x-api-key: $1" \
 		-H "anthropic-beta: managed-agents-2026-04-01" ${4:+-H "content-type: application/json" --data "$4"}
 }
 
-agent=$(curl -sS "$URL/v1/agents" -H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" \
-	-H "content-type: application/json" -d '{"name":"sec","model":"claude-sonnet-4-5"}' | jq -r .id)
-env=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" \
-	-H "content-type: application/json" -d '{"name":"sec"}' | jq -r .id)
-session=$(curl -sS "$URL/v1/sessions" -H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" \
-	-H "content-type: application/json" -d "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
+agent=$(api "$URL" POST /v1/agents '{"name":"sec","model":"claude-sonnet-4-5"}' | jq -r .id)
+env=$(api "$URL" POST /v1/environments '{"name":"sec"}' | jq -r .id)
+session=$(api "$URL" POST /v1/sessions "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
 id_for() {
 	case "$1" in
 	/v1/environments*) echo "$env" ;;
@@ -208,8 +206,7 @@ fi
 # random keys from one client address do not flood the database (handlers/auth_guard.h): past
 # a burst of 20 and 10/s, unknown keys are answered 429 without a query; a key that works keeps
 # working from that address, and a key made now works at once from another address
-stmts() { mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" -N -e \
-	"SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'" | awk '{print $2}'; }
+stmts() { db_sql "$RUN" -N -e "SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'" | awk '{print $2}'; }
 FLOOD_SECONDS=3
 before=$(stmts)
 node "$ROOT/tests/faults/load.mjs" randkey "$URL" - "$FLOOD_SECONDS" 8 "$RUN/flood.json" /v1/environments &
@@ -251,8 +248,8 @@ sleep 1 # the address's bucket refills for the parts after this one
 if [ -s "$RUN/db-password" ]; then
 	app_sql() { mariadb --no-defaults --socket="$RUN/mysql.sock" --user=terrarium \
 		--password="$(cat "$RUN/db-password")" -N terrarium -e "$1" 2>&1; }
-	grants=$(mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" -N \
-		-e "SHOW GRANTS FOR 'terrarium'@'localhost'" | grep -v 'GRANT USAGE ON \*\.\*')
+	grants=$(db_sql "$RUN" -N -e "SHOW GRANTS FOR 'terrarium'@'localhost'" |
+		grep -v 'GRANT USAGE ON \*\.\*')
 	check "the application account has SELECT, INSERT, UPDATE, DELETE on its schema only ($grants)" \
 		test "$grants" = 'GRANT SELECT, INSERT, UPDATE, DELETE ON `terrarium`.* TO `terrarium`@`localhost`'
 	check "the application account cannot create tables" \
@@ -272,8 +269,7 @@ for k in "$KEY" "$KEY2" "$KEY_ACCT2" "$KEY_REVOKED"; do
 	check "a key is not in the database in clear" bash -c '! grep -qF "$1" "$2"' _ "$k" "$RUN/sec.dump"
 	check "a key is not in any log" bash -c '! grep -rqF "$1" "$2"/*.log' _ "$k" "$RUN"
 done
-hashed=$(mariadb --no-defaults --socket="$RUN/mysql.sock" --user="$(id -un)" -N terrarium \
-	-e "SELECT COUNT(*) FROM api_keys WHERE key_hash = UNHEX(SHA2('$KEY', 256))")
+hashed=$(db_query "$RUN" "SELECT COUNT(*) FROM api_keys WHERE key_hash = UNHEX(SHA2('$KEY', 256))")
 check "the key's SHA-256 is what is stored" test "$hashed" = 1
 
 rm -f "$RUN/sec.dump" "$RUN/sec.body"

@@ -45,8 +45,6 @@ CURL_MAX_S=20
 
 # shellcheck source=tests/lib.sh
 . "$ROOT/tests/lib.sh"
-# shellcheck source=scripts/lib-stack.sh
-. "$ROOT/scripts/lib-stack.sh" # db_sql
 
 # ---- the two reachable hosts, from this machine's own configuration ----
 url_host() { sed -E 's|^[a-z]+://([^/:@]*@)?([^/:]+).*|\2|' <<<"$1"; }
@@ -85,19 +83,18 @@ INI="$RUN/srt-reconciler.ini"
 chmod 0600 "$INI"
 recon() { "$RECON" -c "$INI" "$@"; }
 
-api() { api_to "$URL" "$@"; } # api METHOD PATH [BODY]
-AGENT=$(api POST /v1/agents '{"name":"srt-test","model":"claude-sonnet-4-5"}' | jq -r .id)
+AGENT=$(api "$URL" POST /v1/agents '{"name":"srt-test","model":"claude-sonnet-4-5"}' | jq -r .id)
 new_session() { # new_session NETWORKING [PACKAGES [AGENT]] -> SESSION_ID
 	local env packages=${2:-'{}'}
-	env=$(api POST /v1/environments "{\"name\":\"srt-$RANDOM$RANDOM\",\"config\":{\"type\":\"cloud\",\"networking\":$1,\"packages\":$packages}}" | jq -r .id)
-	api POST /v1/sessions "{\"agent\":\"${3:-$AGENT}\",\"environment_id\":\"$env\"}" | jq -r .id
+	env=$(api "$URL" POST /v1/environments "{\"name\":\"srt-$RANDOM$RANDOM\",\"config\":{\"type\":\"cloud\",\"networking\":$1,\"packages\":$packages}}" | jq -r .id)
+	api "$URL" POST /v1/sessions "{\"agent\":\"${3:-$AGENT}\",\"environment_id\":\"$env\"}" | jq -r .id
 }
-status() { api GET "/v1/sessions/$1" | jq -r .provisioning.status; }
+status() { api "$URL" GET "/v1/sessions/$1" | jq -r .provisioning.status; }
 provision() { # provision SESSION: one --once run; the session must end ready
 	recon --once >>"$T/once.log" 2>&1
 	[ "$(status "$1")" = ready ] || {
 		tail -n 20 "$T/once.log" | sed 's/^/    /'
-		api GET "/v1/sessions/$1" | jq -c .provisioning | sed 's/^/    /'
+		api "$URL" GET "/v1/sessions/$1" | jq -c .provisioning | sed 's/^/    /'
 		return 1
 	}
 }
@@ -133,8 +130,8 @@ registry() { grep -qxF "$1" <<<"$REGISTRIES"; } # registry HOST: one of the regi
 echo "# check"
 recon --check >"$T/check.log" 2>&1
 check "check: --check exits 0 with srt's self-test" \
-	bash -c '[ $1 -eq 0 ] && grep -q "self-test passed" "$2"' _ $? "$T/check.log"
-[ "$passed" -eq 1 ] || sed 's/^/    /' "$T/check.log"
+	bash -c '[ $1 -eq 0 ] && grep -q "self-test passed" "$2"' _ $? "$T/check.log" ||
+	sed 's/^/    /' "$T/check.log"
 
 # ---- private: sandbox-runtime the sandboxes' user cannot read ----
 echo "# private"
@@ -212,7 +209,7 @@ echo "# package managers"
 # what it holds, so that a mirror outside that list is expected refused
 SID_PM=$(new_session '{"type":"limited","allowed_hosts":[],"allow_package_managers":true}')
 check "package managers: session ready" provision "$SID_PM"
-REGISTRIES=$(db_sql "$RUN" terrarium -N -e \
+REGISTRIES=$(db_query "$RUN" \
 	"SELECT egress_policy FROM session_sandboxes WHERE session_id = '$SID_PM'" | jq -r '.[]')
 echo "# registry hosts: $(wc -l <<<"$REGISTRIES") (npm registry $(registry "$NPM_HOST" || echo "not ")in" \
 	"them, Debian mirror $(registry "$DEB_HOST" || echo "not ")in them)"
@@ -274,7 +271,7 @@ fi
 
 # ---- MCP servers ----
 echo "# mcp"
-AGENT_MCP=$(api POST /v1/agents "{\"name\":\"srt-mcp\",\"model\":\"claude-sonnet-4-5\",\"mcp_servers\":[{\"type\":\"url\",\"name\":\"reg\",\"url\":\"https://$NPM_HOST/mcp\"}]}" | jq -r .id)
+AGENT_MCP=$(api "$URL" POST /v1/agents "{\"name\":\"srt-mcp\",\"model\":\"claude-sonnet-4-5\",\"mcp_servers\":[{\"type\":\"url\",\"name\":\"reg\",\"url\":\"https://$NPM_HOST/mcp\"}]}" | jq -r .id)
 SID_M=$(new_session '{"type":"limited","allowed_hosts":[],"allow_mcp_servers":true}' '{}' "$AGENT_MCP")
 check "mcp: session ready" provision "$SID_M"
 probe "$SID_M" "$NPM_HOST"
@@ -284,7 +281,7 @@ check "mcp: without allow_mcp_servers, session ready" provision "$SID_N"
 probe "$SID_N" "$NPM_HOST"
 check "mcp: without allow_mcp_servers $NPM_HOST is refused" refused "$NPM_HOST"
 SID_R=$(new_session '{"type":"limited","allowed_hosts":[],"allow_mcp_servers":true}' '{}' "$AGENT_MCP")
-api POST "/v1/sessions/$SID_R" "{\"agent\":{\"mcp_servers\":[{\"type\":\"url\",\"name\":\"reg\",\"url\":\"https://$DEB_HOST/mcp\"}]}}" >/dev/null
+api "$URL" POST "/v1/sessions/$SID_R" "{\"agent\":{\"mcp_servers\":[{\"type\":\"url\",\"name\":\"reg\",\"url\":\"https://$DEB_HOST/mcp\"}]}}" >/dev/null
 check "mcp: after a session-local replacement, session ready" provision "$SID_R"
 probe "$SID_R" "$DEB_HOST" "$NPM_HOST"
 check "mcp: the replacement's host $DEB_HOST answers" answers "$DEB_HOST"
@@ -300,10 +297,10 @@ check "hosts: allowed 127.0.0.1 and localhost still do not reach the API ($out)"
 check "hosts: the reconciler says it left them out" test "$(grep -c 'is this machine: left out' "$T/hosts.err")" -eq 2
 SID_S=$(new_session '{"type":"limited","allowed_hosts":["intranet"]}')
 recon --once >>"$T/once.log" 2>&1
-err=$(api GET "/v1/sessions/$SID_S" | jq -r '.provisioning.status + ": " + .provisioning.last_error')
+err=$(api "$URL" GET "/v1/sessions/$SID_S" | jq -r '.provisioning.status + ": " + .provisioning.last_error')
 check "hosts: a name srt cannot express fails the provisioning, saying so ($err)" \
 	grep -q "^failed: srt cannot enforce allowed host 'intranet'" <<<"$err"
-api DELETE "/v1/sessions/$SID_S" >/dev/null
+api "$URL" DELETE "/v1/sessions/$SID_S" >/dev/null
 
 # ---- unrestricted: the internet, not this host ----
 echo "# unrestricted"
@@ -363,5 +360,4 @@ out=$(recon --exec "$SID" -- sh -c 'echo w >in-ws && echo t >/tmp/in-tmp && cat 
 check "escape: the workspace and /tmp are writable ($(tr '\n' ' ' <<<"$out"))" test "$(tr -d '\n' <<<"$out")" = wt
 check "escape: the sandbox's /tmp is its own" test ! -e /tmp/in-tmp
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_summary

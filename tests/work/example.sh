@@ -19,10 +19,13 @@ check() {
 
 URL=$TERRARIUM_URL KEY=$TERRARIUM_KEY
 H=(-H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" -H "content-type: application/json")
-ENV=$(curl -s $URL/v1/environments "${H[@]}" -d '{"name":"my-fleet","config":{"type":"self_hosted"}}' | jq -r .id)
-ENV_KEY=$("$BUILD/terrarium-api" -c "$TERRARIUM_CONFIG" key create-environment $ENV)
-AGENT=$(curl -s $URL/v1/agents "${H[@]}" -d '{"name":"coder","model":"claude-sonnet-4-5"}' | jq -r .id)
-SESSION=$(curl -s $URL/v1/sessions "${H[@]}" -d "{\"agent\":\"$AGENT\",\"environment_id\":\"$ENV\"}" | jq -r .id)
+# shellcheck disable=SC2086 # the lines of docs/work-queue.md, as a user types them
+{
+	ENV=$(curl -s $URL/v1/environments "${H[@]}" -d '{"name":"my-fleet","config":{"type":"self_hosted"}}' | jq -r .id)
+	ENV_KEY=$("$BUILD/terrarium-api" -c "$TERRARIUM_CONFIG" key create-environment $ENV)
+	AGENT=$(curl -s $URL/v1/agents "${H[@]}" -d '{"name":"coder","model":"claude-sonnet-4-5"}' | jq -r .id)
+	SESSION=$(curl -s $URL/v1/sessions "${H[@]}" -d "{\"agent\":\"$AGENT\",\"environment_id\":\"$ENV\"}" | jq -r .id)
+}
 check "setup: environment, environment key, session" bash -c '[[ $1 == env_* && $2 == trmenv_* && $3 == sesn_* ]]' _ "$ENV" "$ENV_KEY" "$SESSION"
 
 dir=$TERRARIUM_RUN/work-example

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # CubeSandbox (the E2B protocol at its own URL, settings in [cube]) against the E2B fake (e2b.sh).
 driver_setup() { # DIR
 	start_http_fake "$1" fake-e2b.mjs e2b_ || return 1

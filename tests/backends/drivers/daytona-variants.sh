@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Daytona against its protocol fake giving the other answer shapes deployments give: the sandbox
 # list as a page ({items: [...]}, newer API servers) and execute's {code, result} (daemons before
 # the exitCode rename). The driver reads both. Checks past the suite as daytona.sh.

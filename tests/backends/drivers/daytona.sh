@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Daytona against its protocol fake (sandbox API and toolbox execute), under /api as the real
 # service serves it: sandbox lists as a plain array, execute answering {exitCode, result}.
 driver_setup() { # DIR

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Docker against its protocol fake on a unix socket.
 driver_setup() { # DIR
 	start_bg "$1/fake.log" node "$HERE/fake-docker.mjs" --socket "$1/docker.sock" || return 1

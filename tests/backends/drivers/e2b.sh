@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # E2B against its protocol fake: the API and envd (the in-sandbox daemon) on one loopback port.
 # The fake answers "domain": "localhost:PORT", so the driver reaches envd at
 # http://49983-<id>.localhost:PORT (reconciler/backends/e2b.c, envd address).

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Opt-in: a real CubeSandbox deployment (E2B protocol). TERRARIUM_LIVE_CUBE_URL (its E2B API,
 # e.g. http://localhost:3000), TERRARIUM_LIVE_CUBE_KEY_FILE, TERRARIUM_LIVE_CUBE_TEMPLATE (the
 # template id; Cube has no default). Its sandbox domain must be reachable over https (CubeProxy

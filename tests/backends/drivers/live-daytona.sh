@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Opt-in: the real Daytona service. TERRARIUM_LIVE_DAYTONA_URL (API base including /api, e.g.
 # https://app.daytona.io/api), TERRARIUM_LIVE_DAYTONA_KEY_FILE (a file holding the API key),
 # optional TERRARIUM_LIVE_DAYTONA_SNAPSHOT (default: the organisation's default snapshot).

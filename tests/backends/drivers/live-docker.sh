@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Opt-in: a real Docker Engine. TERRARIUM_LIVE_DOCKER_SOCKET, optional TERRARIUM_LIVE_DOCKER_IMAGE
 # (default debian:12-slim; pulled when missing).
 driver_setup() { # DIR

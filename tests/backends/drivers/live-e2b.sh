@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Opt-in: the real E2B service. TERRARIUM_LIVE_E2B_URL (API base, e.g. https://api.e2b.app),
 # TERRARIUM_LIVE_E2B_KEY_FILE (a file holding the API key), optional TERRARIUM_LIVE_E2B_TEMPLATE
 # (default base: it has sh, seq and printenv). Sandboxes are killed by the suite's destroys.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Opt-in: a real OpenSandbox server. TERRARIUM_LIVE_OPENSANDBOX_URL (lifecycle base URL, without
 # /v1), TERRARIUM_LIVE_OPENSANDBOX_KEY_FILE, optional TERRARIUM_LIVE_OPENSANDBOX_IMAGE (an image
 # with sh, seq and printenv; default python:3.11-slim).

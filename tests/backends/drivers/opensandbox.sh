@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # OpenSandbox against its protocol fake (lifecycle, execd and egress sidecar in one server); its
 # API key file ends in a newline, as editors leave it.
 driver_setup() { # DIR

@@ -1,28 +1,30 @@
 # shellcheck shell=bash
-# lib-servers.sh: Apache (mod_fcgid) and lighttpd (mod_fastcgi) in front of the API, as
-# alternatives to nginx (SERVER=apache|lighttpd make up; docs/hosting.md). Sourced by
-# scripts/lib-stack.sh, whose helpers it uses; same conventions: functions take RUN first, say
-# what failed, return 0/1, never exit; each server is its own instance with its own config,
-# pid file and logs under RUN (no system service, nothing under /etc is read).
+# scripts/stack/servers.sh (sourced by scripts/lib-stack.sh): Apache (mod_fcgid) and lighttpd
+# (mod_fastcgi) in front of the API, as alternatives to nginx (SERVER=apache|lighttpd make up;
+# docs/hosting.md). Same conventions as the other parts: functions take RUN first, say what
+# failed, return 0/1, never exit; each server is its own instance with its own config, pid file
+# and logs under RUN (no system service, nothing under /etc is read).
 #
 # Unlike nginx, these servers start the API binary themselves, on fd 0 (serve_fd0): the
 # supervisor `terrarium-api serve` is not used. The API configuration they pass is RUN/NAME.ini
-# (api_config), made readable to the server's user (group, mode 0640).
+# (api_config), made readable to the server's user (group, mode 0640); how many API processes
+# they run and after how many requests they recycle one are that configuration's [api] workers
+# and max_requests.
 #
 # Files under RUN:
 #   apache.conf apache.pid apache-error.log apache-access.log apache-rt/ apache-fcgid/
 #   lighttpd.conf lighttpd.pid lighttpd-error.log lighttpd-access.log lighttpd-fcgi/
 #
-# Environment: WORKERS (API processes the server runs; default 2 x cores), MAX_REQUESTS,
-# APACHE_MODULES (default /usr/lib/apache2/modules), SERVER (stack_server_start: nginx, apache
-# or lighttpd; default nginx).
+# Environment: APACHE_MODULES (default /usr/lib/apache2/modules), SERVER (stack_server_start:
+# nginx, apache or lighttpd; default nginx).
 
 STACK_SERVERS="nginx apache lighttpd"
 
-# API processes a server runs: WORKERS, else 2 x cores (the supervisor's default).
+# API processes a server runs for RUN/NAME.ini: its [api] workers, 0 meaning two per core (as
+# the supervisor reads it).
 _stack_server_procs() {
-	local n=${WORKERS:-0}
-	case "$n" in '' | *[!0-9]*) n=0 ;; esac
+	local n
+	n=$(api_setting "$1" "$2" api workers) || return 1
 	[ "$n" -gt 0 ] || n=$((2 * $(nproc)))
 	echo "$n"
 }
@@ -52,23 +54,20 @@ _stack_server_api() {
 	echo "$api"
 }
 
-# _stack_server_user USER_FORMAT GROUP_FORMAT PATH...: sets the caller's user_line and group_line,
-# the server configuration's lines (printf formats of the name) naming the user and group its
-# processes run as when started as root (nginx's workers' user), and gives PATH... to that user.
-# Not started as root: a comment line, and nothing changes hands.
+# _stack_server_user FORMAT [PATH...]: sets the caller's user_line, the server configuration's
+# line (a printf format of the user, then the group) naming the user and group its processes
+# run as when started as root (nginx's workers' user), and gives PATH... to that user. Not
+# started as root: a comment line, and nothing changes hands.
 _stack_server_user() {
-	local user_format=$1 group_format=$2
-	shift 2
+	local format=$1
+	shift
 	if [ "$(id -u)" -ne 0 ]; then
 		user_line="# not started as root: runs as $(id -un)"
-		group_line=""
 		return 0
 	fi
-	# shellcheck disable=SC2059 # the formats are the callers' constants
-	user_line=$(printf "$user_format" "$(stack_nginx_user)")
-	# shellcheck disable=SC2059
-	group_line=$(printf "$group_format" "$(stack_nginx_group)")
-	chown "$(stack_nginx_user):$(stack_nginx_group)" "$@"
+	# shellcheck disable=SC2059 # the format is the caller's constant
+	user_line=$(printf "$format" "$(stack_nginx_user)" "$(stack_nginx_group)")
+	[ $# -eq 0 ] || chown "$(stack_nginx_user):$(stack_nginx_group)" "$@"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -84,22 +83,23 @@ _stack_apache_bin() {
 # apache_start RUN PORT NAME: Apache on 127.0.0.1:PORT running the API with RUN/NAME.ini through
 # mod_fcgid (hosting/apache/apache.conf.in -> RUN/apache.conf).
 apache_start() {
-	local run=$1 port=$2 name=$3 api
+	local run=$1 port=$2 name=$3 api procs max_requests
 	_stack_check_run "$run" || return 1
 	_stack_check_name "$name" || return 1
 	api=$(_stack_server_api) || return 1
 	stack_prepare "$run" || return 1
 	_stack_server_ini "$run" "$name" || return 1
+	procs=$(_stack_server_procs "$run" "$name") &&
+		max_requests=$(api_setting "$run" "$name" api max_requests) || return 1
 	apache_start_conf "$run" "$port" "$STACK_ROOT/hosting/apache/apache.conf.in" API="$api" \
-		INI="$run/$name.ini" PROCS="$(_stack_server_procs)" \
-		MAX_REQUESTS="${MAX_REQUESTS:-10000}"
+		INI="$run/$name.ini" PROCS="$procs" MAX_REQUESTS="$max_requests"
 }
 
 # apache_start_conf RUN PORT TEMPLATE [KEY=VALUE...]: Apache on 127.0.0.1:PORT with TEMPLATE
-# made into RUN/apache.conf (@RUN@ @PORT@ @USER@ @GROUP@ @MODULES@ and each KEY given). A
+# made into RUN/apache.conf (@RUN@ @PORT@ @USER@ @MODULES@ and each KEY given). A
 # running instance is stopped first (mod_fcgid's processes read the configuration once).
 apache_start_conf() {
-	local run=$1 port=$2 template=$3 bin user_line group_line modules
+	local run=$1 port=$2 template=$3 bin user_line modules
 	shift 3
 	_stack_check_run "$run" || return 1
 	bin=$(_stack_apache_bin) || return 1
@@ -112,9 +112,9 @@ apache_start_conf() {
 	apache_stop "$run" || return 1
 	mkdir -p "$run/apache-rt" "$run/apache-fcgid" "$run/apache-docroot" || return 1
 	# the children (and mod_fcgid's process manager) run as that user
-	_stack_server_user 'User %s' 'Group %s' "$run/apache-fcgid" || return 1
-	_stack_subst "$template" RUN="$run" PORT="$port" USER="$user_line" GROUP="$group_line" \
-		MODULES="$modules" "$@" >"$run/apache.conf" || return 1
+	_stack_server_user 'User %s\nGroup %s' "$run/apache-fcgid" || return 1
+	_stack_subst "$template" RUN="$run" PORT="$port" USER="$user_line" MODULES="$modules" "$@" \
+		>"$run/apache.conf" || return 1
 	if ! "$bin" -d "$run" -f "$run/apache.conf" -t >"$run/apache-test.log" 2>&1; then
 		_stack_err "apache configuration test failed ($run/apache.conf)"
 		_stack_tail "$run/apache-test.log"
@@ -144,7 +144,7 @@ apache_stop() {
 # through mod_fastcgi "bin-path" (hosting/lighttpd/lighttpd.conf.in -> RUN/lighttpd.conf). A
 # running instance is stopped first.
 lighttpd_start() {
-	local run=$1 port=$2 name=$3 bin api user_line group_line
+	local run=$1 port=$2 name=$3 bin api user_line procs
 	_stack_check_run "$run" || return 1
 	_stack_check_name "$name" || return 1
 	bin=$(_stack_bin lighttpd) || {
@@ -159,11 +159,11 @@ lighttpd_start() {
 	mkdir -p "$run/lighttpd-fcgi" "$run/lighttpd-docroot" "$run/lighttpd-tmp" || return 1
 	# lighttpd opens its logs before it drops root: they are made here, its user's
 	touch "$run/lighttpd-error.log" "$run/lighttpd-access.log" || return 1
-	_stack_server_user 'server.username = "%s"' 'server.groupname = "%s"' "$run/lighttpd-fcgi" \
+	_stack_server_user 'server.username = "%s"\nserver.groupname = "%s"' "$run/lighttpd-fcgi" \
 		"$run/lighttpd-tmp" "$run/lighttpd-error.log" "$run/lighttpd-access.log" || return 1
+	procs=$(_stack_server_procs "$run" "$name") || return 1
 	_stack_subst "$STACK_ROOT/hosting/lighttpd/lighttpd.conf.in" RUN="$run" PORT="$port" \
-		USER="$user_line" GROUP="$group_line" API="$api" INI="$run/$name.ini" NAME="$name" \
-		PROCS="$(_stack_server_procs)" MAX_REQUESTS="${MAX_REQUESTS:-10000}" \
+		USER="$user_line" API="$api" INI="$run/$name.ini" NAME="$name" PROCS="$procs" \
 		>"$run/lighttpd.conf" || return 1
 	if ! "$bin" -tt -f "$run/lighttpd.conf" >"$run/lighttpd-test.log" 2>&1; then
 		_stack_err "lighttpd configuration test failed ($run/lighttpd.conf)"
