@@ -118,9 +118,13 @@ void idem_run(struct worker *w, struct request *req, struct response *resp, hand
 	clock_now(now, NULL);
 	clock_in(IDEM_TTL_S, expires, NULL);
 	clock_in(-IDEM_IN_FLIGHT_MAX_S, stale, NULL);
-	c.ref = (struct idem_ref){
-		req->principal->workspace_id, req->principal->account_id, key, hash, now, expires, stale
-	};
+	c.ref = (struct idem_ref){ req->principal->workspace_id,
+				   req->principal->account_id,
+				   key,
+				   hash,
+				   now,
+				   expires,
+				   stale };
 	st = db_tx(w->db, idem_tx, &c);
 	if (st && !(st == DB_CONFLICT && c.refused)) {
 		resp_release(resp);
