@@ -15,14 +15,15 @@ endif
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
 	common/egress.c common/redact.c common/privs.c common/strbuf.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
-	db/work.c db/intent.c
+	db/work.c db/intent.c db/events.c
 HTTP_SRC := http/request.c http/response.c http/router.c
 HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth_guard.c handlers/env_validate.c \
 	handlers/cursor.c handlers/router.c handlers/routes.c handlers/resource.c \
 	handlers/sessions.c handlers/idempotency.c \
-	handlers/environments.c handlers/agent_validate.c handlers/agents.c handlers/work.c
+	handlers/environments.c handlers/agent_validate.c handlers/agents.c handlers/work.c \
+	handlers/event_validate.c handlers/events.c handlers/stream.c
 FCGI_SRC := fcgi/serve.c
-API_SRC := api/main.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
+API_SRC := api/main.c api/tail.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
 RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/cache.c reconciler/drift.c \
 	db/sandboxes.c reconciler/backends/process.c \
 	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \

@@ -64,6 +64,26 @@ static const struct config_key keys[] = {
 	  "database server cannot wake it from (a Galera cluster: docs/cluster.md); 0: only when "
 	  "woken" },
 
+	{ "stream", "publish_socket", CONFIG_STRING, F(stream_publish_socket), 0, 0, "", 0,
+	  "the unix socket of nginx's event publisher (nchan) the supervisor's tailer publishes "
+	  "new events to; empty: no tailer, streams are served by workers (hold_seconds)" },
+	{ "stream", "tail_ms", CONFIG_LONG, F(stream_tail_ms), 1, CONFIG_TAIL_MS_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_TAIL_MS), 0,
+	  "how often the tailer reads the events appended since its last read" },
+	{ "stream", "hold_seconds", CONFIG_LONG, F(stream_hold_s), 1, CONFIG_STREAM_HOLD_S_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_STREAM_HOLD_S), 0,
+	  "without a publisher, a worker holds a stream this long before it ends it (the client "
+	  "reconnects)" },
+	{ "stream", "poll_ms", CONFIG_LONG, F(stream_poll_ms), 1, CONFIG_STREAM_POLL_MS_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_STREAM_POLL_MS), 0,
+	  "without a publisher, how often a held stream reads its session's new events" },
+	{ "stream", "ping_seconds", CONFIG_LONG, F(stream_ping_s), 1, CONFIG_STREAM_PING_S_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_STREAM_PING_S), 0,
+	  "without a publisher, a held stream sends a keep-alive comment this often" },
+	{ "stream", "max_held", CONFIG_INT, F(stream_max_held), 0, CONFIG_MAX_WORKERS, "0", 0,
+	  "without a publisher, the streams held at once by the supervisor's workers (beyond: "
+	  "503); 0: half of them" },
+
 	{ "sandbox", "backend", CONFIG_BACKEND, F(backend), 0, 0, "local", 0,
 	  "the sandbox backend: a name in the backend table (common/backend.c)" },
 	{ "sandbox", "root", CONFIG_STRING, F(sandbox_root), 0, 0, CONFIG_DEFAULT_SANDBOX_ROOT, 0,
@@ -440,4 +460,24 @@ int config_dump(const struct config *cfg, FILE *out)
 				dump_key(&keys[i], &cfg->remote[b], out);
 	}
 	return fflush(out) || ferror(out) ? -1 : 0;
+}
+
+int config_api_workers(const struct config *cfg)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (cfg->api_workers > 0)
+		return cfg->api_workers;
+	if (cores < 1)
+		cores = 1;
+	return cores * 2 > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (int)cores * 2;
+}
+
+int config_stream_max_held(const struct config *cfg)
+{
+	int half = config_api_workers(cfg) / 2;
+
+	if (cfg->stream_max_held > 0)
+		return cfg->stream_max_held;
+	return half ? half : 1;
 }

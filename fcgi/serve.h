@@ -25,6 +25,13 @@ struct serve_app {
 	void (*worker_free)(void *worker); /* NULL is fine */
 	/* Answer REQ (parsed) into RESP; always leaves a complete response. */
 	void (*handle)(void *worker, struct request *req, struct response *resp);
+	/* Optional: a process the supervisor keeps running beside its workers, as their user
+	 * and with their environment, restarted when it exits, stopped with them (the event
+	 * tailer). aux_enabled says whether CFG wants it; aux_run is its body and exit status;
+	 * aux_name its process name. NULL: none. */
+	int (*aux_enabled)(const struct config *cfg);
+	int (*aux_run)(const struct config *cfg);
+	const char *aux_name;
 };
 
 /* Supervisor: bind cfg->api_socket (and cfg->api_poll_socket when set, with its own

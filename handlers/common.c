@@ -8,6 +8,7 @@
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../db/keys.h"
+#include "agent_validate.h"
 #include "auth_guard.h"
 #include "cursor.h"
 #include "handlers.h"
@@ -309,5 +310,20 @@ int page_parse(struct worker *w, struct request *req, struct response *resp, con
 		return -1;
 	}
 	*paged = 1;
+	return 0;
+}
+
+int query_time(struct request *req, struct response *resp, const char *name, char *out)
+{
+	const char *s = req_query(req, name);
+
+	out[0] = '\0';
+	if (!s)
+		return 0;
+	if (rfc3339_to_db(s, out, CLOCK_DB_LEN)) {
+		resp_error(resp, req, 400, NULL,
+			   "'%s' must be an RFC 3339 timestamp such as 2026-07-27T00:00:00Z", name);
+		return -1;
+	}
 	return 0;
 }

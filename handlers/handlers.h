@@ -62,6 +62,10 @@ int auth_request(struct worker *w, struct request *req, struct response *resp);
 int query_count(struct request *req, struct response *resp, const char *name, long long min,
 		long long max, long long def, long long *out);
 
+/* Query parameter NAME (an RFC 3339 timestamp) as a DATETIME literal in OUT (CLOCK_DB_LEN
+ * bytes; "" when absent). 0, or -1 with RESP a 400 naming NAME. */
+int query_time(struct request *req, struct response *resp, const char *name, char *out);
+
 /* A list's `limit`: 1..LIST_MAX_LIMIT, LIST_DEFAULT_LIMIT when absent (docs/api.md). */
 #define LIST_DEFAULT_LIMIT 100
 #define LIST_MAX_LIMIT 1000
@@ -118,6 +122,11 @@ handler_func health_live, health_ready;
 handler_func env_create, env_update;
 handler_func session_create, session_update;
 handler_func agent_create, agent_update, agent_versions;
+/* Session events (handlers/events.c, handlers/stream.c, docs/events.md). */
+handler_func events_send, events_list, events_stream;
+/* Map the slots counting the streams workers hold, shared by the workers forked after it
+ * (handlers/stream.c). 0, or -1: each worker then lets every stream through. */
+int stream_slots_init(void);
 /* The self-hosted work queue (handlers/work.c, docs/work-queue.md). */
 handler_func work_poll, work_ack, work_heartbeat, work_stop, work_update, work_stats;
 

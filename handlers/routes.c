@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/log.h"
+#include "../api/tail.h"
 #include "auth_guard.h"
 #include "resource.h"
 
@@ -97,6 +98,20 @@ static const struct api_route routes[] = {
 	  resource_delete,
 	  ROUTE_AUTH | ROUTE_BETA,
 	  &RES_SESSION },
+	/* session events (docs/api.md §7); the stream is held by nginx where it can
+	 * (docs/events.md), which asks this route whether to open it */
+	{ { "POST", "/v1/sessions/{id}/events" },
+	  events_send,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT | ROUTE_WORK_TOKEN,
+	  NULL },
+	{ { "GET", "/v1/sessions/{id}/events" },
+	  events_list,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_WORK_TOKEN,
+	  NULL },
+	{ { "GET", "/v1/sessions/{id}/events/stream" },
+	  events_stream,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_WORK_TOKEN,
+	  NULL },
 	{ { "POST", "/v1/sessions/{id}/archive" },
 	  resource_archive,
 	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT,
@@ -117,6 +132,9 @@ static int api_init(void)
 	if (auth_guard_init())
 		log_warn("supervisor: no shared memory for the unknown-key guard: %s",
 			 strerror(errno));
+	/* the streams workers hold (without a publisher) are counted across workers */
+	if (stream_slots_init())
+		log_warn("supervisor: no shared memory for the stream slots: %s", strerror(errno));
 	return 0;
 }
 
@@ -151,4 +169,7 @@ const struct serve_app api_app = {
 	.worker_new = api_worker_new,
 	.worker_free = api_worker_free,
 	.handle = api_handle,
+	.aux_enabled = tail_enabled,
+	.aux_run = tail_run,
+	.aux_name = "terrarium-tail",
 };

@@ -97,8 +97,11 @@ done
 
 db_init "$RUN" || die "db_init failed"
 db_start "$RUN" || die "db_start failed"
+# one tailer publishes the database's events to nginx's streams: the first API's
+tailer=1
 for b in "${BACKENDS[@]}"; do
-	WORKERS=2 api_config "$RUN" "$b" "$b" || die "api_config $b failed"
+	API_TAILER=$tailer WORKERS=2 api_config "$RUN" "$b" "$b" || die "api_config $b failed"
+	tailer=0
 done
 api_cli "$RUN" "${BACKENDS[0]}" migrate "$ROOT/sql" || die "migrate failed"
 
