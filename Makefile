@@ -27,7 +27,8 @@ API_SRC := api/main.c api/tail.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC
 RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/cache.c reconciler/drift.c \
 	db/sandboxes.c reconciler/backends/process.c \
 	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
-	reconciler/backends/open.c db/db.c db/keys.c db/intents.c db/intent.c db/idempotency.c $(COMMON_SRC)
+	reconciler/backends/open.c db/db.c db/keys.c db/intents.c db/intent.c db/idempotency.c \
+	db/events.c $(COMMON_SRC)
 # HTTP sandbox drivers (libcurl; only reconciler/backends/ includes curl/curl.h)
 RECON_SRC += reconciler/backends/http.c reconciler/backends/remote.c \
 	reconciler/backends/opensandbox.c reconciler/backends/docker.c

@@ -121,8 +121,8 @@ static int read_answer(struct publisher *p)
 	body = strtoll(cl + 17, NULL, 10) - (long long)(len - (size_t)(end + 4 - head));
 	while (body > 0) {
 		char sink[1024];
-		ssize_t k = recv(p->fd, sink, body < (long long)sizeof(sink) ? (size_t)body : sizeof(sink),
-				 0);
+		ssize_t k = recv(p->fd, sink,
+				 body < (long long)sizeof(sink) ? (size_t)body : sizeof(sink), 0);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
@@ -134,16 +134,16 @@ static int read_answer(struct publisher *p)
 
 /* METHOD /pub/CHANNEL with BODY (may be NULL) and the frame's event name TYPE. 0 when nginx
  * took it (2xx). One reconnection is tried: nginx closes idle keep-alive connections. */
-static int pub_send(struct publisher *p, const char *method, const char *channel,
-		    const char *type, const char *body, size_t body_len)
+static int pub_send(struct publisher *p, const char *method, const char *channel, const char *type,
+		    const char *body, size_t body_len)
 {
 	struct strbuf req = STRBUF_INIT;
 	int status = -1;
 
 	strbuf_addf(&req, "%s /pub/%s HTTP/1.1\r\nHost: localhost\r\n", method, channel);
 	if (type)
-		strbuf_addf(&req,
-			    "Content-Type: application/json\r\nX-EventSource-Event: %s\r\n", type);
+		strbuf_addf(&req, "Content-Type: application/json\r\nX-EventSource-Event: %s\r\n",
+			    type);
 	strbuf_addf(&req, "Content-Length: %zu\r\n\r\n", body ? body_len : 0);
 	if (body)
 		strbuf_add(&req, body, body_len);
@@ -221,7 +221,8 @@ static void tail_settle(struct tail *t)
 	size_t k = 0;
 	long long now = clock_mono_ms();
 
-	while (k < t->n && (t->pub[k].seq == t->low + 1 || now - t->pub[k].at_ms >= TAIL_GAP_WAIT_MS))
+	while (k < t->n &&
+	       (t->pub[k].seq == t->low + 1 || now - t->pub[k].at_ms >= TAIL_GAP_WAIT_MS))
 		t->low = t->pub[k++].seq;
 	memmove(t->pub, t->pub + k, (t->n - k) * sizeof(*t->pub));
 	t->n -= k;

@@ -1,5 +1,7 @@
 #include "events.h"
 
+#include "../common/crypto.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +70,8 @@ enum db_status evdb_lock(struct db *db, const struct db_key *k, const char *now,
 enum db_status evdb_lock_id(struct db *db, const char *id, const char *now, struct ev_session *s,
 			    int *found)
 {
-	static const char sql[] = EV_LOCK_SELECT "WHERE s.id = ? AND s.deleted_at IS NULL FOR UPDATE";
+	static const char sql[] =
+		EV_LOCK_SELECT "WHERE s.id = ? AND s.deleted_at IS NULL FOR UPDATE";
 
 	return lock_read(db, sql, DB_PARAMS(DB_STR(id)), now, s, found);
 }
@@ -90,9 +93,9 @@ enum db_status evdb_append(struct db *db, struct ev_session *s, const struct ev_
 		return db_fail(db, DB_CORRUPT, "session %s: event %s does not start with its type",
 			       s->id, e->id);
 	if (!e->queued) {
-		struct db_val p[] = { DB_STR(e->id),	    DB_STR(s->id),	  DB_INT(0),
-				      DB_STR(e->type),	    db_opt(e->ref_id),	  DB_STR(s->now),
-				      DB_STR(s->now),	    DB_STR(e->body) };
+		struct db_val p[] = { DB_STR(e->id),   DB_STR(s->id),	  DB_INT(0),
+				      DB_STR(e->type), db_opt(e->ref_id), DB_STR(s->now),
+				      DB_STR(s->now),  DB_STR(e->body) };
 		p[2] = DB_INT((long long)++s->event_pos);
 		return db_exec(db, processed, DB_ARRAY(p), NULL, NULL);
 	}
@@ -129,10 +132,13 @@ enum db_status evdb_status(struct db *db, struct ev_session *s, const char *stat
 {
 	const char *type = status_event(status);
 	int idle = !strcmp(status, SES_IDLE);
-	char small[128], *body;
-	struct ev_new e = { .id = event_id };
+	char small[128], *body, id[64];
+	struct ev_new e = { .id = event_id ? event_id : id };
 	enum db_status st;
 
+	if (!event_id && random_id(id, sizeof(id), EVENT_ID_PREFIX, ID_RANDOM_LEN))
+		return db_fail(db, DB_FATAL, "session %s: no random id for its %s event", s->id,
+			       type ? type : status);
 	if (!type || (idle && !stop_reason))
 		return db_fail(db, DB_FATAL, "session %s: no event announces status '%s'", s->id,
 			       status);
@@ -161,6 +167,31 @@ enum db_status evdb_status(struct db *db, struct ev_session *s, const char *stat
 	return st;
 }
 
+enum db_status evdb_provisioning(struct db *db, const char *session_id, const char *status,
+				 const char *now)
+{
+	struct ev_session s;
+	int found;
+	enum db_status st = evdb_lock_id(db, session_id, now, &s, &found);
+
+	if (st || !found || s.turn_pending)
+		goto out;
+	if (!strcmp(status, SES_IDLE)) { /* provisioning no longer holds it back */
+		if (strcmp(s.status, SES_RESCHEDULING) && strcmp(s.status, SES_TERMINATED))
+			goto out;
+		st = evdb_status(db, &s, SES_IDLE, "{\"type\":\"end_turn\"}", NULL);
+	} else if (strcmp(s.status, status)) {
+		st = evdb_status(db, &s, status, NULL, NULL);
+	} else {
+		goto out;
+	}
+	if (!st)
+		st = evdb_save(db, &s);
+out:
+	ev_session_release(&s);
+	return st;
+}
+
 enum db_status evdb_save(struct db *db, const struct ev_session *s)
 {
 	static const char sql[] =
@@ -168,11 +199,16 @@ enum db_status evdb_save(struct db *db, const struct ev_session *s)
 		" turn_due_at = IF(? = 1, COALESCE(turn_due_at, ?), NULL), blocking = ?,"
 		" interrupt_at = IF(? = 1, ?, IF(? = 1, interrupt_at, NULL)), updated_at = ?"
 		" WHERE id = ?";
-	struct db_val p[] = { DB_STR(s->status),	DB_INT((long long)s->event_pos),
-			      DB_INT(s->turn_pending),	DB_INT(s->turn_pending),
-			      DB_STR(s->now),		db_opt(s->blocking),
-			      DB_INT(s->interrupt),	DB_STR(s->now),
-			      DB_INT(s->turn_pending),	DB_STR(s->now),
+	struct db_val p[] = { DB_STR(s->status),
+			      DB_INT((long long)s->event_pos),
+			      DB_INT(s->turn_pending),
+			      DB_INT(s->turn_pending),
+			      DB_STR(s->now),
+			      db_opt(s->blocking),
+			      DB_INT(s->interrupt),
+			      DB_STR(s->now),
+			      DB_INT(s->turn_pending),
+			      DB_STR(s->now),
 			      DB_STR(s->id) };
 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
@@ -185,9 +221,9 @@ enum db_status evdb_process_queued(struct db *db, struct ev_session *s, int *n)
 	static const char upd[] =
 		"UPDATE session_events SET ord = ?, processed_at = ? WHERE id = ?";
 	struct db_rows rows;
-	enum db_status st = db_exec(
-		db, sel, DB_PARAMS(DB_STR(s->id), DB_INT((long long)EVENTS_QUEUED_ORD)), &rows,
-		NULL);
+	enum db_status st =
+		db_exec(db, sel, DB_PARAMS(DB_STR(s->id), DB_INT((long long)EVENTS_QUEUED_ORD)),
+			&rows, NULL);
 
 	*n = 0;
 	for (unsigned r = 0; !st && r < rows.nrows; r++) {
@@ -201,8 +237,7 @@ enum db_status evdb_process_queued(struct db *db, struct ev_session *s, int *n)
 	return st;
 }
 
-enum db_status evdb_get(struct db *db, const char *session_id, const char *id,
-			struct db_rows *rows)
+enum db_status evdb_get(struct db *db, const char *session_id, const char *id, struct db_rows *rows)
 {
 	static const char sql[] = EV_SELECT "WHERE session_id = ? AND id = ?";
 
@@ -225,18 +260,10 @@ enum db_status evdb_list(struct db *db, const struct ev_query *q, struct db_rows
 	" AND (? IS NULL OR processed_at < ?) AND (? IS NULL OR processed_at <= ?) "
 	static const char asc[] = EV_SELECT EV_LIST_WHERE "AND ord > ? ORDER BY ord LIMIT ?";
 	static const char desc[] = EV_SELECT EV_LIST_WHERE "AND ord < ? ORDER BY ord DESC LIMIT ?";
-	struct db_val p[] = { DB_STR(q->session_id),
-			      db_opt(q->types),
-			      db_opt(q->types),
-			      db_opt(q->gt),
-			      db_opt(q->gt),
-			      db_opt(q->gte),
-			      db_opt(q->gte),
-			      db_opt(q->lt),
-			      db_opt(q->lt),
-			      db_opt(q->lte),
-			      db_opt(q->lte),
-			      DB_INT(q->after_ord),
+	struct db_val p[] = { DB_STR(q->session_id), db_opt(q->types), db_opt(q->types),
+			      db_opt(q->gt),	     db_opt(q->gt),    db_opt(q->gte),
+			      db_opt(q->gte),	     db_opt(q->lt),    db_opt(q->lt),
+			      db_opt(q->lte),	     db_opt(q->lte),   DB_INT(q->after_ord),
 			      DB_INT(q->rows) };
 
 	return db_exec(db, q->desc ? desc : asc, DB_ARRAY(p), rows, NULL);
@@ -250,8 +277,7 @@ enum db_status evdb_tail(struct db *db, unsigned long long after_seq, long long 
 	return db_exec(db, sql, DB_PARAMS(DB_INT((long long)after_seq), DB_INT(max)), rows, NULL);
 }
 
-enum db_status evdb_session_last_seq(struct db *db, const char *session_id,
-				     unsigned long long *seq)
+enum db_status evdb_session_last_seq(struct db *db, const char *session_id, unsigned long long *seq)
 {
 	static const char sql[] =
 		"SELECT COALESCE(MAX(seq), 0) FROM session_events WHERE session_id = ?";
@@ -265,13 +291,14 @@ enum db_status evdb_session_last_seq(struct db *db, const char *session_id,
 	return st;
 }
 
-enum db_status evdb_session_after(struct db *db, const char *session_id,
-				  unsigned long long after, long long max, struct db_rows *rows)
+enum db_status evdb_session_after(struct db *db, const char *session_id, unsigned long long after,
+				  long long max, struct db_rows *rows)
 {
 	static const char sql[] = EV_SELECT "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?";
 
-	return db_exec(db, sql, DB_PARAMS(DB_STR(session_id), DB_INT((long long)after), DB_INT(max)),
-		       rows, NULL);
+	return db_exec(db, sql,
+		       DB_PARAMS(DB_STR(session_id), DB_INT((long long)after), DB_INT(max)), rows,
+		       NULL);
 }
 
 enum db_status evdb_last_seq(struct db *db, unsigned long long *seq)
@@ -284,6 +311,27 @@ enum db_status evdb_last_seq(struct db *db, unsigned long long *seq)
 	if (!st && rows.nrows)
 		*seq = strtoull(db_cell(&rows, 0, 0), NULL, 10);
 	db_rows_free(&rows);
+	return st;
+}
+
+enum db_status evdb_session_deleted(struct db *db, const char *session_id, const char *now)
+{
+	struct ev_session s;
+	int found;
+	char id[64];
+	enum db_status st = evdb_lock_id(db, session_id, now, &s, &found);
+	struct ev_new e = { .id = id,
+			    .type = "session.deleted",
+			    .body = "{\"type\":\"session.deleted\"}" };
+
+	if (!st && found && random_id(id, sizeof(id), EVENT_ID_PREFIX, ID_RANDOM_LEN))
+		st = db_fail(db, DB_FATAL, "session %s: no random id for its session.deleted event",
+			     session_id);
+	if (!st && found)
+		st = evdb_remove_session(db, session_id);
+	if (!st && found)
+		st = evdb_append(db, &s, &e);
+	ev_session_release(&s);
 	return st;
 }
 

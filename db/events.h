@@ -66,11 +66,17 @@ enum db_status evdb_append(struct db *db, struct ev_session *s, const struct ev_
 
 /* Change S's status to STATUS with the event that announces it (session.status_running,
  * session.status_idle with STOP_REASON, a JSON object text, session.status_rescheduled,
- * session.status_terminated), whose id is EVENT_ID. For idle, STOP_REASON is required. Nothing
- * is appended when the status is STATUS already and it is not idle (an idle with a new stop
- * reason is announced again: a requires_action with fewer ids). */
+ * session.status_terminated), whose id is EVENT_ID (NULL: a new one). For idle, STOP_REASON is
+ * required. Nothing is appended when the status is STATUS already and it is not idle (an idle with
+ * a new stop reason is announced again: a requires_action with fewer ids). */
 enum db_status evdb_status(struct db *db, struct ev_session *s, const char *status,
 			   const char *stop_reason, const char *event_id);
+
+/* Provisioning moved session SESSION_ID to STATUS (docs/design.md, Provisioning): a failed
+ * attempt to rescheduling, the last one to terminated, a bound sandbox (or --retry) back to
+ * idle from either. A session with a turn pending or running is the runner's: left as it is. */
+enum db_status evdb_provisioning(struct db *db, const char *session_id, const char *status,
+				 const char *now);
 
 /* Write S's runtime state (status, positions, turn, blocking, interrupt) to its row. */
 enum db_status evdb_save(struct db *db, const struct ev_session *s);
@@ -104,11 +110,11 @@ enum db_status evdb_refs(struct db *db, const char *session_id, const char *ref,
 /* A page of a session's events. */
 struct ev_query {
 	const char *session_id;
-	int desc;		       /* newest first */
+	int desc;	     /* newest first */
 	long long after_ord; /* the cursor's position; 0 (asc) / LLONG_MAX (desc): ords are
 			      * below 2^63 */
-	long long rows;		       /* at most this many */
-	const char *types;	       /* comma-separated types, or NULL for all */
+	long long rows;	     /* at most this many */
+	const char *types;   /* comma-separated types, or NULL for all */
 	const char *gt, *gte, *lt, *lte; /* processed_at bounds (DB format), or NULL */
 };
 
@@ -126,11 +132,16 @@ enum db_status evdb_session_last_seq(struct db *db, const char *session_id,
 /* Events of session SESSION_ID appended after its seq AFTER, at most MAX, by seq. A session's
  * appends are serialised by its row lock, so its seqs grow in commit order: no gap is ever
  * filled later. */
-enum db_status evdb_session_after(struct db *db, const char *session_id,
-				  unsigned long long after, long long max, struct db_rows *rows);
+enum db_status evdb_session_after(struct db *db, const char *session_id, unsigned long long after,
+				  long long max, struct db_rows *rows);
 
 /* The highest seq now (0: none), for a tailer's start. */
 enum db_status evdb_last_seq(struct db *db, unsigned long long *seq);
+
+/* Session SESSION_ID is being deleted (in the caller's transaction, before its row goes): its
+ * events go, and a session.deleted is appended, which ends its streams; it stays until
+ * evdb_purge_deleted. Nothing when the session does not exist. */
+enum db_status evdb_session_deleted(struct db *db, const char *session_id, const char *now);
 
 /* Remove every event of session SESSION_ID but a session.deleted one (the session is gone). */
 enum db_status evdb_remove_session(struct db *db, const char *session_id);

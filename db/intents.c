@@ -1,5 +1,7 @@
 #include "intents.h"
 
+#include "events.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,8 +290,6 @@ static enum db_status fail_tx(struct db *db, void *arg)
 	static const char intent[] =
 		"UPDATE provisioning_intents SET state = ?, last_error = ?, next_attempt_at = ?,"
 		" lease_owner = NULL, lease_expires_at = NULL, updated_at = ?" FENCE;
-	static const char session[] = "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ? "
-				      "AND deleted_at IS NULL";
 	struct fail_ctx *c = arg;
 	enum db_status st;
 
@@ -301,10 +301,8 @@ static enum db_status fail_tx(struct db *db, void *arg)
 		c->lost);
 	if (st || *c->lost)
 		return st;
-	return db_exec(db, session,
-		       DB_PARAMS(DB_STR(c->terminal ? "terminated" : "rescheduling"),
-				 DB_STR(c->now), DB_STR(c->session_id)),
-		       NULL, NULL);
+	return evdb_provisioning(db, c->session_id, c->terminal ? SES_TERMINATED : SES_RESCHEDULING,
+				 c->now);
 }
 
 enum db_status intents_fail(struct db *db, const struct intent_fence *f, const char *session_id,
@@ -332,8 +330,6 @@ static enum db_status bind_tx(struct db *db, void *arg)
 		" created_at) VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE backend = "
 		"VALUES(backend),"
 		" sandbox_id = VALUES(sandbox_id), egress_policy = VALUES(egress_policy)";
-	static const char session[] =
-		"UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ?";
 	struct bind_ctx *c = arg;
 	enum db_status st;
 
@@ -345,8 +341,7 @@ static enum db_status bind_tx(struct db *db, void *arg)
 			       db_opt(c->egress), DB_STR(c->now)),
 		     NULL, NULL);
 	if (!st)
-		st = db_exec(db, session, DB_PARAMS(DB_STR(c->now), DB_STR(c->session_id)), NULL,
-			     NULL);
+		st = evdb_provisioning(db, c->session_id, SES_IDLE, c->now);
 	return st;
 }
 
@@ -428,15 +423,13 @@ enum db_status intents_retry(struct db *db, const char *session_id, const char *
 		" lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = ?"
 		" WHERE session_id = ? AND kind IN ('provision', 'teardown')"
 		" AND state IN ('failed', 'terminated')";
-	static const char session[] = "UPDATE sessions SET status = 'idle', updated_at = ? WHERE "
-				      "id = ? AND deleted_at IS NULL";
 	unsigned long long n = 0;
 	enum db_status st = db_exec(
 		db, intent, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(session_id)), NULL, &n);
 
 	*found = n > 0;
 	if (!st && n)
-		st = db_exec(db, session, DB_PARAMS(DB_STR(now), DB_STR(session_id)), NULL, NULL);
+		st = evdb_provisioning(db, session_id, SES_IDLE, now);
 	return st;
 }
 

@@ -27,18 +27,42 @@ struct field {
 };
 
 struct shape {
-	const char *type;	     /* the "type" member's value; NULL: no "type" member */
+	const char *type;	    /* the "type" member's value; NULL: no "type" member */
 	const struct field *fields; /* up to a NULL name */
 };
 
-#define END { NULL, FK_STR, 0, NULL, 0, 0, NULL }
-#define STR(name, flags) { name, FK_STR, flags, NULL, 0, 0, NULL }
-#define STR_MAX(name, flags, max) { name, FK_STR, flags, NULL, 0, max, NULL }
-#define ONE_OF(name, flags, values) { name, FK_STR, flags, NULL, 0, 0, values }
-#define BOOL(name, flags) { name, FK_BOOL, flags, NULL, 0, 0, NULL }
-#define INT(name, flags, min, max) { name, FK_INT, flags, NULL, min, max, NULL }
-#define OBJ(name, flags, shapes) { name, FK_OBJ, flags, shapes, 0, 0, NULL }
-#define ARR(name, flags, shapes, min, max) { name, FK_ARR, flags, shapes, min, max, NULL }
+#define END                                                                                        \
+	{                                                                                          \
+		NULL, FK_STR, 0, NULL, 0, 0, NULL                                                  \
+	}
+#define STR(name, flags)                                                                           \
+	{                                                                                          \
+		name, FK_STR, flags, NULL, 0, 0, NULL                                              \
+	}
+#define STR_MAX(name, flags, max)                                                                  \
+	{                                                                                          \
+		name, FK_STR, flags, NULL, 0, max, NULL                                            \
+	}
+#define ONE_OF(name, flags, values)                                                                \
+	{                                                                                          \
+		name, FK_STR, flags, NULL, 0, 0, values                                            \
+	}
+#define BOOL(name, flags)                                                                          \
+	{                                                                                          \
+		name, FK_BOOL, flags, NULL, 0, 0, NULL                                             \
+	}
+#define INT(name, flags, min, max)                                                                 \
+	{                                                                                          \
+		name, FK_INT, flags, NULL, min, max, NULL                                          \
+	}
+#define OBJ(name, flags, shapes)                                                                   \
+	{                                                                                          \
+		name, FK_OBJ, flags, shapes, 0, 0, NULL                                            \
+	}
+#define ARR(name, flags, shapes, min, max)                                                         \
+	{                                                                                          \
+		name, FK_ARR, flags, shapes, min, max, NULL                                        \
+	}
 
 static const char *const image_types[] = { "image/png", "image/jpeg", "image/gif", "image/webp",
 					   NULL };
@@ -47,8 +71,7 @@ static const char *const verdicts[] = { "allow", "deny", NULL };
 
 static const struct field f_base64_image[] = { STR("data", FF_REQ),
 					       ONE_OF("media_type", FF_REQ, image_types), END };
-static const struct field f_base64_doc[] = { STR("data", FF_REQ), STR("media_type", FF_REQ),
-					     END };
+static const struct field f_base64_doc[] = { STR("data", FF_REQ), STR("media_type", FF_REQ), END };
 static const struct field f_text_doc[] = { STR("data", FF_REQ),
 					   ONE_OF("media_type", FF_REQ, plain_text), END };
 static const struct field f_url[] = { STR("url", FF_REQ), END };
@@ -79,17 +102,17 @@ static const struct shape *const texts[] = { &s_text, NULL };
 static const struct shape *const citations[] = { &s_citations, NULL };
 
 static const struct field f_search_result[] = { STR("source", FF_REQ), STR("title", FF_REQ),
-						ARR("content", FF_REQ, texts, 0, EVENTS_CONTENT_MAX),
+						ARR("content", FF_REQ, texts, 0,
+						    EVENTS_CONTENT_MAX),
 						OBJ("citations", FF_REQ, citations), END };
 static const struct shape s_search_result = { "search_result", f_search_result };
 
-static const struct shape *const message_blocks[] = { &s_text, &s_image, &s_document,
-						      &s_redacted, NULL };
+static const struct shape *const message_blocks[] = { &s_text, &s_image, &s_document, &s_redacted,
+						      NULL };
 static const struct shape *const result_blocks[] = { &s_text, &s_image, &s_document,
 						     &s_search_result, NULL };
 
-static const struct field f_text_rubric[] = { STR_MAX("content", FF_REQ, EVENTS_RUBRIC_MAX),
-					      END };
+static const struct field f_text_rubric[] = { STR_MAX("content", FF_REQ, EVENTS_RUBRIC_MAX), END };
 static const struct shape s_text_rubric = { "text", f_text_rubric };
 static const struct shape *const rubrics[] = { &s_text_rubric, &s_file, NULL };
 
@@ -106,15 +129,14 @@ static const struct field f_custom_result[] = {
 	STR("custom_tool_use_id", FF_REQ), ARR("content", 0, result_blocks, 0, EVENTS_CONTENT_MAX),
 	BOOL("is_error", FF_NULL), END
 };
-static const struct field f_tool_result[] = { STR("tool_use_id", FF_REQ),
-					      ARR("content", 0, result_blocks, 0,
-						  EVENTS_CONTENT_MAX),
-					      BOOL("is_error", FF_NULL), END };
-static const struct field f_outcome[] = { STR("description", FF_REQ),
-					  OBJ("rubric", FF_REQ, rubrics),
-					  INT("max_iterations", FF_NULL, 1,
-					      EVENTS_OUTCOME_ITER_MAX),
-					  END };
+static const struct field f_tool_result[] = {
+	STR("tool_use_id", FF_REQ), ARR("content", 0, result_blocks, 0, EVENTS_CONTENT_MAX),
+	BOOL("is_error", FF_NULL), END
+};
+static const struct field f_outcome[] = {
+	STR("description", FF_REQ), OBJ("rubric", FF_REQ, rubrics),
+	INT("max_iterations", FF_NULL, 1, EVENTS_OUTCOME_ITER_MAX), END
+};
 static const struct field f_system[] = { ARR("content", FF_REQ, texts, 1, EVENTS_CONTENT_MAX),
 					 END };
 
@@ -201,8 +223,9 @@ static int check_field(json_t *v, const struct field *f, const char *path, struc
 		}
 		return 0;
 	case FK_BOOL:
-		return json_is_boolean(v) ? 0
-					  : verr_set(err, 400, NULL, "'%s' must be a boolean", path);
+		return json_is_boolean(v)
+			       ? 0
+			       : verr_set(err, 400, NULL, "'%s' must be a boolean", path);
 	case FK_INT:
 		if (!json_is_integer(v) || json_integer_value(v) < f->min ||
 		    json_integer_value(v) > f->max)

@@ -68,8 +68,8 @@ static enum db_status await_state(struct db *db, const struct ev_session *s, con
 		goto out;
 	/* the stored body is ours: a plain search for the permission we wrote is exact */
 	ask = strstr(db_cell(&use, 0, EV_C_BODY), "\"evaluated_permission\":\"ask\"") != NULL;
-	*out = !strcmp(type, "agent.custom_tool_use") ? AW_CUSTOM
-	       : ask				       ? AW_CONFIRMATION
+	*out = !strcmp(type, "agent.custom_tool_use")		   ? AW_CUSTOM
+	       : ask						   ? AW_CONFIRMATION
 	       : s->self_hosted && !strcmp(type, "agent.tool_use") ? AW_RESULT
 								   : AW_RESOLVED;
 	for (unsigned r = 0; r < refs.nrows; r++) {
@@ -77,7 +77,8 @@ static enum db_status await_state(struct db *db, const struct ev_session *s, con
 
 		if (!strcmp(t, "user.tool_confirmation")) {
 			confirmed = 1;
-			*denied = strstr(db_cell(&refs, r, EV_C_BODY), "\"result\":\"deny\"") != NULL;
+			*denied =
+				strstr(db_cell(&refs, r, EV_C_BODY), "\"result\":\"deny\"") != NULL;
 		} else {
 			*out = AW_ANSWERED; /* a result of any kind */
 			goto out;
@@ -85,7 +86,7 @@ static enum db_status await_state(struct db *db, const struct ev_session *s, con
 	}
 	if (*out == AW_CONFIRMATION && confirmed)
 		*out = *denied || !s->self_hosted || strcmp(type, "agent.tool_use") ? AW_RESOLVED
-										      : AW_RESULT;
+										    : AW_RESULT;
 out:
 	db_rows_free(&use);
 	db_rows_free(&refs);
@@ -107,41 +108,22 @@ struct send_ctx {
 	char *bodies[EVENTS_SEND_MAX]; /* stored (and echoed) text of each */
 	int queued[EVENTS_SEND_MAX];
 	char now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
-	int found, random_failed;
+	int found;
 	struct verr err;
 };
 
-/* The id of a status event this request causes. */
-static enum db_status status_id(struct db *db, struct send_ctx *c, char *id, size_t sz)
-{
-	if (!random_id(id, sz, EVENT_ID_PREFIX, ID_RANDOM_LEN))
-		return DB_OK;
-	c->random_failed = 1;
-	return db_fail(db, DB_FATAL, "no random id for a status event");
-}
-
-/* Change S's status with its event (db/events.h evdb_status). */
-static enum db_status set_status(struct db *db, struct send_ctx *c, struct ev_session *s,
-				 const char *status, const char *stop_reason)
-{
-	char id[RESOURCE_ID_MAX];
-	enum db_status st = status_id(db, c, id, sizeof(id));
-
-	return st ? st : evdb_status(db, s, status, stop_reason, id);
-}
-
 /* A turn starts: the runner (docs/events.md) takes sessions with a pending turn. */
-static enum db_status start_turn(struct db *db, struct send_ctx *c, struct ev_session *s)
+static enum db_status start_turn(struct db *db, struct ev_session *s)
 {
 	free(s->blocking); /* a new turn supersedes what the last one waited for */
 	s->blocking = NULL;
 	s->turn_pending = 1;
-	return set_status(db, c, s, SES_RUNNING, NULL);
+	return evdb_status(db, s, SES_RUNNING, NULL, NULL);
 }
 
 /* Refuse answer I of C when its tool use is not waiting for it. 0: it may be appended. */
-static int answer_check(struct send_ctx *c, unsigned i, const struct ev_session *s,
-			enum await a, int denied)
+static int answer_check(struct send_ctx *c, unsigned i, const struct ev_session *s, enum await a,
+			int denied)
 {
 	const struct ev_checked *e = &c->chk[i];
 	const char *field = e->kind == EVK_CUSTOM_RESULT ? "custom_tool_use_id" : "tool_use_id";
@@ -165,17 +147,18 @@ static int answer_check(struct send_ctx *c, unsigned i, const struct ev_session 
 		if (a == AW_CONFIRMATION)
 			return 0;
 		if (a == AW_CUSTOM)
-			return verr_set(&c->err, 400, CODE_NOT_ASKED,
-					"'events[%u].tool_use_id' '%s' is a custom tool use: answer "
-					"it with user.custom_tool_result",
-					i, echo);
+			return verr_set(
+				&c->err, 400, CODE_NOT_ASKED,
+				"'events[%u].tool_use_id' '%s' is a custom tool use: answer "
+				"it with user.custom_tool_result",
+				i, echo);
 		return verr_set(&c->err, 400, CODE_NOT_ASKED,
 				"'events[%u].tool_use_id' '%s' is not waiting for a confirmation "
 				"(%s)",
 				i, echo,
-				denied		  ? "it was denied"
+				denied		 ? "it was denied"
 				: a == AW_RESULT ? "it was allowed; its result is awaited"
-						  : "it was confirmed already or asked for none");
+						 : "it was confirmed already or asked for none");
 	case EVK_CUSTOM_RESULT:
 		if (a == AW_CUSTOM)
 			return 0;
@@ -192,18 +175,20 @@ static int answer_check(struct send_ctx *c, unsigned i, const struct ev_session 
 					"user.tool_confirmation first",
 					i, echo);
 		if (denied)
-			return verr_set(&c->err, 400, CODE_DENIED,
-					"'events[%u].tool_use_id' '%s' was denied: it has no result",
-					i, echo);
-		return verr_set(&c->err, 400, CODE_NOT_FOUND,
-				"'events[%u].tool_use_id' '%s' is not waiting for a user.tool_result",
-				i, echo);
+			return verr_set(
+				&c->err, 400, CODE_DENIED,
+				"'events[%u].tool_use_id' '%s' was denied: it has no result", i,
+				echo);
+		return verr_set(
+			&c->err, 400, CODE_NOT_FOUND,
+			"'events[%u].tool_use_id' '%s' is not waiting for a user.tool_result", i,
+			echo);
 	}
 }
 
 /* After the answers: the ids the last requires_action listed that still wait. None: the turn
  * resumes; fewer: the idle is announced again with the rest. */
-static enum db_status resolve_blocking(struct db *db, struct send_ctx *c, struct ev_session *s)
+static enum db_status resolve_blocking(struct db *db, struct ev_session *s)
 {
 	json_t *ids = s->blocking ? json_loads(s->blocking, 0, NULL) : NULL, *left = json_array();
 	char *text = NULL, *reason = NULL;
@@ -212,8 +197,9 @@ static enum db_status resolve_blocking(struct db *db, struct send_ctx *c, struct
 	json_t *id;
 
 	if (!ids || !left) {
-		st = s->blocking && !ids ? db_fail(db, DB_CORRUPT, "session %s: stored blocking does "
-								   "not parse",
+		st = s->blocking && !ids ? db_fail(db, DB_CORRUPT,
+						   "session %s: stored blocking does "
+						   "not parse",
 						   s->id)
 					 : DB_OK;
 		goto out;
@@ -232,7 +218,7 @@ static enum db_status resolve_blocking(struct db *db, struct send_ctx *c, struct
 	if (json_array_size(left) == json_array_size(ids))
 		goto out;
 	if (!json_array_size(left)) {
-		st = start_turn(db, c, s);
+		st = start_turn(db, s);
 		goto out;
 	}
 	st = db_json_dump(db, left, "session", s->id, "blocking ids", &text);
@@ -247,7 +233,7 @@ static enum db_status resolve_blocking(struct db *db, struct send_ctx *c, struct
 	free(s->blocking);
 	s->blocking = text;
 	text = NULL;
-	st = set_status(db, c, s, SES_IDLE, reason);
+	st = evdb_status(db, s, SES_IDLE, reason, NULL);
 out:
 	json_decref(ids);
 	json_decref(left);
@@ -257,8 +243,8 @@ out:
 }
 
 /* Append event I of C to S, and what it causes. *ANSWERED = 1 for an answer. */
-static enum db_status send_one(struct db *db, struct send_ctx *c, unsigned i,
-			       struct ev_session *s, int *answered)
+static enum db_status send_one(struct db *db, struct send_ctx *c, unsigned i, struct ev_session *s,
+			       int *answered)
 {
 	const struct ev_checked *e = &c->chk[i];
 	struct ev_new ev = { .id = c->ids[i], .type = e->type, .body = c->bodies[i] };
@@ -292,7 +278,7 @@ static enum db_status send_one(struct db *db, struct send_ctx *c, unsigned i,
 	if (st)
 		return st;
 	if (e->kind == EVK_MESSAGE && !ev.queued)
-		return start_turn(db, c, s);
+		return start_turn(db, s);
 	if (e->kind != EVK_INTERRUPT)
 		return DB_OK;
 	if (s->turn_pending) { /* the runner stops the turn; what was queued is cancelled */
@@ -302,7 +288,7 @@ static enum db_status send_one(struct db *db, struct send_ctx *c, unsigned i,
 	if (s->blocking) { /* what the idle waited for is abandoned */
 		free(s->blocking);
 		s->blocking = NULL;
-		return set_status(db, c, s, SES_IDLE, STOP_END_TURN);
+		return evdb_status(db, s, SES_IDLE, STOP_END_TURN, NULL);
 	}
 	return DB_OK;
 }
@@ -323,8 +309,8 @@ static enum db_status send_tx(struct db *db, void *arg)
 	if (st || !c->found)
 		goto out;
 	if (s.archived) {
-		verr_set(&c->err, 400, CODE_ARCHIVED, "session '%s' is archived: it takes no events",
-			 s.id);
+		verr_set(&c->err, 400, CODE_ARCHIVED,
+			 "session '%s' is archived: it takes no events", s.id);
 		goto out;
 	}
 	if (!strcmp(s.status, SES_TERMINATED)) {
@@ -337,7 +323,7 @@ static enum db_status send_tx(struct db *db, void *arg)
 	if (st || c->err.status)
 		goto out;
 	if (answered && !s.turn_pending && s.blocking)
-		st = resolve_blocking(db, c, &s);
+		st = resolve_blocking(db, &s);
 	if (!st)
 		st = evdb_save(db, &s);
 out:
@@ -347,7 +333,7 @@ out:
 
 /* The stored text of event I: the event as sent with "type" first (db/events.h), plus what the
  * server adds (a user.define_outcome's outcome_id and max_iterations). NULL when out of memory
- * or out of random ids (c->random_failed). */
+ * (errno ENOMEM) or out of random ids. */
 static char *send_body(struct send_ctx *c, unsigned i)
 {
 	json_t *ev = json_array_get(c->events, i), *o = json_object(), *v;
@@ -356,14 +342,13 @@ static char *send_body(struct send_ctx *c, unsigned i)
 
 	if (!o || json_object_set(o, "type", json_object_get(ev, "type")))
 		goto out;
-	json_object_foreach(ev, key, v) if (strcmp(key, "type") && json_object_set(o, key, v)) goto out;
+	json_object_foreach(ev, key,
+			    v) if (strcmp(key, "type") && json_object_set(o, key, v)) goto out;
 	if (c->chk[i].kind == EVK_OUTCOME) {
 		char outcome[RESOURCE_ID_MAX];
 
-		if (random_id(outcome, sizeof(outcome), OUTCOME_ID_PREFIX, ID_RANDOM_LEN)) {
-			c->random_failed = 1;
+		if (random_id(outcome, sizeof(outcome), OUTCOME_ID_PREFIX, ID_RANDOM_LEN))
 			goto out;
-		}
 		if (json_object_set_new(o, "outcome_id", json_string(outcome)))
 			goto out;
 		v = json_object_get(o, "max_iterations");
@@ -417,15 +402,10 @@ void events_send(struct worker *w, struct request *req, struct response *resp)
 		if (random_id(c.ids[i], sizeof(c.ids[i]), EVENT_ID_PREFIX, ID_RANDOM_LEN) ||
 		    !(c.bodies[i] = send_body(&c, (unsigned)i))) {
 			respond_internal(req, resp,
-					 c.random_failed || errno != ENOMEM ? "no random id"
-									    : "out of memory");
+					 errno == ENOMEM ? "out of memory" : "no random id");
 			goto out;
 		}
 	st = db_tx(w->db, send_tx, &c);
-	if (c.random_failed) {
-		respond_internal(req, resp, "no random id for a status event");
-		goto out;
-	}
 	if (respond_refusal(w, req, resp, st, &c.err))
 		goto out;
 	if (!c.found) {
@@ -452,11 +432,16 @@ out:
 #define EVENTS_FILTER_HASH 16 /* bytes of the filters' SHA-256 a cursor carries */
 
 /* The query parameters a list takes (docs/api.md §7); anything else is refused. */
-static const char *const list_params[] = { "limit",	      "page",
-					   "order",	      EVENTS_Q_TYPES,
-					   "types",	      "created_at[gt]",
-					   "created_at[gte]", "created_at[lt]",
-					   "created_at[lte]", "beta",
+static const char *const list_params[] = { "limit",
+					   "page",
+					   "order",
+					   EVENTS_Q_TYPES,
+					   "types",
+					   "created_at[gt]",
+					   "created_at[gte]",
+					   "created_at[lt]",
+					   "created_at[lte]",
+					   "beta",
 					   NULL };
 
 /* The types[] of REQ joined with commas into OUT (size EVENTS_TYPES_TEXT_MAX), "" when none. */
@@ -493,7 +478,7 @@ void events_list(struct worker *w, struct request *req, struct response *resp)
 	char filter[2 * EVENTS_FILTER_HASH + 1], next[CURSOR_MAX];
 	unsigned char hash[SHA256_LEN];
 	static const char *const time_names[4] = { "created_at[gt]", "created_at[gte]",
-						    "created_at[lt]", "created_at[lte]" };
+						   "created_at[lt]", "created_at[lte]" };
 	const char *order = req_query(req, "order");
 	struct ev_query q = { .session_id = req->params[0] };
 	struct db_rows rows = { 0 }, ses = { 0 };

@@ -12,6 +12,7 @@
 #include "../common/log.h"
 #include "../db/agents.h"
 #include "../db/environments.h"
+#include "../db/events.h"
 #include "../db/sessions.h"
 #include "../db/work.h"
 #include "agent_validate.h"
@@ -514,6 +515,8 @@ static enum db_status delete_tx(struct db *db, void *arg)
 	c->found = 1;
 	clock_now(now_db, NULL);
 	st = workdb_stop_session(db, k->id, k->workspace_id, now_db);
+	if (!st) /* its log goes; a session.deleted ends its streams */
+		st = evdb_session_deleted(db, k->id, now_db);
 	if (st)
 		goto out;
 	state = db_cell(&rows, 0, SES_C_INTENT_STATE);

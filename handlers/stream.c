@@ -100,8 +100,8 @@ static int stream_query(struct request *req, struct response *resp)
 
 /* Write ROWS' events as frames. 0, or -1 when the client is gone. *LAST: the last seq written;
  * *DELETED = 1 after a session.deleted. */
-static int write_frames(struct response *resp, const struct db_rows *rows,
-			unsigned long long *last, int *deleted)
+static int write_frames(struct response *resp, const struct db_rows *rows, unsigned long long *last,
+			int *deleted)
 {
 	for (unsigned r = 0; r < rows->nrows; r++) {
 		struct strbuf b = STRBUF_INIT;
