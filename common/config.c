@@ -134,6 +134,43 @@ static const struct config_key keys[] = {
 	  CONFIG_MIN_LAST_ERROR_MAX, CONFIG_MAX_LAST_ERROR_MAX,
 	  CONFIG_Q(CONFIG_DEFAULT_LAST_ERROR_MAX), 0, "the longest last_error kept on an intent" },
 
+	{ "model", "base_url", CONFIG_STRING, F(model_base_url), 0, 0, CONFIG_DEFAULT_MODEL_URL,
+	  CONFIG_NONEMPTY, "the Messages API the runner calls ({base_url}/v1/messages)" },
+	{ "model", "api_key_file", CONFIG_STRING, F(model_api_key_file), 0, 0, "", 0,
+	  "a file holding the model API key (mode 0600); empty: the ANTHROPIC_API_KEY variable" },
+	{ "model", "idle_timeout_seconds", CONFIG_LONG, F(model_idle_timeout_s), 1,
+	  CONFIG_MODEL_IDLE_S_MAX, CONFIG_Q(CONFIG_DEFAULT_MODEL_IDLE_S), 0,
+	  "a model stream silent this long is aborted and the request retried" },
+	{ "model", "max_retries", CONFIG_LONG, F(model_max_retries), 0, CONFIG_MODEL_RETRIES_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_MODEL_RETRIES), 0,
+	  "retries of a model request that failed transiently (429, 529, 5xx, a timeout) before "
+	  "the turn ends with retries_exhausted" },
+	{ "model", "backoff_ms", CONFIG_LONG, F(model_backoff_ms), 0, CONFIG_MODEL_BACKOFF_MS_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_MODEL_BACKOFF_MS), 0,
+	  "the first retry's delay, doubled on every retry (a retry-after answer wins)" },
+	{ "model", "backoff_cap_ms", CONFIG_LONG, F(model_backoff_cap_ms), 0,
+	  CONFIG_MODEL_BACKOFF_MS_MAX, CONFIG_Q(CONFIG_DEFAULT_MODEL_BACKOFF_CAP_MS), 0,
+	  "the longest retry delay" },
+	{ "model", "max_tokens", CONFIG_LONG, F(model_max_tokens), 1, CONFIG_MODEL_MAX_TOKENS_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_MODEL_MAX_TOKENS), 0, "max_tokens of every model request" },
+
+	{ "runner", "max_turns", CONFIG_INT, F(runner_max_turns), 1, CONFIG_MAX_TURNS_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_MAX_TURNS), 0, "turns one runner runs at once" },
+	{ "runner", "lease_seconds", CONFIG_LONG, F(runner_lease_s), 1, CONFIG_MAX_LEASE_S,
+	  CONFIG_Q(CONFIG_DEFAULT_RUNNER_LEASE_S), 0,
+	  "how long a runner's claim on a turn lasts unless renewed (every third of it): a turn "
+	  "whose runner died is taken up again after it" },
+	{ "runner", "poll_ms", CONFIG_LONG, F(runner_poll_ms), 1, CONFIG_RUNNER_POLL_MS_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_RUNNER_POLL_MS), 0,
+	  "how often an idle runner looks for turns to take" },
+	{ "runner", "tool_result_timeout_seconds", CONFIG_LONG, F(runner_tool_result_timeout_s), 1,
+	  CONFIG_MAX_LEASE_S, CONFIG_Q(CONFIG_DEFAULT_TOOL_RESULT_TIMEOUT_S), 0,
+	  "a self_hosted session waiting longer than this for a tool's result ends its turn with "
+	  "an error result to the model" },
+	{ "runner", "max_round_trips", CONFIG_LONG, F(runner_max_round_trips), 1,
+	  CONFIG_MAX_ROUND_TRIPS_MAX, CONFIG_Q(CONFIG_DEFAULT_MAX_ROUND_TRIPS), 0,
+	  "model requests one turn makes at most before it ends (tool_use_limit_reached_error)" },
+
 	{ "log", "level", CONFIG_LEVEL, F(log_level), 0, 0, CONFIG_DEFAULT_LOG_LEVEL, 0,
 	  "the least severe message logged" },
 

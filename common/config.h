@@ -45,6 +45,25 @@
 #define CONFIG_STREAM_POLL_MS_MAX 5000
 #define CONFIG_DEFAULT_STREAM_PING_S 15
 #define CONFIG_STREAM_PING_S_MAX 300
+/* [model] and [runner] (docs/runner.md) */
+#define CONFIG_DEFAULT_MODEL_URL "https://api.anthropic.com"
+#define CONFIG_DEFAULT_MODEL_IDLE_S 60
+#define CONFIG_MODEL_IDLE_S_MAX 3600
+#define CONFIG_DEFAULT_MODEL_RETRIES 6
+#define CONFIG_MODEL_RETRIES_MAX 100
+#define CONFIG_DEFAULT_MODEL_BACKOFF_MS 1000
+#define CONFIG_DEFAULT_MODEL_BACKOFF_CAP_MS 30000
+#define CONFIG_MODEL_BACKOFF_MS_MAX 600000
+#define CONFIG_DEFAULT_MODEL_MAX_TOKENS 8192
+#define CONFIG_MODEL_MAX_TOKENS_MAX 1000000
+#define CONFIG_DEFAULT_MAX_TURNS 16
+#define CONFIG_MAX_TURNS_MAX 1024
+#define CONFIG_DEFAULT_RUNNER_LEASE_S 60
+#define CONFIG_DEFAULT_RUNNER_POLL_MS 25
+#define CONFIG_RUNNER_POLL_MS_MAX 10000
+#define CONFIG_DEFAULT_TOOL_RESULT_TIMEOUT_S 3600
+#define CONFIG_DEFAULT_MAX_ROUND_TRIPS 100
+#define CONFIG_MAX_ROUND_TRIPS_MAX 100000
 #define CONFIG_DEFAULT_SANDBOX_ROOT "var/sandboxes"
 #define CONFIG_DEFAULT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define CONFIG_DEFAULT_PASS_ENV                                                                    \
@@ -108,6 +127,19 @@ struct config {
 	long stream_poll_ms;
 	long stream_ping_s;
 	int stream_max_held;
+
+	char model_base_url[CONFIG_STR_MAX];
+	char model_api_key_file[CONFIG_STR_MAX];
+	long model_idle_timeout_s;
+	long model_max_retries;
+	long model_backoff_ms;
+	long model_backoff_cap_ms;
+	long model_max_tokens;
+	int runner_max_turns;
+	long runner_lease_s;
+	long runner_poll_ms;
+	long runner_tool_result_timeout_s;
+	long runner_max_round_trips;
 
 	char backend[CONFIG_STR_MAX];
 	char sandbox_root[CONFIG_STR_MAX];
