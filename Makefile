@@ -37,18 +37,25 @@ RECON_SRC += reconciler/backends/e2b.c reconciler/backends/daytona.c reconciler/
 # sandbox-runtime (srt: bubblewrap + allowlisting proxies), installed into sandbox-runtime/
 RECON_SRC += reconciler/backends/srt.c reconciler/backends/srt_hosts.c
 
+# the runner (docs/runner.md): its claim loop and turns, the model client and the agent toolset,
+# the turns' claims (db/turns.c), and the reconciler's objects but its main (a turn provisions
+# its session's sandbox through the same step machine)
+RUNNER_SRC := runner/main.c runner/turn.c runner/history.c runner/sandbox.c runner/model.c \
+	runner/tools.c db/turns.c db/sessions.c $(filter-out reconciler/main.c,$(RECON_SRC))
+
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 API_BIN := $(BUILD)/terrarium-api
 RECON_BIN := $(BUILD)/terrarium-reconciler
+TURN_BIN := $(BUILD)/terrarium-runner
 # what a program linking the reconciler's objects links with
 RECON_LIBS := -ljansson -linih -lcurl -lseccomp $(LDLIBS_DB)
-RUNNER_BIN := $(BUILD)/e2e-runner
+E2E_RUNNER_BIN := $(BUILD)/e2e-runner
 
 UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress \
 	$(BUILD)/test_agent_validate $(BUILD)/test_reconciler
 
-all: $(API_BIN) $(RECON_BIN) $(RUNNER_BIN)
+all: $(API_BIN) $(RECON_BIN) $(TURN_BIN) $(E2E_RUNNER_BIN)
 
 $(API_BIN): $(call obj,$(API_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB)
@@ -56,7 +63,10 @@ $(API_BIN): $(call obj,$(API_SRC))
 $(RECON_BIN): $(call obj,$(RECON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
 
-$(RUNNER_BIN): $(call obj,tests/e2e/runner.c common/clock.c common/strbuf.c)
+$(TURN_BIN): $(call obj,$(RUNNER_SRC))
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
+
+$(E2E_RUNNER_BIN): $(call obj,tests/e2e/runner.c common/clock.c common/strbuf.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
 
 $(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/env_validate.c \

@@ -16,7 +16,8 @@
  * configuration's (what the session runs with, whatever the environment became since). */
 #define EV_LOCK_SELECT \
 	"SELECT s.id, s.status, s.event_pos, s.turn_pending, s.archived_at IS NOT NULL," \
-	" JSON_VALUE(s.environment_config, '$.type') = 'self_hosted', s.blocking" \
+	" JSON_VALUE(s.environment_config, '$.type') = 'self_hosted', s.blocking," \
+	" s.interrupt_at IS NOT NULL, s.runner_owner, s.runner_attempt" \
 	" FROM sessions s "
 /* clang-format on */
 #define BODY_PREFIX "{\"type\":"
@@ -47,6 +48,10 @@ static enum db_status lock_read(struct db *db, const char *sql, const struct db_
 		s->archived = atoi(db_cell(&rows, 0, 4));
 		s->self_hosted = db_cell(&rows, 0, 5) && atoi(db_cell(&rows, 0, 5));
 		blocking = db_cell(&rows, 0, 6);
+		s->interrupted = atoi(db_cell(&rows, 0, 7));
+		snprintf(s->runner_owner, sizeof(s->runner_owner), "%s",
+			 db_cell(&rows, 0, 8) ? db_cell(&rows, 0, 8) : "");
+		s->runner_attempt = strtoull(db_cell(&rows, 0, 9), NULL, 10);
 		if (blocking && !(s->blocking = strdup(blocking)))
 			st = db_fail(db, DB_NOMEM, "session %s: reading its state", s->id);
 		snprintf(s->now, sizeof(s->now), "%s", now);
@@ -197,6 +202,7 @@ enum db_status evdb_save(struct db *db, const struct ev_session *s)
 	static const char sql[] =
 		"UPDATE sessions SET status = ?, event_pos = ?, turn_pending = ?,"
 		" turn_due_at = IF(? = 1, COALESCE(turn_due_at, ?), NULL), blocking = ?,"
+		" blocked_at = IF(? IS NULL, NULL, COALESCE(blocked_at, ?)),"
 		" interrupt_at = IF(? = 1, ?, IF(? = 1, interrupt_at, NULL)), updated_at = ?"
 		" WHERE id = ?";
 	struct db_val p[] = { DB_STR(s->status),
@@ -205,6 +211,8 @@ enum db_status evdb_save(struct db *db, const struct ev_session *s)
 			      DB_INT(s->turn_pending),
 			      DB_STR(s->now),
 			      db_opt(s->blocking),
+			      db_opt(s->blocking),
+			      DB_STR(s->now),
 			      DB_INT(s->interrupt),
 			      DB_STR(s->now),
 			      DB_INT(s->turn_pending),
@@ -339,8 +347,10 @@ enum db_status evdb_remove_session(struct db *db, const char *session_id)
 {
 	static const char sql[] =
 		"DELETE FROM session_events WHERE session_id = ? AND type <> 'session.deleted'";
+	static const char runs[] = "DELETE FROM session_tool_runs WHERE session_id = ?";
+	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(session_id)), NULL, NULL);
 
-	return db_exec(db, sql, DB_PARAMS(DB_STR(session_id)), NULL, NULL);
+	return st ? st : db_exec(db, runs, DB_PARAMS(DB_STR(session_id)), NULL, NULL);
 }
 
 enum db_status evdb_purge_deleted(struct db *db, const char *before, long long max)
@@ -349,4 +359,56 @@ enum db_status evdb_purge_deleted(struct db *db, const char *before, long long m
 				  " AND created_at < ? LIMIT ?";
 
 	return db_exec(db, sql, DB_PARAMS(DB_STR(before), DB_INT(max)), NULL, NULL);
+}
+
+enum db_status evdb_await(struct db *db, const struct ev_session *s, const char *id,
+			  enum ev_await *out, int *denied)
+{
+	struct db_rows use = { 0 }, refs = { 0 };
+	enum db_status st;
+	const char *type;
+	int ask, confirmed = 0, builtin;
+
+	*out = AW_UNKNOWN;
+	*denied = 0;
+	if (strncmp(id, EVENT_ID_PREFIX, sizeof(EVENT_ID_PREFIX) - 1) || strlen(id) >= 64)
+		return DB_OK;
+	st = evdb_get(db, s->id, id, &use);
+	if (st || !use.nrows)
+		goto out;
+	type = db_cell(&use, 0, EV_C_TYPE);
+	if (strcmp(type, "agent.tool_use") && strcmp(type, "agent.mcp_tool_use") &&
+	    strcmp(type, "agent.custom_tool_use"))
+		goto out;
+	st = evdb_refs(db, s->id, id, &refs);
+	if (st)
+		goto out;
+	/* the stored body is the server's own: a plain search for what it wrote is exact */
+	ask = strstr(db_cell(&use, 0, EV_C_BODY), "\"evaluated_permission\":\"ask\"") != NULL;
+	builtin = !strcmp(type, "agent.tool_use");
+	*out = !strcmp(type, "agent.custom_tool_use") ? AW_CUSTOM
+	       : ask				      ? AW_CONFIRMATION
+	       : s->self_hosted && builtin	      ? AW_RESULT
+						      : AW_RESOLVED;
+	for (unsigned r = 0; r < refs.nrows; r++) {
+		if (strcmp(db_cell(&refs, r, EV_C_TYPE), "user.tool_confirmation")) {
+			*out = AW_ANSWERED; /* a result of any kind */
+			goto out;
+		}
+		confirmed = 1;
+		*denied = strstr(db_cell(&refs, r, EV_C_BODY), "\"result\":\"deny\"") != NULL;
+	}
+	if (*out == AW_CONFIRMATION && confirmed)
+		*out = !*denied && s->self_hosted && builtin ? AW_RESULT : AW_RESOLVED;
+out:
+	db_rows_free(&use);
+	db_rows_free(&refs);
+	return st;
+}
+
+enum db_status evdb_session_events(struct db *db, const char *session_id, struct db_rows *rows)
+{
+	static const char sql[] = EV_SELECT "WHERE session_id = ? ORDER BY ord";
+
+	return db_exec(db, sql, DB_PARAMS(DB_STR(session_id)), rows, NULL);
 }

@@ -31,10 +31,13 @@ struct ev_session {
 	unsigned long long event_pos; /* the last position given */
 	int turn_pending;
 	int archived;
-	int self_hosted; /* its captured environment's type is self_hosted */
-	int interrupt;	 /* set: save records a user.interrupt for the running turn */
-	char *blocking;	 /* JSON array of the ids a requires_action waits for, or NULL; owned */
-	char now[32];	 /* the transaction's time (DB format), for everything it writes */
+	int self_hosted;	/* its captured environment's type is self_hosted */
+	int interrupt;		/* set: save records a user.interrupt for the running turn */
+	int interrupted;	/* a user.interrupt asked the running turn to stop (as read) */
+	char runner_owner[128]; /* the runner holding the turn, "" none (as read) */
+	unsigned long long runner_attempt; /* its fencing token (as read) */
+	char *blocking; /* JSON array of the ids a requires_action waits for, or NULL; owned */
+	char now[32];	/* the transaction's time (DB format), for everything it writes */
 };
 
 /* Release what S owns. */
@@ -85,6 +88,23 @@ enum db_status evdb_save(struct db *db, const struct ev_session *s);
  * them (the runner), or a user.interrupt cancelled them. *N = how many. */
 enum db_status evdb_process_queued(struct db *db, struct ev_session *s, int *n);
 
+/* What a tool use waits for, as its log says. */
+enum ev_await {
+	AW_UNKNOWN,	 /* no tool use of this session has that id */
+	AW_CONFIRMATION, /* always_ask: a user.tool_confirmation */
+	AW_RESULT,	 /* self_hosted: the client's user.tool_result */
+	AW_CUSTOM,	 /* a user.custom_tool_result */
+	AW_RESOLVED,	 /* nothing more from the client: the server runs it, or it was denied */
+	AW_ANSWERED,	 /* its result is in the log */
+};
+
+/* What tool use ID of session S waits for, read from the log: the use (its type and
+ * evaluated_permission) and the events that refer to it. *DENIED = 1 when a confirmation
+ * denied it. The one rule the API (what a client may send) and the runner (what it still waits
+ * for) both follow. */
+enum db_status evdb_await(struct db *db, const struct ev_session *s, const char *id,
+			  enum ev_await *out, int *denied);
+
 /* Columns of evdb_get, evdb_refs, evdb_list and evdb_tail rows. */
 enum ev_col {
 	EV_C_SEQ,
@@ -106,6 +126,10 @@ enum db_status evdb_get(struct db *db, const char *session_id, const char *id,
  * first, into ROWS. */
 enum db_status evdb_refs(struct db *db, const char *session_id, const char *ref,
 			 struct db_rows *rows);
+
+/* Every event of session SESSION_ID in its order (queued ones last) into ROWS: the runner's
+ * history. */
+enum db_status evdb_session_events(struct db *db, const char *session_id, struct db_rows *rows);
 
 /* A page of a session's events. */
 struct ev_query {

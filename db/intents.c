@@ -169,6 +169,56 @@ static enum db_status claim_tx(struct db *db, void *arg)
 	return st;
 }
 
+struct take_ctx {
+	const char *session_id, *owner, *now, *lease_until;
+	struct intent *out;
+	enum intent_take *take;
+};
+
+static enum db_status take_tx(struct db *db, void *arg)
+{
+	static const char sel[] =
+		"SELECT id, state, lease_expires_at IS NOT NULL AND lease_expires_at >= ?"
+		" FROM provisioning_intents WHERE session_id = ? AND kind = '" INTENT_PROVISION "'"
+		" FOR UPDATE";
+	struct take_ctx *t = arg;
+	struct db_rows rows = { 0 };
+	struct claim_ctx c = { t->owner, t->now, t->lease_until, 1, 0, t->out };
+	struct claim_candidate cand;
+	enum intent_state state;
+	enum db_status st =
+		db_exec(db, sel, DB_PARAMS(DB_STR(t->now), DB_STR(t->session_id)), &rows, NULL);
+
+	*t->take = INTENT_STOPPED;
+	if (st || !rows.nrows)
+		goto out;
+	state = intent_state_of(db_cell(&rows, 0, 1));
+	if (state == INTENT_DONE) {
+		*t->take = INTENT_READY;
+	} else if (state == INTENT_CLAIMED && atoi(db_cell(&rows, 0, 2))) {
+		*t->take = INTENT_BUSY;
+	} else if (state == INTENT_PENDING || state == INTENT_FAILED || state == INTENT_CLAIMED) {
+		cand.id = strtoll(db_cell(&rows, 0, 0), NULL, 10);
+		cand.next = "";
+		st = claim_chunk(db, &c, &cand, 1);
+		if (!st)
+			*t->take = INTENT_TAKEN;
+	}
+out:
+	db_rows_free(&rows);
+	return st;
+}
+
+enum db_status intents_claim_session(struct db *db, const char *session_id, const char *owner,
+				     const char *now, const char *lease_until, struct intent *out,
+				     enum intent_take *take)
+{
+	struct take_ctx t = { session_id, owner, now, lease_until, out, take };
+
+	memset(out, 0, sizeof(*out));
+	return db_tx(db, take_tx, &t);
+}
+
 enum db_status intents_claim(struct db *db, const char *owner, const char *now,
 			     const char *lease_until, int max, struct intent *out, int *n)
 {

@@ -31,69 +31,8 @@
 #define CODE_TERMINATED "session_terminated"
 #define STOP_END_TURN "{\"type\":\"end_turn\"}"
 
-/* ---- what a tool use waits for ---- */
-
-enum await {
-	AW_UNKNOWN,	 /* no tool use of this session has that id */
-	AW_CONFIRMATION, /* always_ask: a user.tool_confirmation */
-	AW_RESULT,	 /* self_hosted: the client's user.tool_result */
-	AW_CUSTOM,	 /* a user.custom_tool_result */
-	AW_RESOLVED,	 /* nothing more from the client: the server runs it, or it was denied */
-	AW_ANSWERED,	 /* its result is in the log */
-};
-
-/* What tool use ID of S waits for, from the log: the use (its type, evaluated_permission) and
- * the events that refer to it. *DENIED = 1 when a confirmation denied it. */
-static enum db_status await_state(struct db *db, const struct ev_session *s, const char *id,
-				  enum await *out, int *denied)
-{
-	struct db_rows use = { 0 }, refs = { 0 };
-	enum db_status st;
-	const char *type;
-	int ask, confirmed = 0;
-
-	*out = AW_UNKNOWN;
-	*denied = 0;
-	if (!resource_id_valid(id, EVENT_ID_PREFIX))
-		return DB_OK;
-	st = evdb_get(db, s->id, id, &use);
-	if (st || !use.nrows)
-		goto out;
-	type = db_cell(&use, 0, EV_C_TYPE);
-	if (strcmp(type, "agent.tool_use") && strcmp(type, "agent.mcp_tool_use") &&
-	    strcmp(type, "agent.custom_tool_use"))
-		goto out;
-	st = evdb_refs(db, s->id, id, &refs);
-	if (st)
-		goto out;
-	/* the stored body is ours: a plain search for the permission we wrote is exact */
-	ask = strstr(db_cell(&use, 0, EV_C_BODY), "\"evaluated_permission\":\"ask\"") != NULL;
-	*out = !strcmp(type, "agent.custom_tool_use")		   ? AW_CUSTOM
-	       : ask						   ? AW_CONFIRMATION
-	       : s->self_hosted && !strcmp(type, "agent.tool_use") ? AW_RESULT
-								   : AW_RESOLVED;
-	for (unsigned r = 0; r < refs.nrows; r++) {
-		const char *t = db_cell(&refs, r, EV_C_TYPE);
-
-		if (!strcmp(t, "user.tool_confirmation")) {
-			confirmed = 1;
-			*denied =
-				strstr(db_cell(&refs, r, EV_C_BODY), "\"result\":\"deny\"") != NULL;
-		} else {
-			*out = AW_ANSWERED; /* a result of any kind */
-			goto out;
-		}
-	}
-	if (*out == AW_CONFIRMATION && confirmed)
-		*out = *denied || !s->self_hosted || strcmp(type, "agent.tool_use") ? AW_RESOLVED
-										    : AW_RESULT;
-out:
-	db_rows_free(&use);
-	db_rows_free(&refs);
-	return st;
-}
-
-static int awaits_client(enum await a)
+/* What the client may still send for a tool use (db/events.h evdb_await). */
+static int awaits_client(enum ev_await a)
 {
 	return a == AW_CONFIRMATION || a == AW_RESULT || a == AW_CUSTOM;
 }
@@ -122,7 +61,7 @@ static enum db_status start_turn(struct db *db, struct ev_session *s)
 }
 
 /* Refuse answer I of C when its tool use is not waiting for it. 0: it may be appended. */
-static int answer_check(struct send_ctx *c, unsigned i, const struct ev_session *s, enum await a,
+static int answer_check(struct send_ctx *c, unsigned i, const struct ev_session *s, enum ev_await a,
 			int denied)
 {
 	const struct ev_checked *e = &c->chk[i];
@@ -206,10 +145,10 @@ static enum db_status resolve_blocking(struct db *db, struct ev_session *s)
 	}
 	json_array_foreach(ids, i, id)
 	{
-		enum await a;
+		enum ev_await a;
 		int denied;
 
-		st = await_state(db, s, json_string_value(id), &a, &denied);
+		st = evdb_await(db, s, json_string_value(id), &a, &denied);
 		if (st)
 			goto out;
 		if (awaits_client(a))
@@ -249,7 +188,7 @@ static enum db_status send_one(struct db *db, struct send_ctx *c, unsigned i, st
 	const struct ev_checked *e = &c->chk[i];
 	struct ev_new ev = { .id = c->ids[i], .type = e->type, .body = c->bodies[i] };
 	enum db_status st;
-	enum await a;
+	enum ev_await a;
 	int denied, n;
 
 	switch (e->kind) {
@@ -262,7 +201,7 @@ static enum db_status send_one(struct db *db, struct send_ctx *c, unsigned i, st
 	case EVK_CONFIRMATION:
 	case EVK_CUSTOM_RESULT:
 	case EVK_TOOL_RESULT:
-		st = await_state(db, s, e->ref, &a, &denied);
+		st = evdb_await(db, s, e->ref, &a, &denied);
 		if (st)
 			return st;
 		if (answer_check(c, i, s, a, denied))
