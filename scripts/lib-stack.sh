@@ -636,6 +636,9 @@ root = $run/sandboxes
 [log]
 level = ${LOG_LEVEL:-info}
 EOF
+		if [ -n "${MODEL_BASE_URL:-}" ]; then
+			printf '\n[model]\nbase_url = %s\n' "$MODEL_BASE_URL" >>"$tmp"
+		fi
 		# one tailer per nginx (docs/events.md): API_TAILER=0 for the other supervisors
 		# behind it on the same database
 		if [ "${API_TAILER:-1}" = 1 ] && stack_nchan_modules >/dev/null; then
@@ -994,6 +997,36 @@ recon_start() {
 recon_stop() {
 	_stack_check_run "$1" || return 1
 	_stack_stop "$1/reconciler.pid" terrarium-reconciler TERM 35 reconciler
+}
+
+# runner_start RUN NAME: terrarium-runner --loop with NAME's configuration (docs/runner.md:
+# it runs sessions' turns: the model ([model] base_url, MODEL_BASE_URL in api_config) and the
+# tools in the sandboxes of NAME's backend). Its key, when the model needs one, comes from
+# ANTHROPIC_API_KEY in the environment or [model] api_key_file (RUN/operator.ini), never from
+# a command line. Pid RUN/runner.pid, log RUN/runner.log.
+runner_start() {
+	local run=$1 name=$2 bin pid
+	_stack_check_run "$run" || return 1
+	_stack_check_name "$name" || return 1
+	bin="$(dirname "$(_stack_api_bin)")/terrarium-runner"
+	if pid=$(stack_running "$run/runner.pid" terrarium-runner); then
+		_stack_say "runner already running (pid $pid)"
+		return 0
+	fi
+	[ -x "$bin" ] || {
+		_stack_err "$bin not built (run make)"
+		return 1
+	}
+	_stack_spawn "$run/runner.pid" "$run/runner.log" "$bin" -c "$run/$name.ini" --loop || {
+		_stack_err "runner did not start"
+		_stack_tail "$run/runner.log"
+		return 1
+	}
+	_stack_say "runner running (pid $(cat "$run/runner.pid"), log $run/runner.log)"
+}
+runner_stop() {
+	_stack_check_run "$1" || return 1
+	_stack_stop "$1/runner.pid" terrarium-runner TERM 35 runner
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -184,12 +184,12 @@ verify_units() {
 	cp -an /lib/systemd/system/. "$UNITDIR/" &&
 		systemd-analyze verify --root="$WORK/files" --man=no "$UNITDIR/terrarium-api.service" \
 			"$UNITDIR/terrarium-reconciler.service" "$UNITDIR/terrarium-reconciler.timer" \
-			>"$WORK/verify.log" 2>&1
+			"$UNITDIR/terrarium-runner.service" >"$WORK/verify.log" 2>&1
 	local rc=$?
 	cat "$WORK/verify.log"
 	[ "$rc" -eq 0 ] && [ ! -s "$WORK/verify.log" ]
 }
-check "systemd-analyze verify: the three units, no message" verify_units
+check "systemd-analyze verify: the four units, no message" verify_units
 exposure() { # UNIT MAX: the unit's exposure at most MAX/10
 	systemd-analyze security --offline=yes --root="$WORK/files" --threshold="$2" \
 		--no-pager "$UNITDIR/$1" >"$WORK/security-$1.log" 2>&1 || {
@@ -202,6 +202,8 @@ check "systemd-analyze security: terrarium-api.service's exposure <= $EXPOSURE_M
 	exposure terrarium-api.service "$EXPOSURE_MAX_API"
 check "systemd-analyze security: terrarium-reconciler.service's <= $EXPOSURE_MAX_RECONCILER/10" \
 	exposure terrarium-reconciler.service "$EXPOSURE_MAX_RECONCILER"
+check "systemd-analyze security: terrarium-runner.service's <= $EXPOSURE_MAX_RECONCILER/10" \
+	exposure terrarium-runner.service "$EXPOSURE_MAX_RECONCILER"
 unit_value() { # UNIT KEY: the value of KEY= in the unit
 	sed -n "s/^$2=//p" "$UNITDIR/$1" | tail -n 1
 }
@@ -236,11 +238,12 @@ check "the ini is a conffile" grep -q "^ /etc/terrarium/terrarium.ini " \
 	<(in_ch dpkg-query -W -f='${Conffiles}\n' terrarium)
 check "/var/log/terrarium is 2750 terrarium:adm" \
 	test "$(in_ch stat -c '%a %U %G' /var/log/terrarium)" = "2750 terrarium adm"
-for f in api.log reconciler.log; do
+for f in api.log reconciler.log runner.log; do
 	check "/var/log/terrarium/$f is made 0640 terrarium:adm (logrotate's su can truncate it)" \
 		test "$(in_ch stat -c '%a %U %G' "/var/log/terrarium/$f")" = "640 terrarium adm"
 done
-for f in /usr/bin/terrarium-api /usr/bin/terrarium-reconciler /usr/share/terrarium/sql/001_init.sql \
+for f in /usr/bin/terrarium-api /usr/bin/terrarium-reconciler /usr/bin/terrarium-runner \
+	/usr/share/terrarium/sql/001_init.sql /lib/systemd/system/terrarium-runner.service \
 	/lib/systemd/system/terrarium-api.service /lib/systemd/system/terrarium-reconciler.service \
 	/lib/systemd/system/terrarium-reconciler.timer /etc/cron.d/terrarium-reconciler \
 	/etc/nginx/sites-available/terrarium /etc/logrotate.d/terrarium; do
