@@ -36,6 +36,8 @@ RECON_SRC += reconciler/backends/http.c reconciler/backends/remote.c \
 RECON_SRC += reconciler/backends/e2b.c reconciler/backends/daytona.c reconciler/backends/quote.c
 # sandbox-runtime (srt: bubblewrap + allowlisting proxies), installed into sandbox-runtime/
 RECON_SRC += reconciler/backends/srt.c reconciler/backends/srt_hosts.c
+# the runner's model client (libcurl; runner/ may include curl/curl.h) and its answer reader
+RUNNER_SRC := runner/model.c runner/model_stream.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -102,6 +104,10 @@ $(eval $(call unit_test,clock,common/clock.c))
 # the srt backend's allowlist as srt's allowedDomains (reconciler/backends/srt_hosts.c)
 $(eval $(call unit_test,srt_hosts,reconciler/backends/srt_hosts.c common/log.c \
 	tests/unit/unit_json.c tests/unit/unit.c,-ljansson))
+
+# the model client's reader of Messages API answers, on recorded streams cut at every byte
+# (runner/model_stream.c), and the client's request (runner/model.c)
+$(eval $(call unit_test,model,$(RUNNER_SRC) common/strbuf.c common/clock.c,-ljansson -lcurl))
 
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
 $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
