@@ -109,6 +109,12 @@ $(eval $(call unit_test,srt_hosts,reconciler/backends/srt_hosts.c common/log.c \
 # (runner/model_stream.c), and the client's request (runner/model.c)
 $(eval $(call unit_test,model,$(RUNNER_SRC) common/strbuf.c common/clock.c,-ljansson -lcurl))
 
+# the model client against the scripted fake model: run by tests/fake-model/run.sh (make unit),
+# which starts the fake
+$(BUILD)/test_model_fake: $(call obj,tests/fake-model/test_fake_model.c $(RUNNER_SRC) \
+	common/strbuf.c common/clock.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka -ljansson -lcurl
+
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
 $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
 	$(filter-out reconciler/main.c,$(RECON_SRC)))
@@ -166,10 +172,12 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-# the cmocka tests, then `config dump` of the API binary against docs/config.md
-unit: $(UNIT_TESTS) $(API_BIN)
+# the cmocka tests, then `config dump` of the API binary against docs/config.md, then the model
+# client against the fake model
+unit: $(UNIT_TESTS) $(API_BIN) $(BUILD)/test_model_fake
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 	@echo "== tests/config/run.sh"; tests/config/run.sh $(BUILD)
+	@echo "== tests/fake-model/run.sh"; tests/fake-model/run.sh $(BUILD)
 
 # unit tests, short fuzz runs (tests/fuzz/), the end-to-end suite, the HTTP suite through Apache
 # and lighttpd (test-servers), provisioning on a real Docker Engine (tests/docker/, once), then
