@@ -36,6 +36,8 @@ RECON_SRC += reconciler/backends/http.c reconciler/backends/remote.c \
 RECON_SRC += reconciler/backends/e2b.c reconciler/backends/daytona.c reconciler/backends/quote.c
 # sandbox-runtime (srt: bubblewrap + allowlisting proxies), installed into sandbox-runtime/
 RECON_SRC += reconciler/backends/srt.c reconciler/backends/srt_hosts.c
+# the runner's model client (libcurl; runner/ may include curl/curl.h) and its answer reader
+RUNNER_SRC := runner/model.c runner/model_stream.c
 
 # the runner (docs/runner.md): its claim loop and turns, the model client and the agent toolset,
 # the turns' claims (db/turns.c), and the reconciler's objects but its main (a turn provisions
@@ -115,6 +117,16 @@ $(eval $(call unit_test,clock,common/clock.c))
 $(eval $(call unit_test,srt_hosts,reconciler/backends/srt_hosts.c common/log.c \
 	tests/unit/unit_json.c tests/unit/unit.c,-ljansson))
 
+# the model client's reader of Messages API answers, on recorded streams cut at every byte
+# (runner/model_stream.c), and the client's request (runner/model.c)
+$(eval $(call unit_test,model,$(RUNNER_SRC) common/strbuf.c common/clock.c,-ljansson -lcurl))
+
+# the model client against the scripted fake model: run by tests/fake-model/run.sh (make unit),
+# which starts the fake
+$(BUILD)/test_model_fake: $(call obj,tests/fake-model/test_fake_model.c $(RUNNER_SRC) \
+	common/strbuf.c common/clock.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka -ljansson -lcurl
+
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
 $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
 	$(filter-out reconciler/main.c,$(RECON_SRC)))
@@ -172,10 +184,12 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-# the cmocka tests, then `config dump` of the API binary against docs/config.md
-unit: $(UNIT_TESTS) $(API_BIN)
+# the cmocka tests, then `config dump` of the API binary against docs/config.md, then the model
+# client against the fake model
+unit: $(UNIT_TESTS) $(API_BIN) $(BUILD)/test_model_fake
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 	@echo "== tests/config/run.sh"; tests/config/run.sh $(BUILD)
+	@echo "== tests/fake-model/run.sh"; tests/fake-model/run.sh $(BUILD)
 
 # unit tests, short fuzz runs (tests/fuzz/), the end-to-end suite, the HTTP suite through Apache
 # and lighttpd (test-servers), provisioning on a real Docker Engine (tests/docker/, once), then

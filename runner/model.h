@@ -34,12 +34,15 @@ struct model_usage {
 	long long input, output, cache_creation, cache_read;
 };
 
-enum model_block_type { MB_TEXT, MB_THINKING, MB_TOOL_USE };
+/* MB_REDACTED_THINKING: a thinking block the API sent encrypted; it goes back to the API
+ * unchanged in the next request's history ({"type":"redacted_thinking","data": text}). */
+enum model_block_type { MB_TEXT, MB_THINKING, MB_REDACTED_THINKING, MB_TOOL_USE };
 
 /* One content block of the reply, complete. */
 struct model_block {
 	enum model_block_type type;
-	char *text;	 /* MB_TEXT, MB_THINKING: the text (owned) */
+	char *text;	 /* MB_TEXT, MB_THINKING: the text; MB_REDACTED_THINKING: its data (owned,
+			  * never NULL for these) */
 	char *signature; /* MB_THINKING: its signature, or NULL (owned) */
 	char *id;	 /* MB_TOOL_USE: the model's tool_use id (owned) */
 	char *name;	 /* MB_TOOL_USE (owned) */
