@@ -481,6 +481,7 @@ static enum db_status reply_change(struct turn *t, struct db *db, struct ev_sess
 
 		switch (b->type) {
 		case MB_THINKING:
+		case MB_REDACTED_THINKING:
 			st = emit(db, s, json_pack("{s:s}", "type", "agent.thinking"), NULL);
 			break;
 		case MB_TEXT:
