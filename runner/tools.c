@@ -109,7 +109,8 @@ static const char sh_glob[] =
 
 /* grep: $3 the pattern, $4 the time limit in seconds, $5 bytes at most, $6 the sentinel, $7
  * bytes of stderr at most. The
- * first rg on PATH outside the workdir (as the SDK), else grep -r. Answers 'K' and the
+ * first rg on PATH outside the workdir (as the SDK), else grep -r; timeout(1) stays in the
+ * command's process group, so that stopping the group stops the search. Answers 'K' and the
  * matches, then after the sentinel the exit status, which program ran and its stderr. */
 static const char sh_grep[] = SH_CONFINE
 	"g=$(command -v rg) && g=$(realpath -e -- \"$g\") && ! inside \"$w\" \"$g\" || g=\n"
@@ -119,7 +120,7 @@ static const char sh_grep[] = SH_CONFINE
 	"else k=grep; set -- grep -rnHIsE --exclude-dir=.git --exclude-dir=node_modules"
 	" --exclude-dir=" TOOLS_STATE_DIR "; fi\n"
 	"e=$(mktemp 2>/dev/null) || e=/dev/null\n"
-	"timeout \"$t\" \"$@\" -e \"$p\" -- \"$r\" 2>\"$e\" | head -c \"$c\"\n"
+	"timeout --foreground \"$t\" \"$@\" -e \"$p\" -- \"$r\" 2>\"$e\" | head -c \"$c\"\n"
 	"x=${PIPESTATUS[0]}\n"
 	"printf '\\n%s%d\\n%s\\n' \"$s\" \"$x\" \"$k\"\n"
 	"head -c \"$m\" -- \"$e\"\n"
@@ -250,6 +251,14 @@ static size_t utf8_seq(const unsigned char *s, size_t n, size_t *skip)
 	return len;
 }
 
+/* RES: out of memory. Always -1. */
+static int result_oom(struct tool_result *res)
+{
+	res->is_error = 1;
+	res->text = NULL;
+	return -1;
+}
+
 /* Fill RES from the N bytes of TEXT, made valid UTF-8 without NUL bytes (U+FFFD for what is
  * not), "(no output)" when empty. 0, or -1 when out of memory (RES->text NULL). */
 static int result_set(struct tool_result *res, int is_error, const char *text, size_t n)
@@ -289,27 +298,11 @@ static int result_fmt(struct tool_result *res, int is_error, const char *fmt, ..
 	va_end(ap);
 	if (sb.oom) {
 		strbuf_release(&sb);
-		res->is_error = 1;
-		res->text = NULL;
-		return -1;
+		return result_oom(res);
 	}
 	rc = result_set(res, is_error, sb.buf, sb.len);
 	strbuf_release(&sb);
 	return rc;
-}
-
-/* An error result for the N bytes of TEXT. */
-static int result_error(struct tool_result *res, const char *text, size_t n)
-{
-	return result_set(res, 1, text, n);
-}
-
-/* RES: out of memory. Always -1. */
-static int result_oom(struct tool_result *res)
-{
-	res->is_error = 1;
-	res->text = NULL;
-	return -1;
 }
 
 /* INPUT's member KEY as a string: 1 with *S and *LEN set; 0 when absent or null; -1 (RES set)
@@ -384,12 +377,10 @@ static int path_abs(const char *workdir, const char *p, struct strbuf *sb)
 		for (n = 0; i + n < in.len && in.buf[i + n] != '/'; n++)
 			;
 		if (n == 2 && !memcmp(in.buf + i, "..", 2)) {
-			while (sb->len && sb->buf[sb->len - 1] != '/')
-				sb->len--;
-			if (sb->len)
-				sb->len--;
-			if (sb->buf)
-				sb->buf[sb->len] = '\0';
+			const char *slash = sb->len ? strrchr(sb->buf, '/') : NULL;
+
+			if (slash)
+				strbuf_remove(sb, (size_t)(slash - sb->buf), sb->len);
 		} else if (n && !(n == 1 && in.buf[i] == '.')) {
 			strbuf_addch(sb, '/');
 			strbuf_add(sb, in.buf + i, n);
@@ -500,7 +491,7 @@ static int answer_unexpected(struct tool_result *res, const char *tool,
 		strbuf_release(&sb);
 		return result_oom(res);
 	}
-	rc = result_error(res, sb.buf, sb.len);
+	rc = result_set(res, 1, sb.buf, sb.len);
 	strbuf_release(&sb);
 	return rc;
 }
@@ -672,7 +663,7 @@ static int tool_bash(const struct tool_exec *x, const json_t *in, struct tool_re
 	n = sb.len;
 	ansi_strip(&sb, o.output + skip, (size_t)at - skip);
 	while (sb.len > n && sb.buf[sb.len - 1] == '\n')
-		sb.buf[--sb.len] = '\0';
+		strbuf_remove(&sb, sb.len - 1, 1);
 	tool_exec_out_release(&o);
 	if (sb.oom) {
 		strbuf_release(&sb);
@@ -1183,9 +1174,8 @@ static void glob_find_args(struct args *a, const struct glob_pats *g)
 			a->oom |= sb.oom;
 			strbuf_release(&sb);
 		}
-		if (!k) {
+		if (!k)
 			args_add(a, "-false");
-		}
 		args_add(a, ")");
 	}
 	args_add(a, "-printf");
@@ -1443,7 +1433,7 @@ static int tool_grep(const struct tool_exec *x, const json_t *in, struct tool_re
 		if (nl)
 			strbuf_add(&err, nl + 1, o.len - (size_t)(nl + 1 - o.output));
 		while (err.len && (err.buf[err.len - 1] == '\n' || err.buf[err.len - 1] == '\r'))
-			err.buf[--err.len] = '\0';
+			strbuf_remove(&err, err.len - 1, 1);
 	}
 	if (timed_out) {
 		/* the SDK's walker: what was found, with a note, or an error */

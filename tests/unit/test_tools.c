@@ -28,6 +28,7 @@
 
 struct proc_ctx {
 	const char *path_env; /* PATH of the commands; NULL: this process's */
+	long timeout_cap_ms;  /* > 0: a sandbox stopping commands sooner than asked */
 	int stdin_ok;	      /* what the binding claims */
 	size_t max_arg;	      /* the longest argument seen */
 	size_t max_argv;      /* the most argument bytes of one command */
@@ -42,35 +43,19 @@ static long now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-/* Keep the last CAP bytes of what came. */
-static void keep_tail(struct tool_exec_out *out, size_t cap, const char *buf, size_t n)
-{
-	if (n >= cap) {
-		memcpy(out->output, buf + n - cap, cap);
-		out->truncated |= out->len > 0 || n > cap;
-		out->len = cap;
-		return;
-	}
-	if (out->len + n > cap) {
-		size_t drop = out->len + n - cap;
-
-		memmove(out->output, out->output + drop, out->len - drop);
-		out->len -= drop;
-		out->truncated = 1;
-	}
-	memcpy(out->output + out->len, buf, n);
-	out->len += n;
-}
-
 static int proc_run(void *vctx, char *const argv[], const char *in, size_t inlen, long timeout_ms,
 		    size_t cap, struct tool_exec_out *out, char *err, size_t errsz)
 {
 	struct proc_ctx *ctx = vctx;
 	int outp[2], inp[2] = { -1, -1 }, status;
-	long deadline = now_ms() + timeout_ms;
-	size_t total = 0, written = 0;
-	char buf[65536];
+	long deadline;
+	size_t total = 0, written = 0, got = 0;
+	char buf[65536], *all = NULL;
 	pid_t pid;
+
+	if (ctx->timeout_cap_ms > 0 && ctx->timeout_cap_ms < timeout_ms)
+		timeout_ms = ctx->timeout_cap_ms;
+	deadline = now_ms() + timeout_ms;
 
 	for (size_t i = 0; argv[i]; i++) {
 		size_t n = strlen(argv[i]) + 1;
@@ -83,12 +68,8 @@ static int proc_run(void *vctx, char *const argv[], const char *in, size_t inlen
 	if (in && !ctx->stdin_ok)
 		fail_msg("standard input given to a binding without stdin_ok");
 	memset(out, 0, sizeof(*out));
-	out->output = malloc(cap + 1);
-	assert_non_null(out->output);
 	if (pipe(outp) || (in && pipe(inp))) {
 		snprintf(err, errsz, "pipe: %s", strerror(errno));
-		free(out->output);
-		out->output = NULL;
 		return -1;
 	}
 	pid = fork();
@@ -142,7 +123,10 @@ static int proc_run(void *vctx, char *const argv[], const char *in, size_t inlen
 			n = read(outp[0], buf, sizeof(buf));
 			if (n <= 0)
 				break;
-			keep_tail(out, cap, buf, (size_t)n);
+			all = realloc(all, got + (size_t)n);
+			assert_non_null(all);
+			memcpy(all + got, buf, (size_t)n);
+			got += (size_t)n;
 		}
 		if (out->timed_out && now_ms() > deadline + 5000)
 			break;
@@ -153,7 +137,14 @@ static int proc_run(void *vctx, char *const argv[], const char *in, size_t inlen
 	kill(-pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	out->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	/* the last CAP bytes */
+	out->truncated = got > cap;
+	out->len = got > cap ? cap : got;
+	out->output = malloc(out->len + 1);
+	assert_non_null(out->output);
+	memcpy(out->output, all + (got - out->len), out->len);
 	out->output[out->len] = '\0';
+	free(all);
 	return 0;
 }
 
@@ -877,7 +868,7 @@ static void test_grep_fallback(void **state)
 {
 	DIR *d = opendir("/usr/bin");
 	struct dirent *e;
-	char from[TEST_PATH_MAX], to[TEST_PATH_MAX * 2];
+	char from[TEST_PATH_MAX], to[TEST_PATH_MAX * 2], want[TEST_PATH_MAX * 2];
 	(void)state;
 
 	/* a PATH with everything of /usr/bin but rg */
@@ -893,6 +884,50 @@ static void test_grep_fallback(void **state)
 	closedir(d);
 	pctx.path_env = norg;
 	grep_cases(0);
+	/* a search the sandbox stops (a FIFO blocks it): the SDK's walker's timeout */
+	shf("mkfifo fifo");
+	pctx.timeout_cap_ms = 500;
+	bad("grep", "{\"pattern\":\"x\",\"path\":\"fifo\"}", "grep: timed out after 60s");
+	pctx.timeout_cap_ms = 0;
+	/* and stopping the process group stopped the search: within 1 s the FIFO has no reader */
+	snprintf(from, sizeof(from), "%s/fifo", work);
+	{
+		long until = now_ms() + 1000;
+		int fd;
+
+		while ((fd = open(from, O_WRONLY | O_NONBLOCK)) >= 0 && now_ms() < until) {
+			close(fd);
+			usleep(20000);
+		}
+		if (fd >= 0)
+			fail_msg("the search still reads the FIFO");
+		assert_int_equal(errno, ENXIO);
+	}
+	/* one timeout(1) stops: what it found, or an error when nothing */
+	snprintf(to, sizeof(to), "%s/timeout", norg);
+	assert_int_equal(unlink(to), 0);
+	{
+		static const char fake[] =
+			"#!/bin/sh\nshift 2\n[ \"$FAKE_LINES\" -gt 0 ] && \"$@\" "
+			"| head -n \"$FAKE_LINES\"\nexit 124\n";
+
+		spit("fake-timeout", fake, strlen(fake));
+	}
+	snprintf(from, sizeof(from), "%s/fake-timeout", work);
+	assert_int_equal(chmod(from, 0755), 0);
+	assert_int_equal(symlink(from, to), 0);
+	setenv("FAKE_LINES", "2", 1);
+	snprintf(want, sizeof(want),
+		 "%s/many.txt:1:match line 000001\n%s/many.txt:2:match line 000002\n[the search "
+		 "was cut short after %d ms]",
+		 work, work, TOOLS_GREP_TIMEOUT_MS);
+	ok("grep", "{\"pattern\":\"match\",\"path\":\"many.txt\"}", want);
+	setenv("FAKE_LINES", "0", 1);
+	bad("grep", "{\"pattern\":\"match\",\"path\":\"many.txt\"}", "grep: timed out after 60s");
+	unsetenv("FAKE_LINES");
+	snprintf(to, sizeof(to), "%s/timeout", norg);
+	assert_int_equal(unlink(to), 0);
+	assert_int_equal(symlink("/usr/bin/timeout", to), 0);
 	/* an rg inside the workdir is never run */
 	shf("printf '#!/bin/sh\\necho planted\\n' > rg && chmod +x rg");
 	{
