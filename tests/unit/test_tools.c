@@ -142,7 +142,8 @@ static int proc_run(void *vctx, char *const argv[], const char *in, size_t inlen
 	out->len = got > cap ? cap : got;
 	out->output = malloc(out->len + 1);
 	assert_non_null(out->output);
-	memcpy(out->output, all + (got - out->len), out->len);
+	if (out->len)
+		memcpy(out->output, all + (got - out->len), out->len);
 	out->output[out->len] = '\0';
 	free(all);
 	return 0;
