@@ -10,14 +10,16 @@
 #include <stddef.h>
 
 #define TOOLSET_TYPE "agent_toolset_20260401"
-#define TOOLS_OUTPUT_MAX (100 * 1024)	      /* bash and grep output kept (the rest: a note) */
-#define TOOLS_FILE_MAX (256 * 1024)	      /* read and edit load at most this much */
-#define TOOLS_BASH_TIMEOUT_MS 120000	      /* bash's default timeout_ms */
-#define TOOLS_BASH_TIMEOUT_MAX_MS 3600000     /* the largest timeout_ms taken */
-#define TOOLS_GLOB_MAX 200		      /* glob's results */
-#define TOOLS_WALK_MAX 50000		      /* entries glob looks at */
-#define TOOLS_GREP_TIMEOUT_MS 60000	      /* grep's time limit */
-#define TOOLS_STATE_DIR ".terrarium"	      /* under the workdir: bash's cwd and environment */
+#define TOOLS_OUTPUT_MAX (100 * 1024)	  /* bash and grep output kept (the rest: a note) */
+#define TOOLS_FILE_MAX (256 * 1024)	  /* read and edit load at most this much */
+#define TOOLS_BASH_TIMEOUT_MS 120000	  /* bash's default timeout_ms */
+#define TOOLS_BASH_TIMEOUT_MAX_MS 3600000 /* the largest timeout_ms taken */
+#define TOOLS_GLOB_MAX 200		  /* glob's results */
+#define TOOLS_WALK_MAX 50000		  /* entries glob looks at */
+#define TOOLS_GREP_TIMEOUT_MS 60000	  /* grep's time limit */
+#define TOOLS_STATE_DIR ".terrarium"	  /* under the workdir: bash's cwd and environment */
+
+/* how the tools go through a sandbox's commands */
 #define TOOLS_FILE_TIMEOUT_MS 60000	      /* read, write, edit and glob's commands */
 #define TOOLS_ARG_CHUNK (64 * 1024)	      /* bytes of one argument (the kernel takes 128 KiB) */
 #define TOOLS_ARGV_MAX (512 * 1024)	      /* argument bytes of one command */
