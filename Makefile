@@ -174,6 +174,11 @@ $(BUILD)/test_remote: $(call obj,tests/unit/test_remote.c reconciler/backends/re
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -lcurl
 UNIT_TESTS += $(BUILD)/test_remote
 
+# the agent toolset through a sandbox's commands (runner/tools.c), bound to plain processes
+RUNNER_SRC := runner/tools.c
+$(eval $(call unit_test,tools,$(RUNNER_SRC) common/crypto.c common/strbuf.c \
+	tests/unit/unit.c,-ljansson))
+
 # argv quoting for Daytona's toolbox (checked against /bin/sh and the daemon's tokenizer)
 $(BUILD)/test_quote: $(call obj,tests/unit/test_quote.c reconciler/backends/quote.c \
 	tests/unit/unit.c)

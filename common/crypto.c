@@ -180,29 +180,45 @@ void hex_encode(const unsigned char *in, size_t len, char *out)
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-size_t b64url_encode(const unsigned char *in, size_t len, char *out)
+static const char b64std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* The one encoder: the digits of ALPHABET, '=' padding to a multiple of 4 when PAD. */
+static size_t b64_encode(const unsigned char *in, size_t len, char *out, const char *alphabet,
+			 int pad)
 {
 	size_t o = 0, i;
 
 	for (i = 0; i + 2 < len; i += 3) {
 		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-		out[o++] = b64[v >> 18 & 63];
-		out[o++] = b64[v >> 12 & 63];
-		out[o++] = b64[v >> 6 & 63];
-		out[o++] = b64[v & 63];
+		out[o++] = alphabet[v >> 18 & 63];
+		out[o++] = alphabet[v >> 12 & 63];
+		out[o++] = alphabet[v >> 6 & 63];
+		out[o++] = alphabet[v & 63];
 	}
 	if (len - i == 1) {
 		uint32_t v = (uint32_t)in[i] << 16;
-		out[o++] = b64[v >> 18 & 63];
-		out[o++] = b64[v >> 12 & 63];
+		out[o++] = alphabet[v >> 18 & 63];
+		out[o++] = alphabet[v >> 12 & 63];
 	} else if (len - i == 2) {
 		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
-		out[o++] = b64[v >> 18 & 63];
-		out[o++] = b64[v >> 12 & 63];
-		out[o++] = b64[v >> 6 & 63];
+		out[o++] = alphabet[v >> 18 & 63];
+		out[o++] = alphabet[v >> 12 & 63];
+		out[o++] = alphabet[v >> 6 & 63];
 	}
+	while (pad && o % 4)
+		out[o++] = '=';
 	out[o] = '\0';
 	return o;
+}
+
+size_t b64url_encode(const unsigned char *in, size_t len, char *out)
+{
+	return b64_encode(in, len, out, b64, 0);
+}
+
+size_t base64_encode(const unsigned char *in, size_t len, char *out)
+{
+	return b64_encode(in, len, out, b64std, 1);
 }
 
 static int b64val(char c)

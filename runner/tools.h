@@ -19,6 +19,17 @@
 #define TOOLS_GREP_TIMEOUT_MS 60000	  /* grep's time limit */
 #define TOOLS_STATE_DIR ".terrarium"	  /* under the workdir: bash's cwd and environment */
 
+/* how the tools go through a sandbox's commands */
+#define TOOLS_FILE_TIMEOUT_MS 60000	      /* read, write, edit and glob's commands */
+#define TOOLS_ARG_CHUNK (64 * 1024)	      /* bytes of one argument (the kernel takes 128 KiB) */
+#define TOOLS_ARGV_MAX (512 * 1024)	      /* argument bytes of one command */
+#define TOOLS_BASH_COMMAND_MAX TOOLS_ARGV_MAX /* a bash command's bytes */
+#define TOOLS_EDIT_MAX (4 * 1024 * 1024)      /* bytes of a file as edit leaves it */
+#define TOOLS_GLOB_PATTERNS_MAX 64	      /* patterns one glob's braces expand to */
+#define TOOLS_GLOB_DEPTH_MAX 128	      /* directories deep glob matches a path */
+#define TOOLS_WALK_OUTPUT_MAX (1024 * 1024)   /* bytes of the walk glob reads (mtime, path) */
+#define TOOLS_STDERR_MAX 2048		      /* bytes of a failing search's stderr kept */
+
 /* ---- what the agent offers ---- */
 
 enum tool_kind { TOOL_UNKNOWN, TOOL_BUILTIN, TOOL_CUSTOM, TOOL_MCP };
@@ -29,14 +40,25 @@ struct toolset {
 	json_t *definitions; /* the Messages API's tools[]: name, description, input_schema (new
 			      * reference) */
 	json_t *kinds;	     /* name -> {"kind":..., "policy":...} (new reference) */
+	json_t *mcp;	     /* each mcp_toolset's server -> {"enabled", "policy", "configs": {tool
+			      * -> {"enabled", "policy"}}}, the tools themselves not known yet (new
+			      * reference) */
 };
 
-/* Read TOOLS (the agent's `tools`, may be NULL: no tools) into TS. 0, or -1 with ERR set (a
- * malformed entry, a name used twice). */
+/* Read TOOLS (the agent's `tools`, may be NULL: no tools) into TS: the agent toolset's enabled
+ * tools (bash, read, write, edit, glob, grep; web_fetch and web_search are never offered) with
+ * the SDK's definitions, custom tools as given, each mcp_toolset's configuration. A policy
+ * "auto" is taken as always_ask (no one here decides for the user). 0, or -1 with ERR set (a
+ * malformed entry, a name offered twice, a server or a tool configured twice) and TS empty. */
 int toolset_load(const json_t *tools, struct toolset *ts, char *err, size_t errsz);
 
 /* What NAME is, and its permission policy (TOOL_ALLOW for custom tools). */
 enum tool_kind toolset_kind(const struct toolset *ts, const char *name, enum tool_policy *policy);
+
+/* Whether the mcp_toolset of SERVER enables its tool TOOL: 1 (and *POLICY set), 0 (disabled),
+ * -1 (no mcp_toolset names SERVER). */
+int toolset_mcp_policy(const struct toolset *ts, const char *server, const char *tool,
+		       enum tool_policy *policy);
 
 void toolset_release(struct toolset *ts);
 
@@ -76,7 +98,8 @@ struct tool_result {
 
 /* Run built-in tool NAME with INPUT through X. Always fills RES (a failing tool is an error
  * result, as the SDK's ToolError); returns -1 only when the sandbox could not run a command
- * (RES then says so too). */
+ * (RES then says so too) or memory ran out (RES->text may then be NULL). bash keeps its working
+ * directory and exported variables in X->workdir/TOOLS_STATE_DIR between calls. */
 int tools_run(const struct tool_exec *x, const char *name, const json_t *input,
 	      struct tool_result *res);
 

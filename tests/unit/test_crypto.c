@@ -1,5 +1,6 @@
 /* Unit tests of base64 (common/crypto.c): the strict base64url of cursors and the lenient
- * decoder of protojson `bytes` (e2b's envd output) are one decoder. */
+ * decoder of protojson `bytes` (e2b's envd output) are one decoder; the padded standard encoding
+ * (file contents handed to base64(1) in a sandbox) and base64url are one encoder. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -24,6 +25,14 @@ static void test_base64(void **state)
 
 	assert_int_equal(b64url_encode(bytes, sizeof(bytes), enc), 7);
 	assert_string_equal(enc, "-__-aGk");
+	assert_int_equal(base64_encode(bytes, sizeof(bytes), enc), 8);
+	assert_string_equal(enc, "+//+aGk=");
+	assert_int_equal(base64_encode(bytes, 4, enc), 8);
+	assert_string_equal(enc, "+//+aA==");
+	assert_int_equal(base64_encode(bytes, 3, enc), 4);
+	assert_string_equal(enc, "+//+");
+	assert_int_equal(base64_encode(bytes, 0, enc), 0);
+	assert_string_equal(enc, "");
 	assert_int_equal(dec("-__-aGk", 1, out, sizeof(out)), 5);
 	assert_memory_equal(out, bytes, 5);
 	/* the lenient decoder reads both alphabets and padding */
