@@ -37,13 +37,16 @@ RECON_SRC += reconciler/backends/e2b.c reconciler/backends/daytona.c reconciler/
 # sandbox-runtime (srt: bubblewrap + allowlisting proxies), installed into sandbox-runtime/
 RECON_SRC += reconciler/backends/srt.c reconciler/backends/srt_hosts.c
 # the runner's model client (libcurl; runner/ may include curl/curl.h) and its answer reader
-RUNNER_SRC := runner/model.c runner/model_stream.c
+# the model client (runner/model.c) and the agent toolset (runner/tools.c): the runner's parts
+# the unit tests link alone
+MODEL_SRC := runner/model.c runner/model_stream.c
+TOOLS_SRC := runner/tools.c
 
 # the runner (docs/runner.md): its claim loop and turns, the model client and the agent toolset,
 # the turns' claims (db/turns.c), and the reconciler's objects but its main (a turn provisions
 # its session's sandbox through the same step machine)
-RUNNER_SRC := runner/main.c runner/turn.c runner/history.c runner/sandbox.c runner/model.c \
-	runner/tools.c db/turns.c db/sessions.c $(filter-out reconciler/main.c,$(RECON_SRC))
+RUNNER_SRC := runner/main.c runner/turn.c runner/history.c runner/sandbox.c $(MODEL_SRC) \
+	$(TOOLS_SRC) db/turns.c db/sessions.c $(filter-out reconciler/main.c,$(RECON_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -119,11 +122,11 @@ $(eval $(call unit_test,srt_hosts,reconciler/backends/srt_hosts.c common/log.c \
 
 # the model client's reader of Messages API answers, on recorded streams cut at every byte
 # (runner/model_stream.c), and the client's request (runner/model.c)
-$(eval $(call unit_test,model,$(RUNNER_SRC) common/strbuf.c common/clock.c,-ljansson -lcurl))
+$(eval $(call unit_test,model,$(MODEL_SRC) common/strbuf.c common/clock.c,-ljansson -lcurl))
 
 # the model client against the scripted fake model: run by tests/fake-model/run.sh (make unit),
 # which starts the fake
-$(BUILD)/test_model_fake: $(call obj,tests/fake-model/test_fake_model.c $(RUNNER_SRC) \
+$(BUILD)/test_model_fake: $(call obj,tests/fake-model/test_fake_model.c $(MODEL_SRC) \
 	common/strbuf.c common/clock.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka -ljansson -lcurl
 
@@ -175,8 +178,7 @@ $(BUILD)/test_remote: $(call obj,tests/unit/test_remote.c reconciler/backends/re
 UNIT_TESTS += $(BUILD)/test_remote
 
 # the agent toolset through a sandbox's commands (runner/tools.c), bound to plain processes
-RUNNER_SRC := runner/tools.c
-$(eval $(call unit_test,tools,$(RUNNER_SRC) common/crypto.c common/strbuf.c \
+$(eval $(call unit_test,tools,$(TOOLS_SRC) common/crypto.c common/strbuf.c \
 	tests/unit/unit.c,-ljansson))
 
 # argv quoting for Daytona's toolbox (checked against /bin/sh and the daemon's tokenizer)
