@@ -46,7 +46,7 @@ TOOLS_SRC := runner/tools.c
 # the turns' claims (db/turns.c), and the reconciler's objects but its main (a turn provisions
 # its session's sandbox through the same step machine)
 RUNNER_SRC := runner/main.c runner/turn.c runner/history.c runner/sandbox.c $(MODEL_SRC) \
-	$(TOOLS_SRC) db/turns.c db/sessions.c $(filter-out reconciler/main.c,$(RECON_SRC))
+	$(TOOLS_SRC) db/turns.c db/sessions.c db/work.c $(filter-out reconciler/main.c,$(RECON_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 

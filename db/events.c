@@ -17,7 +17,8 @@
 #define EV_LOCK_SELECT \
 	"SELECT s.id, s.status, s.event_pos, s.turn_pending, s.archived_at IS NOT NULL," \
 	" JSON_VALUE(s.environment_config, '$.type') = 'self_hosted', s.blocking," \
-	" s.interrupt_at IS NOT NULL, s.runner_owner, s.runner_attempt" \
+	" s.interrupt_at IS NOT NULL, s.runner_owner, s.runner_attempt, s.workspace_id," \
+	" s.environment_id" \
 	" FROM sessions s "
 /* clang-format on */
 #define BODY_PREFIX "{\"type\":"
@@ -52,6 +53,9 @@ static enum db_status lock_read(struct db *db, const char *sql, const struct db_
 		snprintf(s->runner_owner, sizeof(s->runner_owner), "%s",
 			 db_cell(&rows, 0, 8) ? db_cell(&rows, 0, 8) : "");
 		s->runner_attempt = strtoull(db_cell(&rows, 0, 9), NULL, 10);
+		snprintf(s->workspace_id, sizeof(s->workspace_id), "%s", db_cell(&rows, 0, 10));
+		snprintf(s->environment_id, sizeof(s->environment_id), "%s",
+			 db_cell(&rows, 0, 11) ? db_cell(&rows, 0, 11) : "");
 		if (blocking && !(s->blocking = strdup(blocking)))
 			st = db_fail(db, DB_NOMEM, "session %s: reading its state", s->id);
 		snprintf(s->now, sizeof(s->now), "%s", now);
@@ -195,6 +199,25 @@ enum db_status evdb_provisioning(struct db *db, const char *session_id, const ch
 out:
 	ev_session_release(&s);
 	return st;
+}
+
+enum db_status evdb_client_gone(struct db *db, struct ev_session *s)
+{
+	static const char body[] =
+		"{\"type\":\"session.error\",\"error\":{\"type\":\"unknown_error\",\"message\":"
+		"\"" EVENTS_CLIENT_GONE "\",\"retry_status\":{\"type\":\"terminal\"}}}";
+	char id[64];
+	struct ev_new e = { .id = id, .type = "session.error", .body = body };
+	enum db_status st;
+
+	if (s->turn_pending || !s->blocking)
+		return DB_OK;
+	if (random_id(id, sizeof(id), EVENT_ID_PREFIX, ID_RANDOM_LEN))
+		return db_fail(db, DB_FATAL, "session %s: no random id for an event", s->id);
+	st = evdb_append(db, s, &e);
+	free(s->blocking);
+	s->blocking = NULL;
+	return st ? st : evdb_status(db, s, SES_IDLE, "{\"type\":\"end_turn\"}", NULL);
 }
 
 enum db_status evdb_save(struct db *db, const struct ev_session *s)

@@ -27,6 +27,7 @@
  * evdb_status, its own fields) and evdb_save writes it back, in the same transaction. */
 struct ev_session {
 	char id[64];
+	char workspace_id[64], environment_id[64]; /* environment_id "" once it is deleted */
 	char status[EVENTS_STATUS_MAX];
 	unsigned long long event_pos; /* the last position given */
 	int turn_pending;
@@ -80,6 +81,15 @@ enum db_status evdb_status(struct db *db, struct ev_session *s, const char *stat
  * idle from either. A session with a turn pending or running is the runner's: left as it is. */
 enum db_status evdb_provisioning(struct db *db, const char *session_id, const char *status,
 				 const char *now);
+
+/* The message of the session.error a self_hosted session gets when its client is gone. */
+#define EVENTS_CLIENT_GONE                                                                         \
+	"the session's work item stopped while the session waited for its client (a tool result "  \
+	"or a confirmation); the next user.message queues a new work item"
+
+/* End what S waits for from its client (the turn's requires_action) because the client is
+ * gone: a session.error saying so and idle with end_turn. Nothing when S waits for nothing. */
+enum db_status evdb_client_gone(struct db *db, struct ev_session *s);
 
 /* Write S's runtime state (status, positions, turn, blocking, interrupt) to its row. */
 enum db_status evdb_save(struct db *db, const struct ev_session *s);

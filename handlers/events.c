@@ -12,6 +12,7 @@
 #include "../common/log.h"
 #include "../db/events.h"
 #include "../db/sessions.h"
+#include "../db/work.h"
 #include "cursor.h"
 #include "event_validate.h"
 #include "events.h"
@@ -48,16 +49,27 @@ struct send_ctx {
 	int queued[EVENTS_SEND_MAX];
 	char now_db[CLOCK_DB_LEN], now_api[CLOCK_API_LEN];
 	int found;
+	char work_id[RESOURCE_ID_MAX]; /* a new work item's, when a self_hosted turn needs one */
+	int work_queued;
+	char env_id[RESOURCE_ID_MAX];
 	struct verr err;
 };
 
-/* A turn starts: the runner (docs/events.md) takes sessions with a pending turn. */
-static enum db_status start_turn(struct db *db, struct ev_session *s)
+/* A turn starts: the runner (docs/events.md) takes sessions with a pending turn; a
+ * self_hosted session whose workers are done with it gets a new work item (docs/work-queue.md). */
+static enum db_status start_turn(struct db *db, struct send_ctx *c, struct ev_session *s)
 {
+	enum db_status st = DB_OK;
+
 	free(s->blocking); /* a new turn supersedes what the last one waited for */
 	s->blocking = NULL;
 	s->turn_pending = 1;
-	return evdb_status(db, s, SES_RUNNING, NULL, NULL);
+	if (s->self_hosted && s->environment_id[0] && !c->work_queued) {
+		st = workdb_requeue(db, c->work_id, s->workspace_id, s->environment_id, s->id,
+				    s->now, &c->work_queued);
+		snprintf(c->env_id, sizeof(c->env_id), "%s", s->environment_id);
+	}
+	return st ? st : evdb_status(db, s, SES_RUNNING, NULL, NULL);
 }
 
 /* Refuse answer I of C when its tool use is not waiting for it. 0: it may be appended. */
@@ -127,7 +139,7 @@ static int answer_check(struct send_ctx *c, unsigned i, const struct ev_session 
 
 /* After the answers: the ids the last requires_action listed that still wait. None: the turn
  * resumes; fewer: the idle is announced again with the rest. */
-static enum db_status resolve_blocking(struct db *db, struct ev_session *s)
+static enum db_status resolve_blocking(struct db *db, struct send_ctx *c, struct ev_session *s)
 {
 	json_t *ids = s->blocking ? json_loads(s->blocking, 0, NULL) : NULL, *left = json_array();
 	char *text = NULL, *reason = NULL;
@@ -157,7 +169,7 @@ static enum db_status resolve_blocking(struct db *db, struct ev_session *s)
 	if (json_array_size(left) == json_array_size(ids))
 		goto out;
 	if (!json_array_size(left)) {
-		st = start_turn(db, s);
+		st = start_turn(db, c, s);
 		goto out;
 	}
 	st = db_json_dump(db, left, "session", s->id, "blocking ids", &text);
@@ -217,7 +229,7 @@ static enum db_status send_one(struct db *db, struct send_ctx *c, unsigned i, st
 	if (st)
 		return st;
 	if (e->kind == EVK_MESSAGE && !ev.queued)
-		return start_turn(db, s);
+		return start_turn(db, c, s);
 	if (e->kind != EVK_INTERRUPT)
 		return DB_OK;
 	if (s->turn_pending) { /* the runner stops the turn; what was queued is cancelled */
@@ -262,7 +274,7 @@ static enum db_status send_tx(struct db *db, void *arg)
 	if (st || c->err.status)
 		goto out;
 	if (answered && !s.turn_pending && s.blocking)
-		st = resolve_blocking(db, &s);
+		st = resolve_blocking(db, c, &s);
 	if (!st)
 		st = evdb_save(db, &s);
 out:
@@ -337,6 +349,10 @@ void events_send(struct worker *w, struct request *req, struct response *resp)
 	}
 	n = json_array_size(c.events);
 	clock_now(c.now_db, c.now_api);
+	if (random_id(c.work_id, sizeof(c.work_id), WORK_ID_PREFIX, ID_RANDOM_LEN)) {
+		respond_internal(req, resp, "no random id");
+		return;
+	}
 	for (size_t i = 0; i < n; i++)
 		if (random_id(c.ids[i], sizeof(c.ids[i]), EVENT_ID_PREFIX, ID_RANDOM_LEN) ||
 		    !(c.bodies[i] = send_body(&c, (unsigned)i))) {
@@ -359,6 +375,9 @@ void events_send(struct worker *w, struct request *req, struct response *resp)
 	}
 	TEXT_PUT_LIT(&b, "]}");
 	text_respond(resp, req, 200, &b);
+	/* after the commit: polls blocked on the environment take the new item now */
+	if (c.work_queued && (st = workdb_wake(w->db, c.env_id)))
+		log_warn("waking polls of %s: %s", c.env_id, db_error(w->db));
 out:
 	for (size_t i = 0; i < n; i++)
 		free(c.bodies[i]);

@@ -14,6 +14,7 @@
 #include "../common/crypto.h"
 #include "../common/log.h"
 #include "../db/events.h"
+#include "../db/work.h"
 #include "history.h"
 #include "tools.h"
 
@@ -322,6 +323,19 @@ static enum db_status park_change(struct turn *t, struct db *db, struct ev_sessi
 		st = evdb_await(db, s, json_string_value(id), &w, &denied);
 		if (!st && (w == AW_CONFIRMATION || w == AW_RESULT || w == AW_CUSTOM))
 			json_array_append(left, id);
+	}
+	if (!st && json_array_size(left) && s->self_hosted) {
+		/* the client must answer: no live work item means no worker will see the wait */
+		int live = 0;
+		st = workdb_session_live(db, s->id, &live);
+		if (!st && !live) {
+			s->turn_pending = 0;
+			st = db_json_dump(db, left, "session", s->id, "blocking ids", &s->blocking);
+			if (!st)
+				st = evdb_client_gone(db, s);
+			a->parked = !st;
+			json_array_clear(left);
+		}
 	}
 	if (!st && json_array_size(left)) {
 		struct idle_arg idle = { NULL, NULL, left };
