@@ -39,7 +39,7 @@ RECON_SRC += reconciler/backends/srt.c reconciler/backends/srt_hosts.c
 # the runner's model client (libcurl; runner/ may include curl/curl.h) and its answer reader
 # the model client (runner/model.c) and the agent toolset (runner/tools.c): the runner's parts
 # the unit tests link alone
-MODEL_SRC := runner/model.c runner/model_stream.c runner/sse.c
+MODEL_SRC := runner/model.c runner/model_stream.c runner/sse.c runner/http_header.c
 TOOLS_SRC := runner/tools.c
 
 # the runner (docs/runner.md): its claim loop and turns, the model client and the agent toolset,

@@ -1,5 +1,6 @@
 /* The reader of one Messages API answer (contract in model_stream.h). */
 #include "model_stream.h"
+#include "http_header.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -158,54 +159,38 @@ static long retry_after_value(const char *value, double unit_ms)
 void model_stream_header(struct model_stream *s, const char *line, size_t n)
 {
 	char value[MODEL_STREAM_HEADER_MAX];
-	const char *colon, *v;
-	size_t nlen, vlen;
+	struct http_header h;
+	size_t vlen;
 	long ms;
 
-	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
-		n--;
-	if (n >= 5 && !strncmp(line, "HTTP/", 5)) {
-		const char *p = memchr(line, ' ', n);
-		long status = 0;
-
-		for (p = p ? p + 1 : line + n; p < line + n && *p >= '0' && *p <= '9'; p++)
-			status = status * 10 + (*p - '0');
-		s->status = status > 999 ? 0 : status;
+	if (http_header_parse(line, n, &h))
+		return;
+	if (h.status >= 0) {
+		s->status = h.status;
 		s->json = 0;
 		s->should_retry = -1;
 		s->retry_ms_seen = 0;
 		s->out->retry_after_ms = -1;
 		return;
 	}
-	colon = memchr(line, ':', n);
-	if (!colon)
-		return;
-	nlen = (size_t)(colon - line);
-	for (v = colon + 1; v < line + n && (*v == ' ' || *v == '\t'); v++)
-		;
-	vlen = (size_t)(line + n - v);
-	if (vlen >= sizeof(value))
-		vlen = sizeof(value) - 1;
-	memcpy(value, v, vlen);
+	vlen = h.value_len < sizeof(value) ? h.value_len : sizeof(value) - 1;
+	memcpy(value, h.value, vlen);
 	value[vlen] = '\0';
-#define IS(name) (nlen == sizeof(name) - 1 && !strncasecmp(line, name, nlen))
-	if (IS("content-type")) {
-		s->json = !strncasecmp(value, "application/json", 16) &&
-			  (!value[16] || value[16] == ';' || value[16] == ' ');
-	} else if (IS("retry-after-ms")) {
+	if (http_header_is(&h, "content-type")) {
+		s->json = http_header_media_is(&h, "application/json");
+	} else if (http_header_is(&h, "retry-after-ms")) {
 		if ((ms = retry_after_value(value, 1.0)) >= 0) {
 			s->out->retry_after_ms = ms;
 			s->retry_ms_seen = 1; /* wins over retry-after, as in the SDK */
 		}
-	} else if (IS("retry-after")) {
+	} else if (http_header_is(&h, "retry-after")) {
 		if (!s->retry_ms_seen && (ms = retry_after_value(value, 1000.0)) >= 0)
 			s->out->retry_after_ms = ms;
-	} else if (IS("x-should-retry")) {
+	} else if (http_header_is(&h, "x-should-retry")) {
 		s->should_retry = !strcasecmp(value, "true")	? 1
 				  : !strcasecmp(value, "false") ? 0
 								: -1;
 	}
-#undef IS
 }
 
 /* ---- blocks ---- */
