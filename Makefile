@@ -127,7 +127,7 @@ $(eval $(call unit_test,model,$(MODEL_SRC) common/strbuf.c common/clock.c,-ljans
 # the model client against the scripted fake model: run by tests/fake-model/run.sh (make unit),
 # which starts the fake
 $(BUILD)/test_model_fake: $(call obj,tests/fake-model/test_fake_model.c $(MODEL_SRC) \
-	common/strbuf.c common/clock.c)
+	common/strbuf.c common/clock.c tests/unit/unit_http.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka -ljansson -lcurl
 
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
