@@ -41,12 +41,16 @@ RECON_SRC += reconciler/backends/srt.c reconciler/backends/srt_hosts.c
 # the unit tests link alone
 MODEL_SRC := runner/model.c runner/model_stream.c runner/sse.c runner/http_header.c
 TOOLS_SRC := runner/tools.c
+# the MCP client (runner/mcp.c, libcurl), its answer reader and what the model is offered of MCP
+# tools (docs/runner.md "MCP servers")
+MCP_SRC := runner/mcp.c runner/mcp_answer.c runner/mcp_tools.c runner/sse.c \
+	runner/http_header.c
 
 # the runner (docs/runner.md): its claim loop and turns, the model client and the agent toolset,
 # the turns' claims (db/turns.c), and the reconciler's objects but its main (a turn provisions
 # its session's sandbox through the same step machine)
 RUNNER_SRC := runner/main.c runner/turn.c runner/history.c runner/sandbox.c $(MODEL_SRC) \
-	$(TOOLS_SRC) db/turns.c db/sessions.c $(filter-out reconciler/main.c,$(RECON_SRC))
+	$(TOOLS_SRC) $(MCP_SRC) db/turns.c db/sessions.c $(filter-out reconciler/main.c,$(RECON_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -129,6 +133,11 @@ $(eval $(call unit_test,model,$(MODEL_SRC) common/strbuf.c common/clock.c,-ljans
 $(BUILD)/test_model_fake: $(call obj,tests/fake-model/test_fake_model.c $(MODEL_SRC) \
 	common/strbuf.c common/clock.c tests/unit/unit_http.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka -ljansson -lcurl
+
+# the MCP client's reader of answers, on recorded answers cut at every byte, the names the model
+# is offered and the results it gets (runner/mcp_answer.c, runner/mcp_tools.c)
+MCP_LIB_SRC := $(MCP_SRC) common/crypto.c common/strbuf.c common/clock.c
+$(eval $(call unit_test,mcp,$(MCP_LIB_SRC) tests/unit/unit.c,-ljansson -lcurl))
 
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
 $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
