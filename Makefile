@@ -46,9 +46,9 @@ TOOLS_SRC := runner/tools.c
 MCP_SRC := runner/mcp.c runner/mcp_answer.c runner/mcp_tools.c runner/sse.c \
 	runner/http_header.c
 
-# the runner (docs/runner.md): its claim loop and turns, the model client and the agent toolset,
-# the turns' claims (db/turns.c), and the reconciler's objects but its main (a turn provisions
-# its session's sandbox through the same step machine)
+# the runner (docs/runner.md): its claim loop and turns, the model client, the agent toolset and
+# the MCP client, the turns' claims (db/turns.c), and the reconciler's objects but its main (a
+# turn provisions its session's sandbox through the same step machine)
 RUNNER_SRC := runner/main.c runner/turn.c runner/history.c runner/sandbox.c $(MODEL_SRC) \
 	$(TOOLS_SRC) $(MCP_SRC) db/turns.c db/sessions.c $(filter-out reconciler/main.c,$(RECON_SRC))
 
@@ -139,6 +139,12 @@ $(BUILD)/test_model_fake: $(call obj,tests/fake-model/test_fake_model.c $(MODEL_
 MCP_LIB_SRC := $(MCP_SRC) common/crypto.c common/strbuf.c common/clock.c
 $(eval $(call unit_test,mcp,$(MCP_LIB_SRC) tests/unit/unit.c,-ljansson -lcurl))
 
+# the MCP client against a real MCP server on the official TypeScript SDK: run by
+# tests/mcp/run.sh (make unit), which starts the server
+$(BUILD)/test_mcp_client: $(call obj,tests/mcp/test_mcp_client.c $(MCP_LIB_SRC) \
+	tests/unit/unit_http.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka -ljansson -lcurl
+
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
 $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
 	$(filter-out reconciler/main.c,$(RECON_SRC)))
@@ -201,11 +207,12 @@ $(BUILD)/obj/%.o: %.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # the cmocka tests, then `config dump` of the API binary against docs/config.md, then the model
-# client against the fake model
-unit: $(UNIT_TESTS) $(API_BIN) $(BUILD)/test_model_fake
+# client against the fake model, then the MCP client against the SDK's MCP server
+unit: $(UNIT_TESTS) $(API_BIN) $(BUILD)/test_model_fake $(BUILD)/test_mcp_client
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 	@echo "== tests/config/run.sh"; tests/config/run.sh $(BUILD)
 	@echo "== tests/fake-model/run.sh"; tests/fake-model/run.sh $(BUILD)
+	@echo "== tests/mcp/run.sh"; tests/mcp/run.sh $(BUILD)
 
 # unit tests, short fuzz runs (tests/fuzz/), the end-to-end suite, the HTTP suite through Apache
 # and lighttpd (test-servers), provisioning on a real Docker Engine (tests/docker/, once), then
