@@ -269,7 +269,8 @@ FUZZ_SHORT_SECONDS ?= 15
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -std=c11 -Wall -Wextra -Wformat=2 \
 	-Wstrict-prototypes -Wvla -Wwrite-strings -Werror -fno-strict-aliasing -MMD -MP
-FUZZ_BINS := $(addprefix $(BUILD)/fuzz/fuzz_,request cursor env_validate agent_validate redact)
+FUZZ_BINS := $(addprefix $(BUILD)/fuzz/fuzz_,request cursor env_validate agent_validate redact \
+	mcp_answer)
 fobj = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 $(BUILD)/fuzz/obj/%.o: %.c
@@ -294,6 +295,11 @@ $(BUILD)/fuzz/fuzz_agent_validate: $(call fobj,tests/fuzz/fuzz_agent_validate.c 
 
 $(BUILD)/fuzz/fuzz_redact: $(call fobj,tests/fuzz/fuzz_redact.c common/redact.c)
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+
+# what the MCP client reads from a server and makes of a result (no network: no mcp.c)
+$(BUILD)/fuzz/fuzz_mcp_answer: $(call fobj,tests/fuzz/fuzz_mcp_answer.c runner/mcp_answer.c \
+	runner/mcp_tools.c runner/sse.c runner/http_header.c common/strbuf.c common/crypto.c)
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
 
 fuzz: $(FUZZ_BINS)
 	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BINS)

@@ -21,17 +21,52 @@
 /* The media types of images the Messages API takes. */
 static const char *const image_types[] = { "image/jpeg", "image/png", "image/gif", "image/webp" };
 
+/* The length of the well-formed UTF-8 character at P (at most N bytes), or 0 when there is
+ * none (an overlong form, a surrogate, past U+10FFFF, cut short). */
+static size_t utf8_char(const unsigned char *p, size_t n)
+{
+	unsigned cp, len = p[0] < 0x80	 ? 1
+			   : p[0] < 0xc2 ? 0
+			   : p[0] < 0xe0 ? 2
+			   : p[0] < 0xf0 ? 3
+			   : p[0] < 0xf5 ? 4
+					 : 0;
+
+	if (!len || len > n)
+		return 0;
+	cp = len == 1 ? p[0] : p[0] & (0x7f >> len);
+	for (unsigned i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
 int mcp_fail(struct mcp_error *err, enum mcp_error_kind kind, const char *fmt, ...)
 {
+	unsigned char *p = (unsigned char *)err->message;
+	size_t n, k;
 	va_list ap;
 
 	err->kind = kind;
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
-	for (char *p = err->message; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+	/* a message goes into events and logs as a JSON string: what a server sent (a quoted
+	 * answer, a content type) or a cut may hold control characters or bytes that are not
+	 * UTF-8 */
+	for (n = strlen(err->message); n; p += k, n -= k) {
+		if (!(k = utf8_char(p, n))) {
+			*p = '?';
+			k = 1;
+		} else if (*p < 0x20 || *p == 0x7f) {
 			*p = ' ';
+		}
+	}
 	return -1;
 }
 

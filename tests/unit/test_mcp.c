@@ -549,6 +549,9 @@ static void test_error_type(void **state)
 	}
 	assert_int_equal(mcp_fail(&e, MCP_ERR_PROTOCOL, "a\nb\t%d", 1), -1);
 	assert_string_equal(e.message, "a b 1");
+	/* what a server sent may not be UTF-8: a message always is */
+	mcp_fail(&e, MCP_ERR_PROTOCOL, "%s", "é\xff\xc3(\xed\xa0\x80\xf0\x9f\x98\x80\xe2\x82");
+	assert_string_equal(e.message, "é?\?(???\xf0\x9f\x98\x80??");
 }
 
 UNIT_MAIN(cmocka_unit_test(test_answers), cmocka_unit_test(test_answer_broken),
