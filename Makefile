@@ -36,17 +36,21 @@ RECON_SRC += reconciler/backends/http.c reconciler/backends/remote.c \
 RECON_SRC += reconciler/backends/e2b.c reconciler/backends/daytona.c reconciler/backends/quote.c
 # sandbox-runtime (srt: bubblewrap + allowlisting proxies), installed into sandbox-runtime/
 RECON_SRC += reconciler/backends/srt.c reconciler/backends/srt_hosts.c
-# the runner's model client (libcurl; runner/ may include curl/curl.h) and its answer reader
-# the model client (runner/model.c) and the agent toolset (runner/tools.c): the runner's parts
-# the unit tests link alone
-MODEL_SRC := runner/model.c runner/model_stream.c
+# the runner's parts the unit tests link alone: the model client (runner/model.c: libcurl,
+# runner/ may include curl/curl.h) and its answer reader, the agent toolset (runner/tools.c)
+MODEL_SRC := runner/model.c runner/model_stream.c runner/sse.c runner/http_header.c
 TOOLS_SRC := runner/tools.c
+# the MCP client (runner/mcp.c, libcurl), its answer reader and what the model is offered of MCP
+# tools (docs/runner.md "MCP servers")
+MCP_SRC := runner/mcp.c runner/mcp_answer.c runner/mcp_tools.c runner/sse.c \
+	runner/http_header.c
 
-# the runner (docs/runner.md): its claim loop and turns, the model client and the agent toolset,
-# the turns' claims (db/turns.c), and the reconciler's objects but its main (a turn provisions
-# its session's sandbox through the same step machine)
-RUNNER_SRC := runner/main.c runner/turn.c runner/history.c runner/sandbox.c $(MODEL_SRC) \
-	$(TOOLS_SRC) db/turns.c db/sessions.c db/work.c $(filter-out reconciler/main.c,$(RECON_SRC))
+# the runner (docs/runner.md): its claim loop and turns, the model client, the agent toolset and
+# the MCP client, the turns' claims (db/turns.c), and the reconciler's objects but its main (a
+# turn provisions its session's sandbox through the same step machine)
+RUNNER_SRC := $(sort runner/main.c runner/turn.c runner/history.c runner/sandbox.c $(MODEL_SRC) \
+	$(TOOLS_SRC) $(MCP_SRC) db/turns.c db/sessions.c db/work.c \
+	$(filter-out reconciler/main.c,$(RECON_SRC)))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -127,7 +131,18 @@ $(eval $(call unit_test,model,$(MODEL_SRC) common/strbuf.c common/clock.c,-ljans
 # the model client against the scripted fake model: run by tests/fake-model/run.sh (make unit),
 # which starts the fake
 $(BUILD)/test_model_fake: $(call obj,tests/fake-model/test_fake_model.c $(MODEL_SRC) \
-	common/strbuf.c common/clock.c)
+	common/strbuf.c common/clock.c tests/unit/unit_http.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka -ljansson -lcurl
+
+# the MCP client's reader of answers, on recorded answers cut at every byte, the names the model
+# is offered and the results it gets (runner/mcp_answer.c, runner/mcp_tools.c)
+MCP_LIB_SRC := $(MCP_SRC) common/crypto.c common/strbuf.c common/clock.c
+$(eval $(call unit_test,mcp,$(MCP_LIB_SRC) tests/unit/unit.c,-ljansson -lcurl))
+
+# the MCP client against a real MCP server on the official TypeScript SDK: run by
+# tests/mcp/run.sh (make unit), which starts the server
+$(BUILD)/test_mcp_client: $(call obj,tests/mcp/test_mcp_client.c $(MCP_LIB_SRC) \
+	tests/unit/unit_http.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka -ljansson -lcurl
 
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
@@ -192,11 +207,12 @@ $(BUILD)/obj/%.o: %.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # the cmocka tests, then `config dump` of the API binary against docs/config.md, then the model
-# client against the fake model
-unit: $(UNIT_TESTS) $(API_BIN) $(BUILD)/test_model_fake
+# client against the fake model, then the MCP client against the SDK's MCP server
+unit: $(UNIT_TESTS) $(API_BIN) $(BUILD)/test_model_fake $(BUILD)/test_mcp_client
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 	@echo "== tests/config/run.sh"; tests/config/run.sh $(BUILD)
 	@echo "== tests/fake-model/run.sh"; tests/fake-model/run.sh $(BUILD)
+	@echo "== tests/mcp/run.sh"; tests/mcp/run.sh $(BUILD)
 
 # unit tests, short fuzz runs (tests/fuzz/), the end-to-end suite, the HTTP suite through Apache
 # and lighttpd (test-servers), provisioning on a real Docker Engine (tests/docker/, once), then
@@ -253,7 +269,8 @@ FUZZ_SHORT_SECONDS ?= 15
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -std=c11 -Wall -Wextra -Wformat=2 \
 	-Wstrict-prototypes -Wvla -Wwrite-strings -Werror -fno-strict-aliasing -MMD -MP
-FUZZ_BINS := $(addprefix $(BUILD)/fuzz/fuzz_,request cursor env_validate agent_validate redact)
+FUZZ_BINS := $(addprefix $(BUILD)/fuzz/fuzz_,request cursor env_validate agent_validate redact \
+	mcp_answer)
 fobj = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 $(BUILD)/fuzz/obj/%.o: %.c
@@ -278,6 +295,11 @@ $(BUILD)/fuzz/fuzz_agent_validate: $(call fobj,tests/fuzz/fuzz_agent_validate.c 
 
 $(BUILD)/fuzz/fuzz_redact: $(call fobj,tests/fuzz/fuzz_redact.c common/redact.c)
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+
+# what the MCP client reads from a server and makes of a result (no network: no mcp.c)
+$(BUILD)/fuzz/fuzz_mcp_answer: $(call fobj,tests/fuzz/fuzz_mcp_answer.c runner/mcp_answer.c \
+	runner/mcp_tools.c runner/sse.c runner/http_header.c common/strbuf.c common/crypto.c)
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
 
 fuzz: $(FUZZ_BINS)
 	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BINS)

@@ -1,5 +1,6 @@
 /* The reader of one Messages API answer (contract in model_stream.h). */
 #include "model_stream.h"
+#include "http_header.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -158,54 +159,38 @@ static long retry_after_value(const char *value, double unit_ms)
 void model_stream_header(struct model_stream *s, const char *line, size_t n)
 {
 	char value[MODEL_STREAM_HEADER_MAX];
-	const char *colon, *v;
-	size_t nlen, vlen;
+	struct http_header h;
+	size_t vlen;
 	long ms;
 
-	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
-		n--;
-	if (n >= 5 && !strncmp(line, "HTTP/", 5)) {
-		const char *p = memchr(line, ' ', n);
-		long status = 0;
-
-		for (p = p ? p + 1 : line + n; p < line + n && *p >= '0' && *p <= '9'; p++)
-			status = status * 10 + (*p - '0');
-		s->status = status > 999 ? 0 : status;
+	if (http_header_parse(line, n, &h))
+		return;
+	if (h.status >= 0) {
+		s->status = h.status;
 		s->json = 0;
 		s->should_retry = -1;
 		s->retry_ms_seen = 0;
 		s->out->retry_after_ms = -1;
 		return;
 	}
-	colon = memchr(line, ':', n);
-	if (!colon)
-		return;
-	nlen = (size_t)(colon - line);
-	for (v = colon + 1; v < line + n && (*v == ' ' || *v == '\t'); v++)
-		;
-	vlen = (size_t)(line + n - v);
-	if (vlen >= sizeof(value))
-		vlen = sizeof(value) - 1;
-	memcpy(value, v, vlen);
+	vlen = h.value_len < sizeof(value) ? h.value_len : sizeof(value) - 1;
+	memcpy(value, h.value, vlen);
 	value[vlen] = '\0';
-#define IS(name) (nlen == sizeof(name) - 1 && !strncasecmp(line, name, nlen))
-	if (IS("content-type")) {
-		s->json = !strncasecmp(value, "application/json", 16) &&
-			  (!value[16] || value[16] == ';' || value[16] == ' ');
-	} else if (IS("retry-after-ms")) {
+	if (http_header_is(&h, "content-type")) {
+		s->json = http_header_media_is(&h, "application/json");
+	} else if (http_header_is(&h, "retry-after-ms")) {
 		if ((ms = retry_after_value(value, 1.0)) >= 0) {
 			s->out->retry_after_ms = ms;
 			s->retry_ms_seen = 1; /* wins over retry-after, as in the SDK */
 		}
-	} else if (IS("retry-after")) {
+	} else if (http_header_is(&h, "retry-after")) {
 		if (!s->retry_ms_seen && (ms = retry_after_value(value, 1000.0)) >= 0)
 			s->out->retry_after_ms = ms;
-	} else if (IS("x-should-retry")) {
+	} else if (http_header_is(&h, "x-should-retry")) {
 		s->should_retry = !strcasecmp(value, "true")	? 1
 				  : !strcasecmp(value, "false") ? 0
 								: -1;
 	}
-#undef IS
 }
 
 /* ---- blocks ---- */
@@ -534,93 +519,45 @@ static int on_event(struct model_stream *s, const json_t *ev)
 	return 0;
 }
 
-/* ---- server-sent events framing ---- */
+/* ---- server-sent events ---- */
 
-/* A blank line: the event read so far is complete. */
-static int dispatch(struct model_stream *s)
+/* One event of the stream (sse_event_fn): the SDK drops a frame without an event name; pings
+ * are keep-alives; a long name matches no event. */
+static int on_frame(void *arg, const char *name, int name_long, char *data, size_t len)
 {
+	struct model_stream *s = arg;
 	json_error_t jerr;
 	json_t *ev = NULL;
 	int rc = 0;
 
-	if (!s->data.len || (!s->event[0] && !s->event_long) || !strcmp(s->event, "ping"))
-		goto out; /* no data; no event name (the SDK drops those); a keep-alive */
-	s->data.buf[--s->data.len] = '\0'; /* the last data line's LF */
-	ev = json_loadb(s->data.buf, s->data.len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!ev && !strcmp(s->event, "error")) /* an error all the same, as the SDK takes it */
-		rc = model_stream_fail(s, MODEL_RETRY, "api_error", "%s", s->data.buf);
+	if ((!name[0] && !name_long) || !strcmp(name, "ping"))
+		return 0;
+	ev = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!ev && !strcmp(name, "error")) /* an error all the same, as the SDK takes it */
+		rc = model_stream_fail(s, MODEL_RETRY, "api_error", "%s", data);
 	else if (!ev)
 		rc = malformed(s, "event %s: data is not JSON: %s",
-			       s->event_long ? "(long name)" : s->event, jerr.text);
-	else if (!strcmp(s->event, "error"))
+			       name_long ? "(long name)" : name, jerr.text);
+	else if (!strcmp(name, "error"))
 		rc = on_error(s, ev);
 	else
 		rc = on_event(s, ev);
-out:
 	json_decref(ev);
-	s->event[0] = '\0';
-	s->event_long = 0;
-	strbuf_reset(&s->data);
 	return rc;
-}
-
-/* One complete line of the stream (s->line, without its end). */
-static int sse_line(struct model_stream *s)
-{
-	const char *line = s->line.buf ? s->line.buf : "", *colon, *value;
-	size_t n = s->line.len, flen, vlen;
-
-	if (!s->lines++ && n >= 3 && !memcmp(line, "\xef\xbb\xbf", 3)) {
-		line += 3; /* a byte order mark */
-		n -= 3;
-	}
-	if (!n)
-		return dispatch(s);
-	if (line[0] == ':')
-		return 0; /* a comment */
-	colon = memchr(line, ':', n);
-	flen = colon ? (size_t)(colon - line) : n;
-	value = colon ? colon + 1 : line + n;
-	if (value < line + n && *value == ' ')
-		value++;
-	vlen = (size_t)(line + n - value);
-	if (flen == 5 && !memcmp(line, "event", 5)) {
-		s->event_long = vlen >= sizeof(s->event);
-		copy_clean(s->event, sizeof(s->event), value, s->event_long ? 0 : vlen);
-	} else if (flen == 4 && !memcmp(line, "data", 4)) {
-		if (strbuf_add(&s->data, value, vlen) || strbuf_addch(&s->data, '\n'))
-			return nomem(s);
-	}
-	return 0; /* id, retry and unknown fields are of no use here */
 }
 
 static int feed_sse(struct model_stream *s, const char *p, size_t n)
 {
-	size_t i = 0, j;
-
-	while (i < n) {
-		if (s->after_cr) {
-			s->after_cr = 0;
-			if (p[i] == '\n') {
-				i++;
-				continue;
-			}
-		}
-		for (j = i; j < n && p[j] != '\n' && p[j] != '\r'; j++)
-			;
-		if (j > i && strbuf_add(&s->line, p + i, j - i))
-			return nomem(s);
-		if (s->line.len + s->data.len > MODEL_REPLY_MAX - s->kept)
-			return too_large(s);
-		if (j == n)
-			break;
-		s->after_cr = p[j] == '\r';
-		i = j + 1;
-		if (sse_line(s))
-			return -1;
-		strbuf_reset(&s->line);
+	switch (sse_feed(&s->sse, p, n, MODEL_REPLY_MAX - s->kept, on_frame, s)) {
+	case SSE_OK:
+		return 0;
+	case SSE_NOMEM:
+		return nomem(s);
+	case SSE_TOO_LARGE:
+		return too_large(s);
+	default:
+		return -1; /* on_frame decided */
 	}
-	return 0;
 }
 
 /* ---- the body ---- */
@@ -753,8 +690,7 @@ void model_stream_release(struct model_stream *s)
 	free(s->parts);
 	s->parts = NULL;
 	strbuf_release(&s->body);
-	strbuf_release(&s->line);
-	strbuf_release(&s->data);
+	sse_release(&s->sse);
 }
 
 void model_reply_release(struct model_reply *r)

@@ -16,9 +16,9 @@
 
 #include "../common/strbuf.h"
 #include "model.h"
+#include "sse.h"
 
 #define MODEL_STREAM_ERROR_BODY_MAX (64 * 1024) /* bytes of an error answer read */
-#define MODEL_STREAM_EVENT_MAX 64		/* an `event:` name kept (longer: unknown) */
 #define MODEL_STREAM_QUOTE_MAX 200 /* bytes of a non-JSON error answer quoted in a message */
 
 struct model_stream_part; /* a block being built (model_stream.c) */
@@ -31,20 +31,15 @@ struct model_stream {
 	int retry_ms_seen;	 /* retry-after-ms was read: it wins over retry-after */
 	int body_seen;		 /* model_stream_feed was called since the status line */
 	struct strbuf body;	 /* a JSON or error answer, kept whole */
-	struct strbuf line;	 /* the stream's line not yet ended */
-	struct strbuf data;	 /* the data lines of the event being read */
-	char event[MODEL_STREAM_EVENT_MAX]; /* its `event:` name */
-	int event_long;			    /* that name was longer: matches nothing */
-	int after_cr;			    /* the last byte ended a line with CR: skip one LF */
-	int lines;			    /* lines read (a BOM is looked for in the first) */
-	int started;			    /* message_start seen */
-	int stopped;			    /* message_stop seen: the reply is complete */
-	struct model_stream_part *parts;    /* one per block of out->blocks (owned) */
-	size_t nparts;			    /* parts in use */
-	size_t nalloc;			    /* parts and out->blocks allocated */
-	size_t kept;			    /* bytes of block contents held */
-	int decided;			    /* the outcome is known; the rest need not be read */
-	enum model_outcome outcome;	    /* when decided */
+	struct sse sse;		 /* the stream's framing */
+	int started;		 /* message_start seen */
+	int stopped;		 /* message_stop seen: the reply is complete */
+	struct model_stream_part *parts; /* one per block of out->blocks (owned) */
+	size_t nparts;			 /* parts in use */
+	size_t nalloc;			 /* parts and out->blocks allocated */
+	size_t kept;			 /* bytes of block contents held */
+	int decided;			 /* the outcome is known; the rest need not be read */
+	enum model_outcome outcome;	 /* when decided */
 };
 
 /* Start reading an answer into OUT (emptied: no blocks, retry_after_ms -1). */

@@ -6,37 +6,32 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib-check.sh
+. tests/lib-server.sh
 BIN=${1:-${BUILD_DIR:-build}}/test_model_fake
 [ -x "$BIN" ] || {
 	echo "$BIN missing (make $BIN)"
 	exit 1
 }
 T=$(mktemp -d) || exit 1
-FAKE=
 cleanup() {
-	[ -n "$FAKE" ] && kill "$FAKE" 2>/dev/null && wait "$FAKE" 2>/dev/null
+	stop_server
 	rm -rf "$T"
 }
 trap cleanup EXIT
 
 KEY="sk-fake-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
-node tests/fake-model/fake-model.mjs --key "$KEY" --port-file "$T/port" >"$T/fake.log" 2>&1 &
-FAKE=$!
-for _ in $(seq 1 100); do
-	[ -s "$T/port" ] && break
-	sleep 0.1
-done
-if [ ! -s "$T/port" ]; then
+if ! start_server "$T/fake.log" "$T/port" node tests/fake-model/fake-model.mjs --key "$KEY" \
+	--port-file "$T/port"; then
 	not_ok "the fake model starts: $(cat "$T/fake.log")"
 	check_exit 1
 fi
 ok "the fake model listens on port $(cat "$T/port")"
 
-if FAKE_MODEL_URL="http://127.0.0.1:$(cat "$T/port")" FAKE_MODEL_KEY="$KEY" "$BIN"; then
+if FAKE_MODEL_URL="$SERVER_URL" FAKE_MODEL_KEY="$KEY" "$BIN"; then
 	ok "the model client against the fake ($BIN)"
 else
 	not_ok "the model client against the fake ($BIN)"
 fi
-check "the fake did not crash" kill -0 "$FAKE"
+check "the fake did not crash" kill -0 "$SERVER_PID"
 check "the fake logged no error" test ! -s "$T/fake.log" -o "$(grep -cv '^listening ' "$T/fake.log")" = 0
 check_exit 0

@@ -16,51 +16,21 @@
 #include <jansson.h>
 
 #include "../../common/clock.h"
-#include "../../common/strbuf.h"
 #include "../../runner/model.h"
 #include "../unit/unit.h"
+#include "../unit/unit_http.h"
 
 #define IDLE_S 1	      /* the idle timeout the silent-stream cases use */
 #define CANCEL_AFTER_MS 400   /* when the cancel case's callback starts saying stop */
 #define CANCEL_LATENCY_MS 200 /* how long after that the call must have returned */
-#define CONTROL_TIMEOUT_S 10L /* one control request to the fake */
 
 static const char *base_url, *api_key;
-
-static size_t collect(char *data, size_t size, size_t nmemb, void *arg)
-{
-	strbuf_add(arg, data, size * nmemb);
-	return size * nmemb;
-}
 
 /* METHOD PATH on the fake's control API with BODY (JSON text, or NULL); its JSON answer (new
  * reference). A test failure unless it answers 200. */
 static json_t *control(const char *method, const char *path, const char *body)
 {
-	CURL *c = curl_easy_init();
-	struct strbuf sb = STRBUF_INIT, url = STRBUF_INIT;
-	long status = 0;
-	json_t *doc;
-
-	assert_non_null(c);
-	strbuf_addf(&url, "%s%s", base_url, path);
-	curl_easy_setopt(c, CURLOPT_URL, strbuf_str(&url));
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, CONTROL_TIMEOUT_S);
-	if (body)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &sb);
-	assert_int_equal(curl_easy_perform(c), CURLE_OK);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	if (status != 200)
-		fail_msg("%s %s: %ld %s", method, path, status, strbuf_str(&sb));
-	doc = json_loads(strbuf_str(&sb), 0, NULL);
-	assert_non_null(doc);
-	curl_easy_cleanup(c);
-	strbuf_release(&sb);
-	strbuf_release(&url);
-	return doc;
+	return unit_http_json(method, base_url, path, body);
 }
 
 /* Replace the fake's script with the steps STEPS (a JSON array's text). */
