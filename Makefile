@@ -111,7 +111,7 @@ endef
 # configuration table, config dump, docs/config.md against the table (common/config.c)
 $(eval $(call unit_test,config,common/config.c common/backend.c,-linih))
 # the runner's history rebuilt from a session's events (runner/history.c)
-$(eval $(call unit_test,history,runner/history.c tests/unit/unit.c,-ljansson))
+$(eval $(call unit_test,history,runner/history.c runner/mcp_tools.c common/crypto.c common/strbuf.c tests/unit/unit.c,-ljansson -lsodium))
 # the growable buffer (common/strbuf.c)
 $(eval $(call unit_test,strbuf,common/strbuf.c))
 # base64: one decoder, strict (cursors) and lenient (protojson bytes) (common/crypto.c)

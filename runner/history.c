@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../db/events.h"
+#include "mcp.h"
 
 #define HISTORY_NO_RESULT "no result was recorded for this tool use"
 
@@ -98,6 +99,19 @@ static int add_use(struct history *h, const char *id, const char *type, json_t *
 	h->nuses++;
 	if (!u->name || !u->input)
 		return -1;
+	if (!strcmp(type, "agent.mcp_tool_use")) {
+		/* the model called it by the name it was offered (runner/mcp_tools.c) */
+		const char *server = json_string_value(json_object_get(ev, "mcp_server_name"));
+		char offered[MCP_TOOL_NAME_MAX + 1];
+
+		u->server = strdup(server ? server : "");
+		if (!u->server)
+			return -1;
+		mcp_tool_name(u->server, u->name, offered);
+		return add_block(h->messages, "assistant",
+				 json_pack("{s:s, s:s, s:s, s:O}", "type", "tool_use", "id", id,
+					   "name", offered, "input", u->input));
+	}
 	return add_block(h->messages, "assistant",
 			 json_pack("{s:s, s:s, s:s, s:O}", "type", "tool_use", "id", id, "name",
 				   u->name, "input", u->input));
@@ -272,6 +286,7 @@ void history_release(struct history *h)
 {
 	for (int i = 0; i < h->nuses; i++) {
 		free(h->uses[i].name);
+		free(h->uses[i].server);
 		free(h->uses[i].deny_message);
 		json_decref(h->uses[i].input);
 	}

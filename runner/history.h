@@ -12,7 +12,8 @@
 struct tool_use {
 	char id[64];   /* the event's id, also the tool_use id the model sees */
 	char type[32]; /* agent.tool_use, agent.custom_tool_use, agent.mcp_tool_use */
-	char *name;    /* owned */
+	char *name;    /* owned; an MCP tool's name as its server spells it */
+	char *server;  /* agent.mcp_tool_use: its mcp_server_name (owned), else NULL */
 	json_t *input; /* new reference */
 	int ask;       /* evaluated_permission was ask */
 	int confirmed, denied;

@@ -16,6 +16,7 @@
 #include "../db/events.h"
 #include "../db/work.h"
 #include "history.h"
+#include "mcp.h"
 #include "tools.h"
 
 #define TURN_UNKNOWN_OUTCOME                                                                       \
@@ -36,6 +37,14 @@ struct turn {
 	struct toolset tools;
 	struct history h;
 	struct turn_sandbox *sandbox; /* opened by the first tool that needs it */
+	json_t *offered;	      /* the tools offered to the model: the toolset's and MCP's */
+	struct mcp_names names;	      /* the MCP tools' names as offered */
+	struct turn_mcp {
+		char name[256];
+		struct mcp_client *client; /* NULL: it could not be used (why: error) */
+		char error[MCP_ERROR_MAX];
+	} mcp[MCP_SERVERS_MAX];
+	int nmcp;
 	long long renewed_ms;
 	int lost;	     /* the claim is not ours any more: write nothing */
 	int stopping;	     /* a user.interrupt (or the lost claim) asks the turn to stop */
@@ -294,6 +303,151 @@ static int run_builtin(struct turn *t, const struct tool_use *u)
 	}
 }
 
+/* ---- MCP ---- */
+
+struct mcp_result_arg {
+	const char *use_id;
+	json_t *content; /* borrowed */
+	int is_error;
+};
+
+static enum db_status mcp_result_change(struct turn *t, struct db *db, struct ev_session *s,
+					void *arg)
+{
+	struct mcp_result_arg *a = arg;
+
+	(void)t;
+	return emit(db, s,
+		    json_pack("{s:s, s:s, s:O, s:b}", "type", "agent.mcp_tool_result",
+			      "mcp_tool_use_id", a->use_id, "content", a->content, "is_error",
+			      a->is_error),
+		    a->use_id);
+}
+
+/* An MCP result that is only text MSG, an error. */
+static int mcp_answer(struct turn *t, const char *id, const char *msg)
+{
+	json_t *content = json_pack("[{s:s, s:s}]", "type", "text", "text", msg);
+	struct mcp_result_arg a = { id, content, 1 };
+	int rc = content ? turn_write(t, mcp_result_change, &a, 0) : -1;
+
+	json_decref(content);
+	return rc;
+}
+
+/* Call MCP tool use U on its server: the start committed first, as a built-in's (a call whose
+ * outcome a dead runner left unknown is never made again). 0, or -1 when the turn must stop. */
+static int run_mcp(struct turn *t, const struct tool_use *u)
+{
+	struct start_arg start = { u->id, 0 };
+	struct mcp_result res = { 0 };
+	struct mcp_error err = { 0 };
+	struct turn_mcp *m = NULL;
+	char msg[MCP_ERROR_MAX + 128];
+	int rc;
+
+	for (int i = 0; i < t->nmcp; i++)
+		if (u->server && !strcmp(t->mcp[i].name, u->server))
+			m = &t->mcp[i];
+	if (!m || !m->client) {
+		snprintf(msg, sizeof(msg), "MCP server '%.64s' is not available%s%s",
+			 u->server ? u->server : "", m ? ": " : "", m ? m->error : "");
+		return mcp_answer(t, u->id, msg);
+	}
+	if (turn_write(t, start_change, &start, 0))
+		return -1;
+	if (start.already)
+		return mcp_answer(t, u->id, TURN_UNKNOWN_OUTCOME);
+	if (mcp_call(m->client, u->name, u->input, &res, &err)) {
+		if (t->stopping || t->lost)
+			return -1;
+		snprintf(msg, sizeof(msg), "%s", err.message);
+		return mcp_answer(t, u->id, msg);
+	}
+	{
+		struct mcp_result_arg a = { u->id, res.content, res.is_error };
+		rc = turn_write(t, mcp_result_change, &a, 0);
+	}
+	mcp_result_release(&res);
+	return rc;
+}
+
+struct mcp_error_arg {
+	const char *server;
+	const struct mcp_error *err;
+};
+
+static enum db_status mcp_error_change(struct turn *t, struct db *db, struct ev_session *s,
+				       void *arg)
+{
+	const struct mcp_error_arg *a = arg;
+	char msg[MCP_ERROR_MAX + 128];
+
+	(void)t;
+	snprintf(msg, sizeof(msg), "MCP server '%.64s': %s; the turn goes on without its tools",
+		 a->server, a->err->message);
+	return emit(db, s, session_error(mcp_error_type(a->err), msg, "terminal"), NULL);
+}
+
+/* The bearer the session's vaults hold for an MCP server at URL, or NULL. */
+static const char *turn_bearer(struct turn *t, const char *url)
+{
+	(void)t;
+	(void)url;
+	return NULL;
+}
+
+/* Open each MCP server an mcp_toolset of the agent names (its url in the agent's mcp_servers)
+ * and offer its enabled tools. One that cannot be used gets a session.error and is left out. */
+static int turn_mcp_open(struct turn *t)
+{
+	json_t *servers = json_object_get(t->agent, "mcp_servers"), *srv;
+	size_t i;
+
+	if (mcp_names_init(&t->names))
+		return -1;
+	json_array_foreach(servers, i, srv)
+	{
+		const char *name = json_string_value(json_object_get(srv, "name"));
+		const char *url = json_string_value(json_object_get(srv, "url"));
+		struct turn_mcp *m;
+		struct mcp_error err = { 0 };
+		json_t *tools = NULL, *tool;
+		size_t k;
+
+		if (!name || !url || !json_object_get(t->tools.mcp, name) ||
+		    t->nmcp >= MCP_SERVERS_MAX)
+			continue;
+		m = &t->mcp[t->nmcp++];
+		snprintf(m->name, sizeof(m->name), "%s", name);
+		m->client = mcp_connect(url, turn_bearer(t, url), NULL, turn_stop, t, &err);
+		if (m->client && mcp_list_tools(m->client, &tools, &err)) {
+			mcp_close(m->client);
+			m->client = NULL;
+		}
+		if (!m->client) {
+			struct mcp_error_arg a = { name, &err };
+			snprintf(m->error, sizeof(m->error), "%s", err.message);
+			if (err.kind == MCP_ERR_CANCELLED || turn_write(t, mcp_error_change, &a, 0))
+				return -1;
+			continue;
+		}
+		json_array_foreach(tools, k, tool)
+		{
+			const char *tname = json_string_value(json_object_get(tool, "name"));
+			char offered[MCP_TOOL_NAME_MAX + 1];
+			enum tool_policy p;
+
+			if (!tname || toolset_mcp_policy(&t->tools, name, tname, &p) != 1 ||
+			    mcp_names_add(&t->names, name, tname, t->tools.kinds, offered))
+				continue;
+			json_array_append_new(t->offered, mcp_tool_definition(tool, offered));
+		}
+		json_decref(tools);
+	}
+	return 0;
+}
+
 enum settle { SETTLE_MODEL, SETTLE_PARKED, SETTLE_STOP };
 
 struct park_arg {
@@ -400,9 +554,8 @@ static enum settle settle_uses(struct turn *t)
 			}
 		} else if (builtin) {
 			rc = run_builtin(t, u);
-		} else { /* an MCP tool use: no MCP client in this runner */
-			snprintf(msg, sizeof(msg), TURN_UNAVAILABLE, u->name);
-			rc = answer(t, u->id, msg, 1);
+		} else {
+			rc = run_mcp(t, u);
 		}
 		if (rc || t->stopping) {
 			json_decref(waiting);
@@ -523,9 +676,24 @@ static enum db_status reply_change(struct turn *t, struct db *db, struct ev_sess
 						    b->input, "evaluated_permission", perm),
 					  NULL);
 				break;
-			default: /* not offered (or an MCP tool without a client): refused */
-				st = refuse(db, s, b);
+			default: {
+				const char *server, *tool;
+
+				if (mcp_names_find(&t->names, b->name, &server, &tool)) {
+					st = refuse(db, s, b); /* not offered: refused */
+					break;
+				}
+				if (toolset_mcp_policy(&t->tools, server, tool, &policy) != 1)
+					policy = TOOL_ASK;
+				perm = policy == TOOL_ALLOW ? "allow" : "ask";
+				st = emit(db, s,
+					  json_pack("{s:s, s:s, s:s, s:O, s:s}", "type",
+						    "agent.mcp_tool_use", "name", tool,
+						    "mcp_server_name", server, "input", b->input,
+						    "evaluated_permission", perm),
+					  NULL);
 				break;
+			}
 			}
 			break;
 		}
@@ -584,8 +752,8 @@ static json_t *request_body(struct turn *t)
 	system = json_object_get(t->agent, "system");
 	if (body && json_is_string(system) && *json_string_value(system))
 		json_object_set(body, "system", system);
-	if (body && json_array_size(t->tools.definitions))
-		json_object_set(body, "tools", t->tools.definitions);
+	if (body && json_array_size(t->offered))
+		json_object_set(body, "tools", t->offered);
 	return body;
 }
 
@@ -713,6 +881,11 @@ static int turn_load(struct turn *t, char *err, size_t errsz)
 		json_object_set(t->agent, "mcp_servers", mcp);
 	if (toolset_load(json_object_get(t->agent, "tools"), &t->tools, err, errsz))
 		goto out;
+	t->offered = json_copy(t->tools.definitions);
+	if (!t->offered) {
+		snprintf(err, errsz, "out of memory");
+		goto out;
+	}
 	rc = 0;
 out:
 	json_decref(mcp);
@@ -740,6 +913,10 @@ static int turn_history(struct turn *t)
 
 static void turn_free(struct turn *t)
 {
+	for (int i = 0; i < t->nmcp; i++)
+		mcp_close(t->mcp[i].client);
+	mcp_names_release(&t->names);
+	json_decref(t->offered);
 	turn_sandbox_close(t->sandbox);
 	history_release(&t->h);
 	toolset_release(&t->tools);
@@ -782,6 +959,8 @@ int turn_run(const struct runner *r, const struct turn_claim *c)
 		goto out;
 	}
 	if (t.overdue && turn_write(&t, resume_change, NULL, 0))
+		goto out;
+	if (turn_mcp_open(&t))
 		goto out;
 	for (;;) {
 		enum settle settled;
