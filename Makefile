@@ -6,6 +6,8 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -Wall -Wextra -Wformat=2 -Wstrict-prototypes -Wvla -Wwrite-strings -Werror \
 	-fno-strict-aliasing -MMD -MP
 LDLIBS_DB := $(shell mariadb_config --libs 2>/dev/null || pkg-config --libs libmariadb)
+# libsodium: the vault's secretbox (common/vault_crypto.c, docs/vaults.md)
+LDLIBS_SODIUM := $(shell pkg-config --libs libsodium 2>/dev/null || echo -lsodium)
 # CONFIG_DEFAULT_PATH=/etc/terrarium/terrarium.ini: the configuration read without -c or
 # $$TERRARIUM_CONFIG (common/config.h; the Debian package's build sets it, debian/rules)
 ifdef CONFIG_DEFAULT_PATH
@@ -16,6 +18,8 @@ COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c comm
 	common/egress.c common/redact.c common/privs.c common/strbuf.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
 	db/work.c db/intent.c db/events.c
+# what links db/vaults.c also links the sealing it opens credentials with (and LDLIBS_SODIUM)
+VAULT_SRC := common/vault_crypto.c
 HTTP_SRC := http/request.c http/response.c http/router.c
 HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth_guard.c handlers/env_validate.c \
 	handlers/cursor.c handlers/router.c handlers/routes.c handlers/resource.c \
@@ -114,6 +118,9 @@ $(eval $(call unit_test,strbuf,common/strbuf.c))
 $(eval $(call unit_test,crypto,common/crypto.c))
 # intent states: the enum's name table and the states db/'s SQL spells (db/intent.c)
 $(eval $(call unit_test,intent,db/intent.c))
+# the vault's sealing: round trip, tampering, wrong key, key files (common/vault_crypto.c)
+$(eval $(call unit_test,vault_crypto,$(VAULT_SRC) common/crypto.c tests/unit/unit.c,\
+	$(LDLIBS_SODIUM)))
 # timestamps, the monotonic clock and sleeping (common/clock.c)
 $(eval $(call unit_test,clock,common/clock.c))
 # the srt backend's allowlist as srt's allowedDomains (reconciler/backends/srt_hosts.c)
