@@ -17,7 +17,7 @@ endif
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
 	common/egress.c common/redact.c common/privs.c common/strbuf.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
-	db/work.c db/intent.c db/events.c
+	db/work.c db/intent.c db/events.c db/vaults.c
 # what links db/vaults.c also links the sealing it opens credentials with (and LDLIBS_SODIUM)
 VAULT_SRC := common/vault_crypto.c
 HTTP_SRC := http/request.c http/response.c http/router.c
@@ -25,9 +25,10 @@ HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth_guard.c handlers/
 	handlers/cursor.c handlers/router.c handlers/routes.c handlers/resource.c \
 	handlers/sessions.c handlers/idempotency.c \
 	handlers/environments.c handlers/agent_validate.c handlers/agents.c handlers/work.c \
-	handlers/event_validate.c handlers/events.c handlers/stream.c
+	handlers/event_validate.c handlers/events.c handlers/stream.c handlers/vaults.c
 FCGI_SRC := fcgi/serve.c
-API_SRC := api/main.c api/tail.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
+API_SRC := api/main.c api/tail.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC) \
+	$(VAULT_SRC)
 RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/cache.c reconciler/drift.c \
 	db/sandboxes.c reconciler/backends/process.c \
 	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
@@ -67,7 +68,7 @@ UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress
 all: $(API_BIN) $(RECON_BIN) $(TURN_BIN) $(E2E_RUNNER_BIN)
 
 $(API_BIN): $(call obj,$(API_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB) $(LDLIBS_SODIUM)
 
 $(RECON_BIN): $(call obj,$(RECON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
@@ -151,9 +152,10 @@ UNIT_TESTS += $(BUILD)/test_router
 # the resource table's generic handlers (handlers/resource.c) over a resource of the test's own:
 # its db operations are in memory; db_tx runs its function once, rows are the test's own
 $(BUILD)/test_resource: $(call obj,tests/unit/test_resource.c $(HTTP_SRC) \
-	$(filter-out handlers/routes.c handlers/router.c,$(HANDLER_SRC)) $(DB_SRC) $(COMMON_SRC))
+	$(filter-out handlers/routes.c handlers/router.c,$(HANDLER_SRC)) $(DB_SRC) $(COMMON_SRC) \
+	$(VAULT_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--wrap=db_tx,--wrap=db_rows_free -o $@ $^ -ljansson \
-		-lcmocka -linih $(LDLIBS_DB)
+		-lcmocka -linih $(LDLIBS_DB) $(LDLIBS_SODIUM)
 UNIT_TESTS += $(BUILD)/test_resource
 
 # db/db.c without a server: error classes and the failure a handle reports
