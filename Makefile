@@ -51,7 +51,8 @@ TOOLS_SRC := runner/tools.c
 # the turns' claims (db/turns.c), and the reconciler's objects but its main (a turn provisions
 # its session's sandbox through the same step machine)
 RUNNER_SRC := runner/main.c runner/turn.c runner/history.c runner/sandbox.c $(MODEL_SRC) \
-	$(TOOLS_SRC) db/turns.c db/sessions.c $(filter-out reconciler/main.c,$(RECON_SRC))
+	$(TOOLS_SRC) db/turns.c db/sessions.c db/vaults.c $(VAULT_SRC) \
+	$(filter-out reconciler/main.c,$(RECON_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -74,7 +75,7 @@ $(RECON_BIN): $(call obj,$(RECON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
 
 $(TURN_BIN): $(call obj,$(RUNNER_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS) $(LDLIBS_SODIUM)
 
 $(E2E_RUNNER_BIN): $(call obj,tests/e2e/runner.c common/clock.c common/strbuf.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
