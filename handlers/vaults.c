@@ -436,7 +436,8 @@ void cred_create(struct worker *w, struct request *req, struct response *resp)
 	size_t len = 0;
 	enum db_status st;
 
-	if (vault_check(req, resp))
+	/* the vault first: another workspace's answers 404 whatever the body */
+	if (cred_vault(w, req, resp))
 		return;
 	if (cred_create_parse(req->json, &c, &token, &len)) {
 		respond_verr(req, resp, &c.err);
