@@ -464,7 +464,8 @@ out:
 	free(c.sealed);
 }
 
-/* A credential update: its body, and the token's new sealed value (NULL: kept). */
+/* A credential update: its body, the key to seal with, and the new token (borrowed from the
+ * body; NULL: the stored one is kept). */
 struct cred_update {
 	json_t *body;
 	const struct vault_key *key;
