@@ -6,6 +6,8 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -Wall -Wextra -Wformat=2 -Wstrict-prototypes -Wvla -Wwrite-strings -Werror \
 	-fno-strict-aliasing -MMD -MP
 LDLIBS_DB := $(shell mariadb_config --libs 2>/dev/null || pkg-config --libs libmariadb)
+# libsodium: the vault's secretbox (common/vault_crypto.c, docs/vaults.md)
+LDLIBS_SODIUM := $(shell pkg-config --libs libsodium 2>/dev/null || echo -lsodium)
 # CONFIG_DEFAULT_PATH=/etc/terrarium/terrarium.ini: the configuration read without -c or
 # $$TERRARIUM_CONFIG (common/config.h; the Debian package's build sets it, debian/rules)
 ifdef CONFIG_DEFAULT_PATH
@@ -15,15 +17,18 @@ endif
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
 	common/egress.c common/redact.c common/privs.c common/strbuf.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
-	db/work.c db/intent.c db/events.c
+	db/work.c db/intent.c db/events.c db/vaults.c
+# what links db/vaults.c also links the sealing it opens credentials with (and LDLIBS_SODIUM)
+VAULT_SRC := common/vault_crypto.c
 HTTP_SRC := http/request.c http/response.c http/router.c
 HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth_guard.c handlers/env_validate.c \
 	handlers/cursor.c handlers/router.c handlers/routes.c handlers/resource.c \
 	handlers/sessions.c handlers/idempotency.c \
 	handlers/environments.c handlers/agent_validate.c handlers/agents.c handlers/work.c \
-	handlers/event_validate.c handlers/events.c handlers/stream.c
+	handlers/event_validate.c handlers/events.c handlers/stream.c handlers/vaults.c
 FCGI_SRC := fcgi/serve.c
-API_SRC := api/main.c api/tail.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
+API_SRC := api/main.c api/tail.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC) \
+	$(VAULT_SRC)
 RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/cache.c reconciler/drift.c \
 	db/sandboxes.c reconciler/backends/process.c \
 	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
@@ -49,7 +54,7 @@ MCP_SRC := runner/mcp.c runner/mcp_answer.c runner/mcp_tools.c runner/sse.c \
 # the MCP client, the turns' claims (db/turns.c), and the reconciler's objects but its main (a
 # turn provisions its session's sandbox through the same step machine)
 RUNNER_SRC := $(sort runner/main.c runner/turn.c runner/history.c runner/sandbox.c $(MODEL_SRC) \
-	$(TOOLS_SRC) $(MCP_SRC) db/turns.c db/sessions.c db/work.c \
+	$(TOOLS_SRC) $(MCP_SRC) db/turns.c db/sessions.c db/work.c db/vaults.c $(VAULT_SRC) \
 	$(filter-out reconciler/main.c,$(RECON_SRC)))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -67,13 +72,13 @@ UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress
 all: $(API_BIN) $(RECON_BIN) $(TURN_BIN) $(E2E_RUNNER_BIN)
 
 $(API_BIN): $(call obj,$(API_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB) $(LDLIBS_SODIUM)
 
 $(RECON_BIN): $(call obj,$(RECON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
 
 $(TURN_BIN): $(call obj,$(RUNNER_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS) $(LDLIBS_SODIUM)
 
 $(E2E_RUNNER_BIN): $(call obj,tests/e2e/runner.c common/clock.c common/strbuf.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
@@ -118,6 +123,9 @@ $(eval $(call unit_test,strbuf,common/strbuf.c))
 $(eval $(call unit_test,crypto,common/crypto.c))
 # intent states: the enum's name table and the states db/'s SQL spells (db/intent.c)
 $(eval $(call unit_test,intent,db/intent.c))
+# the vault's sealing: round trip, tampering, wrong key, key files (common/vault_crypto.c)
+$(eval $(call unit_test,vault_crypto,$(VAULT_SRC) common/crypto.c tests/unit/unit.c,\
+	$(LDLIBS_SODIUM)))
 # timestamps, the monotonic clock and sleeping (common/clock.c)
 $(eval $(call unit_test,clock,common/clock.c))
 # the srt backend's allowlist as srt's allowedDomains (reconciler/backends/srt_hosts.c)
@@ -159,9 +167,10 @@ UNIT_TESTS += $(BUILD)/test_router
 # the resource table's generic handlers (handlers/resource.c) over a resource of the test's own:
 # its db operations are in memory; db_tx runs its function once, rows are the test's own
 $(BUILD)/test_resource: $(call obj,tests/unit/test_resource.c $(HTTP_SRC) \
-	$(filter-out handlers/routes.c handlers/router.c,$(HANDLER_SRC)) $(DB_SRC) $(COMMON_SRC))
+	$(filter-out handlers/routes.c handlers/router.c,$(HANDLER_SRC)) $(DB_SRC) $(COMMON_SRC) \
+	$(VAULT_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--wrap=db_tx,--wrap=db_rows_free -o $@ $^ -ljansson \
-		-lcmocka -linih $(LDLIBS_DB)
+		-lcmocka -linih $(LDLIBS_DB) $(LDLIBS_SODIUM)
 UNIT_TESTS += $(BUILD)/test_resource
 
 # db/db.c without a server: error classes and the failure a handle reports

@@ -171,6 +171,11 @@ static const struct config_key keys[] = {
 	  CONFIG_MAX_ROUND_TRIPS_MAX, CONFIG_Q(CONFIG_DEFAULT_MAX_ROUND_TRIPS), 0,
 	  "model requests one turn makes at most before it ends (tool_use_limit_reached_error)" },
 
+	{ "vault", "key_file", CONFIG_STRING, F(vault_key_file), 0, 0, "", CONFIG_ABSOLUTE,
+	  "the vault key: a file of exactly 32 random bytes, readable by the API and the runner "
+	  "only, that seals the secrets of vault credentials (docs/vaults.md); empty: "
+	  "credentials are refused" },
+
 	{ "log", "level", CONFIG_LEVEL, F(log_level), 0, 0, CONFIG_DEFAULT_LOG_LEVEL, 0,
 	  "the least severe message logged" },
 

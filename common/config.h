@@ -141,6 +141,8 @@ struct config {
 	long runner_tool_result_timeout_s;
 	long runner_max_round_trips;
 
+	char vault_key_file[CONFIG_STR_MAX];
+
 	char backend[CONFIG_STR_MAX];
 	char sandbox_root[CONFIG_STR_MAX];
 	char sandbox_path[CONFIG_STR_MAX * 4];

@@ -1,5 +1,5 @@
 /* The key and the page of the resource tables' db operations (the get, list and archive of
- * db/agents.h, environments.h, sessions.h and work.h), which the resource table
+ * db/agents.h, environments.h, sessions.h, work.h and vaults.h), which the resource table
  * (handlers/resource.h) points at directly: it fills them from the request, the db layer
  * reads them. Each table's operations use the fields its visibility rule and filters name. */
 #ifndef TERRARIUM_DB_RESOURCE_H
@@ -13,7 +13,8 @@ struct db_key {
 	const char *account_id; /* environments, sessions: the caller's account, which sees
 				 * another account's `scope: account` environments (and their
 				 * sessions) as missing; else NULL */
-	const char *parent_id;	/* work items: the environment in the path; else NULL */
+	const char *parent_id;	/* work items: the environment in the path; vault credentials:
+				 * the vault; else NULL */
 	const char *id;
 	long long version; /* agents: the version to read, 0 = current */
 };

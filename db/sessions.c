@@ -12,7 +12,8 @@
 							      "s.agent_id, i.id, i.sandbox_id,"    \
 							      " i.sandbox_may_exist, "             \
 							      "DATE_FORMAT(i.lease_expires_at, "   \
-							      "'%Y-%m-%d %H:%i:%s.%f')"            \
+							      "'%Y-%m-%d %H:%i:%s.%f'), "          \
+							      "s.vault_ids"                        \
 							      " FROM sessions s LEFT JOIN "        \
 							      "provisioning_intents i"             \
 							      " ON i.session_id = s.id AND "       \
@@ -47,7 +48,8 @@ enum db_status sesdb_insert(struct db *db, const struct session_row_in *in)
 	static const char sql[] =
 		"INSERT INTO sessions (id, workspace_id, environment_id, environment_revision,"
 		" environment_config, agent_id, agent_version, agent_snapshot, title, metadata,"
-		" created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+		" created_at, updated_at, vault_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+		"?)";
 	struct db_val p[] = { DB_STR(in->id),
 			      DB_STR(in->workspace_id),
 			      DB_STR(in->environment_id),
@@ -59,7 +61,8 @@ enum db_status sesdb_insert(struct db *db, const struct session_row_in *in)
 			      db_opt(in->title),
 			      DB_STR(in->metadata),
 			      DB_STR(in->now),
-			      DB_STR(in->now) };
+			      DB_STR(in->now),
+			      DB_STR(in->vault_ids) };
 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }

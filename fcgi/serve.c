@@ -443,7 +443,7 @@ int serve_supervisor(const struct config *cfg, const struct serve_app *app)
 	if (FCGX_Init())
 		return 1;
 	/* before the fork: what every worker shares */
-	if (app->init && app->init())
+	if (app->init && app->init(cfg))
 		return 1;
 	for (int k = 0; k < npools; k++) {
 		pools[k].pids = calloc((size_t)pools[k].n, sizeof(pid_t));

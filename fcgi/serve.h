@@ -17,9 +17,10 @@
 
 /* What the served application provides (registered by main: fcgi/ knows nothing of it). */
 struct serve_app {
-	/* In the supervisor before the first fork (state the workers share); 0, or -1 to stop
-	 * serving (logged by the application). NULL: nothing. */
-	int (*init)(void);
+	/* In the supervisor before the first fork (state the workers share; it may read what
+	 * the workers, once they gave up root, cannot); 0, or -1 to stop serving (logged by the
+	 * application). NULL: nothing. */
+	int (*init)(const struct config *cfg);
 	/* A worker's state for CFG (borrowed; outlives it), or NULL when out of memory. */
 	void *(*worker_new)(const struct config *cfg);
 	void (*worker_free)(void *worker); /* NULL is fine */

@@ -322,9 +322,20 @@ static int check_list(json_t *v, const char *field, size_t max, struct verr *err
 	return 0;
 }
 
+int mcp_url_validate(json_t *v, const char *field, struct verr *err)
+{
+	if (json_is_string(v) && !agent_url_host(json_string_value(v), NULL, 0))
+		return 0;
+	return verr_set(err, AV_BAD_REQUEST, NULL,
+			"'%s' must be an absolute http or https URL with a host name or IPv4 "
+			"address (optional port; no userinfo, whitespace or control characters; at "
+			"most %d bytes)",
+			field, AGENT_MCP_URL_MAX);
+}
+
 json_t *mcp_servers_validate(json_t *v, const char *field, struct verr *err)
 {
-	char path[AV_PATH_MAX], buf[VERR_ECHO_BUF];
+	char path[AV_PATH_MAX], url_field[AV_PATH_MAX + 8], buf[VERR_ECHO_BUF];
 	json_t *ret, *s;
 	size_t i;
 
@@ -369,15 +380,9 @@ json_t *mcp_servers_validate(json_t *v, const char *field, struct verr *err)
 					 verr_echo(buf, json_string_value(name), VERR_ECHO_CHARS));
 				goto fail;
 			}
-		if (!json_is_string(url) || agent_url_host(json_string_value(url), NULL, 0)) {
-			verr_set(err, AV_BAD_REQUEST, NULL,
-				 "'%s.url' must be an absolute http or https URL with a host name "
-				 "or "
-				 "IPv4 address (optional port; no userinfo, whitespace or control "
-				 "characters; at most %d bytes)",
-				 path, AGENT_MCP_URL_MAX);
+		snprintf(url_field, sizeof(url_field), "%s.url", path);
+		if (mcp_url_validate(url, url_field, err))
 			goto fail;
-		}
 		if (json_array_append_new(ret, json_pack("{s:s, s:O, s:O}", "type", "url", "name",
 							 name, "url", url))) {
 			oom(err);

@@ -7,6 +7,7 @@
 #include "../common/backend.h"
 #include "../common/config.h"
 #include "../common/crypto.h"
+#include "../common/vault_crypto.h"
 #include "../db/db.h"
 #include "../http/http.h"
 #include "verr.h"
@@ -30,6 +31,9 @@ struct worker {
 	unsigned char cursor_key[SHA256_LEN];
 	int cursor_key_loaded;
 	struct auth_cache_entry auth_cache[AUTH_CACHE_SLOTS];
+	/* the vault key (docs/vaults.md), loaded before the workers forked; borrowed, read-only,
+	 * and when not loaded its error says why */
+	const struct vault_key *vault_key;
 };
 
 /* A route's handler: answers REQ into RESP. The handlers the route table names are declared
@@ -122,6 +126,8 @@ handler_func health_live, health_ready;
 handler_func env_create, env_update;
 handler_func session_create, session_update;
 handler_func agent_create, agent_update, agent_versions;
+/* Vaults and their credentials (handlers/vaults.c, docs/vaults.md). */
+handler_func vault_create, vault_update, cred_create, cred_update;
 /* Session events (handlers/events.c, handlers/stream.c, docs/events.md). */
 handler_func events_send, events_list, events_stream;
 /* Map the slots counting the streams workers hold, shared by the workers forked after it

@@ -81,6 +81,43 @@ static const struct api_route routes[] = {
 	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT,
 	  &RES_AGENT },
 	{ { "GET", "/v1/agents/{id}/versions" }, agent_versions, ROUTE_AUTH | ROUTE_BETA, NULL },
+	/* vaults and their credentials (docs/api.md §8) */
+	{ { "POST", "/v1/vaults" },
+	  vault_create,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT,
+	  NULL },
+	{ { "GET", "/v1/vaults" }, resource_list, ROUTE_AUTH | ROUTE_BETA, &RES_VAULT },
+	{ { "GET", "/v1/vaults/{id}" }, resource_retrieve, ROUTE_AUTH | ROUTE_BETA, &RES_VAULT },
+	{ { "POST", "/v1/vaults/{id}" }, vault_update, ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON, NULL },
+	{ { "DELETE", "/v1/vaults/{id}" }, resource_delete, ROUTE_AUTH | ROUTE_BETA, &RES_VAULT },
+	{ { "POST", "/v1/vaults/{id}/archive" },
+	  resource_archive,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT,
+	  &RES_VAULT },
+	{ { "POST", "/v1/vaults/{id}/credentials" },
+	  cred_create,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT,
+	  NULL },
+	{ { "GET", "/v1/vaults/{id}/credentials" },
+	  resource_list,
+	  ROUTE_AUTH | ROUTE_BETA,
+	  &RES_VAULT_CREDENTIAL },
+	{ { "GET", "/v1/vaults/{id}/credentials/{credential_id}" },
+	  resource_retrieve,
+	  ROUTE_AUTH | ROUTE_BETA,
+	  &RES_VAULT_CREDENTIAL },
+	{ { "POST", "/v1/vaults/{id}/credentials/{credential_id}" },
+	  cred_update,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON,
+	  NULL },
+	{ { "DELETE", "/v1/vaults/{id}/credentials/{credential_id}" },
+	  resource_delete,
+	  ROUTE_AUTH | ROUTE_BETA,
+	  &RES_VAULT_CREDENTIAL },
+	{ { "POST", "/v1/vaults/{id}/credentials/{credential_id}/archive" },
+	  resource_archive,
+	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON_OPT,
+	  &RES_VAULT_CREDENTIAL },
 	{ { "POST", "/v1/sessions" },
 	  session_create,
 	  ROUTE_AUTH | ROUTE_BETA | ROUTE_JSON | ROUTE_IDEMPOTENT,
@@ -125,8 +162,29 @@ void api_handle(void *worker, struct request *req, struct response *resp)
 
 /* ---- the application fcgi/serve.c runs (registered by api/main.c) ---- */
 
-static int api_init(void)
+/* The vault key (docs/vaults.md): loaded once, by the supervisor before it forks (as root it
+ * reads a key file the workers cannot), or by the one worker of the fd 0 and CGI modes, and
+ * read-only afterwards; the workers borrow it. */
+static struct vault_key api_vault_key;
+static int api_vault_key_tried;
+
+static void api_vault_key_load(const struct config *cfg)
 {
+	if (api_vault_key_tried)
+		return;
+	api_vault_key_tried = 1;
+	if (!vault_key_load(&api_vault_key, cfg->vault_key_file))
+		return;
+	if (cfg->vault_key_file[0])
+		log_error("%s: vault credentials cannot be created or updated until it is fixed",
+			  api_vault_key.error);
+	else
+		log_info("%s: vault credentials are refused", api_vault_key.error);
+}
+
+static int api_init(const struct config *cfg)
+{
+	api_vault_key_load(cfg);
 	/* every worker shares the unknown-key cache and per-address budgets; without shared
 	 * memory each worker keeps its own (the guard still holds, per worker) */
 	if (auth_guard_init())
@@ -146,6 +204,8 @@ static void *api_worker_new(const struct config *cfg)
 		return NULL;
 	w->cfg = cfg;
 	w->caps = backend_lookup(cfg->backend);
+	api_vault_key_load(cfg); /* the fd 0 and CGI modes: no supervisor loaded it */
+	w->vault_key = &api_vault_key;
 	w->db = db_new(cfg);
 	if (!w->db) {
 		free(w);

@@ -625,7 +625,7 @@ const struct resource RES_WORK = {
 	.kind = WORK_KIND,
 	.id_prefix = WORK_ID_PREFIX,
 	.id_param = 1,
-	.visibility = RES_VIS_ENVIRONMENT,
+	.visibility = RES_VIS_PARENT,
 	.cursor_kind = WORK_CURSOR_KIND,
 	.filters_text = "another environment",
 	.cols = { .id = WORK_C_ID, .created_db = WORK_C_CREATED },

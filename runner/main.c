@@ -136,6 +136,17 @@ static int model_setup(struct runner *r)
 	return 0;
 }
 
+/* The vault key ([vault] key_file), read while the file is still readable: the MCP servers'
+ * bearer tokens are opened with it in the turns (docs/vaults.md). A key that cannot be loaded
+ * is logged and kept as the reason a credential does not open: sessions without vaults run. */
+static void vault_setup(struct runner *r)
+{
+	if (!vault_key_load(&r->vault, r->cfg->vault_key_file))
+		log_info("runner: vault key %s (id %s) loaded", r->vault.path, r->vault.id);
+	else if (r->cfg->vault_key_file[0])
+		log_error("runner: %s: sessions' vault credentials cannot be used", r->vault.error);
+}
+
 /* The running turns: pid per slot. */
 struct slots {
 	pid_t *pid;
@@ -302,6 +313,7 @@ int main(int argc, char **argv)
 	snprintf(r.owner, sizeof(r.owner), "runner:%.60s:%d:%s", host, (int)getpid(), rnd);
 	if (model_setup(&r))
 		return 2;
+	vault_setup(&r);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
@@ -336,5 +348,6 @@ out:
 		sbx_close(&sbx);
 	db_free(db);
 	explicit_bzero(&r.model, sizeof(r.model));
+	vault_key_wipe(&r.vault);
 	return ret;
 }

@@ -5,6 +5,7 @@
 #define TERRARIUM_RUNNER_H
 
 #include "../common/config.h"
+#include "../common/vault_crypto.h"
 #include "../db/turns.h"
 #include "model.h"
 
@@ -21,6 +22,10 @@ struct runner {
 	char owner[TURNS_OWNER_MAX];
 	struct model_conf model;
 	char model_missing[512]; /* why no model can be called ("": it can) */
+	/* the vault key that opens sessions' credentials (db/vaults.h vaultdb_session_secrets,
+	 * docs/vaults.md), read at start before the runner gives up root; when not loaded its
+	 * error names the file, and a credential that needs it does not open */
+	struct vault_key vault;
 };
 
 /* Run turn C to its end (idle, parked on requires_action, lease lost): the body of a turn's

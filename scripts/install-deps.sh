@@ -44,6 +44,7 @@ packages=(
 	build-essential pkg-config clang
 	libfcgi-dev libfcgi-bin libjansson-dev libmariadb-dev libcurl4-openssl-dev libcmocka-dev libinih-dev
 	libseccomp-dev
+	libsodium-dev # the vault's secretbox (common/vault_crypto.c)
 	mariadb-server mariadb-client
 	bubblewrap slirp4netns spawn-fcgi wrk curl jq logrotate acl
 	apache2 libapache2-mod-fcgid lighttpd

@@ -14,6 +14,7 @@
 #   mysql/  what mariadbd writes itself: its socket (RUN/mysql.sock links to it) and pid file
 #   db-owner-password  owner.ini                                  the schema owner (migrations)
 #   NAME.ini  NAME.sock  NAME.pid  NAME.log                       one API supervisor per NAME
+#   vault.key                                  the vault key [vault] key_file names (api_config)
 #   nginx.conf  nginx-*.conf  nginx.pid  nginx-*.log  nginx-tmp/  nginx (nginx_start)
 #   logrotate.conf                                                  every log (nginx_start)
 #
@@ -514,6 +515,22 @@ db_start() {
 	_stack_db_provision "$run"
 }
 
+# The vault key RUN/vault.key (docs/vaults.md): 32 random bytes, mode 0600, owned like
+# RUN/db-password, made on first use and never replaced (a new key would leave every stored
+# credential unreadable); prints its path.
+_stack_vault_key() {
+	local f=$1/vault.key
+	if [ ! -s "$f" ]; then
+		(umask 077 && head -c 32 /dev/urandom >"$f.tmp") && mv -f "$f.tmp" "$f" || return 1
+	fi
+	chmod 0600 "$f"
+	if [ "$(stat -c %s "$f")" != 32 ]; then
+		_stack_err "$f must hold exactly 32 bytes (docs/vaults.md)"
+		return 1
+	fi
+	echo "$f"
+}
+
 # A password file RUN/NAME (hex, mode 0600), made on first use; prints the password.
 _stack_db_password() {
 	local f=$1/$2 pw
@@ -581,13 +598,14 @@ _stack_api_bin() {
 
 # api_config RUN NAME BACKEND: write RUN/NAME.ini (mode 0600) for an API supervisor listening
 # on RUN/NAME.sock, group = the nginx workers' group, mode 0660, with the database password from
-# RUN/db-password (db_start first). Sets STACK_CONFIG_CHANGED=1 when the file changed.
+# RUN/db-password (db_start first) and the vault key RUN/vault.key (made on first use). Sets
+# STACK_CONFIG_CHANGED=1 when the file changed.
 # With STACK_DOCKER_SOCKET set (docker_engine), a [docker] section names that socket and
 # STACK_DOCKER_IMAGE. The operator's own settings live in RUN/operator.ini, appended verbatim
 # after the generated ones: a key set there wins (the reader keeps a key's last value), and
 # no run of `make up` touches that file.
 api_config() {
-	local run=$1 name=$2 backend=$3 ini tmp
+	local run=$1 name=$2 backend=$3 ini tmp vault_key
 	STACK_CONFIG_CHANGED=0
 	_stack_check_run "$run" || return 1
 	_stack_check_name "$name" || return 1
@@ -601,6 +619,7 @@ api_config() {
 	fi
 	_stack_check_socket_len "$run/$name.sock" || return 1
 	_stack_check_socket_len "$run/$name-poll.sock" || return 1
+	vault_key=$(_stack_vault_key "$run") || return 1
 	ini="$run/$name.ini"
 	tmp="$ini.tmp"
 	local db_line="socket = $run/mysql.sock" api_sock=${API_LISTEN:-$run/$name.sock}
@@ -632,6 +651,9 @@ poll_workers = ${POLL_WORKERS:-16}
 [sandbox]
 backend = $backend
 root = $run/sandboxes
+
+[vault]
+key_file = $vault_key
 
 [log]
 level = ${LOG_LEVEL:-info}

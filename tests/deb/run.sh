@@ -37,10 +37,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 CACHE_DIR=${CACHE_DIR:-/var/cache/terrarium}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
-BASE=$CACHE_DIR/debian12-base.tar.gz
 # what the chroot needs besides the package: its runtime dependencies (so the install needs no
 # download), MariaDB, nginx, logrotate, curl
-BASE_PACKAGES=mariadb-server,nginx-light,libfcgi0ldbl,libjansson4,libmariadb3,libcurl4,libinih1,logrotate,adduser,curl,ca-certificates,procps
+BASE_PACKAGES=mariadb-server,nginx-light,libfcgi0ldbl,libjansson4,libmariadb3,libcurl4,libinih1,libsodium23,logrotate,adduser,curl,ca-certificates,procps
+# the cached base is made again when that list changes
+BASE=$CACHE_DIR/debian12-base-$(printf '%s' "$BASE_PACKAGES" | sha256sum | cut -c1-12).tar.gz
 TEST_VERSION_SUFFIX=+upgradetest1
 # systemd-analyze security --offline=yes: the highest exposure (x 10) each unit may have
 # (docs/hosting.md gives the current ratings)
@@ -236,6 +237,11 @@ check "/etc/terrarium/terrarium.ini is 0640 root:terrarium" \
 	test "$(in_ch stat -c '%a %U %G' /etc/terrarium/terrarium.ini)" = "640 root terrarium"
 check "the ini is a conffile" grep -q "^ /etc/terrarium/terrarium.ini " \
 	<(in_ch dpkg-query -W -f='${Conffiles}\n' terrarium)
+check "/etc/terrarium/vault.key: 32 bytes, 0640 root:terrarium (docs/vaults.md)" \
+	test "$(in_ch stat -c '%s %a %U %G' /etc/terrarium/vault.key)" = "32 640 root terrarium"
+check "the ini names the vault key" grep -qx "key_file = /etc/terrarium/vault.key" \
+	"$CH/etc/terrarium/terrarium.ini"
+VAULT_KEY_SUM=$(sha256sum <"$CH/etc/terrarium/vault.key")
 check "/var/log/terrarium is 2750 terrarium:adm" \
 	test "$(in_ch stat -c '%a %U %G' /var/log/terrarium)" = "2750 terrarium adm"
 for f in api.log reconciler.log runner.log; do
@@ -367,6 +373,8 @@ new_api() { # a new main process, the old one gone, the socket back
 }
 check "a new API process ($OLD_API before), its socket there" new_api
 check "the edited conffile was kept" grep -q "^password = $PW\$" "$CH/etc/terrarium/terrarium.ini"
+check "the upgrade kept the vault key" test "$(sha256sum <"$CH/etc/terrarium/vault.key")" = \
+	"$VAULT_KEY_SUM"
 check "the ini is still 0640 root:terrarium" \
 	test "$(in_ch stat -c '%a %U %G' /etc/terrarium/terrarium.ini)" = "640 root terrarium"
 check "rows survived (environments, agents, sessions, keys: $ROWS_BEFORE)" \

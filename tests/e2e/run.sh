@@ -9,6 +9,7 @@
 #   tests/backends/run.sh          driver conformance (fakes), opensandbox through API + reconciler
 #   build/e2e-runner tests/cases   the data-driven HTTP cases
 #   tests/sdk/run.sh               the official SDK suite (when present)
+#   tests/vaults/run.sh            vault secrets at rest, and credentials opened with the vault key
 #   tests/race/race.mjs            session creation racing environment delete and archive
 #   tests/seeds/run.sh             the seed pages' curl examples (when present)
 # Everything goes on even when a part fails; the exit status is non-zero if any part failed.
@@ -483,6 +484,7 @@ part "self-hosted work queue through the SDK's WorkPoller (tests/work/run.sh)" \
 part "the work queue example of docs/work-queue.md (tests/work/example.sh)" \
 	bash "$ROOT/tests/work/example.sh"
 part "isolation and secrets (tests/security/run.sh)" bash "$ROOT/tests/security/run.sh"
+part "vault secrets at rest and the vault key (tests/vaults/run.sh)" bash "$ROOT/tests/vaults/run.sh"
 part "idempotency keys (tests/idempotency/run.sh)" bash "$ROOT/tests/idempotency/run.sh"
 part "create-session races delete/archive-environment (tests/race/race.mjs)" \
 	node "$ROOT/tests/race/race.mjs"

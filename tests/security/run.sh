@@ -25,11 +25,18 @@ env=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" -H "anthropic-beta: m
 	-H "content-type: application/json" -d '{"name":"sec"}' | jq -r .id)
 session=$(curl -sS "$URL/v1/sessions" -H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" \
 	-H "content-type: application/json" -d "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
+vault=$(curl -sS "$URL/v1/vaults" -H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" \
+	-H "content-type: application/json" -d '{"display_name":"sec"}' | jq -r .id)
+cred=$(curl -sS "$URL/v1/vaults/$vault/credentials" -H "x-api-key: $KEY" \
+	-H "anthropic-beta: managed-agents-2026-04-01" -H "content-type: application/json" \
+	-d '{"auth":{"type":"static_bearer","token":"sec-token","mcp_server_url":"https://sec.example.com/"}}' |
+	jq -r .id)
 id_for() {
 	case "$1" in
 	/v1/environments*) echo "$env" ;;
 	/v1/agents*) echo "$agent" ;;
 	/v1/sessions*) echo "$session" ;;
+	/v1/vaults*) echo "$vault" ;;
 	esac
 }
 
@@ -43,6 +50,7 @@ probes=0
 while read -r method pattern; do
 	id=$(id_for "$pattern")
 	path=${pattern//\{id\}/$id}
+	path=${path//\{credential_id\}/$cred}
 	body=
 	[ "$method" = POST ] && body='{}'
 	# a revoked key is refused everywhere
@@ -58,7 +66,7 @@ while read -r method pattern; do
 		st=$(call "$KEY2" GET "$path?limit=1000")
 		check "other workspace: $method $path -> $st" test "$st" = 200
 		check "other workspace: $path lists nothing of ours" \
-			bash -c '! grep -qE "$1|$2|$3" "$4"' _ "$env" "$agent" "$session" "$RUN/sec.body"
+			bash -c '! grep -qE "$1|$2|$3|$4" "$5"' _ "$env" "$agent" "$session" "$vault" "$RUN/sec.body"
 	fi
 	probes=$((probes + 1))
 done <<<"$routes"
@@ -69,6 +77,9 @@ st=$(call "$KEY" GET "/v1/sessions/$session")
 check "the probed session still exists for its owner" test "$st" = 200
 st=$(call "$KEY" GET "/v1/agents/$agent")
 check "the probed agent is unchanged (version 1)" test "$st" = 200 -a "$(jq .version "$RUN/sec.body")" = 1
+st=$(call "$KEY" GET "/v1/vaults/$vault/credentials/$cred")
+check "the probed vault credential is unchanged" test "$st" = 200 -a \
+	"$(jq -c '[.display_name, .archived_at, .metadata]' "$RUN/sec.body")" = '[null,null,{}]'
 
 # scope: account
 acct=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" \
