@@ -14,6 +14,7 @@
 #include "../common/crypto.h"
 #include "../common/log.h"
 #include "../db/events.h"
+#include "../db/vaults.h"
 #include "../db/work.h"
 #include "history.h"
 #include "mcp.h"
@@ -39,6 +40,7 @@ struct turn {
 	struct turn_sandbox *sandbox; /* opened by the first tool that needs it */
 	json_t *offered;	      /* the tools offered to the model: the toolset's and MCP's */
 	struct mcp_names names;	      /* the MCP tools' names as offered */
+	struct vault_secrets secrets; /* the session's credentials, opened (wiped at the end) */
 	struct turn_mcp {
 		char name[256];
 		struct mcp_client *client; /* NULL: it could not be used (why: error) */
@@ -389,12 +391,14 @@ static enum db_status mcp_error_change(struct turn *t, struct db *db, struct ev_
 	return emit(db, s, session_error(mcp_error_type(a->err), msg, "terminal"), NULL);
 }
 
-/* The bearer the session's vaults hold for an MCP server at URL, or NULL. */
-static const char *turn_bearer(struct turn *t, const char *url)
+/* The bearer the session's vaults hold for the MCP server at URL (exact match), or NULL: none,
+ * or one that does not open (*WHY then says why: the key file, never the token). */
+static const char *turn_bearer(struct turn *t, const char *url, const char **why)
 {
-	(void)t;
-	(void)url;
-	return NULL;
+	const struct vault_secret *v = vault_secrets_find(&t->secrets, url);
+
+	*why = v && !v->token ? v->error : NULL;
+	return v ? v->token : NULL;
 }
 
 /* Open each MCP server an mcp_toolset of the agent names (its url in the agent's mcp_servers)
@@ -406,6 +410,12 @@ static int turn_mcp_open(struct turn *t)
 
 	if (mcp_names_init(&t->names))
 		return -1;
+	if (json_object_size(t->tools.mcp) &&
+	    vaultdb_session_secrets(t->db, &t->r->vault, t->claim.session_id, &t->secrets)) {
+		log_error("runner: session %s: its vaults: %s", t->claim.session_id,
+			  db_error(t->db));
+		return -1;
+	}
 	json_array_foreach(servers, i, srv)
 	{
 		const char *name = json_string_value(json_object_get(srv, "name"));
@@ -420,7 +430,15 @@ static int turn_mcp_open(struct turn *t)
 			continue;
 		m = &t->mcp[t->nmcp++];
 		snprintf(m->name, sizeof(m->name), "%s", name);
-		m->client = mcp_connect(url, turn_bearer(t, url), NULL, turn_stop, t, &err);
+		{
+			const char *why, *bearer = turn_bearer(t, url, &why);
+			if (why) { /* the credential is there but does not open */
+				err.kind = MCP_ERR_AUTH;
+				snprintf(err.message, sizeof(err.message), "%s", why);
+			} else {
+				m->client = mcp_connect(url, bearer, NULL, turn_stop, t, &err);
+			}
+		}
 		if (m->client && mcp_list_tools(m->client, &tools, &err)) {
 			mcp_close(m->client);
 			m->client = NULL;
@@ -916,6 +934,7 @@ static void turn_free(struct turn *t)
 	for (int i = 0; i < t->nmcp; i++)
 		mcp_close(t->mcp[i].client);
 	mcp_names_release(&t->names);
+	vault_secrets_free(&t->secrets);
 	json_decref(t->offered);
 	turn_sandbox_close(t->sandbox);
 	history_release(&t->h);
