@@ -6,7 +6,8 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -Wall -Wextra -Wformat=2 -Wstrict-prototypes -Wvla -Wwrite-strings -Werror \
 	-fno-strict-aliasing -MMD -MP
 LDLIBS_DB := $(shell mariadb_config --libs 2>/dev/null || pkg-config --libs libmariadb)
-# what a program linking common/crypto.c links with
+# what a program linking common/crypto.c links with (libsodium: hashing, MACs, random ids,
+# and the vault's secretbox, common/vault_crypto.c, docs/vaults.md)
 LDLIBS_CRYPTO := -lsodium
 # CONFIG_DEFAULT_PATH=/etc/terrarium/terrarium.ini: the configuration read without -c or
 # $$TERRARIUM_CONFIG (common/config.h; the Debian package's build sets it, debian/rules)
@@ -17,20 +18,25 @@ endif
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
 	common/egress.c common/redact.c common/privs.c common/strbuf.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
-	db/work.c db/intent_state.c
+	db/work.c db/intent_state.c db/events.c db/vaults.c
+# what links db/vaults.c also links the sealing it opens credentials with
+VAULT_SRC := common/vault_crypto.c
 HTTP_SRC := http/request.c http/response.c http/router.c
-HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth.c handlers/auth_guard.c \
+HANDLER_SRC := handlers/verr.c handlers/worker.c handlers/common.c handlers/auth.c handlers/auth_guard.c \
 	handlers/env_validate.c handlers/cursor.c handlers/dispatch.c handlers/routes.c \
 	handlers/resource.c \
 	handlers/sessions.c handlers/idempotency.c \
-	handlers/environments.c handlers/agent_validate.c handlers/agents.c handlers/work.c
+	handlers/environments.c handlers/agent_validate.c handlers/agents.c handlers/work.c \
+	handlers/event_validate.c handlers/events.c handlers/stream.c handlers/vaults.c
 FCGI_SRC := fcgi/serve.c
-API_SRC := api/main.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
+API_SRC := api/main.c api/tail.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC) \
+	$(VAULT_SRC)
 RECON_SRC := reconciler/main.c reconciler/metrics.c reconciler/provision.c reconciler/cache.c \
 	reconciler/drift.c \
 	db/sandboxes.c reconciler/backends/process.c \
 	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
-	reconciler/backends/open.c db/db.c db/keys.c db/intents.c db/intent_state.c db/idempotency.c $(COMMON_SRC)
+	reconciler/backends/open.c db/db.c db/keys.c db/intents.c db/intent_state.c db/idempotency.c \
+	db/events.c $(COMMON_SRC)
 # HTTP sandbox drivers (libcurl; only reconciler/backends/ includes curl/curl.h)
 RECON_SRC += reconciler/backends/http.c reconciler/backends/remote.c \
 	reconciler/backends/opensandbox.c reconciler/backends/docker.c
@@ -38,14 +44,30 @@ RECON_SRC += reconciler/backends/http.c reconciler/backends/remote.c \
 RECON_SRC += reconciler/backends/e2b.c reconciler/backends/daytona.c reconciler/backends/quote.c
 # sandbox-runtime (srt: bubblewrap + allowlisting proxies), installed into sandbox-runtime/
 RECON_SRC += reconciler/backends/srt.c reconciler/backends/srt_hosts.c
+# the runner's parts the unit tests link alone: the model client (runner/model.c: libcurl,
+# runner/ may include curl/curl.h) and its answer reader, the agent toolset (runner/tools.c)
+MODEL_SRC := runner/model.c runner/model_stream.c runner/sse.c runner/http_header.c
+TOOLS_SRC := runner/tools.c
+# the MCP client (runner/mcp.c, libcurl), its answer reader and what the model is offered of MCP
+# tools (docs/runner.md "MCP servers")
+MCP_SRC := runner/mcp.c runner/mcp_answer.c runner/mcp_tools.c runner/sse.c \
+	runner/http_header.c
+
+# the runner (docs/runner.md): its claim loop and turns, the model client, the agent toolset and
+# the MCP client, the turns' claims (db/turns.c), and the reconciler's objects but its main (a
+# turn provisions its session's sandbox through the same step machine)
+RUNNER_SRC := $(sort runner/main.c runner/turn.c runner/history.c runner/sandbox.c $(MODEL_SRC) \
+	$(TOOLS_SRC) $(MCP_SRC) db/turns.c db/sessions.c db/work.c db/vaults.c $(VAULT_SRC) \
+	$(filter-out reconciler/main.c,$(RECON_SRC)))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 API_BIN := $(BUILD)/terrarium-api
 RECON_BIN := $(BUILD)/terrarium-reconciler
+TURN_BIN := $(BUILD)/terrarium-runner
 # what a program linking the reconciler's objects links with
 RECON_LIBS := -ljansson -linih -lcurl -lseccomp $(LDLIBS_DB) $(LDLIBS_CRYPTO)
-RUNNER_BIN := $(BUILD)/e2e-runner
+E2E_RUNNER_BIN := $(BUILD)/e2e-runner
 
 UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress \
 	$(BUILD)/test_agent_validate $(BUILD)/test_reconciler
@@ -54,7 +76,7 @@ UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress
 # builds' binaries too)
 SWAP_SO := $(BUILD)/socket_swap.so
 
-all: $(API_BIN) $(RECON_BIN) $(RUNNER_BIN) $(SWAP_SO)
+all: $(API_BIN) $(RECON_BIN) $(TURN_BIN) $(E2E_RUNNER_BIN) $(SWAP_SO)
 
 $(SWAP_SO): tests/faults/socket_swap.c
 	@mkdir -p $(dir $@)
@@ -66,7 +88,10 @@ $(API_BIN): $(call obj,$(API_SRC))
 $(RECON_BIN): $(call obj,$(RECON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
 
-$(RUNNER_BIN): $(call obj,tests/e2e/runner.c common/clock.c common/strbuf.c)
+$(TURN_BIN): $(call obj,$(RUNNER_SRC))
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS) $(LDLIBS_CRYPTO)
+
+$(E2E_RUNNER_BIN): $(call obj,tests/e2e/runner.c common/clock.c common/strbuf.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
 
 $(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/env_validate.c \
@@ -101,6 +126,8 @@ endef
 
 # configuration table, config dump, docs/config.md against the table (common/config.c)
 $(eval $(call unit_test,config,common/config.c common/backend.c,-linih))
+# the runner's history rebuilt from a session's events (runner/history.c)
+$(eval $(call unit_test,history,runner/history.c runner/mcp_tools.c common/crypto.c common/strbuf.c tests/unit/unit.c,-ljansson $(LDLIBS_CRYPTO)))
 # the growable buffer (common/strbuf.c)
 $(eval $(call unit_test,strbuf,common/strbuf.c))
 # base64 (strict for cursors, lenient for protojson bytes) and the stored values (key hashes,
@@ -111,11 +138,35 @@ $(eval $(call unit_test,intent_state,db/intent_state.c))
 # the reconciler's metrics file as a struct: totals read, added to, written whole
 # (reconciler/metrics.c)
 $(eval $(call unit_test,metrics,reconciler/metrics.c))
+# the vault's sealing: round trip, tampering, wrong key, key files (common/vault_crypto.c)
+$(eval $(call unit_test,vault_crypto,$(VAULT_SRC) common/crypto.c tests/unit/unit.c,\
+	$(LDLIBS_CRYPTO)))
 # timestamps, the monotonic clock and sleeping (common/clock.c)
 $(eval $(call unit_test,clock,common/clock.c))
 # the srt backend's allowlist as srt's allowedDomains (reconciler/backends/srt_hosts.c)
 $(eval $(call unit_test,srt_hosts,reconciler/backends/srt_hosts.c common/log.c \
 	tests/unit/unit_json.c tests/unit/unit.c,-ljansson))
+
+# the model client's reader of Messages API answers, on recorded streams cut at every byte
+# (runner/model_stream.c), and the client's request (runner/model.c)
+$(eval $(call unit_test,model,$(MODEL_SRC) common/strbuf.c common/clock.c,-ljansson -lcurl))
+
+# the model client against the scripted fake model: run by tests/fake-model/run.sh (make unit),
+# which starts the fake
+$(BUILD)/test_model_fake: $(call obj,tests/fake-model/test_fake_model.c $(MODEL_SRC) \
+	common/strbuf.c common/clock.c tests/unit/unit_http.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka -ljansson -lcurl
+
+# the MCP client's reader of answers, on recorded answers cut at every byte, the names the model
+# is offered and the results it gets (runner/mcp_answer.c, runner/mcp_tools.c)
+MCP_LIB_SRC := $(MCP_SRC) common/crypto.c common/strbuf.c common/clock.c
+$(eval $(call unit_test,mcp,$(MCP_LIB_SRC) tests/unit/unit.c,-ljansson -lcurl $(LDLIBS_CRYPTO)))
+
+# the MCP client against a real MCP server on the official TypeScript SDK: run by
+# tests/mcp/run.sh (make unit), which starts the server
+$(BUILD)/test_mcp_client: $(call obj,tests/mcp/test_mcp_client.c $(MCP_LIB_SRC) \
+	tests/unit/unit_http.c)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka -ljansson -lcurl $(LDLIBS_CRYPTO)
 
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
 $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
@@ -131,14 +182,17 @@ UNIT_TESTS += $(BUILD)/test_router
 # the resource table's generic handlers (handlers/resource.c) over a resource of the test's own:
 # its db operations are in memory; db_tx runs its function once, rows are the test's own
 $(BUILD)/test_resource: $(call obj,tests/unit/test_resource.c $(HTTP_SRC) \
-	$(filter-out handlers/routes.c handlers/dispatch.c,$(HANDLER_SRC)) $(DB_SRC) $(COMMON_SRC))
+	$(filter-out handlers/routes.c handlers/dispatch.c,$(HANDLER_SRC)) $(DB_SRC) $(COMMON_SRC) \
+	$(VAULT_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--wrap=db_tx,--wrap=db_rows_free -o $@ $^ -ljansson \
 		-lcmocka -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
 UNIT_TESTS += $(BUILD)/test_resource
 
 # every kind of credential (handlers/auth.c): its lookups wrapped by a table of known keys
 $(BUILD)/test_auth: $(call obj,tests/unit/test_auth.c handlers/auth.c handlers/auth_guard.c \
-	handlers/common.c handlers/cursor.c $(HTTP_SRC) db/db.c db/keys.c db/work.c $(COMMON_SRC))
+	handlers/common.c handlers/cursor.c handlers/agent_validate.c handlers/env_validate.c \
+	handlers/verr.c $(HTTP_SRC) \
+	db/db.c db/keys.c db/work.c $(COMMON_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) \
 		-Wl,--wrap=keys_lookup,--wrap=envkeys_lookup,--wrap=worktoken_lookup -o $@ $^ \
 		-ljansson -lcmocka -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
@@ -172,6 +226,10 @@ $(BUILD)/test_remote: $(call obj,tests/unit/test_remote.c reconciler/backends/re
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -lcurl
 UNIT_TESTS += $(BUILD)/test_remote
 
+# the agent toolset through a sandbox's commands (runner/tools.c), bound to plain processes
+$(eval $(call unit_test,tools,$(TOOLS_SRC) common/crypto.c common/strbuf.c \
+	tests/unit/unit.c,-ljansson $(LDLIBS_CRYPTO)))
+
 # argv quoting for Daytona's toolbox (checked against /bin/sh and the daemon's tokenizer)
 $(BUILD)/test_quote: $(call obj,tests/unit/test_quote.c reconciler/backends/quote.c \
 	tests/unit/unit.c)
@@ -182,10 +240,13 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-# the cmocka tests, then `config dump` of the API binary against docs/config.md
-unit: $(UNIT_TESTS) $(API_BIN)
+# the cmocka tests, then `config dump` of the API binary against docs/config.md, then the model
+# client against the fake model, then the MCP client against the SDK's MCP server
+unit: $(UNIT_TESTS) $(API_BIN) $(BUILD)/test_model_fake $(BUILD)/test_mcp_client
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 	@echo "== tests/config/run.sh"; tests/config/run.sh $(BUILD)
+	@echo "== tests/fake-model/run.sh"; tests/fake-model/run.sh $(BUILD)
+	@echo "== tests/mcp/run.sh"; tests/mcp/run.sh $(BUILD)
 
 # clang-format on every C file, shellcheck on every shell script, node --check on every JS file
 # (scripts/lint.sh; .clang-format, .shellcheckrc)
@@ -247,7 +308,8 @@ FUZZ_SHORT_SECONDS ?= 15
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -std=c11 -Wall -Wextra -Wformat=2 \
 	-Wstrict-prototypes -Wvla -Wwrite-strings -Werror -fno-strict-aliasing -MMD -MP
-FUZZ_BINS := $(addprefix $(BUILD)/fuzz/fuzz_,request cursor env_validate agent_validate redact)
+FUZZ_BINS := $(addprefix $(BUILD)/fuzz/fuzz_,request cursor env_validate agent_validate redact \
+	mcp_answer)
 fobj = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 $(BUILD)/fuzz/obj/%.o: %.c
@@ -272,6 +334,11 @@ $(BUILD)/fuzz/fuzz_agent_validate: $(call fobj,tests/fuzz/fuzz_agent_validate.c 
 
 $(BUILD)/fuzz/fuzz_redact: $(call fobj,tests/fuzz/fuzz_redact.c common/redact.c)
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
+
+# what the MCP client reads from a server and makes of a result (no network: no mcp.c)
+$(BUILD)/fuzz/fuzz_mcp_answer: $(call fobj,tests/fuzz/fuzz_mcp_answer.c runner/mcp_answer.c \
+	runner/mcp_tools.c runner/sse.c runner/http_header.c common/strbuf.c common/crypto.c)
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
 
 fuzz: $(FUZZ_BINS)
 	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BINS)

@@ -9,6 +9,9 @@
  *   terrarium-api [-c CONFIG] key create-environment ENV_ID   an environment key (shown once)
  *   terrarium-api [-c CONFIG] work status                each self_hosted environment's queue
  *   terrarium-api [-c CONFIG] workspace id WORKSPACE
+ *   terrarium-api [-c CONFIG] vault check SESSION_ID     the credentials its turns present
+ *                                                       and whether each opens (never the
+ *                                                       secret; docs/vaults.md)
  *   terrarium-api [-c CONFIG] config dump                every key's effective value
  *
  * Started by a web server (GATEWAY_INTERFACE set, or a listening socket on fd 0) it serves:
@@ -20,20 +23,26 @@
 #include "../common/config.h"
 #include "../common/log.h"
 #include "../db/keys.h"
+#include "../db/vaults.h"
 #include "../db/work.h"
 #include "../fcgi/serve.h"
 #include "../handlers/dispatch.h"
+#include "tail.h"
 
 #define MAIN_DEFAULT_ACCOUNT "default"
 #define MAIN_KEY_ID_PREFIX "apikey_"
 
 /* The API as fcgi/serve.c runs it: the unknown-key guard set up before the workers fork, a
- * struct worker per process, api_handle per request (handlers/dispatch.h). */
+ * struct worker per process, api_handle per request (handlers/dispatch.h), and the event tailer
+ * beside the workers (api/tail.c, docs/events.md). */
 static const struct serve_app api_app = {
-	.init = auth_init,
+	.init = api_init,
 	.worker_new = api_worker_new,
 	.worker_free = api_worker_free,
 	.handle = api_handle,
+	.aux_enabled = tail_enabled,
+	.aux_run = tail_run,
+	.aux_name = "terrarium-tail",
 };
 
 /* Read the key to revoke from stdin (one line): a secret on the command line is visible to
@@ -61,6 +70,7 @@ static int usage(void)
 		"       terrarium-api [-c CONFIG] key create-environment ENV_ID\n"
 		"       terrarium-api [-c CONFIG] work status\n"
 		"       terrarium-api [-c CONFIG] workspace id WORKSPACE\n"
+		"       terrarium-api [-c CONFIG] vault check SESSION_ID\n"
 		"       terrarium-api [-c CONFIG] config dump\n");
 	return 2;
 }
@@ -82,6 +92,36 @@ static enum db_status work_status(struct db *db)
 		       db_cell(&rows, r, 6));
 	db_rows_free(&rows);
 	return DB_OK;
+}
+
+/* `vault check SESSION_ID`: the key [vault] key_file names (its id, or why it does not load),
+ * then one line per credential the session's turns would present (vaultdb_session_secrets):
+ * vault, credential, URL, and "ok" with the secret's length or why it does not open. The
+ * secret itself is never printed. *BAD = 1 when the key or a credential does not open. */
+static enum db_status vault_check(struct db *db, const struct config *cfg, const char *session_id,
+				  int *bad)
+{
+	struct vault_key key;
+	struct vault_secrets s;
+	enum db_status st;
+
+	*bad = vault_key_load(&key, cfg->vault_key_file) != 0;
+	if (*bad)
+		fprintf(stderr, "%s\n", key.error);
+	else
+		fprintf(stderr, "vault key %s: id %s\n", key.path, key.id);
+	st = vaultdb_session_secrets(db, &key, session_id, &s);
+	for (size_t i = 0; !st && i < s.n; i++) {
+		printf("%s %s %s ", s.v[i].vault_id, s.v[i].credential_id, s.v[i].mcp_server_url);
+		if (s.v[i].token)
+			printf("ok (%zu bytes)\n", s.v[i].token_len);
+		else
+			printf("does not open: %s\n", s.v[i].error);
+		*bad |= !s.v[i].token;
+	}
+	vault_secrets_free(&s);
+	vault_key_wipe(&key);
+	return st;
 }
 
 static int admin(const struct config *cfg, int argc, char **argv)
@@ -148,6 +188,12 @@ static int admin(const struct config *cfg, int argc, char **argv)
 		}
 	} else if (!strcmp(argv[0], "work") && argc == 2 && !strcmp(argv[1], "status")) {
 		st = work_status(db);
+	} else if (!strcmp(argv[0], "vault") && argc == 3 && !strcmp(argv[1], "check")) {
+		st = vault_check(db, cfg, argv[2], &found);
+		if (!st && found) {
+			ret = 1;
+			goto out;
+		}
 	} else if (!strcmp(argv[0], "workspace") && argc == 3 && !strcmp(argv[1], "id")) {
 		char id[AUTH_ID_MAX];
 		st = workspace_lookup(db, argv[2], id, sizeof(id), &found);

@@ -64,6 +64,26 @@ static const struct config_key keys[] = {
 	  "database server cannot wake it from (a Galera cluster: docs/cluster.md); 0: only when "
 	  "woken" },
 
+	{ "stream", "publish_socket", CONFIG_STRING, F(stream_publish_socket), 0, 0, "", 0,
+	  "the unix socket of nginx's event publisher (nchan) the supervisor's tailer publishes "
+	  "new events to; empty: no tailer, streams are served by workers (hold_seconds)" },
+	{ "stream", "tail_ms", CONFIG_LONG, F(stream_tail_ms), 1, CONFIG_TAIL_MS_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_TAIL_MS), 0,
+	  "how often the tailer reads the events appended since its last read" },
+	{ "stream", "hold_seconds", CONFIG_LONG, F(stream_hold_s), 1, CONFIG_STREAM_HOLD_S_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_STREAM_HOLD_S), 0,
+	  "without a publisher, a worker holds a stream this long before it ends it (the client "
+	  "reconnects)" },
+	{ "stream", "poll_ms", CONFIG_LONG, F(stream_poll_ms), 1, CONFIG_STREAM_POLL_MS_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_STREAM_POLL_MS), 0,
+	  "without a publisher, how often a held stream reads its session's new events" },
+	{ "stream", "ping_seconds", CONFIG_LONG, F(stream_ping_s), 1, CONFIG_STREAM_PING_S_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_STREAM_PING_S), 0,
+	  "without a publisher, a held stream sends a keep-alive comment this often" },
+	{ "stream", "max_held", CONFIG_INT, F(stream_max_held), 0, CONFIG_MAX_WORKERS, "0", 0,
+	  "without a publisher, the streams held at once by the supervisor's workers (beyond: "
+	  "503); 0: half of them" },
+
 	{ "sandbox", "backend", CONFIG_BACKEND, F(backend), 0, 0, "local", 0,
 	  "the sandbox backend: a name in the backend table (common/backend.c)" },
 	{ "sandbox", "root", CONFIG_STRING, F(sandbox_root), 0, 0, CONFIG_DEFAULT_SANDBOX_ROOT, 0,
@@ -113,6 +133,48 @@ static const struct config_key keys[] = {
 	{ "reconciler", "last_error_max_bytes", CONFIG_LONG, F(last_error_max),
 	  CONFIG_MIN_LAST_ERROR_MAX, CONFIG_MAX_LAST_ERROR_MAX,
 	  CONFIG_Q(CONFIG_DEFAULT_LAST_ERROR_MAX), 0, "the longest last_error kept on an intent" },
+
+	{ "model", "base_url", CONFIG_STRING, F(model_base_url), 0, 0, CONFIG_DEFAULT_MODEL_URL,
+	  CONFIG_NONEMPTY, "the Messages API the runner calls ({base_url}/v1/messages)" },
+	{ "model", "api_key_file", CONFIG_STRING, F(model_api_key_file), 0, 0, "", 0,
+	  "a file holding the model API key (mode 0600); empty: the ANTHROPIC_API_KEY variable" },
+	{ "model", "idle_timeout_seconds", CONFIG_LONG, F(model_idle_timeout_s), 1,
+	  CONFIG_MODEL_IDLE_S_MAX, CONFIG_Q(CONFIG_DEFAULT_MODEL_IDLE_S), 0,
+	  "a model stream silent this long is aborted and the request retried" },
+	{ "model", "max_retries", CONFIG_LONG, F(model_max_retries), 0, CONFIG_MODEL_RETRIES_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_MODEL_RETRIES), 0,
+	  "retries of a model request that failed transiently (429, 529, 5xx, a timeout) before "
+	  "the turn ends with retries_exhausted" },
+	{ "model", "backoff_ms", CONFIG_LONG, F(model_backoff_ms), 0, CONFIG_MODEL_BACKOFF_MS_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_MODEL_BACKOFF_MS), 0,
+	  "the first retry's delay, doubled on every retry (a retry-after answer wins)" },
+	{ "model", "backoff_cap_ms", CONFIG_LONG, F(model_backoff_cap_ms), 0,
+	  CONFIG_MODEL_BACKOFF_MS_MAX, CONFIG_Q(CONFIG_DEFAULT_MODEL_BACKOFF_CAP_MS), 0,
+	  "the longest retry delay" },
+	{ "model", "max_tokens", CONFIG_LONG, F(model_max_tokens), 1, CONFIG_MODEL_MAX_TOKENS_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_MODEL_MAX_TOKENS), 0, "max_tokens of every model request" },
+
+	{ "runner", "max_turns", CONFIG_INT, F(runner_max_turns), 1, CONFIG_MAX_TURNS_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_MAX_TURNS), 0, "turns one runner runs at once" },
+	{ "runner", "lease_seconds", CONFIG_LONG, F(runner_lease_s), 1, CONFIG_MAX_LEASE_S,
+	  CONFIG_Q(CONFIG_DEFAULT_RUNNER_LEASE_S), 0,
+	  "how long a runner's claim on a turn lasts unless renewed (every third of it): a turn "
+	  "whose runner died is taken up again after it" },
+	{ "runner", "poll_ms", CONFIG_LONG, F(runner_poll_ms), 1, CONFIG_RUNNER_POLL_MS_MAX,
+	  CONFIG_Q(CONFIG_DEFAULT_RUNNER_POLL_MS), 0,
+	  "how often an idle runner looks for turns to take" },
+	{ "runner", "tool_result_timeout_seconds", CONFIG_LONG, F(runner_tool_result_timeout_s), 1,
+	  CONFIG_MAX_LEASE_S, CONFIG_Q(CONFIG_DEFAULT_TOOL_RESULT_TIMEOUT_S), 0,
+	  "a self_hosted session waiting longer than this for a tool's result ends its turn with "
+	  "an error result to the model" },
+	{ "runner", "max_round_trips", CONFIG_LONG, F(runner_max_round_trips), 1,
+	  CONFIG_MAX_ROUND_TRIPS_MAX, CONFIG_Q(CONFIG_DEFAULT_MAX_ROUND_TRIPS), 0,
+	  "model requests one turn makes at most before it ends (tool_use_limit_reached_error)" },
+
+	{ "vault", "key_file", CONFIG_STRING, F(vault_key_file), 0, 0, "", CONFIG_ABSOLUTE,
+	  "the vault key: a file of exactly 32 random bytes, readable by the API and the runner "
+	  "only, that seals the secrets of vault credentials (docs/vaults.md); empty: "
+	  "credentials are refused" },
 
 	{ "log", "level", CONFIG_LEVEL, F(log_level), 0, 0, CONFIG_DEFAULT_LOG_LEVEL, 0,
 	  "the least severe message logged" },
@@ -440,4 +502,24 @@ int config_dump(const struct config *cfg, FILE *out)
 				dump_key(&keys[i], &cfg->remote[b], out);
 	}
 	return fflush(out) || ferror(out) ? -1 : 0;
+}
+
+int config_api_workers(const struct config *cfg)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (cfg->api_workers > 0)
+		return cfg->api_workers;
+	if (cores < 1)
+		cores = 1;
+	return cores * 2 > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (int)cores * 2;
+}
+
+int config_stream_max_held(const struct config *cfg)
+{
+	int half = config_api_workers(cfg) / 2;
+
+	if (cfg->stream_max_held > 0)
+		return cfg->stream_max_held;
+	return half ? half : 1;
 }

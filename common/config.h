@@ -36,6 +36,34 @@
 #define CONFIG_DEFAULT_POLL_WORKERS 16
 /* a poll blocks for at most 999 ms: a longer recheck interval would never be used */
 #define CONFIG_POLL_RECHECK_MS_MAX 999
+/* [stream] (docs/events.md) */
+#define CONFIG_DEFAULT_TAIL_MS 20
+#define CONFIG_TAIL_MS_MAX 1000
+#define CONFIG_DEFAULT_STREAM_HOLD_S 45
+#define CONFIG_STREAM_HOLD_S_MAX 3600
+#define CONFIG_DEFAULT_STREAM_POLL_MS 100
+#define CONFIG_STREAM_POLL_MS_MAX 5000
+#define CONFIG_DEFAULT_STREAM_PING_S 15
+#define CONFIG_STREAM_PING_S_MAX 300
+/* [model] and [runner] (docs/runner.md) */
+#define CONFIG_DEFAULT_MODEL_URL "https://api.anthropic.com"
+#define CONFIG_DEFAULT_MODEL_IDLE_S 60
+#define CONFIG_MODEL_IDLE_S_MAX 3600
+#define CONFIG_DEFAULT_MODEL_RETRIES 6
+#define CONFIG_MODEL_RETRIES_MAX 100
+#define CONFIG_DEFAULT_MODEL_BACKOFF_MS 1000
+#define CONFIG_DEFAULT_MODEL_BACKOFF_CAP_MS 30000
+#define CONFIG_MODEL_BACKOFF_MS_MAX 600000
+#define CONFIG_DEFAULT_MODEL_MAX_TOKENS 8192
+#define CONFIG_MODEL_MAX_TOKENS_MAX 1000000
+#define CONFIG_DEFAULT_MAX_TURNS 16
+#define CONFIG_MAX_TURNS_MAX 1024
+#define CONFIG_DEFAULT_RUNNER_LEASE_S 60
+#define CONFIG_DEFAULT_RUNNER_POLL_MS 25
+#define CONFIG_RUNNER_POLL_MS_MAX 10000
+#define CONFIG_DEFAULT_TOOL_RESULT_TIMEOUT_S 3600
+#define CONFIG_DEFAULT_MAX_ROUND_TRIPS 100
+#define CONFIG_MAX_ROUND_TRIPS_MAX 100000
 #define CONFIG_DEFAULT_SANDBOX_ROOT "var/sandboxes"
 #define CONFIG_DEFAULT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define CONFIG_DEFAULT_PASS_ENV                                                                    \
@@ -92,6 +120,28 @@ struct config {
 	char api_poll_socket[CONFIG_STR_MAX];
 	int api_poll_workers;
 	long api_poll_recheck_ms;
+
+	char stream_publish_socket[CONFIG_STR_MAX];
+	long stream_tail_ms;
+	long stream_hold_s;
+	long stream_poll_ms;
+	long stream_ping_s;
+	int stream_max_held;
+
+	char model_base_url[CONFIG_STR_MAX];
+	char model_api_key_file[CONFIG_STR_MAX];
+	long model_idle_timeout_s;
+	long model_max_retries;
+	long model_backoff_ms;
+	long model_backoff_cap_ms;
+	long model_max_tokens;
+	int runner_max_turns;
+	long runner_lease_s;
+	long runner_poll_ms;
+	long runner_tool_result_timeout_s;
+	long runner_max_round_trips;
+
+	char vault_key_file[CONFIG_STR_MAX];
 
 	char backend[CONFIG_STR_MAX];
 	char sandbox_root[CONFIG_STR_MAX];
@@ -159,6 +209,13 @@ int config_load(struct config *cfg, const char *path);
  * each key's documentation, default and range in comments; secrets are masked. 0, or -1 when
  * writing to OUT failed. */
 int config_dump(const struct config *cfg, FILE *out);
+
+/* The supervisor's workers on [api] socket: [api] workers, or two per core when it is 0. */
+int config_api_workers(const struct config *cfg);
+
+/* The event streams workers hold at once without a publisher: [stream] max_held, or half of
+ * config_api_workers (at least one) when it is 0. */
+int config_stream_max_held(const struct config *cfg);
 
 /* The settings section of backend NAME, or NULL when NAME has none. Borrowed. */
 const struct remote_conf *config_remote(const struct config *cfg, const char *name);

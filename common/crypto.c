@@ -94,6 +94,13 @@ size_t b64url_encode(const unsigned char *in, size_t len, char *out)
 	return strlen(out);
 }
 
+size_t base64_encode(const unsigned char *in, size_t len, char *out)
+{
+	sodium_bin2base64(out, sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL), in,
+			  len, sodium_base64_VARIANT_ORIGINAL);
+	return strlen(out);
+}
+
 /* IN[0..LEN) in VARIANT (unpadded): the decoded length, or -1. libsodium refuses an invalid
  * character, a length no encoding has, non-zero unused bits and OUT too small. */
 static long b64_decode(const char *in, size_t len, unsigned char *out, size_t outsz, int variant)

@@ -44,6 +44,10 @@ void hex_encode(const unsigned char *in, size_t len, char *out);
 size_t b64url_encode(const unsigned char *in, size_t len, char *out);
 long b64url_decode(const char *in, size_t len, unsigned char *out, size_t outsz);
 
+/* Standard base64 ('+' '/'), '=' padded, as base64(1) decodes it. OUT size >=
+ * 4 * ceil(len / 3) + 1; returns the length. */
+size_t base64_encode(const unsigned char *in, size_t len, char *out);
+
 /* Lenient base64 (protojson `bytes`): the standard or the URL-safe alphabet (one of them per
  * text, as protojson reads it), '=' padding optional. Returns the decoded length (at most
  * len * 3 / 4), or -1 on an invalid character, a mix of the two alphabets, non-zero unused

@@ -100,10 +100,11 @@ json_t *egress_policy(json_t *networking, json_t *mcp_servers, const char *const
 	if (!set)
 		return NULL;
 	hosts = json_object_get(networking, "allowed_hosts");
-	json_array_foreach(hosts, i, v) if (json_is_string(v)) add_host(set, json_string_value(v));
+	json_array_foreach (hosts, i, v)
+		if (json_is_string(v))
+			add_host(set, json_string_value(v));
 	if (json_is_true(json_object_get(networking, "allow_mcp_servers"))) {
-		json_array_foreach(mcp_servers, i, v)
-		{
+		json_array_foreach (mcp_servers, i, v) {
 			char host[EGRESS_HOST_MAX + 1];
 			const char *url = json_string_value(json_object_get(v, "url"));
 			if (url && !egress_url_host(url, host, sizeof(host)))
@@ -118,7 +119,8 @@ json_t *egress_policy(json_t *networking, json_t *mcp_servers, const char *const
 	out = json_array();
 	if (!sorted || !out)
 		goto fail;
-	json_object_foreach(set, key, v) sorted[n++] = key;
+	json_object_foreach (set, key, v)
+		sorted[n++] = key;
 	qsort(sorted, n, sizeof(*sorted), by_string);
 	for (i = 0; i < n; i++)
 		if (json_array_append_new(out, json_string(sorted[i])))

@@ -1,5 +1,7 @@
 #include "intents.h"
 
+#include "events.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +169,56 @@ static enum db_status claim_tx(struct db *db, void *arg)
 	return st;
 }
 
+struct take_ctx {
+	const char *session_id, *owner, *now, *lease_until;
+	struct intent *out;
+	enum intent_take *take;
+};
+
+static enum db_status take_tx(struct db *db, void *arg)
+{
+	static const char sel[] =
+		"SELECT id, state, lease_expires_at IS NOT NULL AND lease_expires_at >= ?"
+		" FROM provisioning_intents WHERE session_id = ? AND kind = '" INTENT_PROVISION "'"
+		" FOR UPDATE";
+	struct take_ctx *t = arg;
+	struct db_rows rows = { 0 };
+	struct claim_ctx c = { t->owner, t->now, t->lease_until, 1, 0, t->out };
+	struct claim_candidate cand;
+	enum intent_state state;
+	enum db_status st =
+		db_exec(db, sel, DB_PARAMS(DB_STR(t->now), DB_STR(t->session_id)), &rows, NULL);
+
+	*t->take = INTENT_STOPPED;
+	if (st || !rows.nrows)
+		goto out;
+	state = intent_state_of(db_cell(&rows, 0, 1));
+	if (state == INTENT_DONE) {
+		*t->take = INTENT_READY;
+	} else if (state == INTENT_CLAIMED && atoi(db_cell(&rows, 0, 2))) {
+		*t->take = INTENT_BUSY;
+	} else if (state == INTENT_PENDING || state == INTENT_FAILED || state == INTENT_CLAIMED) {
+		cand.id = strtoll(db_cell(&rows, 0, 0), NULL, 10);
+		cand.next = "";
+		st = claim_chunk(db, &c, &cand, 1);
+		if (!st)
+			*t->take = INTENT_TAKEN;
+	}
+out:
+	db_rows_free(&rows);
+	return st;
+}
+
+enum db_status intents_claim_session(struct db *db, const char *session_id, const char *owner,
+				     const char *now, const char *lease_until, struct intent *out,
+				     enum intent_take *take)
+{
+	struct take_ctx t = { session_id, owner, now, lease_until, out, take };
+
+	memset(out, 0, sizeof(*out));
+	return db_tx(db, take_tx, &t);
+}
+
 enum db_status intents_claim(struct db *db, const char *owner, const char *now,
 			     const char *lease_until, int max, struct intent *out, int *n)
 {
@@ -288,8 +340,6 @@ static enum db_status fail_tx(struct db *db, void *arg)
 	static const char intent[] =
 		"UPDATE provisioning_intents SET state = ?, last_error = ?, next_attempt_at = ?,"
 		" lease_owner = NULL, lease_expires_at = NULL, updated_at = ?" FENCE;
-	static const char session[] = "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ? "
-				      "AND deleted_at IS NULL";
 	struct fail_ctx *c = arg;
 	enum db_status st;
 
@@ -301,10 +351,8 @@ static enum db_status fail_tx(struct db *db, void *arg)
 		c->lost);
 	if (st || *c->lost)
 		return st;
-	return db_exec(db, session,
-		       DB_PARAMS(DB_STR(c->terminal ? "terminated" : "rescheduling"),
-				 DB_STR(c->now), DB_STR(c->session_id)),
-		       NULL, NULL);
+	return evdb_provisioning(db, c->session_id, c->terminal ? SES_TERMINATED : SES_RESCHEDULING,
+				 c->now);
 }
 
 enum db_status intents_fail(struct db *db, const struct intent_fence *f, const char *session_id,
@@ -332,8 +380,6 @@ static enum db_status bind_tx(struct db *db, void *arg)
 		" created_at) VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE backend = "
 		"VALUES(backend),"
 		" sandbox_id = VALUES(sandbox_id), egress_policy = VALUES(egress_policy)";
-	static const char session[] =
-		"UPDATE sessions SET status = 'idle', updated_at = ? WHERE id = ?";
 	struct bind_ctx *c = arg;
 	enum db_status st;
 
@@ -345,8 +391,7 @@ static enum db_status bind_tx(struct db *db, void *arg)
 			       db_opt(c->egress), DB_STR(c->now)),
 		     NULL, NULL);
 	if (!st)
-		st = db_exec(db, session, DB_PARAMS(DB_STR(c->now), DB_STR(c->session_id)), NULL,
-			     NULL);
+		st = evdb_provisioning(db, c->session_id, SES_IDLE, c->now);
 	return st;
 }
 
@@ -428,15 +473,13 @@ enum db_status intents_retry(struct db *db, const char *session_id, const char *
 		" lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = ?"
 		" WHERE session_id = ? AND kind IN ('provision', 'teardown')"
 		" AND state IN ('failed', 'terminated')";
-	static const char session[] = "UPDATE sessions SET status = 'idle', updated_at = ? WHERE "
-				      "id = ? AND deleted_at IS NULL";
 	unsigned long long n = 0;
 	enum db_status st = db_exec(
 		db, intent, DB_PARAMS(DB_STR(now), DB_STR(now), DB_STR(session_id)), NULL, &n);
 
 	*found = n > 0;
 	if (!st && n)
-		st = db_exec(db, session, DB_PARAMS(DB_STR(now), DB_STR(session_id)), NULL, NULL);
+		st = evdb_provisioning(db, session_id, SES_IDLE, now);
 	return st;
 }
 

@@ -36,6 +36,22 @@ struct intent_fence {
 enum db_status intents_claim(struct db *db, const char *owner, const char *now,
 			     const char *lease_until, int max, struct intent *out, int *n);
 
+/* What a claim of one session's provision intent found (intents_claim_session). */
+enum intent_take {
+	INTENT_TAKEN,	/* claimed for the caller: OUT is loaded */
+	INTENT_BUSY,	/* another process holds it under a live lease: wait */
+	INTENT_READY,	/* done: the sandbox is bound */
+	INTENT_STOPPED, /* terminated (needs --retry), cancelled, or no such intent */
+};
+
+/* Claim SESSION_ID's provision intent for OWNER until LEASE_UNTIL whatever its next attempt
+ * time (a turn that needs the sandbox provisions it now), unless it is done, held by a live
+ * lease, or stopped: *TAKE says which. The runner's way into the reconciler's step machine, so
+ * that a session is never provisioned by two processes at once. */
+enum db_status intents_claim_session(struct db *db, const char *session_id, const char *owner,
+				     const char *now, const char *lease_until, struct intent *out,
+				     enum intent_take *take);
+
 /* Is any intent due (what a claim would take)? One cheap statement: --loop asks it while idle
  * instead of opening a claim transaction. */
 enum db_status intents_any_due(struct db *db, const char *now, int *any);

@@ -1,22 +1,18 @@
 #include "sessions.h"
 
 #define TS(col) "DATE_FORMAT(" col ", '%Y-%m-%dT%H:%i:%s.%fZ')"
-#define SES_SELECT                                                                                 \
-	"SELECT s.id, s.agent_snapshot, s.mcp_servers, s.environment_id, s.status, s.title,"       \
-	" s.metadata, " TS("s.created_at") ", " TS("s.updated_at") ", " TS(                        \
-		"s.archived_at") ","                                                               \
-				 " s.environment_revision, i.state, i.attempts, "                  \
-				 "i.last_error, " TS(                                              \
-					 "i.next_attempt_at") ", DATE_FORMAT(s.created_at, "       \
-							      "'%Y-%m-%d %H:%i:%s.%f'), "          \
-							      "s.agent_id, i.id, i.sandbox_id,"    \
-							      " i.sandbox_may_exist, "             \
-							      "DATE_FORMAT(i.lease_expires_at, "   \
-							      "'%Y-%m-%d %H:%i:%s.%f')"            \
-							      " FROM sessions s LEFT JOIN "        \
-							      "provisioning_intents i"             \
-							      " ON i.session_id = s.id AND "       \
-							      "i.kind = '" INTENT_PROVISION "' "
+/* clang-format off */
+#define SES_SELECT                                                                   \
+	"SELECT s.id, s.agent_snapshot, s.mcp_servers, s.environment_id, s.status,"  \
+	" s.title, s.metadata, " TS("s.created_at") ", " TS("s.updated_at") ","      \
+	" " TS("s.archived_at") ", s.environment_revision, i.state, i.attempts,"     \
+	" i.last_error, " TS("i.next_attempt_at") ","                                \
+	" DATE_FORMAT(s.created_at, '%Y-%m-%d %H:%i:%s.%f'),"                        \
+	" s.agent_id, i.id, i.sandbox_id, i.sandbox_may_exist,"                      \
+	" DATE_FORMAT(i.lease_expires_at, '%Y-%m-%d %H:%i:%s.%f'), s.vault_ids"      \
+	" FROM sessions s LEFT JOIN provisioning_intents i"                          \
+	" ON i.session_id = s.id AND i.kind = '" INTENT_PROVISION "' "
+/* clang-format on */
 
 /* Sentinels that sort after / before every stored position: the first page of a list is the
  * page after (or before) them, so one statement serves every page. */
@@ -47,7 +43,8 @@ enum db_status sesdb_insert(struct db *db, const struct session_row_in *in)
 	static const char sql[] =
 		"INSERT INTO sessions (id, workspace_id, environment_id, environment_revision,"
 		" environment_config, agent_id, agent_version, agent_snapshot, title, metadata,"
-		" created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+		" created_at, updated_at, vault_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+		"?)";
 	struct db_val p[] = { DB_STR(in->id),
 			      DB_STR(in->workspace_id),
 			      DB_STR(in->environment_id),
@@ -59,7 +56,8 @@ enum db_status sesdb_insert(struct db *db, const struct session_row_in *in)
 			      db_opt(in->title),
 			      DB_STR(in->metadata),
 			      DB_STR(in->now),
-			      DB_STR(in->now) };
+			      DB_STR(in->now),
+			      DB_STR(in->vault_ids) };
 
 	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }

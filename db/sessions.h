@@ -34,12 +34,14 @@ enum sess_col {
 	SES_C_SANDBOX_ID,   /* the sandbox id the intent recorded, or NULL */
 	SES_C_SANDBOX_MARK, /* "1": a sandbox may exist (set before the backend's create) */
 	SES_C_LEASE_UNTIL,  /* the intent's lease end (DB format) or NULL */
+	SES_C_VAULT_IDS,    /* the vault ids it was created with: a JSON array */
 };
 
 struct session_row_in {
 	const char *id, *workspace_id, *environment_id, *environment_config, *agent_id;
 	long long environment_revision, agent_version;
 	const char *agent_snapshot, *title /* NULL */, *metadata, *now;
+	const char *vault_ids; /* JSON array text */
 };
 
 /* Live (not deleted) session K->id of K->workspace_id, when K->account_id may see it (it is

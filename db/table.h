@@ -1,6 +1,6 @@
 /* What the table families' operations take (the get, list and archive of db/agents.h,
- * environments.h, sessions.h and work.h): the key of a row and the page of a list. The resource
- * table (handlers/resource.h) points at those operations directly and fills these from the
+ * environments.h, sessions.h, work.h and vaults.h): the key of a row and the page of a list. The
+ * resource table (handlers/resource.h) points at those operations directly and fills these from the
  * request; the db layer reads them. Each table's operations use the fields its visibility rule
  * and filters name. */
 #ifndef TERRARIUM_DB_TABLE_H
@@ -14,7 +14,8 @@ struct db_key {
 	const char *account_id; /* environments, sessions: the caller's account, which sees
 				 * another account's `scope: account` environments (and their
 				 * sessions) as missing; else NULL */
-	const char *parent_id;	/* work items: the environment in the path; else NULL */
+	const char *parent_id;	/* work items: the environment in the path; vault credentials:
+				 * the vault; else NULL */
 	const char *id;
 	long long version; /* agents: the version to read, 0 = current */
 };

@@ -55,6 +55,32 @@ enum db_status workdb_enqueue(struct db *db, const char *id, const char *ws, con
 	return db_exec(db, sql, DB_ARRAY(p), NULL, NULL);
 }
 
+enum db_status workdb_session_live(struct db *db, const char *session_id, int *live)
+{
+	static const char sql[] =
+		"SELECT COUNT(*) FROM work_items WHERE session_id = ? AND state <> 'stopped'";
+	struct db_rows rows;
+	enum db_status st = db_exec(db, sql, DB_PARAMS(DB_STR(session_id)), &rows, NULL);
+
+	*live = !st && rows.nrows && atoi(db_cell(&rows, 0, 0)) > 0;
+	db_rows_free(&rows);
+	return st;
+}
+
+enum db_status workdb_requeue(struct db *db, const char *id, const char *ws, const char *env_id,
+			      const char *session_id, const char *now, int *queued)
+{
+	int live = 0;
+	enum db_status st = workdb_session_live(db, session_id, &live);
+
+	*queued = 0;
+	if (st || live)
+		return st;
+	st = workdb_enqueue(db, id, ws, env_id, session_id, now);
+	*queued = !st;
+	return st;
+}
+
 enum db_status workdb_get(struct db *db, const struct db_key *k, int for_update,
 			  struct db_rows *rows)
 {

@@ -55,6 +55,16 @@ void work_row_load(struct work_row *row, const struct db_rows *rows, unsigned r)
 enum db_status workdb_enqueue(struct db *db, const char *id, const char *ws, const char *env_id,
 			      const char *session_id, const char *now);
 
+/* A turn of SESSION_ID (of self_hosted environment ENV_ID) starts: when the session has no live
+ * item (every one stopped: its last worker finished with it), queue a new one, ID, so that a
+ * worker picks the session up again (docs/work-queue.md). *QUEUED = 1 when one was. Part of
+ * the caller's transaction. */
+enum db_status workdb_requeue(struct db *db, const char *id, const char *ws, const char *env_id,
+			      const char *session_id, const char *now, int *queued);
+
+/* *LIVE = 1 when SESSION_ID has an item that is not stopped (a worker has it or can poll it). */
+enum db_status workdb_session_live(struct db *db, const char *session_id, int *live);
+
 /* Item K->id of environment K->parent_id in workspace K->workspace_id into ROWS (0 or 1 row;
  * caller db_rows_free); FOR_UPDATE locks it. */
 enum db_status workdb_get(struct db *db, const struct db_key *k, int for_update,

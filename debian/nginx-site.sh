@@ -30,11 +30,20 @@ awk '/^[ \t]*map .*\{[ \t]*$/ { inmap = 1 } inmap { print } inmap && /^[ \t]*\}[
 	"$dir/terrarium.conf.in"
 limits=$(grep -E '^[[:space:]]*(client_max_body_size|client_body_buffer_size|client_header_timeout|client_body_timeout|send_timeout|keepalive_timeout|server_tokens|default_type)[[:space:]]' \
 	"$dir/terrarium.conf.in" | sed 's/^[[:space:]]*/\t/')
+# event streams (docs/events.md): the package's nginx holds none itself (no nchan is assumed):
+# the API's long-poll workers do, so stream-workers.conf.in goes where make up includes a file
+awk -v streams="$dir/stream-workers.conf.in" '
+	/include "@RUN@\/nginx-stream-@ZONE@.conf";/ {
+		while ((getline line < streams) > 0)
+			if (line !~ /^#/) print "\t" line
+		next
+	}
+	{ print }' "$dir/server.conf.in" |
 sed -e "s|include \"@RUN@/nginx-fastcgi.conf\";|include /usr/share/terrarium/nginx/fastcgi.conf;|" \
 	-e "s|@LISTEN@|127.0.0.1:8080|g; s|@ZONE@|8080|g; s|@NAME@|api|g; s|@SOCKET@|$sock|g; s|@RATE@|${rate}r/s|g" \
 	-e "s|@BURST@|$burst|g; s|@PASS@|\"unix:$sock\"|g; s|@KEEP_CONN@|off|g" \
 	-e "s|@POLL_PASS@|\"unix:$poll_sock\"|g" \
-	-e "s|@HEAVY_RATE@|${heavy_rate}r/s|g; s|@HEAVY_BURST@|$heavy_burst|g" \
-	"$dir/server.conf.in" | awk -v limits="$limits" '
+	-e "s|@HEAVY_RATE@|${heavy_rate}r/s|g; s|@HEAVY_BURST@|$heavy_burst|g" |
+	awk -v limits="$limits" '
 	{ print }
 	!done && /^server \{/ { print limits; print "\ttypes { }"; done = 1 }'

@@ -113,12 +113,34 @@ static int format_head(const struct request *req, const struct response *resp, c
 	return n;
 }
 
-/* Handle one request whose parameters are ENV: read, hand it to APP, and leave the response. */
+/* resp_stream's writer over a FastCGI stream: every write is flushed to the web server. */
+static int fcgx_stream_write(void *ctx, const char *buf, size_t n)
+{
+	FCGX_Stream *out = ctx;
+
+	for (size_t off = 0; off < n; off += SERVE_WRITE_CHUNK) {
+		size_t k = n - off < SERVE_WRITE_CHUNK ? n - off : SERVE_WRITE_CHUNK;
+		if (FCGX_PutStr(buf + off, (int)k, out) != (int)k)
+			return -1;
+	}
+	return FCGX_FFlush(out) || FCGX_GetError(out) ? -1 : 0;
+}
+
+/* ...and over stdout (CGI). */
+static int stdout_stream_write(void *ctx, const char *buf, size_t n)
+{
+	(void)ctx;
+	return fwrite(buf, 1, n, stdout) != n || fflush(stdout) ? -1 : 0;
+}
+
+/* Handle one request whose parameters are ENV: read, hand it to APP, and leave the response
+ * (or, when the handler streamed it through STREAM, nothing more to write). */
 static void handle(const struct serve_app *app, void *w, char **env, struct body_src *src,
-		   struct request *req, struct response *resp)
+		   const struct resp_stream *stream, struct request *req, struct response *resp)
 {
 	memset(req, 0, sizeof(*req));
 	memset(resp, 0, sizeof(*resp));
+	resp->stream = stream;
 	req->env = env;
 	if (req_read(req, resp, src_read, src) == 0)
 		app->handle(w, req, resp);
@@ -198,8 +220,10 @@ static int worker_loop(const struct config *cfg, const struct serve_app *app, in
 		}
 		{
 			struct body_src src = { fr.in };
-			handle(app, w, fr.envp, &src, &req, &resp);
-			write_fcgx(fr.out, &req, &resp);
+			struct resp_stream stream = { fcgx_stream_write, fr.out };
+			handle(app, w, fr.envp, &src, &stream, &req, &resp);
+			if (!resp.streamed)
+				write_fcgx(fr.out, &req, &resp);
 			req_release(&req);
 			resp_release(&resp);
 		}
@@ -233,6 +257,7 @@ int serve_cgi(const struct config *cfg, const struct serve_app *app)
 	struct request req;
 	struct response resp;
 	struct body_src src = { NULL };
+	struct resp_stream stream = { stdout_stream_write, NULL };
 	char head[RESP_MAX_HEADERS * RESP_HEADER_MAX + 512];
 	int n;
 
@@ -241,10 +266,12 @@ int serve_cgi(const struct config *cfg, const struct serve_app *app)
 		log_error("out of memory at start");
 		return 1;
 	}
-	handle(app, w, environ, &src, &req, &resp);
-	n = format_head(&req, &resp, head, sizeof(head));
-	fwrite(head, 1, (size_t)n, stdout);
-	fwrite(resp.body, 1, resp.body_len, stdout);
+	handle(app, w, environ, &src, &stream, &req, &resp);
+	if (!resp.streamed) {
+		n = format_head(&req, &resp, head, sizeof(head));
+		fwrite(head, 1, (size_t)n, stdout);
+		fwrite(resp.body, 1, resp.body_len, stdout);
+	}
 	fflush(stdout);
 	req_release(&req);
 	resp_release(&resp);
@@ -280,7 +307,8 @@ static void scrub_environment(void)
 	setenv("PATH", SERVE_WORKER_PATH, 1);
 }
 
-/* Fork a worker serving LISTEN_FD; its process name (ps, pgrep) is NAME. */
+/* Fork a worker serving LISTEN_FD, or (LISTEN_FD < 0) the application's aux process; its
+ * process name (ps, pgrep) is NAME. */
 static pid_t spawn(const struct config *cfg, const struct serve_app *app, int listen_fd, long max,
 		   const char *name)
 {
@@ -302,22 +330,13 @@ static pid_t spawn(const struct config *cfg, const struct serve_app *app, int li
 		 * before this line, so check too */
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != supervisor)
 			_exit(1);
+		if (listen_fd < 0)
+			_exit(app->aux_run(cfg));
 		_exit(worker_loop(cfg, app, listen_fd, max, supervisor));
 	}
 	if (pid < 0)
 		log_error("supervisor: fork: %s", strerror(errno));
 	return pid;
-}
-
-static int worker_count(const struct config *cfg)
-{
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (cfg->api_workers > 0)
-		return cfg->api_workers;
-	if (cores < 1)
-		cores = 1;
-	return cores * 2 > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (int)cores * 2;
 }
 
 /* A socket address is a unix socket path, or HOST:PORT for FastCGI over TCP (libfcgi's own
@@ -420,13 +439,30 @@ static void pool_signal(const struct pool *p, int sig)
 			kill(p->pids[i], sig);
 }
 
+/* Before a respawn: more than SERVE_RESPAWN_BURST in a SERVE_RESPAWN_WINDOW_S window slow it
+ * down. Returns 1. */
+static int respawn_throttle(time_t *window, int *burst)
+{
+	if (time(NULL) - *window >= SERVE_RESPAWN_WINDOW_S) {
+		*window = time(NULL);
+		*burst = 0;
+	}
+	if (++*burst > SERVE_RESPAWN_BURST) {
+		log_error("workers die too fast; slowing down");
+		sleep(1);
+	}
+	return 1;
+}
+
 int serve_supervisor(const struct config *cfg, const struct serve_app *app)
 {
 	struct pool pools[SERVE_POOLS] = {
-		{ SERVE_WORKER_NAME, cfg->api_socket, -1, worker_count(cfg), NULL },
+		{ SERVE_WORKER_NAME, cfg->api_socket, -1, config_api_workers(cfg), NULL },
 		{ SERVE_POLL_WORKER_NAME, cfg->api_poll_socket, -1, cfg->api_poll_workers, NULL }
 	};
 	int npools = cfg->api_poll_socket[0] ? 2 : 1, burst = 0, ret = 1;
+	int aux = app->aux_run && app->aux_enabled && app->aux_enabled(cfg);
+	pid_t aux_pid = 0;
 	struct sigaction sa;
 	sigset_t mask, old;
 	time_t window = time(NULL);
@@ -434,7 +470,7 @@ int serve_supervisor(const struct config *cfg, const struct serve_app *app)
 	if (FCGX_Init())
 		return 1;
 	/* before the fork: what every worker shares */
-	if (app->init && app->init())
+	if (app->init && app->init(cfg))
 		return 1;
 	for (int k = 0; k < npools; k++) {
 		pools[k].pids = calloc((size_t)pools[k].n, sizeof(pid_t));
@@ -468,6 +504,8 @@ int serve_supervisor(const struct config *cfg, const struct serve_app *app)
 		log_info("supervisor: %d workers on %s (backend %s)", alive, pools[k].socket,
 			 cfg->backend);
 	}
+	if (aux)
+		aux_pid = spawn(cfg, app, -1, 0, app->aux_name);
 
 	while (!stop_requested) {
 		pid_t pid;
@@ -476,6 +514,14 @@ int serve_supervisor(const struct config *cfg, const struct serve_app *app)
 		sigsuspend(&old); /* wait for SIGCHLD or SIGTERM with both unblocked */
 		child_exited = 0;
 		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+			if (pid == aux_pid) {
+				log_warn("%s %d exited (status %d); restarting", app->aux_name,
+					 (int)pid, status);
+				aux_pid = 0;
+				if (respawn_throttle(&window, &burst) && !stop_requested)
+					aux_pid = spawn(cfg, app, -1, 0, app->aux_name);
+				continue;
+			}
 			for (int k = 0; k < npools; k++) {
 				struct pool *p = &pools[k];
 				int i = pool_reap(p, pid);
@@ -487,14 +533,7 @@ int serve_supervisor(const struct config *cfg, const struct serve_app *app)
 						 (int)pid, WTERMSIG(status));
 				if (stop_requested)
 					break;
-				if (time(NULL) - window >= SERVE_RESPAWN_WINDOW_S) {
-					window = time(NULL);
-					burst = 0;
-				}
-				if (++burst > SERVE_RESPAWN_BURST) {
-					log_error("workers die too fast; slowing down");
-					sleep(1);
-				}
+				respawn_throttle(&window, &burst);
 				p->pids[i] = spawn(cfg, app, p->fd, cfg->api_max_requests, p->name);
 			}
 		}
@@ -503,6 +542,10 @@ int serve_supervisor(const struct config *cfg, const struct serve_app *app)
 	log_info("supervisor: stopping");
 	for (int k = 0; k < npools; k++)
 		pool_signal(&pools[k], SIGTERM);
+	if (aux_pid > 0) { /* it holds no request: it leaves at once */
+		kill(aux_pid, SIGTERM);
+		waitpid(aux_pid, NULL, 0);
+	}
 	for (time_t deadline = time(NULL) + SERVE_STOP_GRACE_S;;) {
 		int left = 0;
 		pid_t pid;

@@ -17,14 +17,22 @@
 
 /* What the served application provides (registered by main: fcgi/ knows nothing of it). */
 struct serve_app {
-	/* In the supervisor before the first fork (state the workers share); 0, or -1 to stop
-	 * serving (logged by the application). NULL: nothing. */
-	int (*init)(void);
+	/* In the supervisor before the first fork (state the workers share; it may read what
+	 * the workers, once they gave up root, cannot); 0, or -1 to stop serving (logged by the
+	 * application). NULL: nothing. */
+	int (*init)(const struct config *cfg);
 	/* A worker's state for CFG (borrowed; outlives it), or NULL when out of memory. */
 	void *(*worker_new)(const struct config *cfg);
 	void (*worker_free)(void *worker); /* NULL is fine */
 	/* Answer REQ (parsed) into RESP; always leaves a complete response. */
 	void (*handle)(void *worker, struct request *req, struct response *resp);
+	/* Optional: a process the supervisor keeps running beside its workers, as their user
+	 * and with their environment, restarted when it exits, stopped with them (the event
+	 * tailer). aux_enabled says whether CFG wants it; aux_run is its body and exit status;
+	 * aux_name its process name. NULL: none. */
+	int (*aux_enabled)(const struct config *cfg);
+	int (*aux_run)(const struct config *cfg);
+	const char *aux_name;
 };
 
 /* Supervisor: bind cfg->api_socket (and cfg->api_poll_socket when set, with its own

@@ -322,9 +322,20 @@ static int check_list(json_t *v, const char *field, size_t max, struct verr *err
 	return 0;
 }
 
+int mcp_url_validate(json_t *v, const char *field, struct verr *err)
+{
+	if (json_is_string(v) && !agent_url_host(json_string_value(v), NULL, 0))
+		return 0;
+	return verr_set(err, AV_BAD_REQUEST, NULL,
+			"'%s' must be an absolute http or https URL with a host name or IPv4 "
+			"address (optional port; no userinfo, whitespace or control characters; at "
+			"most %d bytes)",
+			field, AGENT_MCP_URL_MAX);
+}
+
 json_t *mcp_servers_validate(json_t *v, const char *field, struct verr *err)
 {
-	char path[AV_PATH_MAX], buf[VERR_ECHO_BUF];
+	char path[AV_PATH_MAX], url_field[AV_PATH_MAX + 8], buf[VERR_ECHO_BUF];
 	json_t *ret, *s;
 	size_t i;
 
@@ -337,8 +348,7 @@ json_t *mcp_servers_validate(json_t *v, const char *field, struct verr *err)
 		oom(err);
 		return NULL;
 	}
-	json_array_foreach(v, i, s)
-	{
+	json_array_foreach (v, i, s) {
 		json_t *name = json_object_get(s, "name"), *url = json_object_get(s, "url");
 
 		snprintf(path, sizeof(path), "%s[%zu]", field, i);
@@ -369,15 +379,9 @@ json_t *mcp_servers_validate(json_t *v, const char *field, struct verr *err)
 					 verr_echo(buf, json_string_value(name), VERR_ECHO_CHARS));
 				goto fail;
 			}
-		if (!json_is_string(url) || agent_url_host(json_string_value(url), NULL, 0)) {
-			verr_set(err, AV_BAD_REQUEST, NULL,
-				 "'%s.url' must be an absolute http or https URL with a host name "
-				 "or "
-				 "IPv4 address (optional port; no userinfo, whitespace or control "
-				 "characters; at most %d bytes)",
-				 path, AGENT_MCP_URL_MAX);
+		snprintf(url_field, sizeof(url_field), "%s.url", path);
+		if (mcp_url_validate(url, url_field, err))
 			goto fail;
-		}
 		if (json_array_append_new(ret, json_pack("{s:s, s:O, s:O}", "type", "url", "name",
 							 name, "url", url))) {
 			oom(err);
@@ -499,8 +503,7 @@ static int configs_check(json_t *tool, const char *path, int mcp, struct verr *e
 		return 0;
 	if (!json_is_array(v))
 		return verr_set(err, AV_BAD_REQUEST, NULL, "'%s.configs' must be an array", path);
-	json_array_foreach(v, i, c)
-	{
+	json_array_foreach (v, i, c) {
 		snprintf(sub, sizeof(sub), "%s.configs[%zu]", path, i);
 		if (tool_config_check(c, sub, mcp, err))
 			return -1;
@@ -709,8 +712,7 @@ static json_t *multiagent_parse(json_t *v, struct verr *err)
 				 AGENT_ROSTER_MAX);
 			return NULL;
 		}
-		json_array_foreach(agents, i, a)
-		{
+		json_array_foreach (agents, i, a) {
 			if (!json_is_string(a) && !json_is_object(a)) {
 				verr_set(
 					err, AV_BAD_REQUEST, NULL,
@@ -752,16 +754,15 @@ static int refs_check(json_t *def, struct verr *err)
 	size_t i, j;
 	char buf[VERR_ECHO_BUF];
 
-	json_array_foreach(tools, i, t)
-	{
+	json_array_foreach (tools, i, t) {
 		const char *want = json_string_value(json_object_get(t, "mcp_server_name"));
 		int found = 0;
 
 		if (!str_eq(json_string_value(json_object_get(t, "type")), AV_MCP_TOOLSET))
 			continue;
-		json_array_foreach(servers, j,
-				   s) if (str_eq(json_string_value(json_object_get(s, "name")),
-						 want)) found = 1;
+		json_array_foreach (servers, j, s)
+			if (str_eq(json_string_value(json_object_get(s, "name")), want))
+				found = 1;
 		if (!found)
 			return verr_set(err, AV_BAD_REQUEST, NULL,
 					"'tools[%zu].mcp_server_name' must name a server in "

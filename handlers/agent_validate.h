@@ -72,6 +72,10 @@ json_t *mcp_servers_validate(json_t *v, const char *field, struct verr *err);
  * into HOST (size HOSTSZ; -1 when it does not fit). */
 int agent_url_host(const char *url, char *host, size_t hostsz);
 
+/* 0 when V is a string agent_url_host accepts (an MCP server URL); else -1 with ERR a 400
+ * naming FIELD ("agent.mcp_servers[1].url", "auth.mcp_server_url"). */
+int mcp_url_validate(json_t *v, const char *field, struct verr *err);
+
 /* Convert an RFC 3339 timestamp ("2026-07-27T10:00:00Z", optional fraction of up to 9 digits,
  * 'Z' or a numeric offset) to a UTC MariaDB DATETIME(6) literal in OUT (size >= 27; fraction
  * truncated to microseconds). 0, or -1 when S is not a valid timestamp. */

@@ -184,23 +184,6 @@ void agent_update(struct worker *w, struct request *req, struct response *resp)
 
 /* --- list ------------------------------------------------------------------------------- */
 
-/* Query parameter NAME (an RFC 3339 timestamp) as a DATETIME literal in OUT ("" when absent).
- * 0, or -1 with RESP filled. */
-static int query_time(struct request *req, struct response *resp, const char *name, char *out)
-{
-	const char *s = req_query(req, name);
-
-	out[0] = '\0';
-	if (!s)
-		return 0;
-	if (rfc3339_to_db(s, out, CLOCK_DB_LEN)) {
-		resp_error(resp, req, 400, NULL,
-			   "'%s' must be an RFC 3339 timestamp such as 2026-07-27T00:00:00Z", name);
-		return -1;
-	}
-	return 0;
-}
-
 /* created_at[gte], created_at[lte]; the cursor is bound to every filter. */
 static int agent_list_query(struct request *req, struct response *resp, struct resource_list *l)
 {

@@ -1,38 +1,15 @@
-/* Cross-cutting pieces every route uses: the worker, database error mapping, health, query
- * parameters, list pages. */
+/* Cross-cutting pieces every route uses: database error mapping, health, query parameters,
+ * list pages. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "../db/keys.h"
+#include "agent_validate.h"
 #include "cursor.h"
 #include "handlers.h"
-
-void *api_worker_new(const struct config *cfg)
-{
-	struct worker *w = calloc(1, sizeof(*w));
-
-	if (!w)
-		return NULL;
-	w->cfg = cfg;
-	w->caps = backend_lookup(cfg->backend);
-	w->db = db_new(cfg);
-	if (!w->db) {
-		free(w);
-		return NULL;
-	}
-	return w;
-}
-
-void api_worker_free(void *worker)
-{
-	struct worker *w = worker;
-
-	if (!w)
-		return;
-	db_free(w->db);
-	free(w);
-}
 
 void handle_db_error(struct worker *w, struct request *req, struct response *resp,
 		     enum db_status st)
@@ -210,5 +187,20 @@ int page_parse(struct worker *w, struct request *req, struct response *resp, con
 		return -1;
 	}
 	*paged = 1;
+	return 0;
+}
+
+int query_time(struct request *req, struct response *resp, const char *name, char *out)
+{
+	const char *s = req_query(req, name);
+
+	out[0] = '\0';
+	if (!s)
+		return 0;
+	if (rfc3339_to_db(s, out, CLOCK_DB_LEN)) {
+		resp_error(resp, req, 400, NULL,
+			   "'%s' must be an RFC 3339 timestamp such as 2026-07-27T00:00:00Z", name);
+		return -1;
+	}
 	return 0;
 }

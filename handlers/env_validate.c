@@ -81,8 +81,7 @@ static int meta_problems(json_t *meta, const char *field, struct verr *e)
 			    json_object_size(meta));
 		n++;
 	}
-	json_object_foreach(meta, key, v)
-	{
+	json_object_foreach (meta, key, v) {
 		size_t klen = utf8_chars(key);
 
 		if (klen == 0) {
@@ -163,8 +162,7 @@ json_t *meta_patch(json_t *stored, json_t *patch, const char *field, struct verr
 		verr_set(err, EV_BAD_REQUEST, EV_INVALID_METADATA, "'%s' must be an object", field);
 		goto out;
 	}
-	json_object_foreach(patch, key, v)
-	{
+	json_object_foreach (patch, key, v) {
 		if (json_is_null(v) || (json_is_string(v) && !*json_string_value(v))) {
 			json_object_del(merged, key);
 		} else if (json_is_string(v)) {
@@ -401,8 +399,7 @@ static json_t *hosts_parse(json_t *v, struct verr *err)
 		oom(err);
 		goto out;
 	}
-	json_array_foreach(v, i, h)
-	{
+	json_array_foreach (v, i, h) {
 		if (!json_is_string(h)) {
 			verr_set(err, EV_BAD_REQUEST, NULL,
 				 "'config.networking.allowed_hosts[%zu]' must be a string", i);
@@ -540,8 +537,7 @@ static json_t *packages_parse(json_t *given, struct verr *err)
 			oom(err);
 			goto out;
 		}
-		json_array_foreach(list, i, entry)
-		{
+		json_array_foreach (list, i, entry) {
 			const char *problem;
 
 			if (!json_is_string(entry)) {
@@ -602,14 +598,14 @@ static json_t *config_parse(json_t *given, json_t *stored, int update, struct ve
 		char echo[VERR_ECHO_BUF];
 		json_t *c;
 
-		json_object_foreach(given, key, v) if (strcmp(key, "type"))
-		{
-			verr_set(err, EV_BAD_REQUEST, NULL,
-				 "unknown field 'config.%s' (a self_hosted config carries "
-				 "only 'type')",
-				 verr_echo(echo, key, VERR_ECHO_CHARS));
-			return NULL;
-		}
+		json_object_foreach (given, key, v)
+			if (strcmp(key, "type")) {
+				verr_set(err, EV_BAD_REQUEST, NULL,
+					 "unknown field 'config.%s' (a self_hosted config carries "
+					 "only 'type')",
+					 verr_echo(echo, key, VERR_ECHO_CHARS));
+				return NULL;
+			}
 		c = json_pack("{s:s}", "type", EV_TYPE_SELF_HOSTED);
 		if (!c)
 			oom(err);

@@ -7,6 +7,7 @@
 #include "../common/backend.h"
 #include "../common/config.h"
 #include "../common/crypto.h"
+#include "../common/vault_crypto.h"
 #include "../db/db.h"
 #include "../http/http.h"
 #include "auth.h"
@@ -19,7 +20,14 @@ struct worker {
 	unsigned char cursor_key[SHA256_LEN];
 	int cursor_key_loaded;
 	struct auth_cache_entry auth_cache[AUTH_CACHE_SLOTS]; /* auth.h */
+	/* the vault key (docs/vaults.md), loaded before the workers forked; borrowed, read-only,
+	 * and when not loaded its error says why */
+	const struct vault_key *vault_key;
 };
+
+/* In the supervisor before the workers fork (or in the one worker of the fd 0 and CGI modes):
+ * the vault key, the stream slots, the unknown-key guard. 0, or -1 to stop serving. */
+int api_init(const struct config *cfg);
 
 /* A worker's state for CFG (borrowed; outlives it): a struct worker, or NULL when out of
  * memory. Freed by api_worker_free (NULL is fine). Typed for fcgi/'s struct serve_app. */
@@ -50,6 +58,10 @@ int worker_cursor_key(struct worker *w, struct request *req, struct response *re
  * sign, space or exponent). 0, or -1 with RESP a 400 naming NAME. */
 int query_count(struct request *req, struct response *resp, const char *name, long long min,
 		long long max, long long def, long long *out);
+
+/* Query parameter NAME (an RFC 3339 timestamp) as a DATETIME literal in OUT (CLOCK_DB_LEN
+ * bytes; "" when absent). 0, or -1 with RESP a 400 naming NAME. */
+int query_time(struct request *req, struct response *resp, const char *name, char *out);
 
 /* A list's `limit`: 1..LIST_MAX_LIMIT, LIST_DEFAULT_LIMIT when absent (docs/api.md). */
 #define LIST_DEFAULT_LIMIT 100
@@ -114,6 +126,13 @@ handler_func health_live, health_ready;
 handler_func env_create, env_update;
 handler_func session_create, session_update;
 handler_func agent_create, agent_update, agent_versions;
+/* Vaults and their credentials (handlers/vaults.c, docs/vaults.md). */
+handler_func vault_create, vault_update, cred_create, cred_update;
+/* Session events (handlers/events.c, handlers/stream.c, docs/events.md). */
+handler_func events_send, events_list, events_stream;
+/* Map the slots counting the streams workers hold, shared by the workers forked after it
+ * (handlers/stream.c). 0, or -1: each worker then lets every stream through. */
+int stream_slots_init(void);
 /* The self-hosted work queue (handlers/work.c, docs/work-queue.md). */
 handler_func work_poll, work_ack, work_heartbeat, work_stop, work_update, work_stats;
 

@@ -122,7 +122,7 @@ static void key_make(const struct resource *res, const struct request *req, cons
 	memset(k, 0, sizeof(*k));
 	k->workspace_id = req->principal->workspace_id;
 	k->account_id = res->visibility == RES_VIS_ACCOUNT ? req->principal->account_id : NULL;
-	k->parent_id = res->visibility == RES_VIS_ENVIRONMENT ? req->params[0] : NULL;
+	k->parent_id = res->visibility == RES_VIS_PARENT ? req->params[0] : NULL;
 	k->id = id;
 }
 

@@ -1,9 +1,9 @@
 /* The resource table (Redis's command table is the model): each resource the API serves
- * (environment, agent, session, work item) is described once here, and retrieve, list, archive
- * and delete are written once against that description (handlers/resource.c). A resource's own
- * file keeps only what is its own: validation, create and update semantics, its rendering and
- * its db operations, which the table points at. The route table names the generic handlers with
- * the resource as the route's data. */
+ * (environment, agent, session, work item, vault, vault credential) is described once here, and
+ * retrieve, list, archive and delete are written once against that description
+ * (handlers/resource.c). A resource's own file keeps only what is its own: validation, create and
+ * update semantics, its rendering and its db operations, which the table points at. The route table
+ * names the generic handlers with the resource as the route's data. */
 #ifndef TERRARIUM_HANDLERS_RESOURCE_H
 #define TERRARIUM_HANDLERS_RESOURCE_H
 
@@ -31,10 +31,11 @@ void text_respond(struct response *resp, const struct request *req, int status, 
 /* Who sees a resource's rows: the filter its db operations apply with the key's fields (struct
  * db_key, db/table.h, which the generic handlers fill from the request). */
 enum resource_visibility {
-	RES_VIS_WORKSPACE,   /* every key of the workspace (agents) */
-	RES_VIS_ACCOUNT,     /* the workspace's keys but another account's `scope: account`
-			      * environments and their sessions (environments, sessions) */
-	RES_VIS_ENVIRONMENT, /* the workspace's, under the environment in the path (work items) */
+	RES_VIS_WORKSPACE, /* every key of the workspace (agents) */
+	RES_VIS_ACCOUNT,   /* the workspace's keys but another account's `scope: account`
+			    * environments and their sessions (environments, sessions) */
+	RES_VIS_PARENT,	   /* the workspace's, under the resource the path names first (work
+			    * items: the environment; credentials: the vault) */
 };
 
 /* A list's parameters, parsed by the generic list and the resource's list_query: the page
@@ -98,7 +99,8 @@ struct resource {
 	struct resource_db db;
 };
 
-extern const struct resource RES_ENVIRONMENT, RES_AGENT, RES_SESSION, RES_WORK;
+extern const struct resource RES_ENVIRONMENT, RES_AGENT, RES_SESSION, RES_WORK, RES_VAULT,
+	RES_VAULT_CREDENTIAL;
 
 /* The generic handlers: the resource is the route's data (req->route_data). */
 handler_func resource_retrieve, resource_list, resource_archive, resource_delete;

@@ -12,7 +12,9 @@
 #include "../common/log.h"
 #include "../db/agents.h"
 #include "../db/environments.h"
+#include "../db/events.h"
 #include "../db/sessions.h"
+#include "../db/vaults.h"
 #include "../db/work.h"
 #include "agent_validate.h"
 #include "cursor.h"
@@ -20,7 +22,8 @@
 #include "handlers.h"
 #include "resource.h"
 
-#define SES_TITLE_MAX 500 /* characters */
+#define SES_TITLE_MAX 500    /* characters */
+#define SES_VAULT_IDS_MAX 20 /* vaults of one session */
 #define SES_CURSOR_KIND "sesn"
 
 static const char *provisioning_status(const char *state)
@@ -49,17 +52,20 @@ static json_t *session_object(struct db *db, const struct db_rows *rows, unsigne
 	const char *last_error = db_cell(rows, r, SES_C_LAST_ERROR);
 	const char *next = db_cell(rows, r, SES_C_NEXT_ATTEMPT);
 	const char *mcp_text = db_cell(rows, r, SES_C_MCP);
-	json_t *agent = NULL, *meta = NULL, *mcp = NULL, *prov, *obj;
+	json_t *agent = NULL, *meta = NULL, *mcp = NULL, *vaults = NULL, *prov, *obj;
 	int waiting =
 		intent_state_of(state) == INTENT_PENDING || intent_state_of(state) == INTENT_FAILED;
 
 	/* the MCP server list is optional (SQL NULL: the agent's own) */
 	if (db_json_load(db, db_cell(rows, r, SES_C_AGENT), "session", id, "agent", &agent) ||
 	    db_json_load(db, db_cell(rows, r, SES_C_METADATA), "session", id, "metadata", &meta) ||
-	    (mcp_text && db_json_load(db, mcp_text, "session", id, "MCP servers", &mcp))) {
+	    (mcp_text && db_json_load(db, mcp_text, "session", id, "MCP servers", &mcp)) ||
+	    db_json_load(db, db_cell(rows, r, SES_C_VAULT_IDS), "session", id, "vault ids",
+			 &vaults)) {
 		json_decref(agent);
 		json_decref(meta);
 		json_decref(mcp);
+		json_decref(vaults);
 		return NULL;
 	}
 	if (mcp) /* the session-local replacement is what the session runs with */
@@ -71,16 +77,16 @@ static json_t *session_object(struct db *db, const struct db_rows *rows, unsigne
 		(json_int_t)(state ? strtoll(db_cell(rows, r, SES_C_ATTEMPTS), NULL, 10) : 0),
 		"last_error", last_error ? json_string(last_error) : json_null(), "next_attempt_at",
 		waiting && next ? json_string(next) : json_null());
-	obj = json_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:s, s:s, s:o, s:[], s:[], s:[],"
-			" s:{}, s:{}, s:n, s:o}",
-			"id", id, "type", "session", "agent", agent, "environment_id",
-			db_cell(rows, r, SES_C_ENVIRONMENT_ID), "status",
-			db_cell(rows, r, SES_C_STATUS), "title",
-			title ? json_string(title) : json_null(), "metadata", meta, "created_at",
-			db_cell(rows, r, SES_C_CREATED), "updated_at",
-			db_cell(rows, r, SES_C_UPDATED), "archived_at",
-			archived ? json_string(archived) : json_null(), "resources", "vault_ids",
-			"outcome_evaluations", "stats", "usage", "budget", "provisioning", prov);
+	obj = json_pack(
+		"{s:s, s:s, s:o, s:s, s:s, s:o, s:o, s:s, s:s, s:o, s:[], s:o, s:[],"
+		" s:{}, s:{}, s:n, s:o}",
+		"id", id, "type", "session", "agent", agent, "environment_id",
+		db_cell(rows, r, SES_C_ENVIRONMENT_ID), "status", db_cell(rows, r, SES_C_STATUS),
+		"title", title ? json_string(title) : json_null(), "metadata", meta, "created_at",
+		db_cell(rows, r, SES_C_CREATED), "updated_at", db_cell(rows, r, SES_C_UPDATED),
+		"archived_at", archived ? json_string(archived) : json_null(), "resources",
+		"vault_ids", vaults, "outcome_evaluations", "stats", "usage", "budget",
+		"provisioning", prov);
 	return obj;
 }
 
@@ -124,10 +130,11 @@ static int title_valid(json_t *title, struct verr *err)
 struct create_ctx {
 	struct request *req;
 	const char *agent_id, *env_id;
-	long long agent_version;       /* 0: latest */
-	json_t *metadata;	       /* validated */
-	const char *title;	       /* NULL: null */
-	char id[RESOURCE_ID_MAX];      /* the new session's, made before the transaction */
+	long long agent_version;  /* 0: latest */
+	json_t *metadata;	  /* validated */
+	json_t *vault_ids;	  /* validated shape: distinct strings (borrowed from the body) */
+	const char *title;	  /* NULL: null */
+	char id[RESOURCE_ID_MAX]; /* the new session's, made before the transaction */
 	char work_id[RESOURCE_ID_MAX]; /* its work item's (self_hosted environments) */
 	char now_db[CLOCK_DB_LEN];
 	int work_queued;     /* a self_hosted environment's work item was queued */
@@ -135,18 +142,86 @@ struct create_ctx {
 	struct verr err;
 };
 
+/* The shape of `vault_ids` (V, absent: none): an array of at most SES_VAULT_IDS_MAX distinct
+ * strings (which vaults they name is create_tx's). 0 or -1 with c->err. */
+static int vault_ids_parse(json_t *v, struct create_ctx *c)
+{
+	char echo[VERR_ECHO_BUF];
+	json_t *id;
+	size_t i;
+
+	if (!v)
+		return 0;
+	if (!json_is_array(v))
+		return verr_set(&c->err, 400, NULL, "'vault_ids' must be an array of vault ids");
+	if (json_array_size(v) > SES_VAULT_IDS_MAX)
+		return verr_set(&c->err, 400, NULL,
+				"'vault_ids' may name at most %d vaults (got %zu)",
+				SES_VAULT_IDS_MAX, json_array_size(v));
+	json_array_foreach (v, i, id) {
+		if (!json_is_string(id))
+			return verr_set(&c->err, 400, NULL, "'vault_ids[%zu]' must be a string", i);
+		for (size_t j = 0; j < i; j++)
+			if (json_equal(id, json_array_get(v, j)))
+				return verr_set(
+					&c->err, 400, NULL,
+					"'vault_ids[%zu]' repeats 'vault_ids[%zu]' ('%s')", i, j,
+					verr_echo(echo, json_string_value(id), VERR_ECHO_CHARS));
+	}
+	c->vault_ids = v;
+	return 0;
+}
+
+/* Each vault of c->vault_ids is one of the workspace's (404 naming it when not: another
+ * workspace's is missing) and not archived (400), held under a shared lock until the session
+ * is written (an archive or delete of the vault waits for it). DB_OK with c->err set when
+ * refused. */
+static enum db_status vaults_hold(struct db *db, struct create_ctx *c)
+{
+	char echo[VERR_ECHO_BUF];
+	struct db_rows rows;
+	enum db_status st;
+	json_t *v;
+	size_t i;
+
+	json_array_foreach (c->vault_ids, i, v) {
+		const char *id = json_string_value(v);
+		int archived;
+
+		if (!resource_id_valid(id, VAULT_ID_PREFIX)) {
+			verr_set(&c->err, 404, NULL, "vault '%s' not found ('vault_ids[%zu]')",
+				 verr_echo(echo, id, VERR_ECHO_CHARS), i);
+			return DB_OK;
+		}
+		st = vaultdb_hold(db, c->req->principal->workspace_id, id, &rows);
+		if (st)
+			return st;
+		archived = rows.nrows && db_cell(&rows, 0, VAULT_C_ARCHIVED);
+		if (!rows.nrows)
+			verr_set(&c->err, 404, NULL, "vault '%s' not found ('vault_ids[%zu]')", id,
+				 i);
+		else if (archived)
+			verr_set(&c->err, 400, NULL,
+				 "vault '%s' is archived; 'vault_ids[%zu]' must name a live vault",
+				 id, i);
+		db_rows_free(&rows);
+		if (c->err.status)
+			return DB_OK;
+	}
+	return DB_OK;
+}
+
 /* Parse and validate the create body into C. 0 or -1 with c->err. */
 static int create_parse(json_t *body, struct create_ctx *c)
 {
 	const char *key;
 	json_t *v, *agent;
 
-	json_object_foreach(body, key, v)
-	{
+	json_object_foreach (body, key, v) {
 		if (strcmp(key, "agent") && strcmp(key, "environment_id") &&
-		    strcmp(key, "metadata") && strcmp(key, "title")) {
-			if (!strcmp(key, "vault_ids") || !strcmp(key, "resources") ||
-			    !strcmp(key, "budget") || !strcmp(key, "initial_events")) {
+		    strcmp(key, "metadata") && strcmp(key, "title") && strcmp(key, "vault_ids")) {
+			if (!strcmp(key, "resources") || !strcmp(key, "budget") ||
+			    !strcmp(key, "initial_events")) {
 				if (unsupported_field(key, v, &c->err))
 					return -1;
 				continue;
@@ -162,13 +237,10 @@ static int create_parse(json_t *body, struct create_ctx *c)
 	} else if (json_is_object(agent)) {
 		json_t *type = json_object_get(agent, "type"),
 		       *ver = json_object_get(agent, "version");
-		json_object_foreach(
-			agent, key,
-			v) if (strcmp(key, "type") && strcmp(key, "id") &&
-			       strcmp(key,
-				      "version")) return verr_set(&c->err, 400, NULL,
-								  "unknown field 'agent.%.64s'",
-								  key);
+		json_object_foreach (agent, key, v)
+			if (strcmp(key, "type") && strcmp(key, "id") && strcmp(key, "version"))
+				return verr_set(&c->err, 400, NULL, "unknown field 'agent.%.64s'",
+						key);
 		if (type && (!json_is_string(type) || strcmp(json_string_value(type), "agent")))
 			return verr_set(&c->err, 400, NULL, "'agent.type' must be 'agent'");
 		c->agent_id = json_string_value(json_object_get(agent, "id"));
@@ -195,6 +267,8 @@ static int create_parse(json_t *body, struct create_ctx *c)
 	if (v && title_valid(v, &c->err))
 		return -1;
 	c->title = json_string_value(v);
+	if (vault_ids_parse(json_object_get(body, "vault_ids"), c))
+		return -1;
 	c->metadata = meta_validate(json_object_get(body, "metadata"), "metadata", &c->err);
 	return c->metadata ? 0 : -1;
 }
@@ -237,7 +311,7 @@ static enum db_status create_tx(struct db *db, void *arg)
 	const struct auth_principal *a = c->req->principal;
 	struct db_rows env = { 0 };
 	json_t *snapshot = NULL, *config = NULL;
-	char *snap_text = NULL, *meta_text = NULL;
+	char *snap_text = NULL, *meta_text = NULL, *vaults_text = NULL;
 	int archived = 0;
 	enum db_status st;
 
@@ -289,6 +363,11 @@ static enum db_status create_tx(struct db *db, void *arg)
 			 c->env_id);
 		goto out;
 	}
+	if (c->vault_ids) {
+		st = vaults_hold(db, c);
+		if (st || c->err.status)
+			goto out;
+	}
 	st = db_json_load(db, db_cell(&env, 0, ENV_C_CONFIG), "environment", c->env_id, "config",
 			  &config);
 	if (st)
@@ -296,6 +375,8 @@ static enum db_status create_tx(struct db *db, void *arg)
 	st = db_json_dump(db, snapshot, "session", c->id, "agent snapshot", &snap_text);
 	if (!st)
 		st = db_json_dump(db, c->metadata, "session", c->id, "metadata", &meta_text);
+	if (!st && c->vault_ids)
+		st = db_json_dump(db, c->vault_ids, "session", c->id, "vault ids", &vaults_text);
 	if (st)
 		goto out;
 	clock_now(c->now_db, NULL);
@@ -312,6 +393,7 @@ static enum db_status create_tx(struct db *db, void *arg)
 			.agent_snapshot = snap_text,
 			.title = c->title,
 			.metadata = meta_text,
+			.vault_ids = vaults_text ? vaults_text : "[]",
 			.now = c->now_db });
 	if (!st)
 		st = create_runner(db, c, config, &env);
@@ -328,6 +410,7 @@ out:
 	json_decref(config);
 	free(snap_text);
 	free(meta_text);
+	free(vaults_text);
 	return st;
 }
 
@@ -369,8 +452,7 @@ static int update_parse(json_t *body, struct update_ctx *c)
 	const char *key;
 	json_t *v, *agent;
 
-	json_object_foreach(body, key, v)
-	{
+	json_object_foreach (body, key, v) {
 		if (!strcmp(key, "metadata") || !strcmp(key, "title") || !strcmp(key, "agent"))
 			continue;
 		if (!strcmp(key, "vault_ids") || !strcmp(key, "budget")) {
@@ -387,8 +469,7 @@ static int update_parse(json_t *body, struct update_ctx *c)
 	if (agent) {
 		if (!json_is_object(agent))
 			return verr_set(&c->err, 400, NULL, "'agent' must be an object");
-		json_object_foreach(agent, key, v)
-		{
+		json_object_foreach (agent, key, v) {
 			if (!strcmp(key, "mcp_servers"))
 				continue;
 			if (!strcmp(key, "tools"))
@@ -418,16 +499,15 @@ static enum db_status mcp_toolsets_kept(struct db *db, const char *id, const cha
 
 	if (st)
 		return st;
-	json_array_foreach(json_object_get(agent, "tools"), i, tool)
-	{
+	json_array_foreach (json_object_get(agent, "tools"), i, tool) {
 		const char *type = json_string_value(json_object_get(tool, "type"));
 		const char *want = json_string_value(json_object_get(tool, "mcp_server_name"));
 		int found = 0;
 
 		if (!type || strcmp(type, "mcp_toolset") || !want)
 			continue;
-		json_array_foreach(mcp, k, server) found |=
-			!strcmp(json_string_value(json_object_get(server, "name")), want);
+		json_array_foreach (mcp, k, server)
+			found |= !strcmp(json_string_value(json_object_get(server, "name")), want);
 		if (!found) {
 			verr_set(err, 400, NULL,
 				 "'agent.mcp_servers' must keep the server named '%.255s': "
@@ -529,6 +609,8 @@ static enum db_status delete_tx(struct db *db, void *arg)
 	c->found = 1;
 	clock_now(now_db, NULL);
 	st = workdb_stop_session(db, k->id, k->workspace_id, now_db);
+	if (!st) /* its log goes; a session.deleted ends its streams */
+		st = evdb_session_deleted(db, k->id, now_db);
 	if (st)
 		goto out;
 	state = db_cell(&rows, 0, SES_C_INTENT_STATE);

@@ -62,8 +62,7 @@ int verr_check_fields(json_t *obj, const char *path, const char *const *allowed,
 	json_t *v;
 	char buf[VERR_ECHO_BUF];
 
-	json_object_foreach(obj, key, v)
-	{
+	json_object_foreach (obj, key, v) {
 		if (!verr_in_list(key, allowed))
 			return verr_set(err, 400, NULL, "unknown field '%s%s%s'", path,
 					*path ? "." : "", verr_echo(buf, key, VERR_ECHO_CHARS));

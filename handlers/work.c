@@ -163,8 +163,7 @@ static int body_fields(struct request *req, struct response *resp, const char *c
 
 	if (!req->json)
 		return 0;
-	json_object_foreach(req->json, key, v)
-	{
+	json_object_foreach (req->json, key, v) {
 		if (!verr_in_list(key, fields)) {
 			resp_error(resp, req, 400, NULL, "unknown field '%.64s'", key);
 			return -1;
@@ -560,7 +559,7 @@ const struct resource RES_WORK = {
 	.kind = WORK_KIND,
 	.id_prefix = WORK_ID_PREFIX,
 	.id_param = 1,
-	.visibility = RES_VIS_ENVIRONMENT,
+	.visibility = RES_VIS_PARENT,
 	.cursor_kind = WORK_CURSOR_KIND,
 	.filters_text = "another environment",
 	.cols = { .id = WORK_C_ID, .created_db = WORK_C_CREATED },

@@ -43,7 +43,17 @@ struct request {
 	const void *route_data; /* the matched route's data for its handler (borrowed) */
 };
 
+/* How a response is written while it is produced (an event stream, docs/events.md): the
+ * transport's writer, set by fcgi/serve.c where the connection can carry one. */
+struct resp_stream {
+	/* Write and flush N bytes of BUF to the client: 0, or -1 when the client is gone. */
+	int (*write)(void *ctx, const char *buf, size_t n);
+	void *ctx;
+};
+
 struct response {
+	const struct resp_stream *stream; /* NULL: the transport cannot stream */
+	int streamed;			  /* the handler wrote the whole response itself */
 	int status;
 	char headers[RESP_MAX_HEADERS][RESP_HEADER_MAX]; /* "name: value" */
 	int nheaders;
@@ -62,7 +72,7 @@ int req_header_all(const struct request *req, const char *name, char *out, size_
 const char *req_query(const struct request *req, const char *name);
 
 /* Parse QUERY (a raw query string) into req->query. Returns 0, or -1 when it is malformed
- * (bad percent escape, too many parameters, duplicate name). */
+ * (bad percent escape, too many parameters, a name repeated that does not end in "[]"). */
 int req_parse_query(struct request *req, const char *query);
 
 /* Reads up to N body bytes into BUF; returns fewer only at end of input. */
@@ -106,5 +116,12 @@ void resp_set_retry(struct response *resp, int retry);
 /* error.type for STATUS per docs/api.md §2. */
 const char *resp_error_type(int status);
 void resp_release(struct response *resp);
+
+/* Start a streamed 200 answer of CONTENT_TYPE through resp->stream: its head (request-id,
+ * no caching, and RESP's headers) is written now; the handler then writes the body with
+ * resp_stream_write and returns. 0, or -1 when the client is gone or there is no stream. */
+int resp_stream_start(struct response *resp, const struct request *req, const char *content_type);
+/* Write N bytes of BUF to the started stream. 0, or -1 when the client is gone. */
+int resp_stream_write(struct response *resp, const char *buf, size_t n);
 
 #endif

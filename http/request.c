@@ -107,6 +107,14 @@ bad:
 	return NULL;
 }
 
+/* 1 when NAME is an array parameter, which may repeat ("types[]=a&types[]=b"). */
+static int query_is_array(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 2 && !strcmp(name + n - 2, "[]");
+}
+
 int req_parse_query(struct request *req, const char *query)
 {
 	const char *p = query;
@@ -132,7 +140,7 @@ int req_parse_query(struct request *req, const char *query)
 			return -1;
 		}
 		req->nquery++;
-		if (req_query(req, qp->name) != qp->value)
+		if (!query_is_array(qp->name) && req_query(req, qp->name) != qp->value)
 			return -1; /* a repeated parameter is ambiguous */
 		p = amp ? amp + 1 : NULL;
 	}

@@ -209,3 +209,31 @@ void resp_release(struct response *resp)
 	free(resp->body);
 	memset(resp, 0, sizeof(*resp));
 }
+
+int resp_stream_start(struct response *resp, const struct request *req, const char *content_type)
+{
+	char head[RESP_MAX_HEADERS * RESP_HEADER_MAX + 256];
+	int n;
+
+	if (!resp->stream)
+		return -1;
+	n = snprintf(head, sizeof(head),
+		     "Status: 200 OK\r\ncontent-type: %s\r\ncache-control: no-cache\r\n"
+		     "x-accel-buffering: no\r\nrequest-id: %s\r\n",
+		     content_type, req->request_id);
+	for (int i = 0; i < resp->nheaders && n > 0 && (size_t)n < sizeof(head); i++)
+		n += snprintf(head + n, sizeof(head) - (size_t)n, "%s\r\n", resp->headers[i]);
+	if (n <= 0 || (size_t)n + 3 > sizeof(head))
+		return -1;
+	n += snprintf(head + n, sizeof(head) - (size_t)n, "\r\n");
+	resp_empty(resp, 200);
+	resp->streamed = 1;
+	return resp->stream->write(resp->stream->ctx, head, (size_t)n);
+}
+
+int resp_stream_write(struct response *resp, const char *buf, size_t n)
+{
+	if (!resp->stream || !resp->streamed)
+		return -1;
+	return resp->stream->write(resp->stream->ctx, buf, n);
+}

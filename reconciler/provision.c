@@ -90,7 +90,8 @@ int recon_install_argv(const char *manager, json_t *packages, const char *workdi
 	}
 	/* entries were validated at admission (no leading '-', no control characters): each is
 	 * one argument, never seen by a shell */
-	json_array_foreach(packages, i, p) ARG(json_string_value(p));
+	json_array_foreach (packages, i, p)
+		ARG(json_string_value(p));
 #undef ARG
 #undef PREFIX
 	argv[n] = NULL;
@@ -312,7 +313,9 @@ static int done(struct job *j, const char *step)
 	size_t i;
 	json_t *v;
 
-	json_array_foreach(j->steps, i, v) if (!strcmp(json_string_value(v), step)) return 1;
+	json_array_foreach (j->steps, i, v)
+		if (!strcmp(json_string_value(v), step))
+			return 1;
 	return 0;
 }
 

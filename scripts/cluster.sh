@@ -303,6 +303,10 @@ cmd_up() {
 			(umask 077 && od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$RUN/$f")
 		fi
 	done
+	# one vault key for every host: a credential sealed through one opens on all (docs/vaults.md)
+	if [ ! -s "$RUN/vault.key" ]; then
+		(umask 077 && head -c 32 /dev/urandom >"$RUN/vault.key")
+	fi
 	for i in $(seq 1 $CLUSTER_HOSTS); do
 		node_running "$i" && running=1
 	done
@@ -327,6 +331,7 @@ ALTER USER '$STACK_DB_USER'@'$pattern' IDENTIFIED BY '$pw';
 GRANT ALL PRIVILEGES ON \`$STACK_DB_NAME\`.* TO '$STACK_DB_USER'@'$pattern';
 SQL
 	for i in $(seq 1 $CLUSTER_HOSTS); do
+		cp -p "$RUN/vault.key" "$(host_run "$i")/vault.key" || die "no vault key for host $i"
 		DB_ADDR="$(host_addr "$i"):$(port_of "$i" sql)" \
 			API_LISTEN="$(host_addr "$i"):$(port_of "$i" api)" \
 			API_POLL_LISTEN="$(host_addr "$i"):$(port_of "$i" poll)" \

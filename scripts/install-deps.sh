@@ -46,12 +46,14 @@ packages=(
 	libfcgi-dev libfcgi-bin libjansson-dev libmariadb-dev libcurl4-openssl-dev libcmocka-dev libinih-dev
 	libsodium-dev
 	libseccomp-dev
+	libsodium-dev # the vault's secretbox (common/vault_crypto.c)
 	mariadb-server mariadb-client
 	bubblewrap slirp4netns spawn-fcgi wrk curl jq logrotate acl
 	apache2 libapache2-mod-fcgid lighttpd
 	galera-4 rsync iproute2 iptables # scripts/cluster.sh: Galera nodes, rsync SST, namespaces
 	docker.io debootstrap
 	socat ripgrep
+	libnginx-mod-nchan libnginx-mod-http-headers-more-filter # event streams held by nginx
 )
 nginx_flavours=(nginx-light nginx nginx-core nginx-full nginx-extras)
 policy=/usr/sbin/policy-rc.d

@@ -17,9 +17,13 @@
 # dockerd started here (default RUNDIR/docker), SANDBOX_IMAGE an image of your own.
 # Settings of your own go in RUNDIR/operator.ini (kept; they override the generated ones).
 #
-# Environment: RUNDIR PORT BACKEND WORKSPACE WORKERS LOG_LEVEL BUILD_DIR SERVER,
-# RECONCILER=1 to also run the reconciler in --loop mode in the background, and
-# SKIP_INSTALL_DEPS=1 to skip scripts/install-deps.sh.
+# The runner (terrarium-runner --loop, docs/runner.md) runs sessions' turns: MODEL_BASE_URL sets
+# [model] base_url (default the Anthropic API), whose key the runner takes from
+# ANTHROPIC_API_KEY in this environment or [model] api_key_file in RUNDIR/operator.ini.
+#
+# Environment: RUNDIR PORT BACKEND WORKSPACE WORKERS LOG_LEVEL BUILD_DIR SERVER MODEL_BASE_URL,
+# RECONCILER=1 to also run the reconciler in --loop mode in the background, RUNNER=0 to leave
+# the runner out, and SKIP_INSTALL_DEPS=1 to skip scripts/install-deps.sh.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -124,6 +128,11 @@ if [ "${RECONCILER:-0}" = 1 ]; then
 	[ "$config_changed" = 1 ] && recon_stop "$RUN"
 	recon_start "$RUN" api
 fi
+# the runner runs sessions' turns (docs/runner.md); RUNNER=0 leaves it out
+if [ "${RUNNER:-1}" = 1 ]; then
+	[ "$config_changed" = 1 ] && runner_stop "$RUN"
+	runner_start "$RUN" api
+fi
 
 URL="http://127.0.0.1:$PORT"
 KEY=$(cat "$RUN/api-key")
@@ -155,6 +164,7 @@ terrarium is up (backend: $BACKEND, server: $SERVER)
   curl -s $URL/v1/environments -H "x-api-key: \$(cat $RUN/api-key)" \\
        -H "anthropic-beta: managed-agents-2026-04-01"
 
+  runner      $( [ "${RUNNER:-1}" = 1 ] && echo "running (--loop), log $RUN/runner.log, model ${MODEL_BASE_URL:-https://api.anthropic.com}" || echo "not started (RUNNER=0)")
   reconciler  $( [ "${RECONCILER:-0}" = 1 ] && echo "running (--loop), log $RUN/reconciler.log" || echo "build/terrarium-reconciler -c $RUN/api.ini --once   (or RECONCILER=1 make up)")${srt_note:+
               $srt_note}
 

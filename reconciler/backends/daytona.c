@@ -147,8 +147,7 @@ int daytona_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *e
 		return -1;
 	if (!(list = label_list(s, DAYTONA_DEPLOYMENT_LABEL, s->deployment, err, errsz)))
 		return -1;
-	json_array_foreach(list, i, it)
-	{
+	json_array_foreach (list, i, it) {
 		json_t *labels = json_object_get(it, "labels");
 		const char *state = json_string_value(json_object_get(it, "state"));
 		const char *sid = json_string_value(json_object_get(it, "id"));

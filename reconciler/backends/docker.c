@@ -678,8 +678,7 @@ int docker_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *er
 		json_decref(root);
 		return -1;
 	}
-	json_array_foreach(root, i, c)
-	{
+	json_array_foreach (root, i, c) {
 		json_t *labels = json_object_get(c, "Labels");
 		const char *cid = json_string_value(json_object_get(c, "Id"));
 
@@ -762,8 +761,7 @@ static void delete_untagged(struct docker *d, const char *key)
 		return;
 	snprintf(path, sizeof(path), "/images/json?filters=%s", efilters);
 	root = http_get_json(&d->http, path, err, sizeof(err)); /* NULL: nothing to delete */
-	json_array_foreach(root, i, img)
-	{
+	json_array_foreach (root, i, img) {
 		const char *iid = json_string_value(json_object_get(img, "Id"));
 		if (iid)
 			image_delete(d, iid, err, sizeof(err));

@@ -191,8 +191,7 @@ int e2b_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, 
 			return -1;
 		if (!json_array_size(list))
 			token[0] = '\0';
-		json_array_foreach(list, i, it)
-		{
+		json_array_foreach (list, i, it) {
 			json_t *meta = json_object_get(it, "metadata");
 			const char *sid = json_string_value(json_object_get(it, "sandboxID"));
 

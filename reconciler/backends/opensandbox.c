@@ -149,8 +149,7 @@ static int fetch_endpoint(struct osb *o, const char *id, int port, struct osb_en
 	while (strlen(ep->url) && ep->url[strlen(ep->url) - 1] == '/')
 		ep->url[strlen(ep->url) - 1] = '\0';
 	headers = json_object_get(root, "headers");
-	json_object_foreach(headers, name, value)
-	{
+	json_object_foreach (headers, name, value) {
 		const char *v = json_string_value(value);
 		int n;
 		if (!v || ep->nheaders >= OSB_EP_HEADERS || strpbrk(name, "\r\n:") ||
@@ -502,8 +501,7 @@ static int find_by_name(struct osb *o, const char *name, char *id, size_t idsz, 
 
 	if (!root)
 		return -1;
-	json_array_foreach(json_object_get(root, "items"), i, item)
-	{
+	json_array_foreach (json_object_get(root, "items"), i, item) {
 		const char *sid = json_string_value(json_object_get(item, "id"));
 		const char *st = state_of(item);
 		const char *tag = meta_of(item, OSB_NAME_KEY);
@@ -546,9 +544,10 @@ int osb_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, 
 		more = json_is_true(json_object_get(json_object_get(root, "pagination"),
 						    "hasNextPage")) &&
 		       json_array_size(json_object_get(root, "items"));
-		json_array_foreach(json_object_get(root, "items"), i, item) sbx_list_add(
-			s, out, max, n, json_string_value(json_object_get(item, "id")),
-			meta_of(item, OSB_NAME_KEY), meta_of(item, OSB_DEPLOYMENT_KEY));
+		json_array_foreach (json_object_get(root, "items"), i, item)
+			sbx_list_add(s, out, max, n, json_string_value(json_object_get(item, "id")),
+				     meta_of(item, OSB_NAME_KEY),
+				     meta_of(item, OSB_DEPLOYMENT_KEY));
 		json_decref(root);
 	}
 	return 0;
@@ -740,8 +739,9 @@ static int in_list(json_t *list, const char *host)
 {
 	size_t i;
 	json_t *v;
-	json_array_foreach(list, i, v) if (json_is_string(v) &&
-					   !strcmp(json_string_value(v), host)) return 1;
+	json_array_foreach (list, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), host))
+			return 1;
 	return 0;
 }
 
@@ -775,20 +775,20 @@ int osb_set_egress(struct sbx *s, const char *id, json_t *hosts, char *err, size
 		goto out;
 	}
 	rules = json_object_get(json_object_get(current, "policy"), "egress");
-	json_array_foreach(rules, i, rule)
-	{
+	json_array_foreach (rules, i, rule) {
 		const char *action = json_string_value(json_object_get(rule, "action"));
 		const char *target = json_string_value(json_object_get(rule, "target"));
 		if (action && target && !strcmp(action, "allow") && !in_list(have, target))
 			json_array_append_new(have, json_string(target));
 	}
-	json_array_foreach(hosts, i, v) if (json_is_string(v) &&
-					    !in_list(have, json_string_value(v)) &&
-					    !in_list(add, json_string_value(v)))
-		json_array_append_new(add, json_pack("{s:s, s:s}", "action", "allow", "target",
-						     json_string_value(v)));
-	json_array_foreach(have, i, v) if (!in_list(hosts, json_string_value(v)))
-		json_array_append(del, v);
+	json_array_foreach (hosts, i, v)
+		if (json_is_string(v) && !in_list(have, json_string_value(v)) &&
+		    !in_list(add, json_string_value(v)))
+			json_array_append_new(add, json_pack("{s:s, s:s}", "action", "allow",
+							     "target", json_string_value(v)));
+	json_array_foreach (have, i, v)
+		if (!in_list(hosts, json_string_value(v)))
+			json_array_append(del, v);
 	if (json_array_size(add) && policy_call(o, ep, "PATCH", add, NULL, err, errsz))
 		goto out;
 	if (json_array_size(del) && policy_call(o, ep, "DELETE", del, NULL, err, errsz))

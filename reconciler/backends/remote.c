@@ -152,8 +152,7 @@ int remote_find_in(struct sbx *s, json_t *list, const struct remote_tags *t, con
 
 	if (!list)
 		return -1;
-	json_array_foreach(list, i, it)
-	{
+	json_array_foreach (list, i, it) {
 		json_t *tags = json_object_get(it, t->tags);
 		const char *tag = json_string_value(json_object_get(tags, t->name_tag));
 

@@ -76,8 +76,7 @@ json_t *srt_domains(json_t *hosts, char *err, size_t errsz)
 		json_decref(out);
 		return NULL;
 	}
-	json_array_foreach(hosts, i, v)
-	{
+	json_array_foreach (hosts, i, v) {
 		const char *h = json_string_value(v);
 		char entry[EGRESS_HOST_MAX + 3];
 		int rc;

@@ -25,7 +25,7 @@ STACK_CONFIG_CHANGED=0 # set to 1 by api_config when NAME.ini changed
 # after the generated ones: a key set there wins (the reader keeps a key's last value), and
 # no run of `make up` touches that file.
 api_config() {
-	local run=$1 name=$2 backend=$3 ini tmp
+	local run=$1 name=$2 backend=$3 ini tmp vault_key
 	STACK_CONFIG_CHANGED=0
 	_stack_check_run "$run" || return 1
 	_stack_check_name "$name" || return 1
@@ -39,6 +39,7 @@ api_config() {
 	fi
 	_stack_check_socket_len "$run/$name.sock" || return 1
 	_stack_check_socket_len "$run/$name-poll.sock" || return 1
+	vault_key=$(_stack_vault_key "$run") || return 1
 	ini="$run/$name.ini"
 	tmp="$ini.tmp"
 	(
@@ -69,6 +70,16 @@ api_config() {
 			printf '\n[sandbox]\n'
 			_stack_ini_line backend "$backend"
 			_stack_ini_line root "$run/sandboxes"
+			printf '\n[vault]\n'
+			_stack_ini_line key_file "$vault_key"
+			printf '\n[model]\n'
+			_stack_ini_line base_url "${MODEL_BASE_URL:-}"
+			# one tailer per nginx (docs/events.md): API_TAILER=0 for the other
+			# supervisors behind it on the same database
+			printf '\n[stream]\n'
+			if [ "${API_TAILER:-1}" = 1 ] && stack_nchan_modules >/dev/null; then
+				_stack_ini_line publish_socket "$run/events-pub.sock"
+			fi
 			printf '\n[log]\n'
 			_stack_ini_line level "${LOG_LEVEL:-}"
 			if [ -n "$STACK_DOCKER_SOCKET" ]; then
@@ -206,6 +217,36 @@ recon_start() {
 recon_stop() {
 	_stack_check_run "$1" || return 1
 	_stack_stop "$1/reconciler.pid" terrarium-reconciler TERM 35 reconciler
+}
+
+# runner_start RUN NAME: terrarium-runner --loop with NAME's configuration (docs/runner.md:
+# it runs sessions' turns: the model ([model] base_url, MODEL_BASE_URL in api_config) and the
+# tools in the sandboxes of NAME's backend). Its key, when the model needs one, comes from
+# ANTHROPIC_API_KEY in the environment or [model] api_key_file (RUN/operator.ini), never from
+# a command line. Pid RUN/runner.pid, log RUN/runner.log.
+runner_start() {
+	local run=$1 name=$2 bin pid
+	_stack_check_run "$run" || return 1
+	_stack_check_name "$name" || return 1
+	bin="$(dirname "$(_stack_api_bin)")/terrarium-runner"
+	if pid=$(stack_running "$run/runner.pid" terrarium-runner); then
+		_stack_say "runner already running (pid $pid)"
+		return 0
+	fi
+	[ -x "$bin" ] || {
+		_stack_err "$bin not built (run make)"
+		return 1
+	}
+	_stack_spawn "$run/runner.pid" "$run/runner.log" "$bin" -c "$run/$name.ini" --loop || {
+		_stack_err "runner did not start"
+		_stack_tail "$run/runner.log"
+		return 1
+	}
+	_stack_say "runner running (pid $(cat "$run/runner.pid"), log $run/runner.log)"
+}
+runner_stop() {
+	_stack_check_run "$1" || return 1
+	_stack_stop "$1/runner.pid" terrarium-runner TERM 35 runner
 }
 
 

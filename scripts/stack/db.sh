@@ -140,6 +140,22 @@ db_start() {
 	_stack_db_provision "$run"
 }
 
+# The vault key RUN/vault.key (docs/vaults.md): 32 random bytes, mode 0600, owned like
+# RUN/db-password, made on first use and never replaced (a new key would leave every stored
+# credential unreadable); prints its path.
+_stack_vault_key() {
+	local f=$1/vault.key
+	if [ ! -s "$f" ]; then
+		(umask 077 && head -c 32 /dev/urandom >"$f.tmp") && mv -f "$f.tmp" "$f" || return 1
+	fi
+	chmod 0600 "$f"
+	if [ "$(stat -c %s "$f")" != 32 ]; then
+		_stack_err "$f must hold exactly 32 bytes (docs/vaults.md)"
+		return 1
+	fi
+	echo "$f"
+}
+
 # A password file RUN/NAME (hex, mode 0600), made on first use; prints the password.
 _stack_db_password() {
 	local f=$1/$2 pw

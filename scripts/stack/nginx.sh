@@ -90,6 +90,11 @@ nginx_start() {
 	_stack_server_user 'user %s %s;' || return 1
 
 	: >"$run/nginx-servers.conf.new"
+	# event streams: held by nchan when nginx has it, else by the API's long-poll workers
+	local stream_mode=workers modules="# no event-stream modules (docs/events.md)" zones=()
+	if modules=$(stack_nchan_modules); then
+		stream_mode=nchan
+	fi
 	for spec in "$@"; do
 		# ADDR:NAME[:RATE[:BURST[:HEAVY_RATE[:HEAVY_BURST]]]]: RATE (N or Nr/s per second, Nr/m
 		# per minute) requests per API key, bursts of BURST; the heavy budget likewise
@@ -150,9 +155,21 @@ nginx_start() {
 			HEAVY_RATE="$heavy_rate" HEAVY_BURST="$heavy_burst" \
 			KEEP_CONN="$keep_conn" POLL_PASS="$poll_pass" \
 			>>"$run/nginx-servers.conf.new" || return 1
+		_stack_subst "$STACK_ROOT/nginx/stream-$stream_mode.conf.in" RUN="$run" ZONE="$zone" \
+			PASS="$pass" POLL_PASS="$poll_pass" >"$run/nginx-stream-$zone.conf.new" ||
+			return 1
+		zones+=("$zone")
 	done
 	_stack_subst "$STACK_ROOT/nginx/terrarium.conf.in" RUN="$run" USER="$user_line" \
-		WORKER_PROCESSES="${NGINX_WORKERS:-1}" >"$run/nginx.conf.new" || return 1
+		WORKER_PROCESSES="${NGINX_WORKERS:-1}" MODULES="$modules" >"$run/nginx.conf.new" ||
+		return 1
+	if [ "$stream_mode" = nchan ]; then
+		_stack_subst "$STACK_ROOT/nginx/events.conf.in" RUN="$run" >"$run/nginx-events.conf.new" ||
+			return 1
+	else
+		echo "# no nchan: streams are held by the API's workers (docs/events.md)" \
+			>"$run/nginx-events.conf.new"
+	fi
 	cp "$STACK_ROOT/nginx/fastcgi.conf" "$run/nginx-fastcgi.conf.new" || return 1
 	_stack_subst "$STACK_ROOT/nginx/logrotate.conf.in" RUN="$run" >"$run/logrotate.conf" || return 1
 	if [ -n "${NGINX_CONF_EDIT:-}" ] && ! "$NGINX_CONF_EDIT" "$run"; then
@@ -163,12 +180,14 @@ nginx_start() {
 	if pid=$(stack_running "$run/nginx.pid" nginx) &&
 		cmp -s "$run/nginx.conf.new" "$run/nginx.conf" &&
 		cmp -s "$run/nginx-servers.conf.new" "$run/nginx-servers.conf" &&
-		cmp -s "$run/nginx-fastcgi.conf.new" "$run/nginx-fastcgi.conf"; then
+		cmp -s "$run/nginx-fastcgi.conf.new" "$run/nginx-fastcgi.conf" &&
+		cmp -s "$run/nginx-events.conf.new" "$run/nginx-events.conf" &&
+		_stack_same_streams "$run" "${zones[@]}"; then
 		rm -f "$run"/nginx*.conf.new
 		_stack_say "nginx already running (pid $pid)"
 		return 0
 	fi
-	for p in nginx nginx-servers nginx-fastcgi; do
+	for p in nginx nginx-servers nginx-fastcgi nginx-events "${zones[@]/#/nginx-stream-}"; do
 		mv -f "$run/$p.conf.new" "$run/$p.conf" || return 1
 	done
 	local nginx=("$bin" -p "$run" -c "$run/nginx.conf" -e "$run/nginx-error.log")
@@ -195,6 +214,29 @@ nginx_start() {
 		fi
 	fi
 	_stack_server_wait "$run/nginx.pid" nginx "$run/nginx-error.log" "${addrs[@]}"
+}
+
+# _stack_same_streams RUN ZONE...: 0 when every RUN/nginx-stream-ZONE.conf.new equals the file
+# nginx runs with.
+_stack_same_streams() {
+	local run=$1 zone
+	shift
+	for zone in "$@"; do
+		cmp -s "$run/nginx-stream-$zone.conf.new" "$run/nginx-stream-$zone.conf" || return 1
+	done
+}
+
+# stack_nchan_modules: the load_module lines of nginx's nchan and headers-more modules (Debian's
+# libnginx-mod-nchan and libnginx-mod-http-headers-more-filter) on stdout; non-zero when either
+# is missing (NCHAN=0 pretends it is), and streams are then held by the API's workers.
+stack_nchan_modules() {
+	local dir=${NGINX_MODULES_DIR:-/usr/lib/nginx/modules} m
+	[ "${NCHAN:-1}" = 1 ] || return 1
+	for m in ngx_nchan_module ngx_http_headers_more_filter_module; do
+		[ -f "$dir/$m.so" ] || return 1
+	done
+	printf 'load_module "%s/ngx_nchan_module.so"; load_module "%s/%s.so";\n' "$dir" "$dir" \
+		ngx_http_headers_more_filter_module
 }
 
 # nginx_stop RUN: SIGQUIT (graceful), wait up to 15 s, then SIGKILL.

@@ -36,7 +36,12 @@ _stack_server_ini() {
 		_stack_err "$run/$name.ini missing: run api_config first"
 		return 1
 	}
-	chgrp "$(stack_nginx_group)" "$run/$name.ini" && chmod 0640 "$run/$name.ini"
+	chgrp "$(stack_nginx_group)" "$run/$name.ini" && chmod 0640 "$run/$name.ini" || return 1
+	# the vault key api_config named: the server's API processes read it themselves (no
+	# supervisor loads it for them as root; docs/vaults.md)
+	if [ -f "$run/vault.key" ]; then
+		chgrp "$(stack_nginx_group)" "$run/vault.key" && chmod 0640 "$run/vault.key"
+	fi
 }
 
 # The API binary, as an absolute path the server's user can execute.

@@ -186,10 +186,10 @@ static int same_set(json_t *a, json_t *b)
 
 	if (json_array_size(a) != json_array_size(b))
 		return 0;
-	json_array_foreach(a, i, v)
-	{
+	json_array_foreach (a, i, v) {
 		int found = 0;
-		json_array_foreach(b, j, w) found |= json_equal(v, w);
+		json_array_foreach (b, j, w)
+			found |= json_equal(v, w);
 		if (!found)
 			return 0;
 	}

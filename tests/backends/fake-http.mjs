@@ -4,8 +4,8 @@ import fs from 'node:fs';
 
 // Parse --port N, --key KEY, --key-file/--api-key-file PATH, --ready-file/--port-file PATH and
 // the fake's own EXTRA options ({'--list-shape': ['listShape', 'array']}: name -> [field,
-// default]). Exits 2 on an unknown option or a missing key.
-export function fakeOptions(name, extra = {}) {
+// default]). Exits 2 on an unknown option or a missing key (unless KEYOPTIONAL).
+export function fakeOptions(name, extra = {}, { keyOptional = false } = {}) {
   const opts = { port: 0, key: '', readyFile: '' };
   for (const [field, def] of Object.values(extra)) opts[field] = def;
   for (let i = 2; i < process.argv.length; i++) {
@@ -21,7 +21,7 @@ export function fakeOptions(name, extra = {}) {
       process.exit(2);
     }
   }
-  if (!opts.key) {
+  if (!opts.key && !keyOptional) {
     console.error(`${name}: --key or --key-file is required`);
     process.exit(2);
   }

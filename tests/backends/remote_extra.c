@@ -25,8 +25,7 @@ static json_t *fake_sandbox(json_t *log, const char *id)
 	size_t i;
 	json_t *sb;
 
-	json_array_foreach(json_object_get(log, "sandboxes"), i, sb)
-	{
+	json_array_foreach (json_object_get(log, "sandboxes"), i, sb) {
 		const char *sid = json_string_value(json_object_get(sb, "sandboxID"));
 		if (!sid)
 			sid = json_string_value(json_object_get(sb, "id"));

@@ -37,10 +37,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 CACHE_DIR=${CACHE_DIR:-/var/cache/terrarium}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
-BASE=$CACHE_DIR/debian12-base.tar.gz
 # what the chroot needs besides the package: its runtime dependencies (so the install needs no
 # download), MariaDB, nginx, logrotate, curl
-BASE_PACKAGES=mariadb-server,nginx-light,libfcgi0ldbl,libjansson4,libmariadb3,libcurl4,libinih1,logrotate,adduser,curl,ca-certificates,procps
+BASE_PACKAGES=mariadb-server,nginx-light,libfcgi0ldbl,libjansson4,libmariadb3,libcurl4,libinih1,libsodium23,logrotate,adduser,curl,ca-certificates,procps
+# the cached base is made again when that list changes
+BASE=$CACHE_DIR/debian12-base-$(printf '%s' "$BASE_PACKAGES" | sha256sum | cut -c1-12).tar.gz
 TEST_VERSION_SUFFIX=+upgradetest1
 # systemd-analyze security --offline=yes: the highest exposure (x 10) each unit may have
 # (docs/hosting.md gives the current ratings)
@@ -185,12 +186,12 @@ verify_units() {
 	cp -an /lib/systemd/system/. "$UNITDIR/" &&
 		systemd-analyze verify --root="$WORK/files" --man=no "$UNITDIR/terrarium-api.service" \
 			"$UNITDIR/terrarium-reconciler.service" "$UNITDIR/terrarium-reconciler.timer" \
-			>"$WORK/verify.log" 2>&1
+			"$UNITDIR/terrarium-runner.service" >"$WORK/verify.log" 2>&1
 	local rc=$?
 	cat "$WORK/verify.log"
 	[ "$rc" -eq 0 ] && [ ! -s "$WORK/verify.log" ]
 }
-check "systemd-analyze verify: the three units, no message" verify_units
+check "systemd-analyze verify: the four units, no message" verify_units
 exposure() { # UNIT MAX: the unit's exposure at most MAX/10
 	systemd-analyze security --offline=yes --root="$WORK/files" --threshold="$2" \
 		--no-pager "$UNITDIR/$1" >"$WORK/security-$1.log" 2>&1 || {
@@ -203,6 +204,8 @@ check "systemd-analyze security: terrarium-api.service's exposure <= $EXPOSURE_M
 	exposure terrarium-api.service "$EXPOSURE_MAX_API"
 check "systemd-analyze security: terrarium-reconciler.service's <= $EXPOSURE_MAX_RECONCILER/10" \
 	exposure terrarium-reconciler.service "$EXPOSURE_MAX_RECONCILER"
+check "systemd-analyze security: terrarium-runner.service's <= $EXPOSURE_MAX_RECONCILER/10" \
+	exposure terrarium-runner.service "$EXPOSURE_MAX_RECONCILER"
 unit_value() { # UNIT KEY: the value of KEY= in the unit
 	sed -n "s/^$2=//p" "$UNITDIR/$1" | tail -n 1
 }
@@ -235,13 +238,19 @@ check "/etc/terrarium/terrarium.ini is 0640 root:terrarium" \
 	test "$(in_ch stat -c '%a %U %G' /etc/terrarium/terrarium.ini)" = "640 root terrarium"
 check "the ini is a conffile" grep -q "^ /etc/terrarium/terrarium.ini " \
 	<(in_ch dpkg-query -W -f='${Conffiles}\n' terrarium)
+check "/etc/terrarium/vault.key: 32 bytes, 0640 root:terrarium (docs/vaults.md)" \
+	test "$(in_ch stat -c '%s %a %U %G' /etc/terrarium/vault.key)" = "32 640 root terrarium"
+check "the ini names the vault key" grep -qx "key_file = /etc/terrarium/vault.key" \
+	"$CH/etc/terrarium/terrarium.ini"
+VAULT_KEY_SUM=$(sha256sum <"$CH/etc/terrarium/vault.key")
 check "/var/log/terrarium is 2750 terrarium:adm" \
 	test "$(in_ch stat -c '%a %U %G' /var/log/terrarium)" = "2750 terrarium adm"
-for f in api.log reconciler.log; do
+for f in api.log reconciler.log runner.log; do
 	check "/var/log/terrarium/$f is made 0640 terrarium:adm (logrotate's su can truncate it)" \
 		test "$(in_ch stat -c '%a %U %G' "/var/log/terrarium/$f")" = "640 terrarium adm"
 done
-for f in /usr/bin/terrarium-api /usr/bin/terrarium-reconciler /usr/share/terrarium/sql/001_init.sql \
+for f in /usr/bin/terrarium-api /usr/bin/terrarium-reconciler /usr/bin/terrarium-runner \
+	/usr/share/terrarium/sql/001_init.sql /lib/systemd/system/terrarium-runner.service \
 	/lib/systemd/system/terrarium-api.service /lib/systemd/system/terrarium-reconciler.service \
 	/lib/systemd/system/terrarium-reconciler.timer /etc/cron.d/terrarium-reconciler \
 	/etc/nginx/sites-available/terrarium /etc/logrotate.d/terrarium; do
@@ -365,6 +374,8 @@ new_api() { # a new main process, the old one gone, the socket back
 }
 check "a new API process ($OLD_API before), its socket there" new_api
 check "the edited conffile was kept" grep -q "^password = $PW\$" "$CH/etc/terrarium/terrarium.ini"
+check "the upgrade kept the vault key" test "$(sha256sum <"$CH/etc/terrarium/vault.key")" = \
+	"$VAULT_KEY_SUM"
 check "the ini is still 0640 root:terrarium" \
 	test "$(in_ch stat -c '%a %U %G' /etc/terrarium/terrarium.ini)" = "640 root terrarium"
 check "rows survived (environments, agents, sessions, keys: $ROWS_BEFORE)" \

@@ -10,6 +10,7 @@
 #   tests/backends/run.sh          driver conformance (fakes), opensandbox through API + reconciler
 #   build/e2e-runner tests/cases   the data-driven HTTP cases
 #   tests/sdk/run.sh               the official SDK suite (when present)
+#   tests/vaults/run.sh            vault secrets at rest, and credentials opened with the vault key
 #   tests/race/race.mjs            session creation racing environment delete and archive
 #   tests/seeds/run.sh             the seed pages' curl examples (when present)
 # Everything goes on even when a part fails; the exit status is non-zero if any part failed.
@@ -98,8 +99,11 @@ done
 
 db_init "$RUN" || die "db_init failed"
 db_start "$RUN" || die "db_start failed"
+# one tailer publishes the database's events to nginx's streams: the first API's
+tailer=1
 for b in "${BACKENDS[@]}"; do
-	WORKERS=2 api_config "$RUN" "$b" "$b" || die "api_config $b failed"
+	API_TAILER=$tailer WORKERS=2 api_config "$RUN" "$b" "$b" || die "api_config $b failed"
+	tailer=0
 done
 api_cli "$RUN" "${BACKENDS[0]}" migrate "$ROOT/sql" || die "migrate failed"
 
@@ -482,6 +486,7 @@ part "self-hosted work queue through the SDK's WorkPoller (tests/work/run.sh)" \
 part "the work queue example of docs/work-queue.md (tests/work/example.sh)" \
 	bash "$ROOT/tests/work/example.sh"
 part "isolation and secrets (tests/security/run.sh)" bash "$ROOT/tests/security/run.sh"
+part "vault secrets at rest and the vault key (tests/vaults/run.sh)" bash "$ROOT/tests/vaults/run.sh"
 part "idempotency keys (tests/idempotency/run.sh)" bash "$ROOT/tests/idempotency/run.sh"
 part "create-session races delete/archive-environment (tests/race/race.mjs)" \
 	node "$ROOT/tests/race/race.mjs"

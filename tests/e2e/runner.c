@@ -912,8 +912,7 @@ static json_t *path_eval_from(json_t *node, const struct path *p, size_t i)
 		arr = json_array();
 		if (!arr)
 			die_oom();
-		json_array_foreach(node, k, elem)
-		{
+		json_array_foreach (node, k, elem) {
 			json_t *v = path_eval_from(elem, p, i + 1);
 
 			if (v)
@@ -1341,7 +1340,8 @@ static enum check check_json(char *arg, struct response *r, struct strbuf *why)
 			size_t i;
 			json_t *e;
 
-			json_array_foreach(v, i, e) found |= json_equal(e, lit);
+			json_array_foreach (v, i, e)
+				found |= json_equal(e, lit);
 		} else {
 			buf_adds(why,
 				 "contains needs a string (substring) or an array (element): got ");
@@ -1419,8 +1419,7 @@ static enum check check_json(char *arg, struct response *r, struct strbuf *why)
 			goto out;
 		}
 		ret = CHECK_OK;
-		json_array_foreach(v, i, e)
-		{
+		json_array_foreach (v, i, e) {
 			json_t *cur;
 			enum path_res r2 = path_eval(e, val, &cur, why);
 

@@ -95,8 +95,7 @@ static inline int fuzz_marker_echoable(json_t *v, const char *marker, const char
 	size_t i;
 
 	if (json_is_object(v)) {
-		json_object_foreach(v, key, item)
-		{
+		json_object_foreach (v, key, item) {
 			if (strstr(key, marker))
 				return 1;
 			for (const char *const *e = echoed; e && *e; e++)
@@ -107,8 +106,9 @@ static inline int fuzz_marker_echoable(json_t *v, const char *marker, const char
 				return 1;
 		}
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i,
-				   item) if (fuzz_marker_echoable(item, marker, echoed)) return 1;
+		json_array_foreach (v, i, item)
+			if (fuzz_marker_echoable(item, marker, echoed))
+				return 1;
 	}
 	return 0;
 }

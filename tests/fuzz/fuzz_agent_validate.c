@@ -98,9 +98,11 @@ static void walk_strings(json_t *v)
 			check_timestamp(json_string_value(v));
 		}
 	} else if (json_is_object(v)) {
-		json_object_foreach(v, key, item) walk_strings(item);
+		json_object_foreach (v, key, item)
+			walk_strings(item);
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, item) walk_strings(item);
+		json_array_foreach (v, i, item)
+			walk_strings(item);
 	}
 }
 
@@ -113,7 +115,7 @@ static void check_def(json_t *def)
 	size_t i, j;
 
 	FUZZ_CHECK(json_is_object(def), "definition is not an object");
-	json_object_foreach(def, key, v)
+	json_object_foreach (def, key, v)
 		FUZZ_CHECK(verr_in_list(key, def_fields), "definition field '%s'", key);
 	for (const char *const *f = def_fields; *f; f++)
 		FUZZ_CHECK(json_object_get(def, *f), "definition lacks '%s'", *f);
@@ -143,8 +145,7 @@ static void check_def(json_t *def)
 	FUZZ_CHECK(json_is_array(servers) && json_array_size(servers) <= AGENT_MCP_SERVERS_MAX,
 		   "mcp_servers");
 	want = json_object();
-	json_array_foreach(servers, i, s)
-	{
+	json_array_foreach (servers, i, s) {
 		const char *url = json_string_value(json_object_get(s, "url"));
 		char host[HOST_NAME_MAX_LEN + 1];
 
@@ -169,24 +170,24 @@ static void check_def(json_t *def)
 	FUZZ_CHECK(json_is_array(policy) && json_array_size(policy) == json_object_size(want),
 		   "egress policy has %zu hosts, the servers %zu", json_array_size(policy),
 		   json_object_size(want));
-	json_array_foreach(policy, i, v) FUZZ_CHECK(json_object_get(want, json_string_value(v)),
-						    "policy host '%s'", json_string_value(v));
+	json_array_foreach (policy, i, v)
+		FUZZ_CHECK(json_object_get(want, json_string_value(v)), "policy host '%s'",
+			   json_string_value(v));
 	json_decref(policy);
 	json_decref(net);
 	json_decref(want);
 
 	tools = json_object_get(def, "tools");
 	FUZZ_CHECK(json_is_array(tools) && json_array_size(tools) <= AGENT_TOOLS_MAX, "tools");
-	json_array_foreach(tools, i, t)
-	{
+	json_array_foreach (tools, i, t) {
 		const char *want_name = json_string_value(json_object_get(t, "mcp_server_name"));
 		int found = 0;
 
 		if (strcmp(json_string_value(json_object_get(t, "type")), "mcp_toolset"))
 			continue;
-		json_array_foreach(servers, j, s) found |=
-			want_name &&
-			!strcmp(want_name, json_string_value(json_object_get(s, "name")));
+		json_array_foreach (servers, j, s)
+			found |= want_name &&
+				 !strcmp(want_name, json_string_value(json_object_get(s, "name")));
 		FUZZ_CHECK(found, "tools[%zu] names no server", i);
 	}
 	v = json_object_get(def, "skills");

@@ -95,7 +95,7 @@ static void check_string_list(json_t *list, const char *what)
 	size_t i;
 
 	FUZZ_CHECK(json_is_array(list), "%s is not an array", what);
-	json_array_foreach(list, i, v)
+	json_array_foreach (list, i, v)
 		FUZZ_CHECK(json_is_string(v), "%s[%zu] is not a string", what, i);
 }
 
@@ -107,8 +107,7 @@ static void check_hosts(json_t *hosts)
 	check_string_list(hosts, "allowed_hosts");
 	FUZZ_CHECK(json_array_size(hosts) <= ALLOWED_HOSTS_MAX, "%zu hosts",
 		   json_array_size(hosts));
-	json_array_foreach(hosts, i, h)
-	{
+	json_array_foreach (hosts, i, h) {
 		const char *s = json_string_value(h);
 
 		FUZZ_CHECK(host_pattern_valid(s), "stored host '%s' is invalid", s);
@@ -130,8 +129,7 @@ static void check_egress(json_t *networking)
 			FUZZ_CHECK(json_is_null(p), "unrestricted networking has a host list");
 		} else {
 			check_string_list(p, "egress policy");
-			json_array_foreach(p, i, h)
-			{
+			json_array_foreach (p, i, h) {
 				FUZZ_CHECK(!prev || strcmp(prev, json_string_value(h)) < 0,
 					   "policy not sorted and unique at '%s'",
 					   json_string_value(h));
@@ -157,8 +155,7 @@ static void check_fields(const struct env_fields *f, const struct backend_caps *
 		   "description");
 	FUZZ_CHECK(json_is_object(f->metadata) && json_object_size(f->metadata) <= META_MAX_KEYS,
 		   "metadata");
-	json_object_foreach(f->metadata, key, v)
-	{
+	json_object_foreach (f->metadata, key, v) {
 		FUZZ_CHECK(utf8_chars(key) >= 1 && utf8_chars(key) <= META_KEY_MAX, "metadata key");
 		FUZZ_CHECK(json_is_string(v) && utf8_chars(json_string_value(v)) <= META_VALUE_MAX,
 			   "metadata value");
@@ -198,8 +195,7 @@ static void check_fields(const struct env_fields *f, const struct backend_caps *
 
 		check_string_list(list, managers[m]);
 		FUZZ_CHECK(json_array_size(list) <= PKG_MAX_ENTRIES, "%s entries", managers[m]);
-		json_array_foreach(list, i, e)
-		{
+		json_array_foreach (list, i, e) {
 			const char *s = json_string_value(e);
 
 			FUZZ_CHECK(json_string_length(e) <= PKG_ENTRY_MAX && s[0] != '-' &&

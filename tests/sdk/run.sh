@@ -27,4 +27,5 @@ while IFS= read -r var; do
 	unset "$var"
 done < <(env | sed -n 's/^\(ANTHROPIC_[A-Za-z0-9_]*\)=.*/\1/p')
 
-exec node --test --test-concurrency=1 "$@" environments.test.mjs agents.test.mjs sessions.test.mjs
+exec node --test --test-concurrency=1 "$@" environments.test.mjs agents.test.mjs sessions.test.mjs \
+	vaults.test.mjs

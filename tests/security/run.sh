@@ -23,11 +23,16 @@ call() { # KEY METHOD PATH [BODY] -> status, body in $RUN/sec.body
 agent=$(api "$URL" POST /v1/agents '{"name":"sec","model":"claude-sonnet-4-5"}' | jq -r .id)
 env=$(api "$URL" POST /v1/environments '{"name":"sec"}' | jq -r .id)
 session=$(api "$URL" POST /v1/sessions "{\"agent\":\"$agent\",\"environment_id\":\"$env\"}" | jq -r .id)
+vault=$(api "$URL" POST /v1/vaults '{"display_name":"sec"}' | jq -r .id)
+cred=$(api "$URL" POST "/v1/vaults/$vault/credentials" \
+	'{"auth":{"type":"static_bearer","token":"sec-token","mcp_server_url":"https://sec.example.com/"}}' |
+	jq -r .id)
 id_for() {
 	case "$1" in
 	/v1/environments*) echo "$env" ;;
 	/v1/agents*) echo "$agent" ;;
 	/v1/sessions*) echo "$session" ;;
+	/v1/vaults*) echo "$vault" ;;
 	esac
 }
 
@@ -41,6 +46,7 @@ probes=0
 while read -r method pattern; do
 	id=$(id_for "$pattern")
 	path=${pattern//\{id\}/$id}
+	path=${path//\{credential_id\}/$cred}
 	body=
 	[ "$method" = POST ] && body='{}'
 	# a revoked key is refused everywhere
@@ -56,7 +62,7 @@ while read -r method pattern; do
 		st=$(call "$KEY2" GET "$path?limit=1000")
 		check "other workspace: $method $path -> $st" test "$st" = 200
 		check "other workspace: $path lists nothing of ours" \
-			bash -c '! grep -qE "$1|$2|$3" "$4"' _ "$env" "$agent" "$session" "$RUN/sec.body"
+			bash -c '! grep -qE "$1|$2|$3|$4" "$5"' _ "$env" "$agent" "$session" "$vault" "$RUN/sec.body"
 	fi
 	probes=$((probes + 1))
 done <<<"$routes"
@@ -67,6 +73,9 @@ st=$(call "$KEY" GET "/v1/sessions/$session")
 check "the probed session still exists for its owner" test "$st" = 200
 st=$(call "$KEY" GET "/v1/agents/$agent")
 check "the probed agent is unchanged (version 1)" test "$st" = 200 -a "$(jq .version "$RUN/sec.body")" = 1
+st=$(call "$KEY" GET "/v1/vaults/$vault/credentials/$cred")
+check "the probed vault credential is unchanged" test "$st" = 200 -a \
+	"$(jq -c '[.display_name, .archived_at, .metadata]' "$RUN/sec.body")" = '[null,null,{}]'
 
 # scope: account
 acct=$(curl -sS "$URL/v1/environments" -H "x-api-key: $KEY" -H "anthropic-beta: managed-agents-2026-04-01" \

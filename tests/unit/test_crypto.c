@@ -1,6 +1,7 @@
 /* Unit tests of common/crypto.c: base64 (the strict base64url of cursors and the lenient decoder
- * of protojson `bytes`, e2b's envd output), and values stored in databases that must keep
- * verifying whatever computes them (key hashes, request hashes, MACs, base64url text). */
+ * of protojson `bytes`, e2b's envd output; the padded standard encoding of file contents handed
+ * to base64(1) in a sandbox), and values stored in databases that must keep verifying whatever
+ * computes them (key hashes, request hashes, MACs, base64url text). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -25,6 +26,14 @@ static void test_base64(void **state)
 
 	assert_int_equal(b64url_encode(bytes, sizeof(bytes), enc), 7);
 	assert_string_equal(enc, "-__-aGk");
+	assert_int_equal(base64_encode(bytes, sizeof(bytes), enc), 8);
+	assert_string_equal(enc, "+//+aGk=");
+	assert_int_equal(base64_encode(bytes, 4, enc), 8);
+	assert_string_equal(enc, "+//+aA==");
+	assert_int_equal(base64_encode(bytes, 3, enc), 4);
+	assert_string_equal(enc, "+//+");
+	assert_int_equal(base64_encode(bytes, 0, enc), 0);
+	assert_string_equal(enc, "");
 	assert_int_equal(dec("-__-aGk", 1, out, sizeof(out)), 5);
 	assert_memory_equal(out, bytes, 5);
 	/* the lenient decoder reads both alphabets and padding */

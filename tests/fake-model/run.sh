@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# tests/fake-model/run.sh: the model client (runner/model.c) against the scripted fake of the
+# Messages API (fake-model.mjs, started here on a loopback port and stopped by PID), through
+# BUILD_DIR/test_model_fake (tests/fake-model/test_fake_model.c, cmocka). Part of `make unit`.
+# Usage: tests/fake-model/run.sh [BUILD_DIR]   (default build)
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib-check.sh
+. tests/lib-server.sh
+BIN=${1:-${BUILD_DIR:-build}}/test_model_fake
+[ -x "$BIN" ] || {
+	echo "$BIN missing (make $BIN)"
+	exit 1
+}
+T=$(mktemp -d) || exit 1
+cleanup() {
+	stop_server
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+KEY="sk-fake-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+if ! start_server "$T/fake.log" "$T/port" node tests/fake-model/fake-model.mjs --key "$KEY" \
+	--port-file "$T/port"; then
+	not_ok "the fake model starts: $(cat "$T/fake.log")"
+	check_exit 1
+fi
+ok "the fake model listens on port $(cat "$T/port")"
+
+if FAKE_MODEL_URL="$SERVER_URL" FAKE_MODEL_KEY="$KEY" "$BIN"; then
+	ok "the model client against the fake ($BIN)"
+else
+	not_ok "the model client against the fake ($BIN)"
+fi
+check "the fake did not crash" kill -0 "$SERVER_PID"
+check "the fake logged no error" test ! -s "$T/fake.log" -o "$(grep -cv '^listening ' "$T/fake.log")" = 0
+check_exit 0

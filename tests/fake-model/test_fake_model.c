@@ -1,0 +1,498 @@
+/* The model client (runner/model.c) against the scripted fake of the Messages API
+ * (tests/fake-model/fake-model.mjs): replies, tool use, errors and retry-after, a silent stream,
+ * a cancel, a cut stream, a proxy's JSON answer; and the fake's own checks of a request, which the
+ * runtime tests rely on to show a runner bug. tests/fake-model/run.sh starts the fake and sets
+ * FAKE_MODEL_URL and FAKE_MODEL_KEY. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "../../common/clock.h"
+#include "../../runner/model.h"
+#include "../unit/unit.h"
+#include "../unit/unit_http.h"
+
+#define IDLE_S 1	      /* the idle timeout the silent-stream cases use */
+#define CANCEL_AFTER_MS 400   /* when the cancel case's callback starts saying stop */
+#define CANCEL_LATENCY_MS 200 /* how long after that the call must have returned */
+
+static const char *base_url, *api_key;
+
+/* METHOD PATH on the fake's control API with BODY (JSON text, or NULL); its JSON answer (new
+ * reference). A test failure unless it answers 200. */
+static json_t *control(const char *method, const char *path, const char *body)
+{
+	return unit_http_json(method, base_url, path, body);
+}
+
+/* Replace the fake's script with the steps STEPS (a JSON array's text). */
+static void script(const char *steps)
+{
+	json_decref(control("POST", "/__fake/reset", NULL));
+	json_decref(control("POST", "/__fake/script", steps));
+}
+
+/* The fake's record of the last request (new reference). */
+static json_t *last_request(void)
+{
+	json_t *doc = control("GET", "/__fake/requests", NULL);
+	json_t *all = json_object_get(doc, "requests");
+	json_t *last = json_incref(json_array_get(all, json_array_size(all) - 1));
+
+	json_decref(doc);
+	assert_non_null(last);
+	return last;
+}
+
+static struct model_client *client(long idle_s, const char *key)
+{
+	struct model_conf conf = { .idle_timeout_s = idle_s, .max_tokens = 1024 };
+	struct model_client *m;
+
+	snprintf(conf.base_url, sizeof(conf.base_url), "%s", base_url);
+	snprintf(conf.api_key, sizeof(conf.api_key), "%s", key);
+	m = model_new(&conf);
+	assert_non_null(m);
+	return m;
+}
+
+/* A request: model, one user message with TEXT, the bash tool; no max_tokens (the client's). */
+static json_t *request(const char *text)
+{
+	json_t *body = json_pack("{s:s, s:[{s:s, s:[{s:s, s:s}]}], s:[{s:s, s:s, s:{s:s}}]}",
+				 "model", "claude-test", "messages", "role", "user", "content",
+				 "type", "text", "text", text, "tools", "name", "bash",
+				 "description", "run a command", "input_schema", "type", "object");
+	assert_non_null(body);
+	return body;
+}
+
+static enum model_outcome call(long idle_s, const char *steps, const json_t *body,
+			       struct model_reply *r)
+{
+	struct model_client *m = client(idle_s, api_key);
+	enum model_outcome o;
+
+	script(steps);
+	o = model_call(m, body, NULL, NULL, r);
+	model_free(m);
+	return o;
+}
+
+static void test_text(void **state)
+{
+	json_t *body = request("hello"), *rec;
+	struct model_reply r;
+
+	(void)state;
+	assert_int_equal(
+		call(IDLE_S, "[{\"text\":\"Hello from the fake, w\\u00f6rld\"}]", body, &r),
+		MODEL_OK);
+	assert_int_equal(r.http_status, 200);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.blocks[0].type, MB_TEXT);
+	assert_string_equal(r.blocks[0].text, "Hello from the fake, w\xc3\xb6rld");
+	assert_string_equal(r.stop_reason, "end_turn");
+	assert_true(r.usage.input > 0 && r.usage.output > 0);
+	assert_int_equal(r.retry_after_ms, -1);
+	model_reply_release(&r);
+	/* what went out: the headers, stream: true and the client's max_tokens added to a copy */
+	rec = last_request();
+	assert_true(json_is_true(json_object_get(rec, "has_api_key")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(rec, "headers"),
+							      "anthropic-version")),
+			    MODEL_API_VERSION);
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(rec, "headers"), "accept")),
+		"text/event-stream");
+	assert_true(json_is_true(json_object_get(json_object_get(rec, "body"), "stream")));
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(rec, "body"), "max_tokens")),
+		1024);
+	assert_null(json_object_get(body, "stream"));
+	assert_null(json_object_get(body, "max_tokens"));
+	json_decref(rec);
+	json_decref(body);
+}
+
+/* Thinking, text and a tool_use; then the history with its result is accepted by the fake (the
+ * signature came back intact) and the default rule answers with the result. */
+static void test_tool_use(void **state)
+{
+	json_t *body = request("list it"), *assistant, *input, *rec;
+	struct model_reply r;
+
+	(void)state;
+	assert_int_equal(call(IDLE_S,
+			      "[{\"thinking\":\"I should list the directory first.\",\"text\":"
+			      "\"Listing.\",\"tool_use\":{\"name\":\"bash\",\"input\":{\"command\":"
+			      "\"ls -la \\\"/tmp/a b\\\"\",\"timeout_ms\":5000}}}]",
+			      body, &r),
+			 MODEL_OK);
+	assert_int_equal(r.n, 3);
+	assert_string_equal(r.stop_reason, "tool_use");
+	assert_int_equal(r.blocks[0].type, MB_THINKING);
+	assert_string_equal(r.blocks[0].text, "I should list the directory first.");
+	assert_non_null(r.blocks[0].signature);
+	assert_int_equal(r.blocks[1].type, MB_TEXT);
+	assert_int_equal(r.blocks[2].type, MB_TOOL_USE);
+	assert_int_equal(strncmp(r.blocks[2].id, "toolu_", 6), 0);
+	assert_string_equal(r.blocks[2].name, "bash");
+	input = json_pack("{s:s, s:i}", "command", "ls -la \"/tmp/a b\"", "timeout_ms", 5000);
+	assert_true(json_equal(r.blocks[2].input, input));
+	json_decref(input);
+
+	assistant = json_pack("{s:s, s:[{s:s, s:s, s:s}, {s:s, s:s}, {s:s, s:s, s:s, s:O}]}",
+			      "role", "assistant", "content", "type", "thinking", "thinking",
+			      r.blocks[0].text, "signature", r.blocks[0].signature, "type", "text",
+			      "text", r.blocks[1].text, "type", "tool_use", "id", r.blocks[2].id,
+			      "name", "bash", "input", r.blocks[2].input);
+	json_array_append_new(json_object_get(body, "messages"), assistant);
+	json_array_append_new(json_object_get(body, "messages"),
+			      json_pack("{s:s, s:[{s:s, s:s, s:s}]}", "role", "user", "content",
+					"type", "tool_result", "tool_use_id", r.blocks[2].id,
+					"content", "total 0\n"));
+	json_object_set_new(body, "thinking",
+			    json_pack("{s:s, s:i}", "type", "enabled", "budget_tokens", 1024));
+	json_object_set_new(body, "max_tokens", json_integer(2048));
+	model_reply_release(&r);
+	assert_int_equal(call(IDLE_S, "[]", body, &r), MODEL_OK);
+	assert_int_equal(r.n, 1);
+	assert_string_equal(r.blocks[0].text, "total 0\n");
+	model_reply_release(&r);
+	rec = last_request();
+	assert_string_equal(json_string_value(json_object_get(rec, "source")), "rule:tool-result");
+	json_decref(rec);
+	json_decref(body);
+}
+
+/* Requests the real API refuses get its 400; the client does not retry them. */
+static void test_refused(void **state)
+{
+	static const struct {
+		const char *messages, *want;
+	} cases[] = {
+		{ "[{\"role\":\"assistant\",\"content\":\"hi\"}]",
+		  "first message must use the \"user\"" },
+		{ "[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"user\",\"content\":\"b\"}]",
+		  "roles must alternate" },
+		{ "[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":[{"
+		  "\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"bash\",\"input\":{}}]},{"
+		  "\"role\":"
+		  "\"user\",\"content\":\"and?\"}]",
+		  "`tool_use` ids were found without `tool_result` blocks immediately after: "
+		  "toolu_1" },
+		{ "[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":[{"
+		  "\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"bash\",\"input\":{}}]},{"
+		  "\"role\":"
+		  "\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_1\"},{"
+		  "\"type\":\"tool_result\",\"tool_use_id\":\"toolu_1\"}]}]",
+		  "Found multiple `tool_result` blocks with id: toolu_1" },
+		{ "[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":"
+		  "\"toolu_9\"}]}]",
+		  "unexpected `tool_use_id` found in `tool_result` blocks: toolu_9" },
+		{ "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"\"}]}]",
+		  "text content blocks must be non-empty" },
+		{ "[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":[{"
+		  "\"type\":\"thinking\",\"thinking\":\"x\",\"signature\":\"forged\"}]},{\"role\":"
+		  "\"user\",\"content\":\"b\"}]",
+		  "Invalid `signature` in `thinking` block" },
+	};
+	struct model_client *m = client(IDLE_S, api_key);
+	json_t *body = request("x"), *tools;
+	struct model_reply r;
+
+	(void)state;
+	json_decref(control("POST", "/__fake/reset", NULL));
+	for (size_t i = 0; i < UNIT_LEN(cases); i++) {
+		json_object_set_new(body, "messages", json_loads(cases[i].messages, 0, NULL));
+		if (model_call(m, body, NULL, NULL, &r) != MODEL_FAILED || r.http_status != 400 ||
+		    strcmp(r.error_type, "invalid_request_error") ||
+		    !strstr(r.error_message, cases[i].want))
+			fail_msg("case %zu: %d %s: %s", i, r.http_status, r.error_type,
+				 r.error_message);
+		model_reply_release(&r);
+	}
+	/* tools named twice */
+	json_object_set_new(body, "messages",
+			    json_loads("[{\"role\":\"user\",\"content\":\"a\"}]", 0, NULL));
+	tools = json_object_get(body, "tools");
+	json_array_append_new(tools, json_deep_copy(json_array_get(tools, 0)));
+	assert_int_equal(model_call(m, body, NULL, NULL, &r), MODEL_FAILED);
+	assert_string_equal(r.error_message, "tools: Tool names must be unique.");
+	model_reply_release(&r);
+	model_free(m);
+	json_decref(body);
+}
+
+/* Error statuses: worth again or not, the API's type and message, retry-after. */
+static void test_errors(void **state)
+{
+	static const struct {
+		const char *steps;
+		enum model_outcome o;
+		int status;
+		const char *type, *message;
+		long retry_after_ms;
+	} cases[] = {
+		{ "[{\"status\":529,\"retry_after\":3}]", MODEL_RETRY, 529, "overloaded_error",
+		  "Overloaded", 3000 },
+		{ "[{\"status\":429,\"headers\":{\"retry-after-ms\":\"1500\"}}]", MODEL_RETRY, 429,
+		  "rate_limit_error", NULL, 1500 },
+		{ "[{\"status\":500}]", MODEL_RETRY, 500, "api_error", "Internal server error",
+		  -1 },
+		{ "[{\"status\":503,\"headers\":{\"x-should-retry\":\"false\"}}]", MODEL_FAILED,
+		  503, "api_error", NULL, -1 },
+		{ "[{\"status\":413,\"error\":{\"message\":\"Request exceeds the maximum size\"}}]",
+		  MODEL_FAILED, 413, "request_too_large", "Request exceeds the maximum size", -1 },
+		{ "[{\"text\":\"partial\",\"stream_error\":{\"type\":\"overloaded_error\"}}]",
+		  MODEL_RETRY, 200, "overloaded_error", "Overloaded", -1 },
+	};
+	json_t *body = request("x");
+	struct model_reply r;
+
+	(void)state;
+	for (size_t i = 0; i < UNIT_LEN(cases); i++) {
+		enum model_outcome o = call(IDLE_S, cases[i].steps, body, &r);
+		if (o != cases[i].o || r.http_status != cases[i].status ||
+		    strcmp(r.error_type, cases[i].type) ||
+		    (cases[i].message && strcmp(r.error_message, cases[i].message)) ||
+		    r.retry_after_ms != cases[i].retry_after_ms || r.n)
+			fail_msg("case %zu: %d %d %s: %s, retry after %ld, %zu blocks", i, o,
+				 r.http_status, r.error_type, r.error_message, r.retry_after_ms,
+				 r.n);
+		model_reply_release(&r);
+	}
+	json_decref(body);
+}
+
+/* A wrong key: 401, not worth again, and the key is in no message. */
+static void test_wrong_key(void **state)
+{
+	struct model_client *m = client(IDLE_S, "sk-wrong-key-1234");
+	json_t *body = request("x");
+	struct model_reply r;
+
+	(void)state;
+	json_decref(control("POST", "/__fake/reset", NULL));
+	assert_int_equal(model_call(m, body, NULL, NULL, &r), MODEL_FAILED);
+	assert_int_equal(r.http_status, 401);
+	assert_string_equal(r.error_type, "authentication_error");
+	assert_null(strstr(r.error_message, "sk-wrong"));
+	model_reply_release(&r);
+	model_free(m);
+	json_decref(body);
+}
+
+/* A stream silent for longer than the idle timeout is left after it; one that keeps pinging
+ * is not, however long it takes; a delay before the answer shorter than it is waited for; a
+ * complete reply whose answer does not end is taken at the idle timeout. */
+static void test_idle(void **state)
+{
+	json_t *body = request("x");
+	struct model_reply r;
+	long long t0 = clock_mono_ms(), ms;
+
+	(void)state;
+	assert_int_equal(call(IDLE_S, "[{\"text\":\"late\",\"hang_ms\":5000}]", body, &r),
+			 MODEL_RETRY);
+	ms = clock_mono_ms() - t0;
+	assert_string_equal(r.error_type, "timeout");
+	assert_int_equal(r.n, 0);
+	if (ms < IDLE_S * 1000 || ms > IDLE_S * 1000 + 300)
+		fail_msg("idle timeout after %lld ms", ms);
+	model_reply_release(&r);
+
+	t0 = clock_mono_ms();
+	assert_int_equal(call(IDLE_S,
+			      "[{\"text\":\"slow\",\"stall_ms\":2500,\"ping_every_ms\":300}]", body,
+			      &r),
+			 MODEL_OK);
+	assert_true(clock_mono_ms() - t0 >= 2500);
+	assert_string_equal(r.blocks[0].text, "slow");
+	model_reply_release(&r);
+
+	t0 = clock_mono_ms();
+	assert_int_equal(call(IDLE_S, "[{\"text\":\"waited\",\"delay_ms\":600}]", body, &r),
+			 MODEL_OK);
+	assert_true(clock_mono_ms() - t0 >= 600);
+	model_reply_release(&r);
+
+	/* message_stop read, the answer left open: the reply is complete at the idle timeout */
+	t0 = clock_mono_ms();
+	assert_int_equal(call(IDLE_S, "[{\"text\":\"lingers\",\"linger_ms\":4000}]", body, &r),
+			 MODEL_OK);
+	ms = clock_mono_ms() - t0;
+	if (ms > IDLE_S * 1000 + 300)
+		fail_msg("a complete reply returned after %lld ms", ms);
+	assert_string_equal(r.blocks[0].text, "lingers");
+	model_reply_release(&r);
+	json_decref(body);
+}
+
+struct cancel_state {
+	long long start, stop_ms; /* when the call began; when the callback first said stop */
+	int asked;
+};
+
+static int cancel_later(void *arg)
+{
+	struct cancel_state *c = arg;
+	long long now = clock_mono_ms();
+
+	c->asked++;
+	if (now - c->start < CANCEL_AFTER_MS)
+		return 0;
+	if (!c->stop_ms)
+		c->stop_ms = now;
+	return 1;
+}
+
+/* A cancel during a silent stream ends the call promptly. */
+static void test_cancel(void **state)
+{
+	struct model_client *m = client(30, api_key);
+	struct cancel_state c = { 0 };
+	json_t *body = request("x");
+	struct model_reply r;
+	long long end;
+
+	(void)state;
+	script("[{\"text\":\"never\",\"hang_ms\":10000}]");
+	c.start = clock_mono_ms();
+	assert_int_equal(model_call(m, body, cancel_later, &c, &r), MODEL_CANCELLED);
+	end = clock_mono_ms();
+	assert_string_equal(r.error_type, "cancelled");
+	assert_int_equal(r.n, 0);
+	assert_true(c.stop_ms > 0);
+	/* asked every MODEL_CANCEL_POLL_MS: about CANCEL_AFTER_MS / that times, not on every loop
+	 */
+	assert_true(c.asked >= CANCEL_AFTER_MS / MODEL_CANCEL_POLL_MS &&
+		    c.asked <= CANCEL_AFTER_MS / MODEL_CANCEL_POLL_MS + 3);
+	if (end - c.start > CANCEL_AFTER_MS + CANCEL_LATENCY_MS)
+		fail_msg("cancelled %lld ms after the start (the callback said stop at %lld ms)",
+			 end - c.start, c.stop_ms - c.start);
+	model_reply_release(&r);
+	/* the client works again after a cancelled call */
+	script("[{\"text\":\"again\"}]");
+	assert_int_equal(model_call(m, body, NULL, NULL, &r), MODEL_OK);
+	assert_string_equal(r.blocks[0].text, "again");
+	model_reply_release(&r);
+	model_free(m);
+	json_decref(body);
+}
+
+/* A stream cut in the middle (no message_stop) is worth again, and none of it is handed out. */
+static void test_cut(void **state)
+{
+	json_t *body = request("x");
+	struct model_reply r;
+
+	(void)state;
+	for (int events = 0; events <= 5; events++) {
+		char steps[128];
+
+		snprintf(steps, sizeof(steps),
+			 "[{\"text\":\"a reply long enough for several deltas\",\"cut_after\":%d}]",
+			 events);
+		assert_int_equal(call(IDLE_S, steps, body, &r), MODEL_RETRY);
+		assert_string_equal(r.error_type, "connection");
+		assert_int_equal(r.n, 0);
+		model_reply_release(&r);
+	}
+	json_decref(body);
+}
+
+/* A proxy's JSON answer to a streamed request reads as the stream would. */
+static void test_json_answer(void **state)
+{
+	json_t *body = request("x");
+	struct model_reply r;
+
+	(void)state;
+	assert_int_equal(call(IDLE_S,
+			      "[{\"text\":\"proxied\",\"tool_use\":{\"name\":\"bash\",\"input\":{"
+			      "\"command\":\"true\"}},\"json\":true}]",
+			      body, &r),
+			 MODEL_OK);
+	assert_int_equal(r.n, 2);
+	assert_string_equal(r.blocks[0].text, "proxied");
+	assert_string_equal(json_string_value(json_object_get(r.blocks[1].input, "command")),
+			    "true");
+	assert_string_equal(r.stop_reason, "tool_use");
+	model_reply_release(&r);
+	json_decref(body);
+}
+
+/* One client keeps its connection: calls after the first open none. */
+static void test_reuse(void **state)
+{
+	struct model_client *m = client(IDLE_S, api_key);
+	json_t *body = request("x"), *rec;
+	struct model_reply r;
+	json_int_t conn = 0;
+
+	(void)state;
+	json_decref(control("POST", "/__fake/reset", NULL));
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(model_call(m, body, NULL, NULL, &r), MODEL_OK);
+		model_reply_release(&r);
+		rec = last_request();
+		if (i == 0)
+			conn = json_integer_value(json_object_get(rec, "conn"));
+		assert_int_equal(json_integer_value(json_object_get(rec, "conn")), conn);
+		json_decref(rec);
+	}
+	model_free(m);
+	json_decref(body);
+}
+
+/* The demo's default rules: "run: CMD" calls bash with CMD. */
+static void test_default_rules(void **state)
+{
+	json_t *body = request("please run: echo hi there");
+	struct model_reply r;
+
+	(void)state;
+	assert_int_equal(call(IDLE_S, "[]", body, &r), MODEL_OK);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.blocks[0].type, MB_TOOL_USE);
+	assert_string_equal(json_string_value(json_object_get(r.blocks[0].input, "command")),
+			    "echo hi there");
+	model_reply_release(&r);
+	json_decref(body);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	base_url = getenv("FAKE_MODEL_URL");
+	api_key = getenv("FAKE_MODEL_KEY");
+	if (!base_url || !api_key) {
+		fprintf(stderr,
+			"FAKE_MODEL_URL and FAKE_MODEL_KEY must be set (run.sh sets them)\n");
+		return -1;
+	}
+	return curl_global_init(CURL_GLOBAL_DEFAULT) ? -1 : 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_text),	      cmocka_unit_test(test_tool_use),
+		cmocka_unit_test(test_refused),	      cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_wrong_key),     cmocka_unit_test(test_idle),
+		cmocka_unit_test(test_cancel),	      cmocka_unit_test(test_cut),
+		cmocka_unit_test(test_json_answer),   cmocka_unit_test(test_reuse),
+		cmocka_unit_test(test_default_rules),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}

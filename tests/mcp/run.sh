@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# tests/mcp/run.sh: the runner's MCP client (runner/mcp.c) against a real MCP server on the
+# official TypeScript SDK (tests/mcp/server.mjs, its locked dependencies installed here with
+# npm ci; started on a loopback port and stopped by PID), through BUILD_DIR/test_mcp_client
+# (tests/mcp/test_mcp_client.c, cmocka). Part of `make unit`.
+# Usage: tests/mcp/run.sh [BUILD_DIR]   (default build)
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib-check.sh
+. tests/lib-server.sh
+BIN=${1:-${BUILD_DIR:-build}}/test_mcp_client
+[ -x "$BIN" ] || {
+	echo "$BIN missing (make $BIN)"
+	exit 1
+}
+
+# npm ci when node_modules is missing or older than the lock (as tests/sdk/run.sh does)
+stamp=tests/mcp/node_modules/.terrarium-lock
+if [ ! -d tests/mcp/node_modules/@modelcontextprotocol/sdk ] || [ ! -f "$stamp" ] ||
+	! cmp -s tests/mcp/package-lock.json "$stamp"; then
+	if ! (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error); then
+		not_ok "npm ci in tests/mcp"
+		check_exit 1
+	fi
+	cp tests/mcp/package-lock.json "$stamp"
+fi
+
+T=$(mktemp -d) || exit 1
+cleanup() {
+	stop_server
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+TOKEN="mcp-test-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+if ! start_server "$T/server.log" "$T/port" node tests/mcp/server.mjs --token "$TOKEN" \
+	--port-file "$T/port"; then
+	not_ok "the MCP server starts: $(cat "$T/server.log")"
+	check_exit 1
+fi
+ok "the MCP server listens on port $(cat "$T/port")"
+
+if MCP_TEST_URL="$SERVER_URL" MCP_TEST_TOKEN="$TOKEN" "$BIN"; then
+	ok "the MCP client against the SDK's server ($BIN)"
+else
+	not_ok "the MCP client against the SDK's server ($BIN)"
+fi
+check "the server did not crash" kill -0 "$SERVER_PID"
+check "the server logged no error" test "$(grep -cv '^listening ' "$T/server.log")" = 0
+check_exit 0

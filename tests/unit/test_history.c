@@ -1,0 +1,193 @@
+/* runner/history.c: the Messages API history rebuilt from a session's events. The rows are the
+ * test's own (db_cell reads them; nothing frees them). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../db/events.h"
+#include "../../runner/history.h"
+#include "unit.h"
+
+#define MAX_EVENTS 16
+
+struct log {
+	const char *cell[MAX_EVENTS * EV_C_COUNT];
+	unsigned long len[MAX_EVENTS * EV_C_COUNT];
+	char ord[MAX_EVENTS][16];
+	unsigned n;
+};
+
+/* Append an event: ID, TYPE, REF (or NULL), PROCESSED (0: queued), BODY. */
+static void add(struct log *l, const char *id, const char *type, const char *ref, int processed,
+		const char *body)
+{
+	const char **c = &l->cell[l->n * EV_C_COUNT];
+
+	snprintf(l->ord[l->n], sizeof(l->ord[l->n]), "%u", l->n + 1);
+	c[EV_C_SEQ] = l->ord[l->n];
+	c[EV_C_ID] = id;
+	c[EV_C_SESSION] = "sesn_x";
+	c[EV_C_ORD] = l->ord[l->n];
+	c[EV_C_TYPE] = type;
+	c[EV_C_REF] = ref;
+	c[EV_C_PROCESSED] = processed ? "2026-12-03T00:00:00.000000Z" : NULL;
+	c[EV_C_BODY] = body;
+	l->n++;
+}
+
+static void build(struct log *l, struct history *h)
+{
+	struct db_rows rows = { 0 };
+
+	rows.nrows = l->n;
+	rows.ncols = EV_C_COUNT;
+	rows.cell = (char **)l->cell;
+	rows.len = l->len;
+	assert_int_equal(history_build(&rows, h), 0);
+}
+
+/* The history's messages as compact JSON. */
+static char *dump(const struct history *h)
+{
+	return json_dumps(h->messages, JSON_COMPACT);
+}
+
+static void expect_messages(const struct history *h, const char *want)
+{
+	char *got = dump(h);
+
+	if (strcmp(got, want))
+		fail_msg("messages\n got: %s\nwant: %s", got, want);
+	free(got);
+}
+
+static void test_text_turns(void **state)
+{
+	struct log l = { 0 };
+	struct history h;
+	(void)state;
+
+	add(&l, "sevt_1", "user.message", NULL, 1,
+	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"},"
+	    "{\"type\":\"redacted\"}]}");
+	add(&l, "sevt_2", "session.status_running", NULL, 1,
+	    "{\"type\":\"session.status_running\"}");
+	add(&l, "sevt_3", "agent.message", NULL, 1,
+	    "{\"type\":\"agent.message\",\"content\":[{\"type\":\"text\",\"text\":\"hello\"}]}");
+	add(&l, "sevt_4", "user.message", NULL, 1,
+	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"again\"}]}");
+	add(&l, "sevt_5", "system.message", NULL, 1,
+	    "{\"type\":\"system.message\",\"content\":[{\"type\":\"text\",\"text\":\"be "
+	    "brief\"}]}");
+	add(&l, "sevt_6", "user.message", NULL, 0,
+	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"later\"}]}");
+	build(&l, &h);
+	expect_messages(&h,
+			"[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]},"
+			"{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":"
+			"\"hello\"}]},{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+			"\"text\":\"again\"},{\"type\":\"text\",\"text\":\"[system] be "
+			"brief\"}]}]");
+	assert_int_equal(h.queued, 1);
+	assert_int_equal(h.nuses, 0);
+	history_release(&h);
+}
+
+/* Results go first in their user turn, whatever the log's order; a use without a result in the
+ * log gets an error result so that the request stays valid. */
+static void test_tool_results(void **state)
+{
+	struct log l = { 0 };
+	struct history h;
+	(void)state;
+
+	add(&l, "sevt_1", "user.message", NULL, 1,
+	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"go\"}]}");
+	add(&l, "sevt_2", "agent.tool_use", NULL, 1,
+	    "{\"type\":\"agent.tool_use\",\"name\":\"bash\",\"input\":{\"command\":\"ls\"},"
+	    "\"evaluated_permission\":\"allow\"}");
+	add(&l, "sevt_3", "agent.custom_tool_use", NULL, 1,
+	    "{\"type\":\"agent.custom_tool_use\",\"name\":\"lookup\",\"input\":{}}");
+	add(&l, "sevt_4", "user.message", NULL, 1,
+	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"and\"}]}");
+	add(&l, "sevt_5", "agent.tool_result", "sevt_2", 1,
+	    "{\"type\":\"agent.tool_result\",\"tool_use_id\":\"sevt_2\",\"content\":[{\"type\":"
+	    "\"text\",\"text\":\"a b\"}],\"is_error\":false}");
+	build(&l, &h);
+	expect_messages(
+		&h,
+		"[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"go\"}]},"
+		"{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"sevt_2\","
+		"\"name\":\"bash\",\"input\":{\"command\":\"ls\"}},{\"type\":\"tool_use\",\"id\":"
+		"\"sevt_3\",\"name\":\"lookup\",\"input\":{}}]},{\"role\":\"user\",\"content\":["
+		"{\"type\":\"tool_result\",\"tool_use_id\":\"sevt_2\",\"content\":[{\"type\":"
+		"\"text\",\"text\":\"a b\"}],\"is_error\":false},{\"type\":\"tool_result\","
+		"\"tool_use_id\":\"sevt_3\",\"content\":\"no result was recorded for this tool "
+		"use\","
+		"\"is_error\":true},{\"type\":\"text\",\"text\":\"and\"}]}]");
+	assert_int_equal(h.nuses, 2);
+	assert_true(h.uses[0].answered);
+	assert_false(h.uses[1].answered);
+	assert_string_equal(h.uses[1].type, "agent.custom_tool_use");
+	history_release(&h);
+}
+
+/* Confirmations: what the turn needs to settle a use (ask, allowed, denied with a message). */
+static void test_confirmations(void **state)
+{
+	struct log l = { 0 };
+	struct history h;
+	(void)state;
+
+	add(&l, "sevt_1", "user.message", NULL, 1,
+	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"go\"}]}");
+	add(&l, "sevt_2", "agent.tool_use", NULL, 1,
+	    "{\"type\":\"agent.tool_use\",\"name\":\"bash\",\"input\":{},"
+	    "\"evaluated_permission\":\"ask\"}");
+	add(&l, "sevt_3", "agent.tool_use", NULL, 1,
+	    "{\"type\":\"agent.tool_use\",\"name\":\"write\",\"input\":{},"
+	    "\"evaluated_permission\":\"ask\"}");
+	add(&l, "sevt_4", "agent.tool_use", NULL, 1,
+	    "{\"type\":\"agent.tool_use\",\"name\":\"read\",\"input\":{},"
+	    "\"evaluated_permission\":\"ask\"}");
+	add(&l, "sevt_5", "user.tool_confirmation", "sevt_2", 1,
+	    "{\"type\":\"user.tool_confirmation\",\"tool_use_id\":\"sevt_2\",\"result\":"
+	    "\"allow\"}");
+	add(&l, "sevt_6", "user.tool_confirmation", "sevt_3", 1,
+	    "{\"type\":\"user.tool_confirmation\",\"tool_use_id\":\"sevt_3\",\"result\":\"deny\","
+	    "\"deny_message\":\"not that file\"}");
+	build(&l, &h);
+	assert_int_equal(h.nuses, 3);
+	assert_true(h.uses[0].ask && h.uses[0].confirmed && !h.uses[0].denied);
+	assert_true(h.uses[1].confirmed && h.uses[1].denied);
+	assert_string_equal(h.uses[1].deny_message, "not that file");
+	assert_true(h.uses[2].ask && !h.uses[2].confirmed);
+	assert_non_null(history_use(&h, "sevt_4"));
+	assert_null(history_use(&h, "sevt_9"));
+	history_release(&h);
+}
+
+/* A stored event that does not parse is an error, not a history without it. */
+static void test_corrupt(void **state)
+{
+	struct log l = { 0 };
+	struct db_rows rows = { 0 };
+	struct history h;
+	(void)state;
+
+	add(&l, "sevt_1", "user.message", NULL, 1, "{\"type\":");
+	rows.nrows = l.n;
+	rows.ncols = EV_C_COUNT;
+	rows.cell = (char **)l.cell;
+	rows.len = l.len;
+	assert_int_equal(history_build(&rows, &h), -1);
+	history_release(&h);
+}
+
+UNIT_MAIN(cmocka_unit_test(test_text_turns), cmocka_unit_test(test_tool_results),
+	  cmocka_unit_test(test_confirmations), cmocka_unit_test(test_corrupt))
