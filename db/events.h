@@ -11,7 +11,7 @@
 
 #define EVENT_ID_PREFIX "sevt_"
 /* A queued event (processed_at NULL) sorts after every processed one: its ord is this plus its
- * seq until a turn takes it (sql/010_session_events.sql). */
+ * seq until a turn takes it (sql/011_session_events.sql). */
 #define EVENTS_QUEUED_ORD 4611686018427387904ULL /* 2^62 */
 #define EVENTS_STATUS_MAX 16			 /* "rescheduling" and the NUL, with room */
 #define EVENTS_TYPE_MAX 64			 /* longest event type stored */
