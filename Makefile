@@ -23,24 +23,28 @@ HANDLER_SRC := handlers/verr.c handlers/common.c handlers/auth_guard.c handlers/
 	handlers/environments.c handlers/agent_validate.c handlers/agents.c handlers/work.c
 FCGI_SRC := fcgi/serve.c
 API_SRC := api/main.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC)
-RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/cache.c reconciler/drift.c \
-	db/sandboxes.c reconciler/backends/process.c \
-	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
-	reconciler/backends/open.c db/db.c db/keys.c db/intents.c db/intent.c db/idempotency.c $(COMMON_SRC)
-# HTTP sandbox drivers (libcurl; only reconciler/backends/ includes curl/curl.h)
-RECON_SRC += reconciler/backends/http.c reconciler/backends/remote.c \
-	reconciler/backends/opensandbox.c reconciler/backends/docker.c
-# E2B (also registered as cube) and Daytona drivers; quote.c: argv -> command line
-RECON_SRC += reconciler/backends/e2b.c reconciler/backends/daytona.c reconciler/backends/quote.c
+# The sandbox library (sandbox/, docs/design.md Backends): the backend drivers and the one call
+# the reconciler (and the runner next) makes into a sandbox: create or attach, run, egress,
+# teardown. Built as build/libterrarium-sandbox.a; only sandbox/ includes curl/curl.h.
+SANDBOX_SRC := sandbox/open.c sandbox/process.c sandbox/dir.c sandbox/local.c \
+	sandbox/bwrap.c
+# HTTP drivers (libcurl), E2B (also registered as cube) and Daytona; quote.c: argv -> command line
+SANDBOX_SRC += sandbox/http.c sandbox/remote.c sandbox/opensandbox.c sandbox/docker.c \
+	sandbox/e2b.c sandbox/daytona.c sandbox/quote.c
 # sandbox-runtime (srt: bubblewrap + allowlisting proxies), installed into sandbox-runtime/
-RECON_SRC += reconciler/backends/srt.c reconciler/backends/srt_hosts.c
+SANDBOX_SRC += sandbox/srt.c sandbox/srt_hosts.c
+RECON_SRC := reconciler/main.c reconciler/provision.c reconciler/cache.c reconciler/drift.c \
+	db/sandboxes.c db/db.c db/keys.c db/intents.c db/intent.c db/idempotency.c $(COMMON_SRC)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 API_BIN := $(BUILD)/terrarium-api
 RECON_BIN := $(BUILD)/terrarium-reconciler
+SANDBOX_LIB := $(BUILD)/libterrarium-sandbox.a
+# what a program linking the sandbox library links with (after it: it needs common/'s objects)
+SANDBOX_LIBS := -lcurl -lseccomp -ljansson
 # what a program linking the reconciler's objects links with
-RECON_LIBS := -ljansson -linih -lcurl -lseccomp $(LDLIBS_DB)
+RECON_LIBS := $(SANDBOX_LIB) $(SANDBOX_LIBS) -linih $(LDLIBS_DB)
 RUNNER_BIN := $(BUILD)/e2e-runner
 
 UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress \
@@ -51,8 +55,11 @@ all: $(API_BIN) $(RECON_BIN) $(RUNNER_BIN)
 $(API_BIN): $(call obj,$(API_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB)
 
-$(RECON_BIN): $(call obj,$(RECON_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
+$(SANDBOX_LIB): $(call obj,$(SANDBOX_SRC))
+	$(AR) rcs $@ $^
+
+$(RECON_BIN): $(call obj,$(RECON_SRC)) $(SANDBOX_LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(call obj,$(RECON_SRC)) $(RECON_LIBS)
 
 $(RUNNER_BIN): $(call obj,tests/e2e/runner.c common/clock.c common/strbuf.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
@@ -76,8 +83,8 @@ $(BUILD)/test_agent_validate: $(call obj,tests/unit/test_agent_validate.c \
 
 # the reconciler's objects but main.c: provision.c links against db/ (no database is contacted)
 $(BUILD)/test_reconciler: $(call obj,tests/unit/test_reconciler.c \
-	$(filter-out reconciler/main.c,$(RECON_SRC)))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(RECON_LIBS)
+	$(filter-out reconciler/main.c,$(RECON_SRC))) $(SANDBOX_LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) -lcmocka $(RECON_LIBS)
 
 # unit_test,MODULE,SOURCES[,LIBS]: build/test_MODULE from tests/unit/test_MODULE.c and
 # SOURCES, one of UNIT_TESTS
@@ -97,14 +104,14 @@ $(eval $(call unit_test,crypto,common/crypto.c))
 $(eval $(call unit_test,intent,db/intent.c))
 # timestamps, the monotonic clock and sleeping (common/clock.c)
 $(eval $(call unit_test,clock,common/clock.c))
-# the srt backend's allowlist as srt's allowedDomains (reconciler/backends/srt_hosts.c)
-$(eval $(call unit_test,srt_hosts,reconciler/backends/srt_hosts.c common/log.c \
+# the srt backend's allowlist as srt's allowedDomains (sandbox/srt_hosts.c)
+$(eval $(call unit_test,srt_hosts,sandbox/srt_hosts.c common/log.c \
 	tests/unit/unit_json.c tests/unit/unit.c,-ljansson))
 
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
 $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
-	$(filter-out reconciler/main.c,$(RECON_SRC)))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(RECON_LIBS)
+	$(filter-out reconciler/main.c,$(RECON_SRC))) $(SANDBOX_LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) -lcmocka $(RECON_LIBS)
 UNIT_TESTS += $(BUILD)/test_cache
 
 # http/router.c with a two-line table of its own (no handlers)
@@ -133,23 +140,23 @@ $(BUILD)/test_auth_guard: $(call obj,tests/unit/test_auth_guard.c handlers/auth_
 UNIT_TESTS += $(BUILD)/test_auth_guard
 
 # The driver suites of tests/backends/run.sh: build/test_NAME from tests/backends/NAME.c,
-# tests/backends/check.c and the drivers' objects, no database. conformance: the backend
+# tests/backends/check.c and the sandbox library, no database. conformance: the backend
 # conformance suite; remote_extra: e2b/cube/daytona driver checks past the conformance suite.
 DRIVER_TEST_BINS := $(BUILD)/test_conformance $(BUILD)/test_remote_extra
 $(DRIVER_TEST_BINS): $(BUILD)/test_%: $(BUILD)/obj/tests/backends/%.o \
-	$(call obj,tests/backends/check.c $(filter reconciler/backends/%,$(RECON_SRC)) $(COMMON_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
+	$(call obj,tests/backends/check.c $(COMMON_SRC)) $(SANDBOX_LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(SANDBOX_LIB) $(SANDBOX_LIBS) -linih
 all: $(DRIVER_TEST_BINS)
 
 # HTTP driver helpers: shell quoting (against /bin/sh), output tail, HTTP client errors
-$(BUILD)/test_remote: $(call obj,tests/unit/test_remote.c reconciler/backends/remote.c \
-	reconciler/backends/quote.c reconciler/backends/http.c reconciler/backends/process.c \
+$(BUILD)/test_remote: $(call obj,tests/unit/test_remote.c sandbox/remote.c \
+	sandbox/quote.c sandbox/http.c sandbox/process.c \
 	common/redact.c common/clock.c common/strbuf.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -lcurl
 UNIT_TESTS += $(BUILD)/test_remote
 
 # argv quoting for Daytona's toolbox (checked against /bin/sh and the daemon's tokenizer)
-$(BUILD)/test_quote: $(call obj,tests/unit/test_quote.c reconciler/backends/quote.c \
+$(BUILD)/test_quote: $(call obj,tests/unit/test_quote.c sandbox/quote.c \
 	tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka
 UNIT_TESTS += $(BUILD)/test_quote

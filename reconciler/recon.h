@@ -6,7 +6,7 @@
 #include "../common/config.h"
 #include "../db/db.h"
 #include "../db/intents.h"
-#include "backends/backend.h"
+#include "../sandbox/backend.h"
 
 #define RECON_OWNER_MAX 128
 #define RECON_STEPS_MAX 16

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "../../common/config.h"
-#include "../../reconciler/backends/backend.h"
+#include "../../sandbox/backend.h"
 #include "check.h"
 
 #define CONF_NAME_MAX 64

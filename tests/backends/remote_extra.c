@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "../../common/config.h"
-#include "../../reconciler/backends/backend.h"
+#include "../../sandbox/backend.h"
 #include "check.h"
 
 /* The fake's record of sandbox ID (borrowed from LOG), or NULL. */

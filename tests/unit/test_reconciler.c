@@ -19,8 +19,8 @@
 
 #include "../../common/clock.h"
 #include "../../common/redact.h"
-#include "../../reconciler/backends/backend.h"
-#include "../../reconciler/backends/process.h"
+#include "../../sandbox/backend.h"
+#include "../../sandbox/process.h"
 #include "../../reconciler/recon.h"
 #include "unit.h"
 

@@ -1,5 +1,5 @@
-/* Unit tests of the HTTP drivers' helpers: reconciler/backends/remote.c (shell quoting checked
- * against a real POSIX shell, the output tail) and reconciler/backends/http.c (credential file
+/* Unit tests of the HTTP drivers' helpers: sandbox/remote.c (shell quoting checked
+ * against a real POSIX shell, the output tail) and sandbox/http.c (credential file
  * handling, error strings without secrets, escaping, retries of connection failures, the
  * caller's watch stopping a call). */
 #include <stdarg.h>
@@ -15,8 +15,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../reconciler/backends/http.h"
-#include "../../reconciler/backends/remote.h"
+#include "../../sandbox/http.h"
+#include "../../sandbox/remote.h"
 #include "unit.h"
 
 #define OUT_MAX 65536

@@ -34,8 +34,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../common/clock.h"
-#include "../../common/strbuf.h"
+#include "../common/clock.h"
+#include "../common/strbuf.h"
 #include "backend.h"
 #include "http.h"
 #include "remote.h"

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../common/clock.h"
+#include "../common/clock.h"
 #include "backend.h"
 #include "http.h"
 #include "quote.h"

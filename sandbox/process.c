@@ -1,5 +1,5 @@
 #include "process.h"
-#include "../../common/clock.h"
+#include "../common/clock.h"
 
 extern char **environ;
 

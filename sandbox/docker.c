@@ -23,8 +23,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../common/clock.h"
-#include "../../common/crypto.h"
+#include "../common/clock.h"
+#include "../common/crypto.h"
 #include "backend.h"
 #include "http.h"
 #include "remote.h"

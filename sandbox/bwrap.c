@@ -33,8 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../common/log.h"
-#include "../../common/clock.h"
+#include "../common/log.h"
+#include "../common/clock.h"
 #include "backend.h"
 
 #define BWRAP_BIN "bwrap"

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../common/log.h"
+#include "../common/log.h"
 #include "backend.h"
 
 #define SBX_DIR_FDS 32

@@ -8,8 +8,8 @@
 #include <limits.h>
 #include <stddef.h>
 
-#include "../../common/backend.h"
-#include "../../common/config.h"
+#include "../common/backend.h"
+#include "../common/config.h"
 #include "process.h"
 
 #define SBX_ID_MAX 256

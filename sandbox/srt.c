@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../common/log.h"
+#include "../common/log.h"
 #include "backend.h"
 #include "srt_hosts.h"
 

@@ -14,15 +14,15 @@
  * errors name the method and path, the status and the first bytes of the body, redacted
  * (common/redact.h) and with any occurrence of the credential masked.
  *
- * Only reconciler/backends/ includes curl/curl.h; this header does not, so tests and other
+ * Only sandbox/ includes curl/curl.h; this header does not, so tests and other
  * modules can include it. */
-#ifndef TERRARIUM_HTTP_H
-#define TERRARIUM_HTTP_H
+#ifndef TERRARIUM_SANDBOX_HTTP_H
+#define TERRARIUM_SANDBOX_HTTP_H
 
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../../common/config.h"
+#include "../common/config.h"
 #include "process.h"
 
 #define HTTP_BODY_MAX (4u << 20)      /* response bytes kept when the request sets no cap */

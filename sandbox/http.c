@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../common/clock.h"
-#include "../../common/redact.h"
-#include "../../common/strbuf.h"
+#include "../common/clock.h"
+#include "../common/redact.h"
+#include "../common/strbuf.h"
 
 #define HTTP_PROTOCOLS "http,https"
 #define HTTP_DEFAULT_SOCKET_BASE "http://localhost"
