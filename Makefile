@@ -13,7 +13,7 @@ CPPFLAGS += -DCONFIG_DEFAULT_PATH='"$(CONFIG_DEFAULT_PATH)"'
 endif
 
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
-	common/egress.c common/redact.c common/privs.c common/strbuf.c
+	common/egress.c common/packages.c common/redact.c common/privs.c common/strbuf.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
 	db/work.c db/intent.c
 HTTP_SRC := http/request.c http/response.c http/router.c
@@ -65,7 +65,7 @@ $(RUNNER_BIN): $(call obj,tests/e2e/runner.c common/clock.c common/strbuf.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
 
 $(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/env_validate.c \
-	handlers/verr.c common/backend.c tests/unit/unit_json.c tests/unit/unit.c)
+	handlers/verr.c common/backend.c common/packages.c tests/unit/unit_json.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 # the API policy (handlers/router.c) over a fake route table: tests/unit/stubs.c
@@ -73,12 +73,13 @@ $(BUILD)/test_core: $(call obj,tests/unit/test_core.c $(HTTP_SRC) handlers/route
 	handlers/cursor.c db/db.c $(COMMON_SRC)) $(BUILD)/obj/tests/unit/stubs.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB)
 
-$(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c tests/unit/unit.c)
+$(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c common/packages.c \
+	tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 $(BUILD)/test_agent_validate: $(call obj,tests/unit/test_agent_validate.c \
 	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/backend.c \
-	common/clock.c tests/unit/unit_json.c tests/unit/unit.c)
+	common/packages.c common/clock.c tests/unit/unit_json.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 # the reconciler's objects but main.c: provision.c links against db/ (no database is contacted)
@@ -104,6 +105,8 @@ $(eval $(call unit_test,crypto,common/crypto.c))
 $(eval $(call unit_test,intent,db/intent.c))
 # timestamps, the monotonic clock and sleeping (common/clock.c)
 $(eval $(call unit_test,clock,common/clock.c))
+# the package-manager table: install argv, spec rules, registries (common/packages.c)
+$(eval $(call unit_test,packages,common/packages.c tests/unit/unit.c,-ljansson))
 # the srt backend's allowlist as srt's allowedDomains (sandbox/srt_hosts.c)
 $(eval $(call unit_test,srt_hosts,sandbox/srt_hosts.c common/log.c \
 	tests/unit/unit_json.c tests/unit/unit.c,-ljansson))
@@ -240,12 +243,12 @@ $(BUILD)/fuzz/fuzz_cursor: $(call fobj,tests/fuzz/fuzz_cursor.c handlers/cursor.
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^
 
 $(BUILD)/fuzz/fuzz_env_validate: $(call fobj,tests/fuzz/fuzz_env_validate.c \
-	handlers/env_validate.c handlers/verr.c common/backend.c common/egress.c)
+	handlers/env_validate.c handlers/verr.c common/backend.c common/egress.c common/packages.c)
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
 
 $(BUILD)/fuzz/fuzz_agent_validate: $(call fobj,tests/fuzz/fuzz_agent_validate.c \
 	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/egress.c \
-	common/clock.c)
+	common/packages.c common/clock.c)
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
 
 $(BUILD)/fuzz/fuzz_redact: $(call fobj,tests/fuzz/fuzz_redact.c common/redact.c)

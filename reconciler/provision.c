@@ -8,6 +8,7 @@
 #include "../common/crypto.h"
 #include "../common/egress.h"
 #include "../common/log.h"
+#include "../common/packages.h"
 #include "../common/redact.h"
 #include "recon.h"
 
@@ -29,72 +30,6 @@ long recon_backoff(const struct config *cfg, long long attempts, double jitter)
 		d = (double)cfg->backoff_cap_s;
 	d *= 1.0 + RECON_JITTER * (2.0 * jitter - 1.0);
 	return d < 0 ? 0 : (long)(d + 0.5);
-}
-
-int recon_install_argv(const char *manager, json_t *packages, const char *workdir,
-		       const char **argv, int max, char *prefix, size_t prefixsz)
-{
-	size_t i;
-	json_t *p;
-	int n = 0;
-
-#define PREFIX(fmt)                                                                                \
-	do {                                                                                       \
-		int k_ = snprintf(prefix, prefixsz, fmt, workdir);                                 \
-		if (k_ < 0 || (size_t)k_ >= prefixsz)                                              \
-			return -1;                                                                 \
-	} while (0)
-#define ARG(x)                                                                                     \
-	do {                                                                                       \
-		if (n >= max - 1)                                                                  \
-			return -1;                                                                 \
-		argv[n++] = (x);                                                                   \
-	} while (0)
-	if (!strcmp(manager, "apt")) {
-		ARG("apt-get");
-		ARG("install");
-		ARG("-y");
-		ARG("--no-install-recommends");
-	} else if (!strcmp(manager, "cargo")) {
-		PREFIX("%s/.cargo");
-		ARG("cargo");
-		ARG("install");
-		ARG("--root");
-		ARG(prefix);
-	} else if (!strcmp(manager, "gem")) {
-		PREFIX("%s/.gem");
-		ARG("gem");
-		ARG("install");
-		ARG("--no-document");
-		ARG("--install-dir");
-		ARG(prefix);
-	} else if (!strcmp(manager, "go")) {
-		ARG("go");
-		ARG("install");
-	} else if (!strcmp(manager, "npm")) {
-		ARG("npm");
-		ARG("install");
-		ARG("--no-audit");
-		ARG("--no-fund");
-		ARG("--prefix");
-		ARG(workdir);
-	} else if (!strcmp(manager, "pip")) {
-		PREFIX("%s/.pip");
-		ARG("pip");
-		ARG("install");
-		ARG("--no-input");
-		ARG("--target");
-		ARG(prefix);
-	} else {
-		return -1;
-	}
-	/* entries were validated at admission (no leading '-', no control characters): each is
-	 * one argument, never seen by a shell */
-	json_array_foreach(packages, i, p) ARG(json_string_value(p));
-#undef ARG
-#undef PREFIX
-	argv[n] = NULL;
-	return n;
 }
 
 /* Variables named by the CA bundle setting: every tool the managers run reads one of them. */
@@ -153,7 +88,7 @@ void recon_env(const struct config *cfg, const char *workdir, struct recon_env *
 
 	e->n = 0;
 	e->envp[0] = NULL;
-	/* where each manager installs (recon_install_argv), so installed packages load and their
+	/* where each manager installs (common/packages.c), so installed packages load and their
 	 * commands run without further setup */
 	env_set(e, "PATH", "%s/node_modules/.bin:%s/bin:%s/.pip/bin:%s/.cargo/bin:%s/.gem/bin:%s",
 		workdir, workdir, workdir, workdir, workdir, path ? path : RECON_DEFAULT_PATH);
@@ -518,28 +453,19 @@ static int run_step(struct job *j, const char *what, int as_root, int share_net,
 #define RECON_CHECK_SCRIPT "for m do command -v \"$m\" >/dev/null 2>&1 || echo \"$m\"; done"
 static int check_managers(struct job *j, json_t *packages, char **envp)
 {
-	static const char *const managers[] = RECON_MANAGERS;
-	const char *argv[4 + RECON_NMANAGERS + 1] = { "sh", "-c", RECON_CHECK_SCRIPT, "sh" };
-	const char *names[RECON_NMANAGERS];
+	const char *argv[4 + PKG_MANAGER_COUNT + 1] = { "sh", "-c", RECON_CHECK_SCRIPT, "sh" };
+	const char *names[PKG_MANAGER_COUNT];
 	struct recon *r = j->r;
 	struct proc_result res;
-	json_t *none = json_array();
 	int n = 4, k = 0, rc;
 
-	for (int m = 0; m < RECON_NMANAGERS; m++) {
-		const char *probe[RECON_ARGV_MAX];
-		char prefix[64];
-		if (!json_array_size(json_object_get(packages, managers[m])) ||
-		    done(j, managers[m]))
+	for (size_t m = 0; m < PKG_MANAGER_COUNT; m++) {
+		const struct pkg_manager *pm = &pkg_managers[m];
+		if (!json_array_size(json_object_get(packages, pm->name)) || done(j, pm->name))
 			continue;
-		/* the program the install runs: its argv[0] (static strings) */
-		if (recon_install_argv(managers[m], none, "/", probe, RECON_ARGV_MAX, prefix,
-				       sizeof(prefix)) < 1)
-			continue;
-		names[k++] = managers[m];
-		argv[n++] = probe[0];
+		names[k++] = pm->name;
+		argv[n++] = pm->install[0]; /* the program the install runs */
 	}
-	json_decref(none);
 	argv[n] = NULL;
 	if (!k)
 		return 0;
@@ -594,7 +520,6 @@ static enum recon_outcome teardown(struct job *j)
 
 static enum recon_outcome provision(struct job *j, json_t *spec)
 {
-	static const char *const managers[] = RECON_MANAGERS;
 	struct recon *r = j->r;
 	json_t *packages = json_object_get(spec, "packages");
 	json_t *networking = json_object_get(spec, "networking");
@@ -614,8 +539,8 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	/* 0. the package cache: a sandbox provisioned earlier with the same packages for this
 	 * environment (cache.c); only a sandbox not created yet can start from it, and only one
 	 * with packages to install is worth an entry */
-	for (int m = 0; m < RECON_NMANAGERS; m++)
-		wanted += json_array_size(json_object_get(packages, managers[m])) > 0;
+	for (size_t m = 0; m < PKG_MANAGER_COUNT; m++)
+		wanted += json_array_size(json_object_get(packages, pkg_managers[m].name)) > 0;
 	if (wanted && recon_cache_enabled(r) && !recon_cache_key(r, env_id, packages, key)) {
 		cache_on = 1;
 		if (!done(j, "sandbox")) {
@@ -668,10 +593,10 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 	stat_step(r, cache_hit ? "sandbox_cached" : "sandbox", clock_mono_s() - t0);
 	if (cache_hit) {
 		/* the entry holds every manager's packages: nothing is installed again */
-		for (int m = 0; m < RECON_NMANAGERS; m++)
-			if (json_array_size(json_object_get(packages, managers[m])) &&
-			    !done(j, managers[m]))
-				json_array_append_new(j->steps, json_string(managers[m]));
+		for (size_t m = 0; m < PKG_MANAGER_COUNT; m++)
+			if (json_array_size(json_object_get(packages, pkg_managers[m].name)) &&
+			    !done(j, pkg_managers[m].name))
+				json_array_append_new(j->steps, json_string(pkg_managers[m].name));
 		json_array_append_new(j->steps, json_string("cache"));
 		recon_cache_used(r, key, env_id);
 		log_info("intent %lld: sandbox from package cache entry %.12s", j->in->id, key);
@@ -727,45 +652,42 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 		out = fail(j);
 		goto out;
 	}
-	for (int m = 0; m < RECON_NMANAGERS; m++) {
-		json_t *list = json_object_get(packages, managers[m]);
+	for (size_t m = 0; m < PKG_MANAGER_COUNT; m++) {
+		const struct pkg_manager *pm = &pkg_managers[m];
+		json_t *list = json_object_get(packages, pm->name);
 		const char *argv[RECON_ARGV_MAX];
-		char prefix[CONFIG_STR_MAX * 2];
-		int as_root = !strcmp(managers[m], "apt");
+		char prefix[CONFIG_STR_MAX * 2], what[64];
 
-		if (!json_array_size(list) || done(j, managers[m]))
+		if (!json_array_size(list) || done(j, pm->name))
 			continue;
-		if (as_root) {
-			/* images ship without package lists: fetch them once per provisioning */
-			static const char *const update[] = { "apt-get", "update", NULL };
+		if (pm->update) {
+			/* once per provisioning, before the manager's install */
+			snprintf(what, sizeof(what), "%s update", pm->name);
 			t0 = clock_mono_s();
-			rc = run_step(j, "apt update", 1, !limited, (const char **)update,
+			rc = run_step(j, what, pm->as_root, !limited, (const char **)pm->update,
 				      env->envp);
-			stat_step(r, "apt_update", clock_mono_s() - t0);
+			stat_step(r, pm->update_step, clock_mono_s() - t0);
 			if (rc) {
 				out = j->lost ? RECON_LOST : fail(j);
 				goto out;
 			}
 		}
-		if (recon_install_argv(managers[m], list, workdir, argv, RECON_ARGV_MAX, prefix,
-				       sizeof(prefix)) < 0) {
-			snprintf(j->error, sizeof(j->error), "%s: too many packages", managers[m]);
+		if (pkg_install_argv(pm, list, workdir, argv, RECON_ARGV_MAX, prefix,
+				     sizeof(prefix)) < 0) {
+			snprintf(j->error, sizeof(j->error), "%s: too many packages", pm->name);
 			out = fail(j);
 			goto out;
 		}
-		{
-			char what[64];
-			snprintf(what, sizeof(what), "%s install", managers[m]);
-			t0 = clock_mono_s();
-			rc = run_step(j, what, as_root, !limited, argv, env->envp);
-			stat_step(r, managers[m], clock_mono_s() - t0);
-		}
+		snprintf(what, sizeof(what), "%s install", pm->name);
+		t0 = clock_mono_s();
+		rc = run_step(j, what, pm->as_root, !limited, argv, env->envp);
+		stat_step(r, pm->name, clock_mono_s() - t0);
 		if (rc) {
 			out = j->lost ? RECON_LOST : fail(j);
 			goto out;
 		}
-		log_info("intent %lld: %s packages installed", j->in->id, managers[m]);
-		if ((out = record(j, managers[m])) != RECON_DONE)
+		log_info("intent %lld: %s packages installed", j->in->id, pm->name);
+		if ((out = record(j, pm->name)) != RECON_DONE)
 			goto out;
 	}
 

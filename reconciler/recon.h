@@ -11,13 +11,6 @@
 #define RECON_OWNER_MAX 128
 #define RECON_STEPS_MAX 16
 
-/* Package managers in installation order (docs/design.md step 4). */
-#define RECON_MANAGERS                                                                             \
-	{                                                                                          \
-		"apt", "cargo", "gem", "go", "npm", "pip"                                          \
-	}
-#define RECON_NMANAGERS 6
-
 #define RECON_ENV_MAX 48
 #define RECON_ENV_ENTRY_MAX 4200
 
@@ -72,13 +65,6 @@ enum recon_outcome { RECON_DONE, RECON_FAILED, RECON_LOST, RECON_DB_ERROR };
 /* Carry out one claimed intent to its end (bound, failed with backoff, torn down) or until the
  * lease is found lost. */
 enum recon_outcome recon_process(struct recon *r, struct intent *in);
-
-/* The install argv for MANAGER with PACKAGES (JSON array) into the sandbox workspace WORKDIR:
- * a NULL-terminated array in ARGV (at most MAX entries, pointers into PACKAGES, WORKDIR,
- * PREFIX, a buffer the manager's install prefix is written to, and static strings). Returns
- * the count, or -1 when it does not fit. */
-int recon_install_argv(const char *manager, json_t *packages, const char *workdir,
-		       const char **argv, int max, char *prefix, size_t prefixsz);
 
 /* The package cache (cache.c). A key is 64 hex digits. */
 #define RECON_CACHE_KEY_LEN 64

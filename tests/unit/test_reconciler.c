@@ -1,5 +1,5 @@
 /* Unit tests of the reconciler's pure parts: secret redaction (common/redact.c), retry backoff
- * and install argv (reconciler/provision.c), running a child process (backends/process.c) and
+ (reconciler/provision.c), running a child process (backends/process.c) and
  * sandbox directories (backends/dir.c). No database is contacted. Temporary files live under
  * /tmp/terrarium-ut-* and are removed by each test. */
 #include <stdarg.h>
@@ -355,152 +355,6 @@ static void test_backoff_base_zero(void **state)
 		assert_int_equal(recon_backoff(&c, n, 0.0), 0);
 		assert_int_equal(recon_backoff(&c, n, 1.0), 0);
 	}
-}
-
-/* ---------------------------------------------------------------- install argv */
-
-#define UT_WORKDIR "/srv/sandboxes/sesn_01ABC"
-
-struct argv_case {
-	const char *manager;
-	const char *expect[12]; /* before the packages */
-	const char *prefix;	/* expected prefix buffer content, NULL: not used */
-};
-
-static void test_install_argv_per_manager(void **state)
-{
-	static const struct argv_case cases[] = {
-		{ "apt", { "apt-get", "install", "-y", "--no-install-recommends" }, NULL },
-		{ "cargo",
-		  { "cargo", "install", "--root", UT_WORKDIR "/.cargo" },
-		  UT_WORKDIR "/.cargo" },
-		{ "gem",
-		  { "gem", "install", "--no-document", "--install-dir", UT_WORKDIR "/.gem" },
-		  UT_WORKDIR "/.gem" },
-		{ "go", { "go", "install" }, NULL },
-		{ "npm",
-		  { "npm", "install", "--no-audit", "--no-fund", "--prefix", UT_WORKDIR },
-		  NULL },
-		{ "pip",
-		  { "pip", "install", "--no-input", "--target", UT_WORKDIR "/.pip" },
-		  UT_WORKDIR "/.pip" },
-	};
-	/* odd-looking entries stay single arguments: no shell, no splitting */
-	json_t *pkgs = json_loads("[\"a==1.0\", \"b c\", \"$(touch x)\", \"golang.org/x/y@v1\", "
-				  "\"\\u00e9;rm -rf /\"]",
-				  0, NULL);
-	(void)state;
-	assert_non_null(pkgs);
-	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		const char *argv[32];
-		char prefix[256] = "";
-		int nfixed = 0, n, i;
-
-		while (cases[c].expect[nfixed])
-			nfixed++;
-		for (i = 0; i < 32; i++)
-			argv[i] = "unset";
-		n = recon_install_argv(cases[c].manager, pkgs, UT_WORKDIR, argv, 32, prefix,
-				       sizeof(prefix));
-		assert_int_equal(n, nfixed + (int)json_array_size(pkgs));
-		for (i = 0; i < nfixed; i++)
-			if (strcmp(argv[i], cases[c].expect[i]))
-				fail_msg("%s: argv[%d] = \"%s\", expected \"%s\"", cases[c].manager,
-					 i, argv[i], cases[c].expect[i]);
-		/* each package: one argument, the very string of the array */
-		for (i = 0; i < (int)json_array_size(pkgs); i++)
-			assert_ptr_equal(argv[nfixed + i],
-					 json_string_value(json_array_get(pkgs, i)));
-		assert_null(argv[n]);
-		if (cases[c].prefix) {
-			assert_string_equal(prefix, cases[c].prefix);
-			/* inside the workdir */
-			assert_int_equal(strncmp(prefix, UT_WORKDIR "/", strlen(UT_WORKDIR) + 1),
-					 0);
-		}
-		if (!strcmp(cases[c].manager, "npm"))
-			assert_string_equal(argv[5], UT_WORKDIR);
-	}
-	json_decref(pkgs);
-}
-
-static void test_install_argv_empty_list(void **state)
-{
-	json_t *none = json_array();
-	const char *argv[8];
-	char prefix[64];
-	(void)state;
-	assert_int_equal(recon_install_argv("apt", none, "/w", argv, 8, prefix, sizeof(prefix)), 4);
-	assert_null(argv[4]);
-	assert_int_equal(recon_install_argv("go", none, "/w", argv, 8, prefix, sizeof(prefix)), 2);
-	assert_string_equal(argv[0], "go");
-	assert_null(argv[2]);
-	json_decref(none);
-}
-
-static void test_install_argv_unknown_manager(void **state)
-{
-	static const char *const unknown[] = { "brew", "", "APT", "pip3" };
-	json_t *pkgs = json_loads("[\"x\"]", 0, NULL);
-	const char *argv[16];
-	char prefix[64];
-	(void)state;
-	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
-		assert_int_equal(recon_install_argv(unknown[i], pkgs, "/w", argv, 16, prefix,
-						    sizeof(prefix)),
-				 -1);
-	json_decref(pkgs);
-}
-
-static void test_install_argv_overflow(void **state)
-{
-	/* MANAGER's command for two packages into an argv of ARGV_MAX entries returns WANT */
-	static const struct {
-		const char *manager;
-		size_t argv_max;
-		int want;
-	} cases[] = {
-		/* apt: 4 fixed + 2 packages + NULL = 7 entries */
-		{ "apt", 6, -1 },
-		{ "apt", 3, -1 },
-		{ "apt", 1, -1 },
-		{ "apt", 0, -1 },
-		/* gem: 5 fixed + 2 + NULL = 8 */
-		{ "gem", 8, 7 },
-		{ "gem", 7, -1 },
-		/* npm: 6 fixed + 2 + NULL = 9 */
-		{ "npm", 9, 8 },
-		{ "npm", 8, -1 },
-	};
-	json_t *pkgs = json_loads("[\"p1\", \"p2\"]", 0, NULL);
-	const char *argv[16];
-	char prefix[64];
-	(void)state;
-	assert_int_equal(recon_install_argv("apt", pkgs, "/w", argv, 7, prefix, sizeof(prefix)), 6);
-	assert_null(argv[6]);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		assert_int_equal(recon_install_argv(cases[i].manager, pkgs, "/w", argv,
-						    cases[i].argv_max, prefix, sizeof(prefix)),
-				 cases[i].want);
-	json_decref(pkgs);
-}
-
-/* 256 packages fit the reconciler's argv (RECON_ARGV_MAX 300), the most a manager may list. */
-static void test_install_argv_many_packages(void **state)
-{
-	json_t *pkgs = json_array();
-	const char *argv[300];
-	char prefix[64], name[16];
-	(void)state;
-	for (int i = 0; i < 256; i++) {
-		FMT(name, "pkg%d", i);
-		json_array_append_new(pkgs, json_string(name));
-	}
-	assert_int_equal(recon_install_argv("npm", pkgs, "/w", argv, 300, prefix, sizeof(prefix)),
-			 262);
-	assert_string_equal(argv[261], "pkg255");
-	assert_null(argv[262]);
-	json_decref(pkgs);
 }
 
 /* ---------------------------------------------------------------- proc_run */
@@ -1046,19 +900,6 @@ static void test_regression_proc_exact_cap_not_truncated(void **state)
 	proc_result_release(&res);
 }
 
-/* A prefix that does not fit PREFIX is refused rather than cut to a path outside WORKDIR. */
-static void test_regression_install_argv_prefix_cut(void **state)
-{
-	json_t *pkgs = json_loads("[\"x\"]", 0, NULL);
-	const char *argv[16];
-	char prefix[8];
-	(void)state;
-	assert_int_equal(
-		recon_install_argv("pip", pkgs, "/srv/sbx/s1", argv, 16, prefix, sizeof(prefix)),
-		-1);
-	json_decref(pkgs);
-}
-
 /* Every backend of the table (common/backend.c) has a driver in open.c's table: opening it may
  * fail for want of settings, never for want of a driver. */
 static void test_every_backend_has_a_driver(void **state)
@@ -1096,12 +937,8 @@ UNIT_MAIN(cmocka_unit_test(test_redact_url_userinfo), cmocka_unit_test(test_reda
 	  cmocka_unit_test(test_redact_empty), cmocka_unit_test(test_backoff_growth_and_cap),
 	  cmocka_unit_test(test_backoff_attempts_zero_and_one),
 	  cmocka_unit_test(test_backoff_jitter_bounds), cmocka_unit_test(test_backoff_base_zero),
-	  cmocka_unit_test(test_install_argv_per_manager),
-	  cmocka_unit_test(test_install_argv_empty_list),
-	  cmocka_unit_test(test_install_argv_unknown_manager),
-	  cmocka_unit_test(test_install_argv_overflow),
-	  cmocka_unit_test(test_install_argv_many_packages), cmocka_unit_test(test_proc_exit_code),
-	  cmocka_unit_test(test_proc_output_captured), cmocka_unit_test(test_proc_output_tail),
+	  cmocka_unit_test(test_proc_exit_code), cmocka_unit_test(test_proc_output_captured),
+	  cmocka_unit_test(test_proc_output_tail),
 	  cmocka_unit_test_setup_teardown(test_proc_timeout_kills_group, tmp_setup, tmp_teardown),
 	  cmocka_unit_test_setup_teardown(test_proc_timeout_term_ignored, tmp_setup, tmp_teardown),
 	  cmocka_unit_test_setup_teardown(test_proc_leftover_children_killed, tmp_setup,
@@ -1122,7 +959,6 @@ UNIT_MAIN(cmocka_unit_test(test_redact_url_userinfo), cmocka_unit_test(test_reda
 	  cmocka_unit_test_setup_teardown(test_regression_proc_path_from_envp, tmp_setup,
 					  tmp_teardown),
 	  cmocka_unit_test(test_regression_proc_exact_cap_not_truncated),
-	  cmocka_unit_test(test_regression_install_argv_prefix_cut),
 	  cmocka_unit_test(test_redact_pass_secret_token_keys),
 	  cmocka_unit_test(test_scrub_host_paths), cmocka_unit_test(test_hide_host_paths),
 	  cmocka_unit_test(test_proc_watch_stops_command),
