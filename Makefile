@@ -26,7 +26,7 @@ API_SRC := api/main.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_
 # The sandbox library (sandbox/, docs/design.md Backends): the backend drivers and the one call
 # the reconciler (and the runner next) makes into a sandbox: create or attach, run, egress,
 # teardown. Built as build/libterrarium-sandbox.a; only sandbox/ includes curl/curl.h.
-SANDBOX_SRC := sandbox/open.c sandbox/process.c sandbox/dir.c sandbox/local.c \
+SANDBOX_SRC := sandbox/call.c sandbox/open.c sandbox/process.c sandbox/dir.c sandbox/local.c \
 	sandbox/bwrap.c
 # HTTP drivers (libcurl), E2B (also registered as cube) and Daytona; quote.c: argv -> command line
 SANDBOX_SRC += sandbox/http.c sandbox/remote.c sandbox/opensandbox.c sandbox/docker.c \

@@ -3,7 +3,7 @@
  * An entry is keyed by the SHA-256 of (backend, base image or root, environment id, captured
  * package lists): the first session to provision a key stores its provisioned sandbox as the
  * entry (backend cache_store: docker commits the container to an image); later sessions with the
- * same key start from it (sbx.create_from) and skip the installs, and only those: the egress
+ * same key start from it (sbx_spec.from) and skip the installs, and only those: the egress
  * steps and the binding run as for any session. sandbox_cache rows record each entry's last use
  * and environment; runs remove entries unused for [sandbox] cache_max_age_days and entries of
  * deleted environments. */
@@ -78,7 +78,7 @@ void recon_cache_prune(struct recon *r)
 	}
 	for (unsigned i = 0; i < rows.nrows; i++) {
 		const char *key = db_cell(&rows, i, 0);
-		int rc = r->sbx.ops->cache_remove(&r->sbx, key, err, sizeof(err));
+		int rc = sbx_cache_remove(&r->sbx, key, NULL, err, sizeof(err));
 
 		if (rc < 0) {
 			log_warn("package cache: removing %.12s: %s", key, err);

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -77,7 +78,8 @@ struct bwrap_state {
 	size_t bpf_len;
 	char *view[BWRAP_VIEW_ARGS_MAX]; /* owned strings */
 	int nview;
-	int overlay; /* layered sandboxes: 0 not probed yet, 1 usable here, -1 not */
+	int overlay;		    /* layered sandboxes: 0 not probed yet, 1 usable here, -1 not */
+	pthread_mutex_t probe_lock; /* the probe of overlay, once for every thread */
 };
 
 /* ---- preparing: binaries, seccomp filter, view ---- */
@@ -282,6 +284,7 @@ void bwrap_close(struct sbx *s)
 	for (int i = 0; i < st->nview; i++)
 		free(st->view[i]);
 	free(st->bpf);
+	pthread_mutex_destroy(&st->probe_lock);
 	free(st);
 	s->priv = NULL;
 }
@@ -392,6 +395,7 @@ int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
 		snprintf(err, errsz, "out of memory");
 		return -1;
 	}
+	pthread_mutex_init(&st->probe_lock, NULL);
 	s->priv = st;
 	if (find_bin(BWRAP_BIN, st->bwrap, sizeof(st->bwrap))) {
 		snprintf(err, errsz, "%s not found in PATH (scripts/install-deps.sh installs it)",
@@ -796,7 +800,8 @@ static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 	}
 	memset(&res, 0, sizeof(res));
 	if (ok && !overlay_prepare(&m, l) &&
-	    !proc_start_setup(&p, argv, "/", envp, NULL, 0, &setup, BWRAP_SLIRP_OUT_MAX, &res)) {
+	    !proc_start_setup(&p, argv, "/", envp, NULL, 0, &setup, -1, BWRAP_SLIRP_OUT_MAX,
+			      &res)) {
 		proc_wait(&p, BWRAP_PROBE_TIMEOUT_S, NULL, &res);
 		ok = res.exit_code == 0;
 	} else {
@@ -816,151 +821,212 @@ static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 	return ok;
 }
 
-/* Create or attach sandbox NAME: layered on s->create_from where this host can, else a copy. */
-int bwrap_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
-{
-	int layered = s->create_from && overlay_usable(s, s->priv);
-
-	return sbx_dir_create_from(s, name, layered, id, idsz, err, errsz);
-}
-
-int bwrap_run(struct sbx *s, const char *id, int share_net, char *const argv[], char *const envp[],
-	      long timeout_s, struct proc_result *res)
+/* Create or attach sandbox SPEC->name: layered on SPEC->from where this host can, else a copy. */
+int bwrap_create(struct sbx *s, const struct sbx_spec *spec, char *id, size_t idsz, char *err,
+		 size_t errsz)
 {
 	struct bwrap_state *st = s->priv;
-	const char **args = NULL;
-	char dir[CONFIG_STR_MAX * 2], fdstr[BWRAP_FDS][16], err[SBX_ERR_MAX];
-	int keep[BWRAP_FDS], nkeep = 0, n = 0, seccomp_fd = -1, environ_fd = -1, rc = -1;
+	int layered = 0;
+
+	if (spec->from) {
+		/* one probe for every thread */
+		pthread_mutex_lock(&st->probe_lock);
+		layered = overlay_usable(s, st);
+		pthread_mutex_unlock(&st->probe_lock);
+	}
+	return sbx_dir_create_from(s, spec->name, spec->from, layered, id, idsz, err, errsz);
+}
+
+/* One command's bwrap: its argv and the descriptors it inherits (each named in the argv by its
+ * number), the workspace's overlay when the sandbox is layered, its network when it has one. */
+struct bwrap_cmd {
+	const char **args; /* BWRAP_ARGV_MAX entries, owned; the strings are borrowed */
+	int n;
+	int keep[BWRAP_FDS], nkeep;
+	char fdstr[BWRAP_FDS][16];
+	int seccomp_fd, environ_fd, stdin_fd;
+	struct sbx_layer *layer;  /* owned */
+	struct overlay_mount *om; /* owned */
 	int layered;
-	struct sbx_layer *layer = NULL;
-	struct overlay_mount *om = NULL;
+	struct net net;
+};
+
+static void cmd_release(struct bwrap_cmd *c)
+{
+	close_fd(&c->seccomp_fd);
+	close_fd(&c->environ_fd);
+	close_fd(&c->stdin_fd);
+	net_stop(&c->net);
+	free(c->args);
+	free(c->layer);
+	free(c->om);
+}
+
+/* FD joins what bwrap inherits: its number as bwrap's option value. */
+static const char *cmd_fd(struct bwrap_cmd *c, int fd)
+{
+	c->keep[c->nkeep] = fd;
+	snprintf(c->fdstr[c->nkeep], sizeof(c->fdstr[c->nkeep]), "%d", fd);
+	return c->fdstr[c->nkeep++];
+}
+
+#define ARG(x) (c->args[c->n++] = (x))
+
+/* The options of sandbox DIR's view: its own namespaces, no capabilities, the host trees
+ * (st->view), a private /proc, /dev and /tmp, the CA bundle, the workspace. */
+static void cmd_view(struct sbx *s, struct bwrap_state *st, struct bwrap_cmd *c, const char *dir)
+{
+	const char *ca = s->cfg->sandbox_ca_bundle;
+	struct stat sb;
+
+	ARG(st->bwrap);
+	ARG("--unshare-user"), ARG("--uid"), ARG(BWRAP_UID), ARG("--gid"), ARG(BWRAP_UID);
+	ARG("--disable-userns");
+	ARG("--unshare-pid");
+	ARG("--unshare-ipc");
+	ARG("--unshare-uts");
+	ARG("--unshare-cgroup-try");
+	ARG("--unshare-net");
+	ARG("--cap-drop"), ARG("ALL");
+	ARG("--die-with-parent");
+	ARG("--new-session");
+	for (int i = 0; i < st->nview; i++)
+		ARG(st->view[i]);
+	ARG("--proc"), ARG("/proc");
+	/* pid 1 is bubblewrap's init: its environment is the command's own, but no process's
+	 * environment but a command's own is to be read */
+	ARG("--perms"), ARG("0000");
+	ARG("--ro-bind-data"), ARG(cmd_fd(c, c->environ_fd)), ARG("/proc/1/environ");
+	ARG("--dev"), ARG("/dev");
+	ARG("--tmpfs"), ARG("/tmp");
+	ARG("--tmpfs"), ARG("/var/tmp");
+	if (ca[0] && !stat(ca, &sb) && S_ISREG(sb.st_mode))
+		ARG("--ro-bind"), ARG(ca), ARG(ca);
+	ARG("--bind"), ARG(c->layered ? c->layer->mnt : dir), ARG(BWRAP_WORKSPACE);
+	ARG("--chdir"), ARG(BWRAP_WORKSPACE);
+}
+
+/* The whole argv of EX's command in sandbox DIR into C (descriptors made). 0, or -1 with RES
+ * saying why. */
+static int cmd_build(struct sbx *s, struct bwrap_state *st, struct bwrap_cmd *c, const char *dir,
+		     const struct sbx_exec *ex, struct proc_result *res)
+{
+	c->args = malloc(sizeof(*c->args) * BWRAP_ARGV_MAX);
+	c->seccomp_fd = data_fd("bwrap-seccomp", st->bpf, st->bpf_len);
+	c->environ_fd = data_fd("bwrap-environ", "", 0);
+	if (ex->stdin_data)
+		c->stdin_fd = proc_stdin(ex->stdin_data, ex->stdin_len);
+	if (!c->args || c->seccomp_fd < 0 || c->environ_fd < 0 ||
+	    (ex->stdin_data && c->stdin_fd < 0)) {
+		fail_result(res, "bwrap: cannot prepare the sandbox");
+		return -1;
+	}
+	cmd_view(s, st, c, dir);
+	if (ex->share_net) {
+		c->net.resolv = data_fd("bwrap-resolv", BWRAP_DNS, strlen(BWRAP_DNS));
+		if (c->net.resolv < 0 || pipe(c->net.info) || pipe(c->net.block)) {
+			fail_result(res, "bwrap: cannot prepare the network");
+			return -1;
+		}
+		ARG("--ro-bind-data"), ARG(cmd_fd(c, c->net.resolv)), ARG(BWRAP_RESOLV);
+		ARG("--info-fd"), ARG(cmd_fd(c, c->net.info[1]));
+		ARG("--block-fd"), ARG(cmd_fd(c, c->net.block[0]));
+	}
+	ARG("--seccomp"), ARG(cmd_fd(c, c->seccomp_fd));
+	ARG("--");
+	for (int i = 0; ex->argv[i]; i++) {
+		if (c->n >= BWRAP_ARGV_MAX - 1) {
+			fail_result(res, "bwrap: too many arguments");
+			return -1;
+		}
+		ARG(ex->argv[i]);
+	}
+	c->args[c->n] = NULL;
+	return 0;
+}
+
+#undef ARG
+
+/* The workspace overlay of sandbox ID when it is layered (C->layered). 0, or -1 with RES saying
+ * why. */
+static int cmd_layers(struct sbx *s, struct bwrap_cmd *c, const char *id, struct proc_result *res)
+{
+	char err[SBX_ERR_MAX];
+
+	c->layer = malloc(sizeof(*c->layer));
+	c->om = malloc(sizeof(*c->om));
+	c->layered = c->layer && c->om ? sbx_dir_layer(s, id, c->layer, err, sizeof(err)) : -1;
+	if (c->layered < 0 || (c->layered && overlay_prepare(c->om, c->layer))) {
+		fail_result(res, c->layered < 0 && c->layer && c->om
+					 ? err
+					 : "bwrap: cannot prepare the workspace overlay");
+		return -1;
+	}
+	return 0;
+}
+
+/* Started as P, the command waits on its block fd: give the sandbox its network, then let it
+ * go. 0, or -1 with the command stopped and RES saying why. */
+static int cmd_network(struct bwrap_state *st, struct bwrap_cmd *c, struct proc *p,
+		       struct proc_result *res)
+{
+	char err[SBX_ERR_MAX];
+	const char *why = NULL;
+
+	close_fd(&c->net.info[1]);
+	close_fd(&c->net.block[0]);
+	close_fd(&c->net.resolv);
+	if (net_start(st, &c->net, err, sizeof(err)))
+		why = err;
+	else if (write(c->net.block[1], "1", 1) != 1)
+		why = "bwrap: cannot start the command";
+	if (why) {
+		/* the command has not started (it waits on the block fd): stop it */
+		kill(-p->pid, SIGKILL);
+		proc_wait(p, 1, NULL, res);
+		fail_result(res, why);
+		return -1;
+	}
+	close_fd(&c->net.block[1]);
+	return 0;
+}
+
+int bwrap_run(struct sbx *s, const char *id, const struct sbx_exec *ex, struct proc_result *res)
+{
+	struct bwrap_state *st = s->priv;
+	struct bwrap_cmd c = { .seccomp_fd = -1, .environ_fd = -1, .stdin_fd = -1 };
+	char dir[CONFIG_STR_MAX * 2];
 	struct proc_setup setup;
 	struct stat sb;
-	struct net net;
 	struct proc p;
+	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
 	res->exit_code = -1;
-	net_init(&net);
+	net_init(&c.net);
 	if (sbx_dir_path(s, id, dir, sizeof(dir))) {
 		fail_result(res, "bwrap: invalid sandbox id");
-		return -1;
+		goto out;
 	}
 	/* a sandbox whose directory or lower layer is gone cannot run anything (drift) */
 	if (stat(dir, &sb) || !S_ISDIR(sb.st_mode)) {
 		fail_result(res, "bwrap: the sandbox's directory is gone");
-		return -1;
-	}
-	layer = malloc(sizeof(*layer));
-	om = malloc(sizeof(*om));
-	layered = layer && om ? sbx_dir_layer(s, id, layer, err, sizeof(err)) : -1;
-	if (layered < 0 || (layered && overlay_prepare(om, layer))) {
-		fail_result(res, layered < 0 && layer && om
-					 ? err
-					 : "bwrap: cannot prepare the workspace overlay");
-		free(layer);
-		free(om);
-		return -1;
-	}
-	setup = (struct proc_setup){ overlay_setup, om };
-	args = malloc(sizeof(*args) * BWRAP_ARGV_MAX);
-	seccomp_fd = data_fd("bwrap-seccomp", st->bpf, st->bpf_len);
-	environ_fd = data_fd("bwrap-environ", "", 0);
-	if (!args || seccomp_fd < 0 || environ_fd < 0) {
-		fail_result(res, "bwrap: cannot prepare the sandbox");
 		goto out;
 	}
-	keep[nkeep] = seccomp_fd;
-	snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", seccomp_fd);
-	nkeep++;
-	args[n++] = st->bwrap;
-	args[n++] = "--unshare-user", args[n++] = "--uid", args[n++] = BWRAP_UID;
-	args[n++] = "--gid", args[n++] = BWRAP_UID;
-	args[n++] = "--disable-userns";
-	args[n++] = "--unshare-pid";
-	args[n++] = "--unshare-ipc";
-	args[n++] = "--unshare-uts";
-	args[n++] = "--unshare-cgroup-try";
-	args[n++] = "--unshare-net";
-	args[n++] = "--cap-drop", args[n++] = "ALL";
-	args[n++] = "--die-with-parent";
-	args[n++] = "--new-session";
-	for (int i = 0; i < st->nview; i++)
-		args[n++] = st->view[i];
-	args[n++] = "--proc", args[n++] = "/proc";
-	/* pid 1 is bubblewrap's init: its environment is the command's own, but no process's
-	 * environment but a command's own is to be read */
-	keep[nkeep] = environ_fd;
-	snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", environ_fd);
-	args[n++] = "--perms", args[n++] = "0000";
-	args[n++] = "--ro-bind-data", args[n++] = fdstr[nkeep++], args[n++] = "/proc/1/environ";
-	args[n++] = "--dev", args[n++] = "/dev";
-	args[n++] = "--tmpfs", args[n++] = "/tmp";
-	args[n++] = "--tmpfs", args[n++] = "/var/tmp";
-	if (s->cfg->sandbox_ca_bundle[0] && !stat(s->cfg->sandbox_ca_bundle, &sb) &&
-	    S_ISREG(sb.st_mode))
-		args[n++] = "--ro-bind", args[n++] = s->cfg->sandbox_ca_bundle,
-		args[n++] = s->cfg->sandbox_ca_bundle;
-	args[n++] = "--bind", args[n++] = layered ? layer->mnt : dir, args[n++] = BWRAP_WORKSPACE;
-	args[n++] = "--chdir", args[n++] = BWRAP_WORKSPACE;
-	if (share_net) {
-		net.resolv = data_fd("bwrap-resolv", BWRAP_DNS, strlen(BWRAP_DNS));
-		if (net.resolv < 0 || pipe(net.info) || pipe(net.block)) {
-			fail_result(res, "bwrap: cannot prepare the network");
-			goto out;
-		}
-		keep[nkeep] = net.resolv;
-		snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", net.resolv);
-		args[n++] = "--ro-bind-data", args[n++] = fdstr[nkeep++], args[n++] = BWRAP_RESOLV;
-		keep[nkeep] = net.info[1];
-		snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", net.info[1]);
-		args[n++] = "--info-fd", args[n++] = fdstr[nkeep++];
-		keep[nkeep] = net.block[0];
-		snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", net.block[0]);
-		args[n++] = "--block-fd", args[n++] = fdstr[nkeep++];
-	}
-	args[n++] = "--seccomp", args[n++] = fdstr[0];
-	args[n++] = "--";
-	for (int i = 0; argv[i]; i++) {
-		if (n >= BWRAP_ARGV_MAX - 1) {
-			fail_result(res, "bwrap: too many arguments");
-			goto out;
-		}
-		args[n++] = argv[i];
-	}
-	args[n] = NULL;
-	if (proc_start_setup(&p, (char *const *)args, dir, envp, keep, nkeep,
-			     layered ? &setup : NULL, (size_t)s->cfg->output_max, res))
+	if (cmd_layers(s, &c, id, res) || cmd_build(s, st, &c, dir, ex, res))
 		goto out;
-	close_fd(&seccomp_fd);
-	close_fd(&environ_fd);
-	if (share_net) {
-		close_fd(&net.info[1]);
-		close_fd(&net.block[0]);
-		close_fd(&net.resolv);
-		if (net_start(st, &net, err, sizeof(err))) {
-			/* the command has not started (it waits on the block fd): stop it */
-			kill(-p.pid, SIGKILL);
-			proc_wait(&p, 1, NULL, res);
-			fail_result(res, err);
-			goto out;
-		}
-		if (write(net.block[1], "1", 1) != 1) {
-			kill(-p.pid, SIGKILL);
-			proc_wait(&p, 1, NULL, res);
-			fail_result(res, "bwrap: cannot start the command");
-			goto out;
-		}
-		close_fd(&net.block[1]);
-	}
-	proc_wait(&p, timeout_s, s->watch, res);
+	setup = (struct proc_setup){ overlay_setup, c.om };
+	if (proc_start_setup(&p, (char *const *)c.args, dir, ex->envp, c.keep, c.nkeep,
+			     c.layered ? &setup : NULL, c.stdin_fd, ex->output_max, res))
+		goto out;
+	close_fd(&c.seccomp_fd);
+	close_fd(&c.environ_fd);
+	close_fd(&c.stdin_fd);
+	if (ex->share_net && cmd_network(st, &c, &p, res))
+		goto out;
+	proc_wait(&p, ex->timeout_s, ex->watch, res);
 	rc = 0;
 out:
-	close_fd(&seccomp_fd);
-	close_fd(&environ_fd);
-	net_stop(&net);
-	free(args);
-	free(layer);
-	free(om);
+	cmd_release(&c);
 	return rc;
 }

@@ -365,7 +365,7 @@ static struct proc_result run_sh(const char *script, const char *cwd, long timeo
 	char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)script, NULL };
 	char *envp[] = { (char *)"PATH=/usr/local/bin:/usr/bin:/bin", NULL };
 	struct proc_result res;
-	assert_int_equal(proc_run(argv, cwd, envp, timeout_s, out_max, NULL, &res), 0);
+	assert_int_equal(proc_run(argv, cwd, envp, -1, timeout_s, out_max, NULL, &res), 0);
 	assert_non_null(res.output);
 	assert_int_equal(strlen(res.output), res.len);
 	return res;
@@ -557,12 +557,12 @@ static void test_proc_command_not_found(void **state)
 	char *abs[] = { (char *)"/nonexistent/terrarium-tool", NULL };
 	struct proc_result res;
 	(void)state;
-	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, NULL, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, envp, -1, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_int_equal(res.exit_code, 127);
 	assert_int_equal(res.timed_out, 0);
 	assert_non_null(strstr(res.output, "cannot run terrarium-no-such-command"));
 	proc_result_release(&res);
-	assert_int_equal(proc_run(abs, NULL, envp, 10, UT_OUT_MAX, NULL, &res), 0);
+	assert_int_equal(proc_run(abs, NULL, envp, -1, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_int_equal(res.exit_code, 127);
 	assert_non_null(strstr(res.output, "/nonexistent/terrarium-tool"));
 	proc_result_release(&res);
@@ -593,15 +593,50 @@ static void test_proc_environment_is_envp(void **state)
 	struct proc_result res;
 	(void)state;
 	setenv("TERRARIUM_UT_LEAK", "must-not-pass", 1);
-	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, NULL, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, envp, -1, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_int_equal(res.exit_code, 0);
 	assert_string_equal(res.output, "A=1\nB=two words\nEMPTY=\n");
 	proc_result_release(&res);
-	assert_int_equal(proc_run(argv, NULL, none, 10, UT_OUT_MAX, NULL, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, none, -1, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_int_equal(res.exit_code, 0);
 	assert_string_equal(res.output, "");
 	proc_result_release(&res);
 	unsetenv("TERRARIUM_UT_LEAK");
+}
+
+/* Bytes given as stdin reach the command whole, larger than a pipe holds and with a NUL; the
+ * command sees end of file after them; without them it reads /dev/null, never our stdin. */
+static void test_proc_stdin(void **state)
+{
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)"wc -c; cat >/dev/null", NULL };
+	char *cat[] = { (char *)"cat", NULL };
+	char *envp[] = { (char *)"PATH=/usr/bin:/bin", NULL };
+	size_t big = 300000;
+	char *data = malloc(big);
+	struct proc_result res;
+	int in;
+	(void)state;
+	assert_non_null(data);
+	memset(data, 'x', big);
+	data[1000] = '\0';
+	in = proc_stdin(data, big);
+	assert_true(in >= 0);
+	assert_int_equal(proc_run(argv, NULL, envp, in, 10, UT_OUT_MAX, NULL, &res), 0);
+	close(in);
+	assert_int_equal(res.exit_code, 0);
+	assert_int_equal(atol(res.output), (long)big);
+	proc_result_release(&res);
+	in = proc_stdin("a\0b", 3);
+	assert_int_equal(proc_run(cat, NULL, envp, in, 10, UT_OUT_MAX, NULL, &res), 0);
+	close(in);
+	assert_int_equal(res.len, 3);
+	assert_memory_equal(res.output, "a\0b", 3);
+	proc_result_release(&res);
+	assert_int_equal(proc_run(cat, NULL, envp, -1, 10, UT_OUT_MAX, NULL, &res), 0);
+	assert_int_equal(res.exit_code, 0);
+	assert_int_equal(res.len, 0);
+	proc_result_release(&res);
+	free(data);
 }
 
 /* ---------------------------------------------------------------- sandbox directories */
@@ -864,7 +899,7 @@ static void test_proc_watch_stops_command(void **state)
 	struct proc_result res;
 	time_t t0 = time(NULL);
 	(void)state;
-	assert_int_equal(proc_run(argv, NULL, envp, 60, UT_OUT_MAX, &w, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, envp, -1, 60, UT_OUT_MAX, &w, &res), 0);
 	assert_int_equal(res.stopped, 1);
 	assert_int_equal(calls, 1);
 	assert_int_equal(res.exit_code, 128 + 9);
@@ -883,7 +918,7 @@ static void test_regression_proc_path_from_envp(void **state)
 	write_file(tool, "#!/bin/sh\necho found\n");
 	assert_int_equal(chmod(tool, 0755), 0);
 	FMT(pathvar, "PATH=%s", dir);
-	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, NULL, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, envp, -1, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_string_equal(res.output, "found\n");
 	assert_int_equal(res.exit_code, 0);
 	proc_result_release(&res);
@@ -945,7 +980,7 @@ UNIT_MAIN(cmocka_unit_test(test_redact_url_userinfo), cmocka_unit_test(test_reda
 					  tmp_teardown),
 	  cmocka_unit_test(test_proc_command_not_found),
 	  cmocka_unit_test_setup_teardown(test_proc_cwd, tmp_setup, tmp_teardown),
-	  cmocka_unit_test(test_proc_environment_is_envp),
+	  cmocka_unit_test(test_proc_environment_is_envp), cmocka_unit_test(test_proc_stdin),
 	  cmocka_unit_test_setup_teardown(test_dir_create_idempotent, dir_setup, dir_teardown),
 	  cmocka_unit_test_setup_teardown(test_dir_create_bad_names, dir_setup, dir_teardown),
 	  cmocka_unit_test_setup_teardown(test_dir_create_missing_root, dir_setup, dir_teardown),

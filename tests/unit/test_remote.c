@@ -270,14 +270,14 @@ static int count_tick(void *arg)
 	return ++t->n >= t->stop_at;
 }
 
-/* The client's watch (http.h): asked while a call waits for its answer, its stop aborts the
+/* This thread's watch (http.h): asked while a call waits for its answer, its stop aborts the
  * call at once (without it the call would end at its 10 s timeout: timed_out); asked in the
- * retry backoff too; not asked once the slot is cleared. */
+ * retry backoff too; not asked once a cleanup call enters none. */
 static void test_watch_stops_a_call(void **state)
 {
 	struct ticks t = { 0, 2 };
 	struct proc_watch w = { count_tick, &t, 50 };
-	const struct proc_watch *slot = &w;
+	struct http_watch_ctx outer, inner;
 	struct sockaddr_in a;
 	socklen_t alen = sizeof(a);
 	struct remote_conf rc;
@@ -300,7 +300,7 @@ static void test_watch_stops_a_call(void **state)
 	snprintf(rc.url, sizeof(rc.url), "http://127.0.0.1:%d", ntohs(a.sin_port));
 	rc.timeout_s = 10;
 	assert_int_equal(http_init(&c, "docker", &rc, err, sizeof(err)), 0);
-	c.watch = &slot;
+	outer = http_watch_enter(&w);
 	memset(&rq, 0, sizeof(rq));
 	rq.method = "GET";
 	rq.path = "/never";
@@ -316,7 +316,9 @@ static void test_watch_stops_a_call(void **state)
 	/* a refused connection is retried after a backoff, which asks the watch: one try */
 	snprintf(rc.url, sizeof(rc.url), "http://127.0.0.1:1");
 	assert_int_equal(http_init(&c, "docker", &rc, err, sizeof(err)), 0);
-	c.watch = &slot;
+	/* a new call under the same watch */
+	http_watch_leave(outer);
+	outer = http_watch_enter(&w);
 	t = (struct ticks){ 0, 1 };
 	assert_int_equal(http_do(&c, &rq, &rs, err, sizeof(err)), -1);
 	assert_true(rs.stopped);
@@ -324,12 +326,19 @@ static void test_watch_stops_a_call(void **state)
 	assert_int_equal(t.n, 1);
 	http_response_release(&rs);
 
-	/* the slot cleared (a call cleaning up after a stop): never asked */
-	slot = NULL;
+	/* a call cleaning up after a stop enters none: never asked */
+	inner = http_watch_enter(NULL);
 	t = (struct ticks){ 0, 1 };
 	rq.no_retry = 1;
 	assert_int_equal(http_do(&c, &rq, &rs, err, sizeof(err)), -1);
 	assert_false(rs.stopped);
+	assert_int_equal(t.n, 0);
+	http_response_release(&rs);
+	http_watch_leave(inner);
+	http_watch_leave(outer);
+	/* left: no watch on this thread */
+	t = (struct ticks){ 0, 1 };
+	assert_int_equal(http_do(&c, &rq, &rs, err, sizeof(err)), -1);
 	assert_int_equal(t.n, 0);
 	http_response_release(&rs);
 	http_release(&c);
