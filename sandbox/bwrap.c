@@ -8,7 +8,10 @@
  *     are left out rather than covered: there is nothing underneath to unmount to;
  *   - with its workspace, the only writable place, at BWRAP_WORKSPACE, and a private /tmp;
  *   - in its own network namespace: none at all, or (unrestricted) outbound access through
- *     slirp4netns, which refuses connections to the host's loopback.
+ *     slirp4netns, which refuses connections to the host's loopback;
+ *   - in a pid namespace whose pid 1 is bubblewrap's monitor, tied to the reconciler from the
+ *     first instant (ns_setup): when the reconciler dies, at any point, the command and its
+ *     sandbox die with it.
  * Packages go to prefixes inside the workspace. */
 #include <dirent.h>
 #include <errno.h>
@@ -59,9 +62,8 @@
 	}
 #define BWRAP_DNS "nameserver 10.0.2.3\n" /* slirp4netns's DNS forwarder */
 #define BWRAP_SLIRP_MTU "--mtu=65520"
-#define BWRAP_NET_WAIT_MS 10000	     /* for the sandbox's pid, then for slirp4netns to be ready */
-#define BWRAP_CMDLINE_READ_MAX 16384 /* bytes of a sandbox's bwrap command line read */
-#define BWRAP_NET_POLL_MS 2	     /* between looks at the sandbox's loopback */
+#define BWRAP_NET_WAIT_MS 10000 /* for the sandbox's pid, then for slirp4netns to be ready */
+#define BWRAP_NET_POLL_MS 2	/* between looks at the sandbox's loopback */
 #define BWRAP_FIB_READ_MAX                                                                         \
 	8192 /* bytes of /proc/PID/net/fib_trie read: a new namespace's is short */
 #define BWRAP_SLIRP_OUT_MAX 4096
@@ -289,101 +291,25 @@ void bwrap_close(struct sbx *s)
 	s->priv = NULL;
 }
 
-/* The first LEN bytes of /proc/PID/FILE into BUF (NUL-terminated, NULs inside kept), or -1. */
-static ssize_t proc_read(const char *pid, const char *file, char *buf, size_t len)
+/* The first child of process PID (of its main thread: /proc/PID/task/PID/children) into
+ * *CHILD. 0, or -1 when it has none (or the kernel does not list them). */
+static int first_child(pid_t pid, pid_t *child)
 {
-	char path[64];
+	char path[64], buf[64];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%s/%s", pid, file);
+	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", (long)pid, (long)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	n = read(fd, buf, len - 1);
+	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	if (n >= 0)
-		buf[n] = '\0';
-	return n;
-}
-
-/* 1 when process PID is a bwrap (by its name). */
-static int is_bwrap(const char *pid)
-{
-	char comm[32];
-
-	return proc_read(pid, "comm", comm, sizeof(comm)) > 0 && !strcmp(comm, BWRAP_BIN "\n");
-}
-
-/* 1 when PID, a process of ours, is a sandbox left without its reconciler: bwrap's pid 1 of a
- * sandbox under ROOT (its command line binds a directory of ROOT), in a pid namespace other than
- * ours, whose parent is not bwrap's monitor. */
-static int orphaned_sandbox(const char *pid, const char *root, const char *our_pidns)
-{
-	char cmd[BWRAP_CMDLINE_READ_MAX], stat[512], ns[64], path[64], ppid[24];
-	size_t rootlen = strlen(root);
-	const char *p, *end;
-	ssize_t n, len;
-	int binds_root = 0;
-
-	if (!is_bwrap(pid))
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%s/ns/pid", pid);
-	len = readlink(path, ns, sizeof(ns) - 1);
-	if (len <= 0)
-		return 0;
-	ns[len] = '\0';
-	if (!strcmp(ns, our_pidns))
-		return 0; /* a monitor: it dies with its reconciler (--die-with-parent) */
-	n = proc_read(pid, "cmdline", cmd, sizeof(cmd));
-	for (p = cmd, end = cmd + (n > 0 ? n : 0); p < end; p += strlen(p) + 1)
-		if (!strcmp(p, "--bind") && p + strlen(p) + 1 < end) {
-			const char *src = p + strlen(p) + 1;
-
-			binds_root |= !strncmp(src, root, rootlen) && src[rootlen] == '/';
-		}
-	/* the parent is the 4th field of stat, after the name in parentheses */
-	if (!binds_root || proc_read(pid, "stat", stat, sizeof(stat)) <= 0 ||
-	    !(p = strrchr(stat, ')')) || sscanf(p, ") %*c %23s", ppid) != 1)
-		return 0;
-	return !is_bwrap(ppid);
-}
-
-/* Kill the sandboxes of ROOT whose reconciler died during their setup. bwrap ties its pid 1 to
- * its monitor only once the setup is done (PR_SET_PDEATHSIG in its init), and the monitor dies
- * with the reconciler: a reconciler killed between the two leaves pid 1 reparented and its
- * command running for nobody. Killing pid 1 ends its whole pid namespace. */
-static void kill_orphans(const char *root)
-{
-	char our_pidns[64], pid[24];
-	struct dirent *e;
-	ssize_t len = readlink("/proc/self/ns/pid", our_pidns, sizeof(our_pidns) - 1);
-	DIR *d;
-
-	if (len <= 0 || !(d = opendir("/proc")))
-		return;
-	our_pidns[len] = '\0';
-	while ((e = readdir(d))) {
-		int pidfd;
-
-		if (strspn(e->d_name, "0123456789") != strlen(e->d_name) ||
-		    snprintf(pid, sizeof(pid), "%s", e->d_name) >= (int)sizeof(pid))
-			continue;
-		if (!orphaned_sandbox(pid, root, our_pidns))
-			continue;
-		/* a candidate: the descriptor pins the process, and the checks are made again on
-		 * it, so a pid reused since the first look is never killed */
-		pidfd = (int)syscall(SYS_pidfd_open, (pid_t)atol(pid), 0);
-		if (pidfd < 0)
-			continue;
-		if (orphaned_sandbox(pid, root, our_pidns) &&
-		    !syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0))
-			log_warn("bwrap: killed sandbox process %s of %s: its reconciler died "
-				 "while setting it up",
-				 pid, root);
-		close(pidfd);
-	}
-	closedir(d);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	*child = (pid_t)atol(buf);
+	return *child > 0 ? 0 : -1;
 }
 
 int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
@@ -415,7 +341,6 @@ int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
 				 BWRAP_VIEW_ARGS_MAX);
 			goto fail;
 		}
-	kill_orphans(s->root);
 	return 0;
 fail:
 	bwrap_close(s);
@@ -517,33 +442,40 @@ static int loopback_wait(const char *pid, long wait_ms)
 	}
 }
 
-/* Give the sandbox started as BW its network: learn its pid from bwrap's info fd, start
- * slirp4netns in its namespace, wait until the interface is up. 0, or -1 with ERR set.
+/* Give the sandbox of the command started as process CMD its network: once bwrap's info fd says
+ * the sandbox exists, find its pid (in our pid namespace: the child of bwrap's monitor, which is
+ * CMD's only child, ns_setup), start slirp4netns in its namespace, wait until the interface is
+ * up. 0, or -1 with ERR set.
  * slirp4netns is handed the network namespace and the user namespace that owns it as open
  * descriptors: with --disable-userns the sandbox's process moves on into a nested user
  * namespace during its setup, and joining that one (slirp4netns's default for a pid) leaves no
  * right to enter the network namespace, which belongs to its parent. It starts once bwrap has
  * configured the sandbox's loopback: slirp4netns --configure brings lo up as well, and had it
  * done so first, bwrap's own RTM_NEWADDR for 127.0.0.1 would fail. */
-static int net_start(struct bwrap_state *st, struct net *n, char *err, size_t errsz)
+static int net_start(struct bwrap_state *st, struct net *n, pid_t cmd, char *err, size_t errsz)
 {
 	char info[512], ready[8], pid[32], readyfd[32], exitfd[32], nspath[64], netns[64],
 		userns[64];
 	int rdy[2] = { -1, -1 }, ex[2] = { -1, -1 }, netfd = -1, userfd = -1, keep[4];
-	const char *pidp;
+	pid_t monitor, sandbox;
 	struct proc_result sres;
 	char path[] = "PATH=/usr/bin:/bin";
 	char *envp[] = { path, NULL };
 	int rc = -1;
 
 	read_until(n->info[0], info, sizeof(info), '}', BWRAP_NET_WAIT_MS);
-	pidp = strstr(info, "\"child-pid\"");
-	if (!pidp || sscanf(pidp, "\"child-pid\" : %31[0-9]", pid) != 1) {
-		if (!pidp || sscanf(pidp, "\"child-pid\": %31[0-9]", pid) != 1) {
-			snprintf(err, errsz, "bwrap did not report the sandbox's pid");
-			return -1;
-		}
+	/* bwrap reports the sandbox's pid as its own pid namespace numbers it */
+	if (!strstr(info, "\"child-pid\"")) {
+		snprintf(err, errsz, "bwrap did not report the sandbox's pid");
+		return -1;
 	}
+	if (first_child(cmd, &monitor) || first_child(monitor, &sandbox)) {
+		snprintf(err, errsz,
+			 "the sandbox's pid cannot be found (/proc/%ld/task/*/children)",
+			 (long)cmd);
+		return -1;
+	}
+	snprintf(pid, sizeof(pid), "%ld", (long)sandbox);
 	if (loopback_wait(pid, BWRAP_NET_WAIT_MS)) {
 		snprintf(err, errsz, "the sandbox's loopback was not set up in time");
 		return -1;
@@ -646,22 +578,53 @@ static void net_stop(struct net *n)
 	}
 }
 
-/* ---- layered sandboxes (dir.c): the overlay of a package cache entry and the session's layer ----
- * bwrap 0.8 (Debian 12) cannot mount an overlay itself. The child that runs bwrap first enters a
- * user and mount namespace of its own, in which BWRAP_UID is the reconciler's account (as inside
- * the sandbox), and mounts the overlay there (overlayfs may be mounted in a user namespace since
- * Linux 5.11; `userxattr` keeps its bookkeeping in user.overlay.* attributes); bwrap then makes
- * the sandbox as usual, one user namespace further in, and binds the overlay at /workspace. The
- * mount is gone when the command's processes are: nothing is mounted on the host, and nothing
- * inside the sandbox can mount (seccomp, no capabilities). Writes land in the upper layer, the
- * sandbox's own directory; the entry below is never written. Two commands of one sandbox at
- * once mount the overlay twice over the same upper layer (index=off allows it): each sees its
- * own writes at once and the other's on its next lookup of that path. */
+/* ---- every command's namespaces, tied to the reconciler from the first instant ----
+ * A reconciler killed -9 must leave nothing running, whenever it dies. bwrap alone cannot
+ * promise that: --die-with-parent ties its monitor to its parent only after the monitor has
+ * cloned the sandbox's pid 1, which ties itself to the monitor only once its setup is done, so a
+ * reconciler killed in between would leave pid 1 setting up, then running, the command for
+ * nobody. So the reconciler's child (F, ns_setup) first makes a user, mount and pid namespace of
+ * its own and forks that pid namespace's pid 1 (G), which executes bwrap: bwrap's monitor is
+ * then pid 1 of a pid namespace holding the whole sandbox, nested pid namespace included, and
+ * when pid 1 of a pid namespace dies the kernel kills everything in it. The chain reconciler ->
+ * F -> G is made of PR_SET_PDEATHSIG (SIGKILL) links, each set before the link above it can
+ * break: G sets its own while F waits for G (F is not tied yet, so the reconciler's death
+ * cannot kill it meanwhile) and proves F alive by writing to it (a write to a gone F is
+ * SIGPIPE: G dies); then F sets its own and checks that its parent is still the reconciler
+ * (setpgid takes the task list lock the kernel's reparenting holds, so one of the two sees the
+ * other). F then waits for G and exits with its status; bwrap (G) keeps the link it inherited
+ * (no set-user-ID bwrap: that would clear it) and sets it again (--die-with-parent). G mounts
+ * its pid namespace's /proc, so that bwrap's monitor finds its sandbox under its own numbers.
+ *
+ * Layered sandboxes (dir.c): bwrap 0.8 (Debian 12) cannot mount an overlay itself, so F mounts
+ * it in its mount namespace, in which BWRAP_UID is the reconciler's account (as inside the
+ * sandbox; overlayfs may be mounted in a user namespace since Linux 5.11; `userxattr` keeps its
+ * bookkeeping in user.overlay.* attributes); bwrap then makes the sandbox as usual, one user
+ * namespace further in, and binds the overlay at /workspace. The mount is gone when the
+ * command's processes are: nothing is mounted on the host, and nothing inside the sandbox can
+ * mount (seccomp, no capabilities). Writes land in the upper layer, the sandbox's own directory;
+ * the entry below is never written. Two commands of one sandbox at once mount the overlay twice
+ * over the same upper layer (index=off allows it): each sees its own writes at once and the
+ * other's on its next lookup of that path. */
 struct overlay_mount {
-	char uid_map[64], gid_map[64];
 	char opts[BWRAP_OVERLAY_OPTS_MAX];
 	const char *target;
 };
+
+/* What ns_setup needs, prepared before the fork. */
+struct bwrap_ns {
+	pid_t caller; /* the reconciler: F's parent, or F is an orphan */
+	char uid_map[64], gid_map[64];
+	const struct overlay_mount *om; /* the workspace overlay to mount, or NULL */
+};
+
+static void ns_prepare(struct bwrap_ns *ns, const struct overlay_mount *om)
+{
+	ns->caller = getpid();
+	snprintf(ns->uid_map, sizeof(ns->uid_map), "%s %u 1", BWRAP_UID, (unsigned)getuid());
+	snprintf(ns->gid_map, sizeof(ns->gid_map), "%s %u 1", BWRAP_UID, (unsigned)getgid());
+	ns->om = om;
+}
 
 /* Write TEXT to PATH (a /proc file), in the child. */
 static int put_file(const char *path, const char *text)
@@ -676,33 +639,80 @@ static int put_file(const char *path, const char *text)
 	return n == len ? 0 : -1;
 }
 
-/* proc_setup of a layered sandbox's command (in the child). */
-static int overlay_setup(void *arg)
+/* In G, pid 1 of the new pid namespace: tied to F before anything else, then its /proc. 0 (it
+ * goes on to execute bwrap), or -1 after saying why. */
+static int ns_init(int ack[2])
 {
-	const struct overlay_mount *m = arg;
+	close(ack[0]);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) || write(ack[1], "1", 1) != 1)
+		_exit(PROC_SETUP_FAILED);
+	close(ack[1]);
+	if (!mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		return 0;
+	dprintf(2, "bwrap: sandbox setup: mounting /proc: %s\n", strerror(errno));
+	return -1;
+}
+
+/* In F, once G is forked: wait for G's link, make its own, then wait for G and end with its
+ * status. Never returns. */
+static void ns_relay(const struct bwrap_ns *ns, int ack[2], pid_t g)
+{
+	int status = 0;
+	char b;
+
+	close(ack[1]);
+	while (read(ack[0], &b, 1) < 0 && errno == EINTR)
+		;
+	/* bwrap's descriptors are G's alone from now on (its info fd's end of file) */
+	close_range(3, ~0U, 0);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0))
+		_exit(PROC_SETUP_FAILED);
+	/* a no-op (F leads its group already) that takes the task list lock: see above */
+	setpgid(0, 0);
+	if (getppid() != ns->caller)
+		_exit(PROC_SETUP_FAILED); /* the reconciler is gone: G goes with F */
+	while (waitpid(g, &status, 0) < 0)
+		if (errno != EINTR)
+			_exit(PROC_SETUP_FAILED);
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
+/* proc_setup of every bwrap command, in the reconciler's child F (above). */
+static int ns_setup(void *arg)
+{
+	const struct bwrap_ns *ns = arg;
 	const char *fail = NULL;
+	int ack[2];
+	pid_t g = -1;
 
 	/* a reconciler that gave up root is not dumpable, which makes its /proc/self files root's:
 	 * the child must be to write its own maps (it is anyway once it executes bwrap, a
 	 * moment later; a reconciler started as that user always is) */
 	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0))
 		fail = "prctl";
-	else if (unshare(CLONE_NEWUSER | CLONE_NEWNS))
+	else if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID))
 		fail = "unshare";
-	else if (put_file("/proc/self/uid_map", m->uid_map))
+	else if (put_file("/proc/self/uid_map", ns->uid_map))
 		fail = "uid_map";
 	else if (put_file("/proc/self/setgroups", "deny"))
 		fail = "setgroups";
-	else if (put_file("/proc/self/gid_map", m->gid_map))
+	else if (put_file("/proc/self/gid_map", ns->gid_map))
 		fail = "gid_map";
 	else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		fail = "making the mounts private";
-	else if (mount("overlay", m->target, "overlay", MS_NOSUID | MS_NODEV, m->opts))
-		fail = "mounting the overlay";
-	if (!fail)
-		return 0;
-	dprintf(2, "bwrap: workspace overlay: %s: %s\n", fail, strerror(errno));
-	return -1;
+	else if (ns->om &&
+		 mount("overlay", ns->om->target, "overlay", MS_NOSUID | MS_NODEV, ns->om->opts))
+		fail = "mounting the workspace overlay";
+	else if (pipe2(ack, O_CLOEXEC) || (g = fork()) < 0)
+		fail = "starting the sandbox's pid 1";
+	if (fail) {
+		dprintf(2, "bwrap: sandbox setup: %s: %s\n", fail, strerror(errno));
+		return -1;
+	}
+	if (g == 0)
+		return ns_init(ack);
+	ns_relay(ns, ack, g);
+	return -1; /* not reached */
 }
 
 /* The mount of L's overlay, prepared before the fork. 0, or -1 when a path cannot be named in
@@ -720,8 +730,6 @@ static int overlay_prepare(struct overlay_mount *m, const struct sbx_layer *l)
 		     l->work);
 	if (n < 0 || (size_t)n >= sizeof(m->opts))
 		return -1;
-	snprintf(m->uid_map, sizeof(m->uid_map), "%s %u 1", BWRAP_UID, (unsigned)getuid());
-	snprintf(m->gid_map, sizeof(m->gid_map), "%s %u 1", BWRAP_UID, (unsigned)getgid());
 	m->target = l->mnt;
 	return 0;
 }
@@ -774,7 +782,8 @@ static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 	char *argv[] = { t, NULL }, *envp[] = { path, NULL };
 	char *dirs[] = { NULL, NULL, NULL, NULL };
 	struct overlay_mount m;
-	struct proc_setup setup = { overlay_setup, &m };
+	struct bwrap_ns ns;
+	struct proc_setup setup = { ns_setup, &ns };
 	struct proc_result res;
 	struct sbx_layer *l = calloc(1, sizeof(*l));
 	struct proc p;
@@ -799,6 +808,7 @@ static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 		}
 	}
 	memset(&res, 0, sizeof(res));
+	ns_prepare(&ns, &m);
 	if (ok && !overlay_prepare(&m, l) &&
 	    !proc_start_setup(&p, argv, "/", envp, NULL, 0, &setup, -1, BWRAP_SLIRP_OUT_MAX,
 			      &res)) {
@@ -976,7 +986,7 @@ static int cmd_network(struct bwrap_state *st, struct bwrap_cmd *c, struct proc 
 	close_fd(&c->net.info[1]);
 	close_fd(&c->net.block[0]);
 	close_fd(&c->net.resolv);
-	if (net_start(st, &c->net, err, sizeof(err)))
+	if (net_start(st, &c->net, p->pid, err, sizeof(err)))
 		why = err;
 	else if (write(c->net.block[1], "1", 1) != 1)
 		why = "bwrap: cannot start the command";
@@ -996,7 +1006,8 @@ int bwrap_run(struct sbx *s, const char *id, const struct sbx_exec *ex, struct p
 	struct bwrap_state *st = s->priv;
 	struct bwrap_cmd c = { .seccomp_fd = -1, .environ_fd = -1, .stdin_fd = -1 };
 	char dir[CONFIG_STR_MAX * 2];
-	struct proc_setup setup;
+	struct bwrap_ns ns;
+	struct proc_setup setup = { ns_setup, &ns };
 	struct stat sb;
 	struct proc p;
 	int rc = -1;
@@ -1015,9 +1026,9 @@ int bwrap_run(struct sbx *s, const char *id, const struct sbx_exec *ex, struct p
 	}
 	if (cmd_layers(s, &c, id, res) || cmd_build(s, st, &c, dir, ex, res))
 		goto out;
-	setup = (struct proc_setup){ overlay_setup, c.om };
-	if (proc_start_setup(&p, (char *const *)c.args, dir, ex->envp, c.keep, c.nkeep,
-			     c.layered ? &setup : NULL, c.stdin_fd, ex->output_max, res))
+	ns_prepare(&ns, c.layered ? c.om : NULL);
+	if (proc_start_setup(&p, (char *const *)c.args, dir, ex->envp, c.keep, c.nkeep, &setup,
+			     c.stdin_fd, ex->output_max, res))
 		goto out;
 	close_fd(&c.seccomp_fd);
 	close_fd(&c.environ_fd);

@@ -46,7 +46,9 @@ int proc_start(struct proc *p, char *const argv[], const char *cwd, char *const 
 
 /* Run in the child before it enters CWD and executes the command (its descriptors are set up):
  * 0 to go on; non-zero, after writing why to stderr (the command's output), stops it with exit
- * status PROC_SETUP_FAILED. Only async-signal-safe calls belong here. */
+ * status PROC_SETUP_FAILED. Only async-signal-safe calls belong here. It may fork: only a
+ * process it returns 0 in goes on to the command, any other ends itself (_exit), and the
+ * command's status is the child's (the one proc_start started). */
 struct proc_setup {
 	int (*fn)(void *arg);
 	void *arg;
