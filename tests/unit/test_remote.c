@@ -271,6 +271,27 @@ static int count_tick(void *arg)
 	return ++t->n >= t->stop_at;
 }
 
+/* A server that takes connections (the kernel's backlog) and never answers: its socket (the
+ * caller closes it), and RC pointing at it with a total timeout of TIMEOUT_S. */
+static int never_answering(struct remote_conf *rc, long timeout_s)
+{
+	struct sockaddr_in a;
+	socklen_t alen = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	memset(rc, 0, sizeof(*rc));
+	snprintf(rc->url, sizeof(rc->url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+	rc->timeout_s = timeout_s;
+	return fd;
+}
+
 /* This thread's watch (http.h): asked while a call waits for its answer, its stop aborts the
  * call at once (without it the call would end at its 10 s timeout: timed_out); asked in the
  * retry backoff too; not asked once a cleanup call enters none. */
@@ -279,27 +300,14 @@ static void test_watch_stops_a_call(void **state)
 	struct ticks t = { 0, 2 };
 	struct proc_watch w = { count_tick, &t, 50 };
 	struct http_watch_ctx outer, inner;
-	struct sockaddr_in a;
-	socklen_t alen = sizeof(a);
 	struct remote_conf rc;
 	struct http_client c;
 	struct http_request rq;
 	struct http_response rs;
 	char err[512];
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = never_answering(&rc, 10);
 	(void)state;
 
-	/* a server that takes the connection (the kernel's backlog) and never answers */
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(fd, 4), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-	memset(&rc, 0, sizeof(rc));
-	snprintf(rc.url, sizeof(rc.url), "http://127.0.0.1:%d", ntohs(a.sin_port));
-	rc.timeout_s = 10;
 	assert_int_equal(http_init(&c, "docker", &rc, err, sizeof(err)), 0);
 	outer = http_watch_enter(&w);
 	memset(&rq, 0, sizeof(rq));
@@ -373,26 +381,14 @@ static void test_calls_at_once(void **state)
 {
 	struct ticks t = { 0, 2 };
 	struct proc_watch w = { count_tick, &t, 50 };
-	struct sockaddr_in a;
-	socklen_t alen = sizeof(a);
 	struct remote_conf rc;
 	struct http_client c;
 	struct call_at_once ka = { .c = &c, .watch = &w }, kb = { .c = &c };
 	pthread_t ta, tb;
 	char err[512];
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = never_answering(&rc, 2);
 	(void)state;
 
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(fd, 4), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-	memset(&rc, 0, sizeof(rc));
-	snprintf(rc.url, sizeof(rc.url), "http://127.0.0.1:%d", ntohs(a.sin_port));
-	rc.timeout_s = 2;
 	assert_int_equal(http_init(&c, "docker", &rc, err, sizeof(err)), 0);
 	assert_int_equal(pthread_create(&tb, NULL, call_thread, &kb), 0);
 	assert_int_equal(pthread_create(&ta, NULL, call_thread, &ka), 0);
