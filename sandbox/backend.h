@@ -137,7 +137,8 @@ int sbx_create(struct sbx *s, const struct sbx_spec *spec, char *id, size_t idsz
 /* Run EX in sandbox ID. 0 when it ran (RES: exit status or 128 + signal, timed_out or stopped,
  * the tail of its output with stdout and stderr together), -1 when it could not be started
  * (RES->output says why; stdin given to a backend without it: "cannot pass stdin", errno
- * ENOTSUP). RES is filled either way: release it with proc_result_release. */
+ * ENOTSUP; more than SBX_STDIN_MAX bytes of it: errno E2BIG). RES is filled either way: release
+ * it with proc_result_release. */
 int sbx_run(struct sbx *s, const char *id, const struct sbx_exec *ex, struct proc_result *res);
 /* Set sandbox ID's egress allowlist to HOSTS (a JSON array of hosts, borrowed). 0 or -1. */
 int sbx_set_egress(struct sbx *s, const char *id, json_t *hosts, const struct proc_watch *watch,

@@ -166,6 +166,7 @@ static void check_stdin(struct sbx *s, const char *id)
 			       .stdin_data = data,
 			       .stdin_len = sizeof(data) - 1 };
 	struct proc_result res;
+	char *big;
 	int rc;
 
 	errno = 0;
@@ -183,6 +184,20 @@ static void check_stdin(struct sbx *s, const char *id)
 	/* no stdin: end of file at once (/dev/null), never the caller's own */
 	if (!s->ops->has_stdin)
 		return;
+	/* more than the cap: refused before anything runs */
+	ex.stdin_len = SBX_STDIN_MAX + 1;
+	if (!(big = calloc(1, ex.stdin_len))) {
+		check(0, "stdin over SBX_STDIN_MAX (out of memory)");
+		return;
+	}
+	ex.stdin_data = big;
+	errno = 0;
+	rc = run_ex(s, id, cat, &ex, &res);
+	check(rc == -1 && errno == E2BIG && strstr(out_of(&res), "stdin"),
+	      "stdin over SBX_STDIN_MAX is refused (rc %d, errno %d: %s)", rc, errno,
+	      shown(out_of(&res)));
+	proc_result_release(&res);
+	free(big);
 	rc = run(s, id, cat, &res);
 	check(rc == 0 && res.exit_code == 0 && res.len == 0,
 	      "without stdin a command reads end of file (rc %d, exit %d, '%s')", rc, res.exit_code,
