@@ -12,8 +12,9 @@
  * the call's) and ask the watch of the call running on their thread; opensandbox's endpoint
  * cache, srt's allowlists and temporary directory and bwrap's overlay probe are locked. Setting
  * s->deployment, sbx_open and sbx_close are not calls: they come before and after any.
- * A command a process backend starts (local, bwrap, srt) dies with the thread that started it
- * (bwrap: from its first instant; a thread waits in sbx_run while its command runs). */
+ * A bwrap command is tied to the thread that started it (PR_SET_PDEATHSIG: a thread waits in
+ * sbx_run while its command runs), from its first instant: nothing of it outlives that thread.
+ * local and srt commands end at their time limit or stop, not with their caller. */
 #ifndef TERRARIUM_SANDBOX_BACKEND_H
 #define TERRARIUM_SANDBOX_BACKEND_H
 
