@@ -639,23 +639,33 @@ static int put_file(const char *path, const char *text)
 	return n == len ? 0 : -1;
 }
 
-/* In G, pid 1 of the new pid namespace: tied to F before anything else, then its /proc. 0 (it
- * goes on to execute bwrap), or -1 after saying why. */
+/* End F (or G before it executes bwrap) with STATUS at once: exit_group itself, not _exit, which
+ * the sanitizer build wraps with a leak check (tests/sanitize/lsan_exit.c) whose helper thread
+ * would be born in the new pid namespace and fail. F is a copy of the reconciler that allocates
+ * nothing: there is nothing of its own to check. */
+__attribute__((noreturn)) static void ns_exit(int status)
+{
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+/* In G, pid 1 of the new pid namespace: tied to F before anything else, then its /proc. 0: it
+ * goes on to execute bwrap (else it ends, after saying why). */
 static int ns_init(int ack[2])
 {
 	close(ack[0]);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) || write(ack[1], "1", 1) != 1)
-		_exit(PROC_SETUP_FAILED);
+		ns_exit(PROC_SETUP_FAILED);
 	close(ack[1]);
 	if (!mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
 		return 0;
 	dprintf(2, "bwrap: sandbox setup: mounting /proc: %s\n", strerror(errno));
-	return -1;
+	ns_exit(PROC_SETUP_FAILED);
 }
 
 /* In F, once G is forked: wait for G's link, make its own, then wait for G and end with its
- * status. Never returns. */
-static void ns_relay(const struct bwrap_ns *ns, int ack[2], pid_t g)
+ * status. */
+__attribute__((noreturn)) static void ns_relay(const struct bwrap_ns *ns, int ack[2], pid_t g)
 {
 	int status = 0;
 	char b;
@@ -666,15 +676,15 @@ static void ns_relay(const struct bwrap_ns *ns, int ack[2], pid_t g)
 	/* bwrap's descriptors are G's alone from now on (its info fd's end of file) */
 	close_range(3, ~0U, 0);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0))
-		_exit(PROC_SETUP_FAILED);
+		ns_exit(PROC_SETUP_FAILED);
 	/* a no-op (F leads its group already) that takes the task list lock: see above */
 	setpgid(0, 0);
 	if (getppid() != ns->caller)
-		_exit(PROC_SETUP_FAILED); /* the reconciler is gone: G goes with F */
+		ns_exit(PROC_SETUP_FAILED); /* the reconciler is gone: G goes with F */
 	while (waitpid(g, &status, 0) < 0)
 		if (errno != EINTR)
-			_exit(PROC_SETUP_FAILED);
-	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+			ns_exit(PROC_SETUP_FAILED);
+	ns_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
 /* proc_setup of every bwrap command, in the reconciler's child F (above). */
@@ -707,12 +717,11 @@ static int ns_setup(void *arg)
 		fail = "starting the sandbox's pid 1";
 	if (fail) {
 		dprintf(2, "bwrap: sandbox setup: %s: %s\n", fail, strerror(errno));
-		return -1;
+		ns_exit(PROC_SETUP_FAILED);
 	}
 	if (g == 0)
 		return ns_init(ack);
 	ns_relay(ns, ack, g);
-	return -1; /* not reached */
 }
 
 /* The mount of L's overlay, prepared before the fork. 0, or -1 when a path cannot be named in
