@@ -16,7 +16,7 @@ CPPFLAGS += -DCONFIG_DEFAULT_PATH='"$(CONFIG_DEFAULT_PATH)"'
 endif
 
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
-	common/egress.c common/redact.c common/privs.c common/strbuf.c
+	common/egress.c common/packages.c common/redact.c common/privs.c common/strbuf.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
 	db/work.c db/intent_state.c db/events.c db/vaults.c
 # what links db/vaults.c also links the sealing it opens credentials with
@@ -31,19 +31,19 @@ HANDLER_SRC := handlers/verr.c handlers/worker.c handlers/common.c handlers/auth
 FCGI_SRC := fcgi/serve.c
 API_SRC := api/main.c api/tail.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC) $(COMMON_SRC) \
 	$(VAULT_SRC)
-RECON_SRC := reconciler/main.c reconciler/metrics.c reconciler/provision.c reconciler/cache.c \
-	reconciler/drift.c \
-	db/sandboxes.c reconciler/backends/process.c \
-	reconciler/backends/dir.c reconciler/backends/local.c reconciler/backends/bwrap.c \
-	reconciler/backends/open.c db/db.c db/keys.c db/intents.c db/intent_state.c db/idempotency.c \
-	db/events.c $(COMMON_SRC)
-# HTTP sandbox drivers (libcurl; only reconciler/backends/ includes curl/curl.h)
-RECON_SRC += reconciler/backends/http.c reconciler/backends/remote.c \
-	reconciler/backends/opensandbox.c reconciler/backends/docker.c
-# E2B (also registered as cube) and Daytona drivers; quote.c: argv -> command line
-RECON_SRC += reconciler/backends/e2b.c reconciler/backends/daytona.c reconciler/backends/quote.c
+# The sandbox library (sandbox/, docs/design.md Backends): the backend drivers and the one call
+# the reconciler and the runner make into a sandbox: create or attach, run, egress, teardown.
+# Built as build/libterrarium-sandbox.a; of it only sandbox/ includes curl/curl.h.
+SANDBOX_SRC := sandbox/call.c sandbox/open.c sandbox/process.c sandbox/dir.c sandbox/local.c \
+	sandbox/bwrap.c
+# HTTP drivers (libcurl), E2B (also registered as cube) and Daytona; quote.c: argv -> command line
+SANDBOX_SRC += sandbox/http.c sandbox/remote.c sandbox/opensandbox.c sandbox/docker.c \
+	sandbox/e2b.c sandbox/daytona.c sandbox/quote.c
 # sandbox-runtime (srt: bubblewrap + allowlisting proxies), installed into sandbox-runtime/
-RECON_SRC += reconciler/backends/srt.c reconciler/backends/srt_hosts.c
+SANDBOX_SRC += sandbox/srt.c sandbox/srt_hosts.c
+RECON_SRC := reconciler/main.c reconciler/metrics.c reconciler/provision.c reconciler/cache.c \
+	reconciler/drift.c db/sandboxes.c db/db.c db/keys.c db/intents.c db/intent_state.c \
+	db/idempotency.c db/events.c $(COMMON_SRC)
 # the runner's parts the unit tests link alone: the model client (runner/model.c: libcurl,
 # runner/ may include curl/curl.h) and its answer reader, the agent toolset (runner/tools.c)
 MODEL_SRC := runner/model.c runner/model_stream.c runner/sse.c runner/http_header.c
@@ -65,8 +65,11 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 API_BIN := $(BUILD)/terrarium-api
 RECON_BIN := $(BUILD)/terrarium-reconciler
 TURN_BIN := $(BUILD)/terrarium-runner
+SANDBOX_LIB := $(BUILD)/libterrarium-sandbox.a
+# what a program linking the sandbox library links with (after it: it needs common/'s objects)
+SANDBOX_LIBS := -lcurl -lseccomp -ljansson
 # what a program linking the reconciler's objects links with
-RECON_LIBS := -ljansson -linih -lcurl -lseccomp $(LDLIBS_DB) $(LDLIBS_CRYPTO)
+RECON_LIBS := $(SANDBOX_LIB) $(SANDBOX_LIBS) -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
 E2E_RUNNER_BIN := $(BUILD)/e2e-runner
 
 UNIT_TESTS := $(BUILD)/test_env_validate $(BUILD)/test_core $(BUILD)/test_egress \
@@ -85,17 +88,20 @@ $(SWAP_SO): tests/faults/socket_swap.c
 $(API_BIN): $(call obj,$(API_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lfcgi -ljansson -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
 
-$(RECON_BIN): $(call obj,$(RECON_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
+$(SANDBOX_LIB): $(call obj,$(SANDBOX_SRC))
+	$(AR) rcs $@ $^
 
-$(TURN_BIN): $(call obj,$(RUNNER_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS) $(LDLIBS_CRYPTO)
+$(RECON_BIN): $(call obj,$(RECON_SRC)) $(SANDBOX_LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(call obj,$(RECON_SRC)) $(RECON_LIBS)
+
+$(TURN_BIN): $(call obj,$(RUNNER_SRC)) $(SANDBOX_LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(call obj,$(RUNNER_SRC)) $(RECON_LIBS)
 
 $(E2E_RUNNER_BIN): $(call obj,tests/e2e/runner.c common/clock.c common/strbuf.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
 
 $(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/env_validate.c \
-	handlers/verr.c common/backend.c tests/unit/unit_json.c tests/unit/unit.c)
+	handlers/verr.c common/backend.c common/packages.c tests/unit/unit_json.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 # the API policy (handlers/dispatch.c) over a fake route table: tests/unit/stubs.c
@@ -103,18 +109,19 @@ $(BUILD)/test_core: $(call obj,tests/unit/test_core.c $(HTTP_SRC) handlers/dispa
 	handlers/cursor.c db/db.c $(COMMON_SRC)) $(BUILD)/obj/tests/unit/stubs.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
 
-$(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c tests/unit/unit.c)
+$(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c common/packages.c \
+	tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 $(BUILD)/test_agent_validate: $(call obj,tests/unit/test_agent_validate.c \
 	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/backend.c \
-	common/clock.c tests/unit/unit_json.c tests/unit/unit.c)
+	common/packages.c common/clock.c tests/unit/unit_json.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 # the reconciler's objects but main.c: provision.c links against db/ (no database is contacted)
 $(BUILD)/test_reconciler: $(call obj,tests/unit/test_reconciler.c \
-	$(filter-out reconciler/main.c,$(RECON_SRC)))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(RECON_LIBS)
+	$(filter-out reconciler/main.c,$(RECON_SRC))) $(SANDBOX_LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) -lcmocka $(RECON_LIBS)
 
 # unit_test,MODULE,SOURCES[,LIBS]: build/test_MODULE from tests/unit/test_MODULE.c and
 # SOURCES, one of UNIT_TESTS
@@ -143,8 +150,10 @@ $(eval $(call unit_test,vault_crypto,$(VAULT_SRC) common/crypto.c tests/unit/uni
 	$(LDLIBS_CRYPTO)))
 # timestamps, the monotonic clock and sleeping (common/clock.c)
 $(eval $(call unit_test,clock,common/clock.c))
-# the srt backend's allowlist as srt's allowedDomains (reconciler/backends/srt_hosts.c)
-$(eval $(call unit_test,srt_hosts,reconciler/backends/srt_hosts.c common/log.c \
+# the package-manager table: install argv, spec rules, registries (common/packages.c)
+$(eval $(call unit_test,packages,common/packages.c tests/unit/unit.c,-ljansson))
+# the srt backend's allowlist as srt's allowedDomains (sandbox/srt_hosts.c)
+$(eval $(call unit_test,srt_hosts,sandbox/srt_hosts.c common/log.c \
 	tests/unit/unit_json.c tests/unit/unit.c,-ljansson))
 
 # the model client's reader of Messages API answers, on recorded streams cut at every byte
@@ -170,8 +179,8 @@ $(BUILD)/test_mcp_client: $(call obj,tests/mcp/test_mcp_client.c $(MCP_LIB_SRC) 
 
 # package cache keys and the session environment (reconciler/cache.c, provision.c)
 $(BUILD)/test_cache: $(call obj,tests/unit/test_cache.c \
-	$(filter-out reconciler/main.c,$(RECON_SRC)))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(RECON_LIBS)
+	$(filter-out reconciler/main.c,$(RECON_SRC))) $(SANDBOX_LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) -lcmocka $(RECON_LIBS)
 UNIT_TESTS += $(BUILD)/test_cache
 
 # http/router.c with a two-line table of its own (no handlers)
@@ -211,17 +220,17 @@ $(BUILD)/test_auth_guard: $(call obj,tests/unit/test_auth_guard.c handlers/auth_
 UNIT_TESTS += $(BUILD)/test_auth_guard
 
 # The driver suites of tests/backends/run.sh: build/test_NAME from tests/backends/NAME.c,
-# tests/backends/check.c and the drivers' objects, no database. conformance: the backend
+# tests/backends/check.c and the sandbox library, no database. conformance: the backend
 # conformance suite; remote_extra: e2b/cube/daytona driver checks past the conformance suite.
 DRIVER_TEST_BINS := $(BUILD)/test_conformance $(BUILD)/test_remote_extra
 $(DRIVER_TEST_BINS): $(BUILD)/test_%: $(BUILD)/obj/tests/backends/%.o \
-	$(call obj,tests/backends/check.c $(filter reconciler/backends/%,$(RECON_SRC)) $(COMMON_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(RECON_LIBS)
+	$(call obj,tests/backends/check.c $(COMMON_SRC)) $(SANDBOX_LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(SANDBOX_LIB) $(SANDBOX_LIBS) -linih $(LDLIBS_CRYPTO)
 all: $(DRIVER_TEST_BINS)
 
 # HTTP driver helpers: shell quoting (against /bin/sh), output tail, HTTP client errors
-$(BUILD)/test_remote: $(call obj,tests/unit/test_remote.c reconciler/backends/remote.c \
-	reconciler/backends/quote.c reconciler/backends/http.c reconciler/backends/process.c \
+$(BUILD)/test_remote: $(call obj,tests/unit/test_remote.c sandbox/remote.c \
+	sandbox/quote.c sandbox/http.c sandbox/process.c \
 	common/redact.c common/clock.c common/strbuf.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -lcurl
 UNIT_TESTS += $(BUILD)/test_remote
@@ -231,7 +240,7 @@ $(eval $(call unit_test,tools,$(TOOLS_SRC) common/crypto.c common/strbuf.c \
 	tests/unit/unit.c,-ljansson $(LDLIBS_CRYPTO)))
 
 # argv quoting for Daytona's toolbox (checked against /bin/sh and the daemon's tokenizer)
-$(BUILD)/test_quote: $(call obj,tests/unit/test_quote.c reconciler/backends/quote.c \
+$(BUILD)/test_quote: $(call obj,tests/unit/test_quote.c sandbox/quote.c \
 	tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka
 UNIT_TESTS += $(BUILD)/test_quote
@@ -324,12 +333,12 @@ $(BUILD)/fuzz/fuzz_cursor: $(call fobj,tests/fuzz/fuzz_cursor.c handlers/cursor.
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ $(LDLIBS_CRYPTO)
 
 $(BUILD)/fuzz/fuzz_env_validate: $(call fobj,tests/fuzz/fuzz_env_validate.c \
-	handlers/env_validate.c handlers/verr.c common/backend.c common/egress.c)
+	handlers/env_validate.c handlers/verr.c common/backend.c common/egress.c common/packages.c)
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
 
 $(BUILD)/fuzz/fuzz_agent_validate: $(call fobj,tests/fuzz/fuzz_agent_validate.c \
 	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/egress.c \
-	common/clock.c)
+	common/packages.c common/clock.c)
 	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
 
 $(BUILD)/fuzz/fuzz_redact: $(call fobj,tests/fuzz/fuzz_redact.c common/redact.c)

@@ -1,30 +1,9 @@
 #include "egress.h"
+#include "packages.h"
 
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *const egress_registry_hosts[] = {
-	"deb.debian.org",
-	"security.debian.org",
-	"archive.ubuntu.com",
-	"security.ubuntu.com",
-	"ports.ubuntu.com",
-	"snapshot.debian.org",
-	"crates.io",
-	"index.crates.io",
-	"static.crates.io",
-	"rubygems.org",
-	"index.rubygems.org",
-	"api.rubygems.org",
-	"proxy.golang.org",
-	"sum.golang.org",
-	"storage.googleapis.com",
-	"registry.npmjs.org",
-	"pypi.org",
-	"files.pythonhosted.org",
-	NULL,
-};
 
 int egress_url_host(const char *url, char *out, size_t outsz)
 {
@@ -94,8 +73,6 @@ json_t *egress_policy(json_t *networking, json_t *mcp_servers, const char *const
 		return json_null();
 	if (strcmp(type, "limited"))
 		return NULL;
-	if (!registry)
-		registry = egress_registry_hosts;
 	set = json_object();
 	if (!set)
 		return NULL;
@@ -111,9 +88,14 @@ json_t *egress_policy(json_t *networking, json_t *mcp_servers, const char *const
 				add_host(set, host);
 		}
 	}
-	if (install || json_is_true(json_object_get(networking, "allow_package_managers")))
-		for (const char *const *r = registry; *r; r++)
+	if (install || json_is_true(json_object_get(networking, "allow_package_managers"))) {
+		/* the canonical hosts: every package manager's registries */
+		for (size_t m = 0; !registry && m < PKG_MANAGER_COUNT; m++)
+			for (const char *const *r = pkg_managers[m].registry; *r; r++)
+				add_host(set, *r);
+		for (const char *const *r = registry; r && *r; r++)
 			add_host(set, *r);
+	}
 
 	sorted = malloc((json_object_size(set) + 1) * sizeof(*sorted));
 	out = json_array();

@@ -8,9 +8,6 @@
 
 #define EGRESS_HOST_MAX 253
 
-/* The canonical package registry hosts (seed 000), NULL-terminated. Borrowed. */
-extern const char *const egress_registry_hosts[];
-
 /* Host of URL (scheme://[userinfo@]host[:port][/path...]) lower-cased into OUT (size >=
  * EGRESS_HOST_MAX + 1). Bracketed IPv6 hosts are returned without brackets. 0, or -1 when URL
  * has no scheme or host, or the host is too long. */
@@ -19,7 +16,7 @@ int egress_url_host(const char *url, char *out, size_t outsz);
 /* The policy for a session whose captured networking config is NETWORKING and whose MCP
  * servers (the session-local list when set, else the agent snapshot's) are MCP_SERVERS, an
  * array of {"url": ...} objects (may be NULL). REGISTRY is a NULL-terminated host list (NULL:
- * egress_registry_hosts).
+ * the canonical registry hosts, the package managers' of common/packages.h).
  * FINAL (install = 0): allowed_hosts, + MCP hosts when allow_mcp_servers, + registry hosts when
  * allow_package_managers. INSTALL (install = 1): the final list + the registry hosts.
  * Returns a new reference: JSON null for unrestricted networking, else a sorted, de-duplicated

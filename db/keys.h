@@ -69,7 +69,7 @@ enum db_status workspace_lookup(struct db *db, const char *name, char *out, size
 /* The deployment's secret NAME (created by migrations) into OUT (LEN bytes); DB_CORRUPT when
  * it is missing or shorter. */
 /* Not a secret but made the same way (sql/009_deployment.sql): this database's identity, which
- * the reconciler labels sandboxes with (reconciler/backends/backend.h, sbx.deployment). */
+ * the reconciler labels sandboxes with (sandbox/backend.h, sbx.deployment). */
 #define KEYS_DEPLOYMENT "deployment"
 #define KEYS_DEPLOYMENT_LEN 16 /* bytes */
 enum db_status secret_get(struct db *db, const char *name, unsigned char *out, size_t len);

@@ -22,18 +22,12 @@
 #define EV_NET_LIMITED "limited"
 #define EV_PACKAGES_TYPE "packages"
 
-/* Install order, and the order the lists appear in the normalised config. */
-static const char *const pkg_managers[] = { "apt", "cargo", "gem", "go", "npm", "pip" };
-#define PKG_MANAGER_COUNT (sizeof(pkg_managers) / sizeof(pkg_managers[0]))
-
 static const char *const env_fields_allowed[] = { "name",   "description", "metadata",
 						  "config", "scope",	   NULL };
 static const char *const cloud_fields_allowed[] = { "type", "networking", "packages", NULL };
 static const char *const unrestricted_fields_allowed[] = { "type", NULL };
 static const char *const limited_fields_allowed[] = { "type", "allowed_hosts", "allow_mcp_servers",
 						      "allow_package_managers", NULL };
-static const char *const packages_fields_allowed[] = { "type", "apt", "cargo", "gem",
-						       "go",   "npm", "pip",   NULL };
 
 size_t utf8_chars(const char *s)
 {
@@ -280,49 +274,6 @@ static json_t *host_lower(const char *s)
 	return ret;
 }
 
-/* --- package entries -------------------------------------------------------------------- */
-
-static int is_blank(int c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
-
-/* 1 when S holds "scheme://" followed by an authority carrying userinfo ('@' before the first
- * '/', '?', '#' or blank). Every "://" is examined: pip accepts "name @ https://...". */
-static int url_has_credentials(const char *s)
-{
-	for (const char *p = strstr(s, "://"); p; p = strstr(p + 3, "://")) {
-		for (const char *q = p + 3; *q && !strchr("/?#", *q) && !is_blank(*q); q++)
-			if (*q == '@')
-				return 1;
-	}
-	return 0;
-}
-
-/* Why the package entry V (a JSON string of at most PKG_ENTRY_MAX bytes) is refused, as a
- * message tail, or NULL when it is acceptable. The tails never include the entry: it may hold
- * a token. */
-static const char *pkg_entry_problem(json_t *v)
-{
-	const char *s = json_string_value(v);
-	size_t len = json_string_length(v);
-	int blank = 1;
-
-	for (size_t i = 0; i < len; i++)
-		if (!is_blank((unsigned char)s[i]))
-			blank = 0;
-	if (blank)
-		return "must not be empty or blank";
-	if (s[0] == '-')
-		return "must not start with '-'";
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] == 0x7f)
-			return "must not contain control characters";
-	if (url_has_credentials(s))
-		return "must not contain a URL with credentials";
-	return NULL;
-}
-
 /* --- config ----------------------------------------------------------------------------- */
 
 /* New reference: {"type":"unrestricted"}. */
@@ -331,13 +282,13 @@ static json_t *networking_default(void)
 	return json_pack("{s:s}", "type", EV_NET_UNRESTRICTED);
 }
 
-/* New reference: the packages object with all six lists empty. */
+/* New reference: the packages object with every manager's list empty. */
 static json_t *packages_default(void)
 {
 	json_t *p = json_pack("{s:s}", "type", EV_PACKAGES_TYPE);
 
 	for (size_t i = 0; p && i < PKG_MANAGER_COUNT; i++)
-		if (json_object_set_new(p, pkg_managers[i], json_array())) {
+		if (json_object_set_new(p, pkg_managers[i].name, json_array())) {
 			json_decref(p);
 			return NULL;
 		}
@@ -498,13 +449,17 @@ out:
  * NULL with ERR set. */
 static json_t *packages_parse(json_t *given, struct verr *err)
 {
+	/* "type" and one list a manager */
+	const char *allowed[PKG_MANAGER_COUNT + 2] = { "type" };
 	json_t *pkgs = NULL, *ret = NULL, *type;
 
+	for (size_t m = 0; m < PKG_MANAGER_COUNT; m++)
+		allowed[m + 1] = pkg_managers[m].name;
 	if (!json_is_object(given)) {
 		verr_set(err, EV_BAD_REQUEST, NULL, "'config.packages' must be an object");
 		goto out;
 	}
-	if (verr_check_fields(given, "config.packages", packages_fields_allowed, err))
+	if (verr_check_fields(given, "config.packages", allowed, err))
 		goto out;
 	type = json_object_get(given, "type");
 	if (type && !str_is(type, EV_PACKAGES_TYPE)) {
@@ -517,7 +472,7 @@ static json_t *packages_parse(json_t *given, struct verr *err)
 		goto out;
 	}
 	for (size_t m = 0; m < PKG_MANAGER_COUNT; m++) {
-		const char *mgr = pkg_managers[m];
+		const char *mgr = pkg_managers[m].name;
 		json_t *list = json_object_get(given, mgr), *out_list, *entry;
 		size_t i;
 
@@ -551,7 +506,8 @@ static json_t *packages_parse(json_t *given, struct verr *err)
 					 i, PKG_ENTRY_MAX);
 				goto out;
 			}
-			problem = pkg_entry_problem(entry);
+			problem = pkg_spec_problem(json_string_value(entry),
+						   json_string_length(entry));
 			if (problem) {
 				verr_set(err, EV_BAD_REQUEST, NULL, "'config.packages.%s[%zu]' %s",
 					 mgr, i, problem);
@@ -661,24 +617,28 @@ fail:
 static int admission_check(json_t *config, const struct backend_caps *caps, struct verr *err)
 {
 	json_t *packages, *networking;
+	const struct pkg_manager *as_root = NULL;
 	int any = 0;
 
 	if (!caps || !str_is(json_object_get(config, "type"), EV_TYPE_CLOUD))
 		return 0;
 	packages = json_object_get(config, "packages");
 	for (size_t m = 0; m < PKG_MANAGER_COUNT; m++)
-		if (json_array_size(json_object_get(packages, pkg_managers[m])))
+		if (json_array_size(json_object_get(packages, pkg_managers[m].name))) {
 			any = 1;
+			if (pkg_managers[m].as_root && !as_root)
+				as_root = &pkg_managers[m];
+		}
 	if (any && !caps->packages)
 		return verr_set(err, EV_UNPROCESSABLE, NULL,
 				"backend '%s' cannot install packages; config.packages must "
 				"be empty",
 				caps->name);
-	if (json_array_size(json_object_get(packages, "apt")) && !caps->apt)
+	if (as_root && !caps->apt)
 		return verr_set(err, EV_UNPROCESSABLE, NULL,
-				"backend '%s' cannot install apt packages; "
-				"config.packages.apt must be empty",
-				caps->name);
+				"backend '%s' cannot install %s packages; "
+				"config.packages.%s must be empty",
+				caps->name, as_root->name, as_root->name);
 	networking = json_object_get(config, "networking");
 	if (str_is(json_object_get(networking, "type"), EV_NET_LIMITED) && !caps->limited_egress)
 		return verr_set(err, EV_UNPROCESSABLE, NULL,

@@ -7,15 +7,14 @@
 #include <jansson.h>
 
 #include "../common/backend.h"
+#include "../common/packages.h" /* PKG_MAX_ENTRIES, PKG_ENTRY_MAX */
 #include "verr.h"
 
 #define ENV_NAME_MAX 256	 /* characters (code points) */
 #define ENV_DESCRIPTION_MAX 1024 /* characters */
 #define META_MAX_KEYS 16
-#define META_KEY_MAX 64	    /* characters */
-#define META_VALUE_MAX 512  /* characters */
-#define PKG_MAX_ENTRIES 256 /* per manager */
-#define PKG_ENTRY_MAX 512   /* bytes */
+#define META_KEY_MAX 64	   /* characters */
+#define META_VALUE_MAX 512 /* characters */
 #define HOST_NAME_MAX_LEN 253
 #define HOST_LABEL_MAX 63
 #define ALLOWED_HOSTS_MAX 256

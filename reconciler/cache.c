@@ -3,7 +3,7 @@
  * An entry is keyed by the SHA-256 of (backend, base image or root, environment id, captured
  * package lists): the first session to provision a key stores its provisioned sandbox as the
  * entry (backend cache_store: docker commits the container to an image); later sessions with the
- * same key start from it (sbx.create_from) and skip the installs, and only those: the egress
+ * same key start from it (sbx_spec.from) and skip the installs, and only those: the egress
  * steps and the binding run as for any session. sandbox_cache rows record each entry's last use
  * and environment; runs remove entries unused for [sandbox] cache_max_age_days and entries of
  * deleted environments. */
@@ -13,6 +13,7 @@
 #include "../common/clock.h"
 #include "../common/crypto.h"
 #include "../common/log.h"
+#include "../common/packages.h"
 #include "../db/sandboxes.h"
 #include "recon.h"
 
@@ -30,17 +31,16 @@ int recon_cache_enabled(const struct recon *r)
 int recon_cache_key(const struct recon *r, const char *environment_id, json_t *packages,
 		    char key[RECON_CACHE_KEY_LEN + 1])
 {
-	static const char *const managers[] = RECON_MANAGERS;
 	const struct sbx *s = &r->sbx;
 	json_t *lists = json_object(), *doc;
 	unsigned char digest[SHA256_LEN];
 	char *text;
 
 	/* empty lists and absent ones provision the same sandbox */
-	for (int m = 0; m < RECON_NMANAGERS; m++) {
-		json_t *l = json_object_get(packages, managers[m]);
+	for (size_t m = 0; m < PKG_MANAGER_COUNT; m++) {
+		json_t *l = json_object_get(packages, pkg_managers[m].name);
 		if (json_array_size(l))
-			json_object_set(lists, managers[m], l);
+			json_object_set(lists, pkg_managers[m].name, l);
 	}
 	doc = json_pack("{s:i, s:s, s:s, s:s, s:o}", "v", CACHE_KEY_VERSION, "backend",
 			s->ops->name, "base", s->remote ? s->remote->image : s->root,
@@ -78,7 +78,7 @@ void recon_cache_prune(struct recon *r)
 	}
 	for (unsigned i = 0; i < rows.nrows; i++) {
 		const char *key = db_cell(&rows, i, 0);
-		int rc = r->sbx.ops->cache_remove(&r->sbx, key, err, sizeof(err));
+		int rc = sbx_cache_remove(&r->sbx, key, NULL, err, sizeof(err));
 
 		if (rc < 0) {
 			log_warn("package cache: removing %.12s: %s", key, err);

@@ -42,7 +42,7 @@ int recon_drift_check(struct recon *r, int max)
 	clock_now(now, NULL);
 	for (unsigned i = 0; i < rows.nrows; i++) {
 		const char *session = db_cell(&rows, i, 0), *sandbox = db_cell(&rows, i, 1);
-		int rc = r->sbx.ops->exists(&r->sbx, sandbox, err, sizeof(err));
+		int rc = sbx_exists(&r->sbx, sandbox, NULL, err, sizeof(err));
 
 		if (rc < 0) {
 			log_warn("drift: session %s: cannot tell whether %.80s exists: %s", session,

@@ -272,7 +272,7 @@ static void sweep(struct recon *r)
 		log_warn("sweep: out of memory");
 		return;
 	}
-	if (r->sbx.ops->list(&r->sbx, found, RECON_SWEEP_MAX, &total, err, sizeof(err))) {
+	if (sbx_list(&r->sbx, found, RECON_SWEEP_MAX, &total, NULL, err, sizeof(err))) {
 		log_warn("sweep: listing the sandboxes: %s", err);
 		goto out;
 	}
@@ -291,7 +291,7 @@ static void sweep(struct recon *r)
 			const struct sbx_listed *l = &found[at[i]];
 			if (exists[i])
 				continue;
-			if (r->sbx.ops->destroy(&r->sbx, l->id, err, sizeof(err))) {
+			if (sbx_destroy(&r->sbx, l->id, NULL, err, sizeof(err))) {
 				log_warn("sweep: sandbox %s of session %s has no session; removing "
 					 "it "
 					 "failed: %s",
@@ -468,68 +468,46 @@ static int dry_run(struct recon *r, long limit)
 	return 0;
 }
 
-/* A backend that wraps every command with its allowlist (srt) learns the bound one, EGRESS
- * (JSON array text), for sandbox ID. 0 or -1 (reported). */
-static int apply_bound_egress(struct recon *r, const char *id, const char *egress)
-{
-	char err[SBX_ERR_MAX];
-	json_t *hosts = json_loads(egress, 0, NULL);
-	int rc = hosts ? r->sbx.ops->set_egress(&r->sbx, id, hosts, err, sizeof(err)) : -1;
-
-	if (!hosts)
-		snprintf(err, sizeof(err), "the bound egress policy does not parse");
-	if (rc)
-		fprintf(stderr, "egress policy: %s\n", err);
-	json_decref(hosts);
-	return rc;
-}
-
 /* Run a command in a session's bound sandbox, with the network its policy allows and the
  * environment its installs had (recon_env: its packages on PATH and the language paths). A
  * deleted session has no sandbox to run in. A sandbox found gone has its session provisioned
  * again (drift.c). */
 static int exec_in(struct recon *r, const char *session, char **argv)
 {
-	struct db_rows rows;
 	struct proc_result res;
-	char workdir[CONFIG_STR_MAX * 2], err[SBX_ERR_MAX];
-	struct recon_env *env = malloc(sizeof(*env));
+	char err[SBX_ERR_MAX];
+	struct recon_bound *b = malloc(sizeof(*b)); /* its environment is large */
+	struct sbx_exec ex = { .argv = argv, .timeout_s = RECON_EXEC_TIMEOUT_S };
 	int rc;
 
-	if (!env || intents_binding(r->db, session, &rows)) {
-		free(env);
+	if (!b)
 		return 3;
+	rc = recon_bound(r->cfg, r->db, &r->sbx, session, b, err, sizeof(err));
+	if (rc <= 0) {
+		if (rc == 0)
+			fprintf(stderr,
+				"session %s has no sandbox (not provisioned yet, or deleted)\n",
+				session);
+		else
+			fprintf(stderr, "session %s: %s\n", session, err);
+		free(b);
+		return rc == 0 ? 2 : 3;
 	}
-	if (!rows.nrows) {
-		fprintf(stderr, "session %s has no sandbox (not provisioned yet, or deleted)\n",
-			session);
-		db_rows_free(&rows);
-		free(env);
-		return 2;
-	}
-	if (r->sbx.ops->egress_per_command && db_cell(&rows, 0, 2) &&
-	    apply_bound_egress(r, db_cell(&rows, 0, 1), db_cell(&rows, 0, 2))) {
-		db_rows_free(&rows);
-		free(env);
-		return 2;
-	}
-	r->sbx.ops->workdir(&r->sbx, db_cell(&rows, 0, 1), workdir, sizeof(workdir));
-	recon_env(r->cfg, workdir, env);
-	rc = r->sbx.ops->run(&r->sbx, db_cell(&rows, 0, 1), db_cell(&rows, 0, 2) == NULL, argv,
-			     env->envp, RECON_EXEC_TIMEOUT_S, &res);
-	free(env);
-	if (rc && r->sbx.ops->exists &&
-	    r->sbx.ops->exists(&r->sbx, db_cell(&rows, 0, 1), err, sizeof(err)) == 0) {
+	recon_bound_exec(b, &ex);
+	rc = sbx_run(&r->sbx, b->id, &ex, &res);
+	if (rc && r->sbx.ops->exists && sbx_exists(&r->sbx, b->id, NULL, err, sizeof(err)) == 0) {
 		fprintf(stderr,
 			"session %s: its sandbox %s no longer exists; the session is provisioned "
 			"again by the next reconciler run\n",
-			session, db_cell(&rows, 0, 1));
-		recon_drift_found(r, session, db_cell(&rows, 0, 1));
-		db_rows_free(&rows);
+			session, b->id);
+		recon_drift_found(r, session, b->id);
+		recon_bound_release(b);
+		free(b);
 		proc_result_release(&res);
 		return 2;
 	}
-	db_rows_free(&rows);
+	recon_bound_release(b);
+	free(b);
 	if (rc && res.output)
 		fprintf(stderr, "%.*s\n", (int)res.len, res.output);
 	else if (res.output)
@@ -598,7 +576,7 @@ static int backend_self_test(struct recon *r)
 
 	if (!r->sbx.ops->check)
 		return 0;
-	if (r->sbx.ops->check(&r->sbx, err, sizeof(err))) {
+	if (sbx_check(&r->sbx, err, sizeof(err))) {
 		log_error("sandbox backend %s: %s", r->cfg->backend, err);
 		return -1;
 	}

@@ -8,6 +8,7 @@
 #include "../common/crypto.h"
 #include "../common/egress.h"
 #include "../common/log.h"
+#include "../common/packages.h"
 #include "../common/redact.h"
 #include "recon.h"
 
@@ -29,73 +30,6 @@ long recon_backoff(const struct config *cfg, long long attempts, double jitter)
 		d = (double)cfg->backoff_cap_s;
 	d *= 1.0 + RECON_JITTER * (2.0 * jitter - 1.0);
 	return d < 0 ? 0 : (long)(d + 0.5);
-}
-
-int recon_install_argv(const char *manager, json_t *packages, const char *workdir,
-		       const char **argv, int max, char *prefix, size_t prefixsz)
-{
-	size_t i;
-	json_t *p;
-	int n = 0;
-
-#define PREFIX(fmt)                                                                                \
-	do {                                                                                       \
-		int k_ = snprintf(prefix, prefixsz, fmt, workdir);                                 \
-		if (k_ < 0 || (size_t)k_ >= prefixsz)                                              \
-			return -1;                                                                 \
-	} while (0)
-#define ARG(x)                                                                                     \
-	do {                                                                                       \
-		if (n >= max - 1)                                                                  \
-			return -1;                                                                 \
-		argv[n++] = (x);                                                                   \
-	} while (0)
-	if (!strcmp(manager, "apt")) {
-		ARG("apt-get");
-		ARG("install");
-		ARG("-y");
-		ARG("--no-install-recommends");
-	} else if (!strcmp(manager, "cargo")) {
-		PREFIX("%s/.cargo");
-		ARG("cargo");
-		ARG("install");
-		ARG("--root");
-		ARG(prefix);
-	} else if (!strcmp(manager, "gem")) {
-		PREFIX("%s/.gem");
-		ARG("gem");
-		ARG("install");
-		ARG("--no-document");
-		ARG("--install-dir");
-		ARG(prefix);
-	} else if (!strcmp(manager, "go")) {
-		ARG("go");
-		ARG("install");
-	} else if (!strcmp(manager, "npm")) {
-		ARG("npm");
-		ARG("install");
-		ARG("--no-audit");
-		ARG("--no-fund");
-		ARG("--prefix");
-		ARG(workdir);
-	} else if (!strcmp(manager, "pip")) {
-		PREFIX("%s/.pip");
-		ARG("pip");
-		ARG("install");
-		ARG("--no-input");
-		ARG("--target");
-		ARG(prefix);
-	} else {
-		return -1;
-	}
-	/* entries were validated at admission (no leading '-', no control characters): each is
-	 * one argument, never seen by a shell */
-	json_array_foreach (packages, i, p)
-		ARG(json_string_value(p));
-#undef ARG
-#undef PREFIX
-	argv[n] = NULL;
-	return n;
 }
 
 /* Variables named by the CA bundle setting: every tool the managers run reads one of them. */
@@ -154,7 +88,7 @@ void recon_env(const struct config *cfg, const char *workdir, struct recon_env *
 
 	e->n = 0;
 	e->envp[0] = NULL;
-	/* where each manager installs (recon_install_argv), so installed packages load and their
+	/* where each manager installs (common/packages.c), so installed packages load and their
 	 * commands run without further setup */
 	env_set(e, "PATH", "%s/node_modules/.bin:%s/bin:%s/.pip/bin:%s/.cargo/bin:%s/.gem/bin:%s",
 		workdir, workdir, workdir, workdir, workdir, path ? path : RECON_DEFAULT_PATH);
@@ -179,6 +113,48 @@ void recon_env(const struct config *cfg, const char *workdir, struct recon_env *
 			env_set(e, ca_vars[i], "%s", cfg->sandbox_ca_bundle);
 	env_pass(e, cfg->sandbox_pass_env);
 	env_pass(e, cfg->sandbox_pass_env_extra);
+}
+
+int recon_bound(const struct config *cfg, struct db *db, struct sbx *sbx, const char *session_id,
+		struct recon_bound *b, char *err, size_t errsz)
+{
+	struct db_rows rows;
+	const char *policy;
+
+	b->egress = NULL;
+	if (intents_binding(db, session_id, &rows)) {
+		snprintf(err, errsz, "database: %s", db_error(db));
+		return -1;
+	}
+	if (!rows.nrows) {
+		db_rows_free(&rows);
+		return 0;
+	}
+	snprintf(b->id, sizeof(b->id), "%s", db_cell(&rows, 0, 1));
+	policy = db_cell(&rows, 0, 2); /* NULL: unrestricted */
+	b->share_net = policy == NULL;
+	if (sbx->ops->egress_per_command && policy && !(b->egress = json_loads(policy, 0, NULL))) {
+		snprintf(err, errsz, "the bound egress policy does not parse");
+		db_rows_free(&rows);
+		return -1;
+	}
+	db_rows_free(&rows);
+	sbx_workdir(sbx, b->id, b->workdir, sizeof(b->workdir));
+	recon_env(cfg, b->workdir, &b->env);
+	return 1;
+}
+
+void recon_bound_exec(struct recon_bound *b, struct sbx_exec *ex)
+{
+	ex->envp = b->env.envp;
+	ex->share_net = b->share_net;
+	ex->egress = b->egress;
+}
+
+void recon_bound_release(struct recon_bound *b)
+{
+	json_decref(b->egress);
+	b->egress = NULL;
 }
 
 /* a character that can continue a file name: a match followed or preceded by one is part of a
@@ -306,6 +282,9 @@ struct job {
 	char sandbox_id[SBX_ID_MAX];
 	char error[SBX_ERR_MAX * 8];
 	int terminal; /* the failure cannot pass by retrying (a manager missing from the image) */
+	/* renews the lease while the backend works (commands, the HTTP drivers' calls); NULL
+	 * before the work starts */
+	const struct proc_watch *watch;
 };
 
 static int done(struct job *j, const char *step)
@@ -470,7 +449,6 @@ static void command_error(struct job *j, const char *what, const struct proc_res
 static void discard(struct job *j)
 {
 	struct recon *r = j->r;
-	const struct proc_watch *watch = r->sbx.watch;
 	/* a create that failed recorded no id: the name finds what it may have made */
 	const char *id = j->sandbox_id[0] ? j->sandbox_id : j->in->session_id;
 	char err[SBX_ERR_MAX];
@@ -478,15 +456,14 @@ static void discard(struct job *j)
 
 	if (intents_session_gone(r->db, j->in->session_id, &gone) || !gone)
 		return;
-	r->sbx.watch = NULL; /* the lease is lost already: the destroy must not be stopped */
-	if (r->sbx.ops->destroy(&r->sbx, id, err, sizeof(err)))
+	/* the lease is lost already: the destroy must not be stopped (no watch) */
+	if (sbx_destroy(&r->sbx, id, NULL, err, sizeof(err)))
 		log_warn(
 			"intent %lld: session deleted during the create; destroying sandbox %s: %s",
 			j->in->id, id, err);
 	else
 		log_info("intent %lld: session deleted during the create; sandbox %s destroyed",
 			 j->in->id, id);
-	r->sbx.watch = watch;
 }
 
 /* Run ARGV in the job's sandbox (as its root when AS_ROOT), renewing the lease while it runs
@@ -496,13 +473,15 @@ static int run_step(struct job *j, const char *what, int as_root, int share_net,
 		    char **envp)
 {
 	struct recon *r = j->r;
+	struct sbx_exec ex = { .argv = (char *const *)argv,
+			       .envp = envp,
+			       .as_root = as_root,
+			       .share_net = share_net,
+			       .timeout_s = r->cfg->command_timeout_s,
+			       .watch = j->watch };
 	struct proc_result res;
-	int rc;
+	int rc = sbx_run(&r->sbx, j->sandbox_id, &ex, &res);
 
-	r->sbx.run_as_root = as_root;
-	rc = r->sbx.ops->run(&r->sbx, j->sandbox_id, share_net, (char *const *)argv, envp,
-			     r->cfg->command_timeout_s, &res);
-	r->sbx.run_as_root = 0;
 	if (j->lost) {
 		proc_result_release(&res);
 		return -1;
@@ -521,33 +500,27 @@ static int run_step(struct job *j, const char *what, int as_root, int share_net,
 #define RECON_CHECK_SCRIPT "for m do command -v \"$m\" >/dev/null 2>&1 || echo \"$m\"; done"
 static int check_managers(struct job *j, json_t *packages, char **envp)
 {
-	static const char *const managers[] = RECON_MANAGERS;
-	const char *argv[4 + RECON_NMANAGERS + 1] = { "sh", "-c", RECON_CHECK_SCRIPT, "sh" };
-	const char *names[RECON_NMANAGERS];
+	const char *argv[4 + PKG_MANAGER_COUNT + 1] = { "sh", "-c", RECON_CHECK_SCRIPT, "sh" };
+	const char *names[PKG_MANAGER_COUNT];
 	struct recon *r = j->r;
+	struct sbx_exec ex = { .argv = (char *const *)argv,
+			       .envp = envp,
+			       .timeout_s = r->cfg->command_timeout_s,
+			       .watch = j->watch };
 	struct proc_result res;
-	json_t *none = json_array();
 	int n = 4, k = 0, rc;
 
-	for (int m = 0; m < RECON_NMANAGERS; m++) {
-		const char *probe[RECON_ARGV_MAX];
-		char prefix[64];
-		if (!json_array_size(json_object_get(packages, managers[m])) ||
-		    done(j, managers[m]))
+	for (size_t m = 0; m < PKG_MANAGER_COUNT; m++) {
+		const struct pkg_manager *pm = &pkg_managers[m];
+		if (!json_array_size(json_object_get(packages, pm->name)) || done(j, pm->name))
 			continue;
-		/* the program the install runs: its argv[0] (static strings) */
-		if (recon_install_argv(managers[m], none, "/", probe, RECON_ARGV_MAX, prefix,
-				       sizeof(prefix)) < 1)
-			continue;
-		names[k++] = managers[m];
-		argv[n++] = probe[0];
+		names[k++] = pm->name;
+		argv[n++] = pm->install[0]; /* the program the install runs */
 	}
-	json_decref(none);
 	argv[n] = NULL;
 	if (!k)
 		return 0;
-	rc = r->sbx.ops->run(&r->sbx, j->sandbox_id, 0, (char *const *)argv, envp,
-			     r->cfg->command_timeout_s, &res);
+	rc = sbx_run(&r->sbx, j->sandbox_id, &ex, &res);
 	if (rc || res.exit_code != 0) {
 		command_error(j, "checking the package managers", &res);
 		proc_result_release(&res);
@@ -582,7 +555,7 @@ static enum recon_outcome teardown(struct job *j)
 	double t0 = clock_mono_s();
 	int lost = 0;
 
-	if (r->sbx.ops->destroy(&r->sbx, id, j->error, sizeof(j->error)))
+	if (sbx_destroy(&r->sbx, id, j->watch, j->error, sizeof(j->error)))
 		return fail(j);
 	stat_step(r, "teardown", clock_mono_s() - t0);
 	if (intents_teardown_done(r->db, &j->fence, j->in->session_id, &lost))
@@ -595,241 +568,279 @@ static enum recon_outcome teardown(struct job *j)
 	return lost ? RECON_LOST : RECON_DONE;
 }
 
-static enum recon_outcome provision(struct job *j, json_t *spec)
+/* A provisioning in progress: the captured spec's parts and what the steps found on the way. */
+struct prov {
+	json_t *packages, *networking; /* borrowed from the spec */
+	const char *env_id;
+	int limited;   /* the networking policy is limited */
+	int wanted;    /* managers with packages */
+	int cache_on;  /* this deployment caches, and KEY is this sandbox's entry */
+	int cache_hit; /* the sandbox was made from entry KEY (CACHE_REF) */
+	int deferred;  /* the backend finishes starting the sandbox after the bind */
+	char key[RECON_CACHE_KEY_LEN + 1], cache_ref[CONFIG_STR_MAX];
+	char workdir[CONFIG_STR_MAX * 2]; /* the commands' working directory */
+	struct recon_env *env;		  /* their environment; owned */
+	json_t *final;			  /* the final egress policy; owned */
+};
+
+/* A step of a provisioning: RECON_DONE to go on to the next, else the outcome. */
+typedef enum recon_outcome prov_step_fn(struct job *j, struct prov *p);
+
+/* 0. The package cache: a sandbox provisioned earlier with the same packages for this
+ * environment (cache.c); only a sandbox not created yet can start from it, and only one with
+ * packages to install is worth an entry. */
+static enum recon_outcome prov_cache_lookup(struct job *j, struct prov *p)
 {
-	static const char *const managers[] = RECON_MANAGERS;
 	struct recon *r = j->r;
-	json_t *packages = json_object_get(spec, "packages");
-	json_t *networking = json_object_get(spec, "networking");
-	json_t *mcp = NULL, *final = NULL;
-	char workdir[CONFIG_STR_MAX * 2];
-	char *mcp_text = NULL, *final_text = NULL;
-	struct recon_env *env = NULL;
-	const char *net_type = json_string_value(json_object_get(networking, "type"));
-	const char *env_id = json_string_value(json_object_get(spec, "environment_id"));
-	int limited = net_type && !strcmp(net_type, "limited"), lost = 0;
-	int cache_on = 0, cache_hit = 0, wanted = 0, deferred, rc;
-	char key[RECON_CACHE_KEY_LEN + 1] = "", cache_ref[CONFIG_STR_MAX];
-	enum recon_outcome out = RECON_DB_ERROR;
-	char now[CLOCK_DB_LEN];
+
+	for (size_t m = 0; m < PKG_MANAGER_COUNT; m++)
+		p->wanted +=
+			json_array_size(json_object_get(p->packages, pkg_managers[m].name)) > 0;
+	if (!p->wanted || !recon_cache_enabled(r) ||
+	    recon_cache_key(r, p->env_id, p->packages, p->key))
+		return RECON_DONE;
+	p->cache_on = 1;
+	if (!done(j, "sandbox")) {
+		int found = sbx_cache_lookup(&r->sbx, p->key, p->cache_ref, sizeof(p->cache_ref),
+					     j->watch, j->error, sizeof(j->error));
+		if (found < 0)
+			log_warn("intent %lld: package cache lookup: %s", j->in->id, j->error);
+		p->cache_hit = found == 1;
+	}
+	return RECON_DONE;
+}
+
+/* 1. Create or attach, under the deterministic name; a new sandbox starts with the network its
+ * policy allows (docker: none unless unrestricted; opensandbox: deny-all until set_egress), the
+ * session's environment, and the cache entry when there is one. */
+static enum recon_outcome prov_create(struct job *j, struct prov *p)
+{
+	struct recon *r = j->r;
+	/* renew, but never stop a create (create_tick) */
+	struct proc_watch creating = { create_tick, j, j->watch ? j->watch->interval_ms : 1000L };
+	struct sbx_spec spec = { .name = j->in->session_id,
+				 .share_net = !p->limited,
+				 .from = p->cache_hit ? p->cache_ref : NULL,
+				 .watch = j->watch ? &creating : NULL };
+	enum recon_outcome out;
 	double t0;
 
-	/* 0. the package cache: a sandbox provisioned earlier with the same packages for this
-	 * environment (cache.c); only a sandbox not created yet can start from it, and only one
-	 * with packages to install is worth an entry */
-	for (int m = 0; m < RECON_NMANAGERS; m++)
-		wanted += json_array_size(json_object_get(packages, managers[m])) > 0;
-	if (wanted && recon_cache_enabled(r) && !recon_cache_key(r, env_id, packages, key)) {
-		cache_on = 1;
-		if (!done(j, "sandbox")) {
-			int found =
-				r->sbx.ops->cache_lookup(&r->sbx, key, cache_ref, sizeof(cache_ref),
-							 j->error, sizeof(j->error));
-			if (found < 0)
-				log_warn("intent %lld: package cache lookup: %s", j->in->id,
-					 j->error);
-			cache_hit = found == 1;
-		}
-	}
-
-	/* 1. create or attach, under the deterministic name; a new sandbox starts with the
-	 * network its policy allows (docker: none unless unrestricted; opensandbox: deny-all
-	 * until set_egress) and the session's environment */
-	env = malloc(sizeof(*env));
-	if (!env) {
-		snprintf(j->error, sizeof(j->error), "out of memory");
-		return fail(j);
-	}
-	r->sbx.ops->workdir(&r->sbx, j->in->session_id, workdir, sizeof(workdir));
-	recon_env(r->cfg, workdir, env);
-	r->sbx.create_share_net = !limited;
-	r->sbx.create_from = cache_hit ? cache_ref : NULL;
-	r->sbx.create_env = env->envp;
+	sbx_workdir(&r->sbx, j->in->session_id, p->workdir, sizeof(p->workdir));
+	recon_env(r->cfg, p->workdir, p->env);
+	spec.env = p->env->envp;
 	/* nothing to run in it before the binding (no install left; docker has no egress step):
 	 * the backend may finish starting it after the session is bound */
-	deferred = r->sbx.ops->start && (cache_hit || !wanted) && !limited;
-	r->sbx.create_defer_start = deferred;
+	p->deferred = r->sbx.ops->start && (p->cache_hit || !p->wanted) && !p->limited;
+	spec.defer_start = p->deferred;
 	t0 = clock_mono_s();
-	{
-		const struct proc_watch *watch = r->sbx.watch;
-		struct proc_watch creating = { create_tick, j, watch ? watch->interval_ms : 1000L };
-		r->sbx.watch = watch ? &creating : NULL;
-		rc = r->sbx.ops->create(&r->sbx, j->in->session_id, j->sandbox_id,
-					sizeof(j->sandbox_id), j->error, sizeof(j->error));
-		r->sbx.watch = watch;
-	}
-	r->sbx.create_from = NULL;
-	r->sbx.create_env = NULL;
-	r->sbx.create_defer_start = 0;
-	if (rc) {
+	if (sbx_create(&r->sbx, &spec, j->sandbox_id, sizeof(j->sandbox_id), j->error,
+		       sizeof(j->error))) {
 		out = fail(j);
 		if (j->lost) /* the lease went during a create that failed: it may have made a
 			      * sandbox that no one else will destroy */
 			discard(j);
-		goto out;
+		return out;
 	}
-	stat_step(r, cache_hit ? "sandbox_cached" : "sandbox", clock_mono_s() - t0);
-	if (cache_hit) {
+	stat_step(r, p->cache_hit ? "sandbox_cached" : "sandbox", clock_mono_s() - t0);
+	if (p->cache_hit) {
 		/* the entry holds every manager's packages: nothing is installed again */
-		for (int m = 0; m < RECON_NMANAGERS; m++)
-			if (json_array_size(json_object_get(packages, managers[m])) &&
-			    !done(j, managers[m]))
-				json_array_append_new(j->steps, json_string(managers[m]));
+		for (size_t m = 0; m < PKG_MANAGER_COUNT; m++) {
+			const char *name = pkg_managers[m].name;
+			if (json_array_size(json_object_get(p->packages, name)) && !done(j, name))
+				json_array_append_new(j->steps, json_string(name));
+		}
 		json_array_append_new(j->steps, json_string("cache"));
-		recon_cache_used(r, key, env_id);
-		log_info("intent %lld: sandbox from package cache entry %.12s", j->in->id, key);
+		recon_cache_used(r, p->key, p->env_id);
+		log_info("intent %lld: sandbox from package cache entry %.12s", j->in->id, p->key);
 	}
 	if (!done(j, "sandbox") && (out = record(j, "sandbox")) != RECON_DONE) {
 		if (out == RECON_LOST)
 			discard(j);
-		goto out;
+		return out;
 	}
+	return RECON_DONE;
+}
 
-	/* the final policy: MCP hosts come from the session as it is now */
-	if (intents_session_mcp(r->db, j->in->session_id, &mcp_text)) {
-		out = RECON_DB_ERROR;
-		goto out;
-	}
+/* The final policy (MCP hosts come from the session as it is now), then 2. the network open for
+ * the install (limited only): the final list and the registry hosts. */
+static enum recon_outcome prov_network(struct job *j, struct prov *p)
+{
+	struct recon *r = j->r;
+	char *mcp_text = NULL;
+	json_t *mcp, *install;
+	double t0;
+	int rc;
+
+	if (intents_session_mcp(r->db, j->in->session_id, &mcp_text))
+		return RECON_DB_ERROR;
 	mcp = mcp_text ? json_loads(mcp_text, 0, NULL) : NULL;
-	final = egress_policy(networking, mcp, NULL, 0);
-	if (!final) {
+	free(mcp_text);
+	p->final = egress_policy(p->networking, mcp, NULL, 0);
+	install = p->limited && p->final ? egress_policy(p->networking, mcp, NULL, 1) : NULL;
+	json_decref(mcp);
+	if (!p->final) {
 		snprintf(j->error, sizeof(j->error),
 			 "captured networking configuration is malformed");
-		out = fail(j);
-		goto out;
+		return fail(j);
 	}
-
-	/* 2. open the network for the install (limited only) */
-	if (limited) {
-		json_t *install = egress_policy(networking, mcp, NULL, 1);
-		int rc;
-		if (!r->sbx.ops->set_egress) {
-			json_decref(install);
-			snprintf(j->error, sizeof(j->error),
-				 "backend '%s' cannot enforce limited networking",
-				 r->sbx.ops->name);
-			out = fail(j);
-			goto out;
-		}
-		t0 = clock_mono_s();
-		rc = r->sbx.ops->set_egress(&r->sbx, j->sandbox_id, install, j->error,
-					    sizeof(j->error));
-		json_decref(install);
-		if (rc) {
-			out = fail(j);
-			goto out;
-		}
-		stat_step(r, "network", clock_mono_s() - t0);
-	}
-
-	/* 3. install, manager by manager; each completed one is recorded, so a retry resumes at
-	 * the manager that failed. First, every manager needed must be in the sandbox. */
-	r->sbx.ops->workdir(&r->sbx, j->sandbox_id, workdir, sizeof(workdir));
-	recon_env(r->cfg, workdir, env);
-	if (check_managers(j, packages, env->envp)) {
-		out = fail(j);
-		goto out;
-	}
-	for (int m = 0; m < RECON_NMANAGERS; m++) {
-		json_t *list = json_object_get(packages, managers[m]);
-		const char *argv[RECON_ARGV_MAX];
-		char prefix[CONFIG_STR_MAX * 2];
-		int as_root = !strcmp(managers[m], "apt");
-
-		if (!json_array_size(list) || done(j, managers[m]))
-			continue;
-		if (as_root) {
-			/* images ship without package lists: fetch them once per provisioning */
-			static const char *const update[] = { "apt-get", "update", NULL };
-			t0 = clock_mono_s();
-			rc = run_step(j, "apt update", 1, !limited, (const char **)update,
-				      env->envp);
-			stat_step(r, "apt_update", clock_mono_s() - t0);
-			if (rc) {
-				out = j->lost ? RECON_LOST : fail(j);
-				goto out;
-			}
-		}
-		if (recon_install_argv(managers[m], list, workdir, argv, RECON_ARGV_MAX, prefix,
-				       sizeof(prefix)) < 0) {
-			snprintf(j->error, sizeof(j->error), "%s: too many packages", managers[m]);
-			out = fail(j);
-			goto out;
-		}
-		{
-			char what[64];
-			snprintf(what, sizeof(what), "%s install", managers[m]);
-			t0 = clock_mono_s();
-			rc = run_step(j, what, as_root, !limited, argv, env->envp);
-			stat_step(r, managers[m], clock_mono_s() - t0);
-		}
-		if (rc) {
-			out = j->lost ? RECON_LOST : fail(j);
-			goto out;
-		}
-		log_info("intent %lld: %s packages installed", j->in->id, managers[m]);
-		if ((out = record(j, managers[m])) != RECON_DONE)
-			goto out;
-	}
-
-	/* the package cache entry: the first session of a key to install records its sandbox
-	 * (a failure to store costs later sessions time, not this one its sandbox); one that
-	 * started from the entry has "cache" among its steps */
-	if (cache_on && !done(j, "cache")) {
-		char err[SBX_ERR_MAX];
-		t0 = clock_mono_s();
-		if (r->sbx.ops->cache_store(&r->sbx, j->sandbox_id, key, err, sizeof(err))) {
-			log_warn("intent %lld: storing package cache entry %.12s: %s", j->in->id,
-				 key, err);
-		} else {
-			recon_cache_used(r, key, env_id);
-			log_info("intent %lld: stored package cache entry %.12s", j->in->id, key);
-		}
-		stat_step(r, "cache_store", clock_mono_s() - t0);
-	}
-
-	/* 4. restore the final egress policy */
-	if (limited) {
-		t0 = clock_mono_s();
-		if (r->sbx.ops->set_egress(&r->sbx, j->sandbox_id, final, j->error,
-					   sizeof(j->error))) {
-			out = fail(j);
-			goto out;
-		}
-		stat_step(r, "egress", clock_mono_s() - t0);
-	}
-
-	/* 5. bind: nothing is published before this */
-	final_text = json_dumps(final, JSON_COMPACT | JSON_ENCODE_ANY);
-	clock_now(now, NULL);
+	if (!p->limited)
+		return RECON_DONE;
 	t0 = clock_mono_s();
-	if (intents_bind(r->db, &j->fence, j->in->session_id, r->sbx.ops->name, j->sandbox_id,
-			 json_is_null(final) ? NULL : final_text, now, &lost)) {
-		out = RECON_DB_ERROR;
-		goto out;
-	}
-	stat_step(r, "bind", clock_mono_s() - t0);
-	out = lost ? RECON_LOST : RECON_DONE;
-	if (!lost)
-		log_info("intent %lld: session %s ready (sandbox %s)", j->in->id, j->in->session_id,
-			 j->sandbox_id);
-	if (!lost && deferred) {
-		/* a command arriving meanwhile starts it itself (docker: exec's 409 path) */
-		char err[SBX_ERR_MAX];
-		r->sbx.watch = NULL; /* bound: there is no lease left to keep */
+	rc = sbx_set_egress(&r->sbx, j->sandbox_id, install, j->watch, j->error, sizeof(j->error));
+	json_decref(install);
+	if (rc)
+		return fail(j);
+	stat_step(r, "network", clock_mono_s() - t0);
+	return RECON_DONE;
+}
+
+/* Manager PM's install of LIST (its update first when it has one); recorded when done, so a
+ * retry resumes at the manager that failed. */
+static enum recon_outcome install_one(struct job *j, struct prov *p, const struct pkg_manager *pm,
+				      json_t *list)
+{
+	struct recon *r = j->r;
+	const char *argv[RECON_ARGV_MAX];
+	char prefix[CONFIG_STR_MAX * 2], what[64];
+	double t0;
+	int rc;
+
+	if (pm->update) {
+		/* once per provisioning, before the manager's install */
+		snprintf(what, sizeof(what), "%s update", pm->name);
 		t0 = clock_mono_s();
-		if (r->sbx.ops->start(&r->sbx, j->sandbox_id, err, sizeof(err)))
+		rc = run_step(j, what, pm->as_root, !p->limited, (const char **)pm->update,
+			      p->env->envp);
+		stat_step(r, pm->update_step, clock_mono_s() - t0);
+		if (rc)
+			return j->lost ? RECON_LOST : fail(j);
+	}
+	if (pkg_install_argv(pm, list, p->workdir, argv, RECON_ARGV_MAX, prefix, sizeof(prefix)) <
+	    0) {
+		snprintf(j->error, sizeof(j->error), "%s: too many packages", pm->name);
+		return fail(j);
+	}
+	snprintf(what, sizeof(what), "%s install", pm->name);
+	t0 = clock_mono_s();
+	rc = run_step(j, what, pm->as_root, !p->limited, argv, p->env->envp);
+	stat_step(r, pm->name, clock_mono_s() - t0);
+	if (rc)
+		return j->lost ? RECON_LOST : fail(j);
+	log_info("intent %lld: %s packages installed", j->in->id, pm->name);
+	return record(j, pm->name);
+}
+
+/* 3. Install, manager by manager, in the sandbox's workspace with the session's environment;
+ * first, every manager needed must be in the sandbox. */
+static enum recon_outcome prov_install(struct job *j, struct prov *p)
+{
+	struct recon *r = j->r;
+	enum recon_outcome out = RECON_DONE;
+
+	sbx_workdir(&r->sbx, j->sandbox_id, p->workdir, sizeof(p->workdir));
+	recon_env(r->cfg, p->workdir, p->env);
+	if (check_managers(j, p->packages, p->env->envp))
+		return fail(j);
+	for (size_t m = 0; out == RECON_DONE && m < PKG_MANAGER_COUNT; m++) {
+		json_t *list = json_object_get(p->packages, pkg_managers[m].name);
+		if (json_array_size(list) && !done(j, pkg_managers[m].name))
+			out = install_one(j, p, &pkg_managers[m], list);
+	}
+	return out;
+}
+
+/* The package cache entry: the first session of a key to install records its sandbox (a failure
+ * to store costs later sessions time, not this one its sandbox); one that started from the
+ * entry has "cache" among its steps. */
+static enum recon_outcome prov_cache_store(struct job *j, struct prov *p)
+{
+	struct recon *r = j->r;
+	char err[SBX_ERR_MAX];
+	double t0 = clock_mono_s();
+
+	if (!p->cache_on || done(j, "cache"))
+		return RECON_DONE;
+	if (sbx_cache_store(&r->sbx, j->sandbox_id, p->key, j->watch, err, sizeof(err))) {
+		log_warn("intent %lld: storing package cache entry %.12s: %s", j->in->id, p->key,
+			 err);
+	} else {
+		recon_cache_used(r, p->key, p->env_id);
+		log_info("intent %lld: stored package cache entry %.12s", j->in->id, p->key);
+	}
+	stat_step(r, "cache_store", clock_mono_s() - t0);
+	return RECON_DONE;
+}
+
+/* 4. Restore the final egress policy (limited only). */
+static enum recon_outcome prov_egress(struct job *j, struct prov *p)
+{
+	struct recon *r = j->r;
+	double t0 = clock_mono_s();
+
+	if (!p->limited)
+		return RECON_DONE;
+	if (sbx_set_egress(&r->sbx, j->sandbox_id, p->final, j->watch, j->error, sizeof(j->error)))
+		return fail(j);
+	stat_step(r, "egress", clock_mono_s() - t0);
+	return RECON_DONE;
+}
+
+/* 5. Bind: nothing is published before this. Then a deferred start (a command arriving
+ * meanwhile starts the sandbox itself: docker's exec 409 path). */
+static enum recon_outcome prov_bind(struct job *j, struct prov *p)
+{
+	struct recon *r = j->r;
+	char *final_text = json_dumps(p->final, JSON_COMPACT | JSON_ENCODE_ANY);
+	char now[CLOCK_DB_LEN], err[SBX_ERR_MAX];
+	double t0 = clock_mono_s();
+	int lost = 0, st;
+
+	clock_now(now, NULL);
+	st = intents_bind(r->db, &j->fence, j->in->session_id, r->sbx.ops->name, j->sandbox_id,
+			  json_is_null(p->final) ? NULL : final_text, now, &lost);
+	free(final_text);
+	if (st)
+		return RECON_DB_ERROR;
+	stat_step(r, "bind", clock_mono_s() - t0);
+	if (lost)
+		return RECON_LOST;
+	log_info("intent %lld: session %s ready (sandbox %s)", j->in->id, j->in->session_id,
+		 j->sandbox_id);
+	if (p->deferred) {
+		t0 = clock_mono_s();
+		/* bound: there is no lease left to keep (no watch) */
+		if (sbx_start(&r->sbx, j->sandbox_id, NULL, err, sizeof(err)))
 			log_warn("intent %lld: starting sandbox %s: %s (its first command starts "
 				 "it)",
 				 j->in->id, j->sandbox_id, err);
 		stat_step(r, "start", clock_mono_s() - t0);
 	}
-out:
-	free(env);
-	json_decref(mcp);
-	json_decref(final);
-	free(mcp_text);
-	free(final_text);
+	return RECON_DONE;
+}
+
+/* The steps of docs/design.md (Provisioning) after the claim, in order. */
+static prov_step_fn *const prov_steps[] = { prov_cache_lookup, prov_create,	 prov_network,
+					    prov_install,      prov_cache_store, prov_egress,
+					    prov_bind };
+
+static enum recon_outcome provision(struct job *j, json_t *spec)
+{
+	const char *net_type;
+	struct prov p = { .packages = json_object_get(spec, "packages"),
+			  .networking = json_object_get(spec, "networking"),
+			  .env_id = json_string_value(json_object_get(spec, "environment_id")) };
+	enum recon_outcome out = RECON_DONE;
+
+	net_type = json_string_value(json_object_get(p.networking, "type"));
+	p.limited = net_type && !strcmp(net_type, "limited");
+	if (!(p.env = malloc(sizeof(*p.env)))) {
+		snprintf(j->error, sizeof(j->error), "out of memory");
+		return fail(j);
+	}
+	for (size_t i = 0; out == RECON_DONE && i < sizeof(prov_steps) / sizeof(prov_steps[0]); i++)
+		out = prov_steps[i](j, &p);
+	free(p.env);
+	json_decref(p.final);
 	return out;
 }
 
@@ -859,9 +870,8 @@ enum recon_outcome recon_process(struct recon *r, struct intent *in)
 		snprintf(j.error, sizeof(j.error), "intent spec does not parse");
 		out = fail(&j);
 	} else {
-		r->sbx.watch = &watch;
+		j.watch = &watch;
 		out = !strcmp(in->kind, INTENT_TEARDOWN) ? teardown(&j) : provision(&j, spec);
-		r->sbx.watch = NULL;
 	}
 	json_decref(spec);
 	json_decref(j.steps);

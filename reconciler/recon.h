@@ -6,17 +6,10 @@
 #include "../common/config.h"
 #include "../db/db.h"
 #include "../db/intents.h"
-#include "backends/backend.h"
+#include "../sandbox/backend.h"
 
 #define RECON_OWNER_MAX 128
 #define RECON_STEPS_MAX 16
-
-/* Package managers in installation order (docs/design.md step 4). */
-#define RECON_MANAGERS                                                                             \
-	{                                                                                          \
-		"apt", "cargo", "gem", "go", "npm", "pip"                                          \
-	}
-#define RECON_NMANAGERS 6
 
 #define RECON_ENV_MAX 48
 #define RECON_ENV_ENTRY_MAX 4200
@@ -33,6 +26,28 @@ struct recon_env {
  * workspace, the CA bundle variables ([sandbox] ca_bundle), then the variables named by
  * [sandbox] pass_env and pass_env_extra that the reconciler has; nothing else is inherited. */
 void recon_env(const struct config *cfg, const char *workdir, struct recon_env *e);
+
+/* A session's bound sandbox, as commands in it run (--exec, the runner's tools): its id, the
+ * working directory, the environment its installs had (recon_env), and the network its policy
+ * allows. */
+struct recon_bound {
+	char id[SBX_ID_MAX];
+	char workdir[CONFIG_STR_MAX * 2];
+	int share_net;	/* the policy is unrestricted */
+	json_t *egress; /* the bound allowlist, for a backend that takes it per command (srt) */
+	struct recon_env env;
+};
+
+/* SESSION_ID's binding (while it is not deleted) into B. 1 bound (release B with
+ * recon_bound_release), 0 none (not provisioned yet, or deleted), -1 with ERR set (the database,
+ * a bound policy that does not parse). */
+int recon_bound(const struct config *cfg, struct db *db, struct sbx *sbx, const char *session_id,
+		struct recon_bound *b, char *err, size_t errsz);
+
+/* EX's environment, network and allowlist for a command in B's sandbox (borrowed from B). */
+void recon_bound_exec(struct recon_bound *b, struct sbx_exec *ex);
+
+void recon_bound_release(struct recon_bound *b);
 
 /* Replace every occurrence of the host path PATH in TEXT (a buffer of SIZE bytes) by SHOWN,
  * whatever their lengths (what no longer fits is cut). Only a whole path counts: "/srv/sb" is
@@ -72,13 +87,6 @@ enum recon_outcome { RECON_DONE, RECON_FAILED, RECON_LOST, RECON_DB_ERROR };
 /* Carry out one claimed intent to its end (bound, failed with backoff, torn down) or until the
  * lease is found lost. */
 enum recon_outcome recon_process(struct recon *r, struct intent *in);
-
-/* The install argv for MANAGER with PACKAGES (JSON array) into the sandbox workspace WORKDIR:
- * a NULL-terminated array in ARGV (at most MAX entries, pointers into PACKAGES, WORKDIR,
- * PREFIX, a buffer the manager's install prefix is written to, and static strings). Returns
- * the count, or -1 when it does not fit. */
-int recon_install_argv(const char *manager, json_t *packages, const char *workdir,
-		       const char **argv, int max, char *prefix, size_t prefixsz);
 
 /* The package cache (cache.c). A key is 64 hex digits. */
 #define RECON_CACHE_KEY_LEN 64

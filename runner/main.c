@@ -27,7 +27,7 @@
 #include "../common/log.h"
 #include "../common/privs.h"
 #include "../db/keys.h"
-#include "../reconciler/backends/backend.h"
+#include "../sandbox/backend.h"
 #include "runner.h"
 
 #define RUNNER_KEY_ENV "ANTHROPIC_API_KEY"

@@ -15,53 +15,22 @@
 #include "runner.h"
 #include "tools.h"
 
-#define SANDBOX_WAIT_POLL_MS 500
+#define SANDBOX_WAIT_POLL_MS 500 /* how often a turn looks whether its sandbox is bound */
 
 struct turn_sandbox {
 	const struct runner *r;
 	struct sbx *sbx;
-	char id[SBX_ID_MAX];
-	char workdir[CONFIG_STR_MAX * 2];
-	int share_net; /* the policy is unrestricted */
-	struct recon_env env;
+	struct recon_bound bound; /* its id, workdir, environment and network */
 	int (*stop)(void *);
 	void *arg;
 	struct proc_watch watch;
 };
 
-/* The binding of SESSION_ID into SB. 1 bound, 0 not (yet), -1 on a database failure. */
+/* The binding of SESSION_ID into SB. 1 bound, 0 not (yet), -1 with ERR set. */
 static int bound(struct turn_sandbox *sb, struct db *db, const char *session_id, char *err,
 		 size_t errsz)
 {
-	struct db_rows rows;
-	char msg[SBX_ERR_MAX];
-
-	if (intents_binding(db, session_id, &rows)) {
-		snprintf(err, errsz, "database: %s", db_error(db));
-		return -1;
-	}
-	if (!rows.nrows) {
-		db_rows_free(&rows);
-		return 0;
-	}
-	snprintf(sb->id, sizeof(sb->id), "%s", db_cell(&rows, 0, 1));
-	sb->share_net = db_cell(&rows, 0, 2) == NULL;
-	if (sb->sbx->ops->egress_per_command && db_cell(&rows, 0, 2)) {
-		json_t *hosts = json_loads(db_cell(&rows, 0, 2), 0, NULL);
-		int rc = hosts ? sb->sbx->ops->set_egress(sb->sbx, sb->id, hosts, msg, sizeof(msg))
-			       : -1;
-		json_decref(hosts);
-		if (rc) {
-			snprintf(err, errsz, "its egress policy: %s",
-				 hosts ? msg : "does not parse");
-			db_rows_free(&rows);
-			return -1;
-		}
-	}
-	db_rows_free(&rows);
-	sb->sbx->ops->workdir(sb->sbx, sb->id, sb->workdir, sizeof(sb->workdir));
-	recon_env(sb->r->cfg, sb->workdir, &sb->env);
-	return 1;
+	return recon_bound(sb->r->cfg, db, sb->sbx, session_id, &sb->bound, err, errsz);
 }
 
 /* Provision SESSION_ID now, or wait for whoever provisions it. 0 when it is bound after. */
@@ -148,6 +117,9 @@ struct turn_sandbox *turn_sandbox_open(const struct runner *r, struct db *db,
 
 void turn_sandbox_close(struct turn_sandbox *sb)
 {
+	if (!sb)
+		return;
+	recon_bound_release(&sb->bound);
 	free(sb);
 }
 
@@ -164,19 +136,22 @@ static int sandbox_run(void *ctx, char *const argv[], const char *in, size_t inl
 	struct turn_sandbox *sb = ctx;
 	struct proc_result res;
 	long timeout_s = (timeout_ms + 999) / 1000;
+	/* the sandbox's unprivileged user where the backend has one (docker) */
+	struct sbx_exec ex = { .argv = argv,
+			       .timeout_s = timeout_s > 0 ? timeout_s : 1,
+			       .output_max = cap,
+			       .watch = &sb->watch,
+			       .stdin_data = in,
+			       .stdin_len = in ? inlen : 0 };
 	int rc;
 
-	(void)in;
-	(void)inlen;
-	(void)cap;
 	memset(out, 0, sizeof(*out));
 	sb->watch = (struct proc_watch){ watch_tick, sb, RUNNER_TOOL_POLL_MS };
-	sb->sbx->watch = &sb->watch;
-	rc = sb->sbx->ops->run(sb->sbx, sb->id, sb->share_net, argv, sb->env.envp,
-			       timeout_s > 0 ? timeout_s : 1, &res);
-	sb->sbx->watch = NULL;
+	recon_bound_exec(&sb->bound, &ex);
+	rc = sbx_run(sb->sbx, sb->bound.id, &ex, &res);
 	if (rc) {
-		snprintf(err, errsz, "%s", res.output ? res.output : "the command could not start");
+		snprintf(err, errsz, "%.*s", (int)res.len,
+			 res.output ? res.output : "the command could not start");
 		proc_result_release(&res);
 		return -1;
 	}
@@ -196,6 +171,6 @@ void turn_sandbox_exec(struct turn_sandbox *sb, int (*stop)(void *), void *arg, 
 	memset(x, 0, sizeof(*x));
 	x->run = sandbox_run;
 	x->ctx = sb;
-	x->workdir = sb->workdir;
-	x->stdin_ok = 0;
+	x->workdir = sb->bound.workdir;
+	x->stdin_ok = sb->sbx->ops->has_stdin;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `srt --settings FILE -- COMMAND [ARG...]` for terrarium's `unrestricted` networking
-// (reconciler/backends/srt.c runs it; docs/srt.md).
+// (sandbox/srt.c runs it; docs/srt.md).
 //
 // srt's command line has no setting for "every host": network.allowedDomains refuses "*" and
 // an empty list means no network. sandbox-runtime's documented way to decide the destinations

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "../../common/config.h"
-#include "../../reconciler/backends/http.h"
+#include "../../sandbox/http.h"
 
 #define CHECK_FAKE_TIMEOUT_S 10
 

@@ -6,7 +6,9 @@
  * Checks: stable identity across a reconciler restart (create, then a fresh sbx_open and create
  * of the same name gives the same id), idempotent create-or-attach, command exit codes (0, 3),
  * output, environment and argv passed intact (no shell expansion), the working directory, output
- * capped at output_max with the tail kept, egress policy updates where the driver has them
+ * capped at output_max ([sandbox] output_max, or the run's own) with the tail kept, bytes on a
+ * command's stdin where the backend takes them (refused with ENOTSUP where it does not), egress
+ * policy updates where the driver has them
  * (install-time widening, then final narrowing), idempotent destroy (twice, and a name never
  * created), destroy by name when no id was recorded, and where the driver lists its sandboxes
  * (ops->list, the reconciler's sweep): the sandbox is listed with its name while it exists, not
@@ -15,6 +17,7 @@
  * With CONFORMANCE_FAKE_LOG=URL (a protocol fake's /__fake/log), the egress check also reads the
  * policy states the fake recorded for the sandbox and requires the two updates in order.
  * No database is contacted. Prints "N passed, N failed"; exit status 1 when any failed. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +25,7 @@
 #include <unistd.h>
 
 #include "../../common/config.h"
-#include "../../reconciler/backends/backend.h"
+#include "../../sandbox/backend.h"
 #include "check.h"
 
 #define CONF_NAME_MAX 64
@@ -32,15 +35,26 @@
 #define CONF_ENV_VALUE "two words, 'quoted' and $NOT_EXPANDED"
 #define CONF_LIST_MAX 1000 /* sandboxes one list call may return here */
 
-/* Run ARGV in sandbox ID; RES filled (caller releases). The run's return code. */
+static const char *const conf_envp[] = {
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8",
+	"TERRARIUM_CONFORMANCE=" CONF_ENV_VALUE, NULL
+};
+
+/* Run ARGV in sandbox ID as EX says (NULL: the defaults); RES filled (caller releases). The
+ * run's return code. */
+static int run_ex(struct sbx *s, const char *id, const char *const argv[],
+		  const struct sbx_exec *ex, struct proc_result *res)
+{
+	struct sbx_exec e = ex ? *ex : (struct sbx_exec){ .timeout_s = CONF_TIMEOUT_S };
+
+	e.argv = (char *const *)argv;
+	e.envp = (char *const *)conf_envp;
+	return sbx_run(s, id, &e, res);
+}
+
 static int run(struct sbx *s, const char *id, const char *const argv[], struct proc_result *res)
 {
-	static const char *const envp[] = {
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8",
-		"TERRARIUM_CONFORMANCE=" CONF_ENV_VALUE, NULL
-	};
-	memset(res, 0, sizeof(*res));
-	return s->ops->run(s, id, 0, (char *const *)argv, (char *const *)envp, CONF_TIMEOUT_S, res);
+	return run_ex(s, id, argv, NULL, res);
 }
 
 static const char *out_of(const struct proc_result *res)
@@ -101,7 +115,7 @@ static void check_commands(struct sbx *s, const char *id)
 	      "the environment reaches the command (output '%s')", shown(out_of(&res)));
 	proc_result_release(&res);
 
-	s->ops->workdir(s, id, workdir, sizeof(workdir));
+	sbx_workdir(s, id, workdir, sizeof(workdir));
 	snprintf(expect, sizeof(expect), "%s\n", workdir);
 	rc = run(s, id, pwd, &res);
 	check(rc == 0 && res.exit_code == 0 && !strcmp(out_of(&res), expect),
@@ -131,6 +145,64 @@ static void check_output_cap(struct sbx *s, struct config *cfg, const char *id)
 	      CONF_CAP, res.len, res.truncated,
 	      shown(res.len > 12 ? out_of(&res) + res.len - 12 : out_of(&res)));
 	proc_result_release(&res);
+	/* the run's own cap, the configuration's left as it is */
+	rc = run_ex(s, id, seq,
+		    &(struct sbx_exec){ .timeout_s = CONF_TIMEOUT_S, .output_max = CONF_CAP },
+		    &res);
+	check(rc == 0 && res.exit_code == 0 && res.len == want && res.truncated &&
+		      !memcmp(out_of(&res), full + len - want, want),
+	      "output capped at the run's output_max=%d (got %zu bytes, truncated %d)", CONF_CAP,
+	      res.len, res.truncated);
+	proc_result_release(&res);
+}
+
+/* Bytes on a command's stdin: `cat` gives them back whole (a NUL and no final newline
+ * included) where the backend takes stdin; elsewhere the run is refused before anything runs. */
+static void check_stdin(struct sbx *s, const char *id)
+{
+	static const char data[] = "line one\n\0second 'line' $HOME";
+	const char *const cat[] = { "cat", NULL };
+	struct sbx_exec ex = { .timeout_s = CONF_TIMEOUT_S,
+			       .stdin_data = data,
+			       .stdin_len = sizeof(data) - 1 };
+	struct proc_result res;
+	char *big;
+	int rc;
+
+	errno = 0;
+	rc = run_ex(s, id, cat, &ex, &res);
+	if (s->ops->has_stdin)
+		check(rc == 0 && res.exit_code == 0 && res.len == sizeof(data) - 1 &&
+			      !memcmp(out_of(&res), data, sizeof(data) - 1),
+		      "stdin reaches the command whole (rc %d, exit %d, %zu bytes: '%s')", rc,
+		      res.exit_code, res.len, shown(out_of(&res)));
+	else
+		check(rc == -1 && errno == ENOTSUP && strstr(out_of(&res), "cannot pass stdin"),
+		      "stdin is refused by a backend without it (rc %d, errno %d: %s)", rc, errno,
+		      shown(out_of(&res)));
+	proc_result_release(&res);
+	/* no stdin: end of file at once (/dev/null), never the caller's own */
+	if (!s->ops->has_stdin)
+		return;
+	/* more than the cap: refused before anything runs */
+	ex.stdin_len = SBX_STDIN_MAX + 1;
+	if (!(big = calloc(1, ex.stdin_len))) {
+		check(0, "stdin over SBX_STDIN_MAX (out of memory)");
+		return;
+	}
+	ex.stdin_data = big;
+	errno = 0;
+	rc = run_ex(s, id, cat, &ex, &res);
+	check(rc == -1 && errno == E2BIG && strstr(out_of(&res), "stdin"),
+	      "stdin over SBX_STDIN_MAX is refused (rc %d, errno %d: %s)", rc, errno,
+	      shown(out_of(&res)));
+	proc_result_release(&res);
+	free(big);
+	rc = run(s, id, cat, &res);
+	check(rc == 0 && res.exit_code == 0 && res.len == 0,
+	      "without stdin a command reads end of file (rc %d, exit %d, '%s')", rc, res.exit_code,
+	      shown(out_of(&res)));
+	proc_result_release(&res);
 }
 
 /* The policy states the fake (its log at URL) recorded for sandbox ID, or NULL. New reference. */
@@ -150,7 +222,7 @@ static int listed(struct sbx *s, const char *id, const char *name)
 	char err[SBX_ERR_MAX];
 	int n = 0, found = 0;
 
-	if (!l || s->ops->list(s, l, CONF_LIST_MAX, &n, err, sizeof(err))) {
+	if (!l || sbx_list(s, l, CONF_LIST_MAX, &n, NULL, err, sizeof(err))) {
 		check(0, "list (%s)", l ? err : "out of memory");
 		free(l);
 		return -1;
@@ -212,11 +284,11 @@ static void check_egress(struct sbx *s, const char *id)
 		goto out;
 	}
 	check(s->caps->limited_egress, "set_egress present: the capability table agrees");
-	rc = s->ops->set_egress(s, id, install, err, sizeof(err));
+	rc = sbx_set_egress(s, id, install, NULL, err, sizeof(err));
 	check(rc == 0, "egress widened for the install (%s)", rc ? err : "ok");
-	rc = s->ops->set_egress(s, id, final, err, sizeof(err));
+	rc = sbx_set_egress(s, id, final, NULL, err, sizeof(err));
 	check(rc == 0, "egress narrowed to the final policy (%s)", rc ? err : "ok");
-	rc = s->ops->set_egress(s, id, final, err, sizeof(err));
+	rc = sbx_set_egress(s, id, final, NULL, err, sizeof(err));
 	check(rc == 0, "setting the same policy again succeeds (%s)", rc ? err : "ok");
 	if (log && *log) {
 		json_t *states = fake_policies(log, id);
@@ -274,11 +346,11 @@ int main(int argc, char **argv)
 	if (open_as(&s, &cfg, config_file, deployment, "sbx_open"))
 		goto done;
 
-	rc = s.ops->create(&s, name, id, sizeof(id), err, sizeof(err));
+	rc = sbx_create(&s, &(struct sbx_spec){ .name = name }, id, sizeof(id), err, sizeof(err));
 	check(rc == 0 && id[0], "create %s -> %s (%s)", name, id, rc ? err : "ok");
 	if (rc)
 		goto close;
-	rc = s.ops->create(&s, name, id2, sizeof(id2), err, sizeof(err));
+	rc = sbx_create(&s, &(struct sbx_spec){ .name = name }, id2, sizeof(id2), err, sizeof(err));
 	check(rc == 0 && !strcmp(id, id2), "create again attaches to the same sandbox (%s%s)", id2,
 	      rc ? err : "");
 
@@ -286,37 +358,40 @@ int main(int argc, char **argv)
 	sbx_close(&s);
 	if (open_as(&s, &cfg, config_file, deployment, "sbx_open after a restart"))
 		goto done;
-	rc = s.ops->create(&s, name, id3, sizeof(id3), err, sizeof(err));
+	rc = sbx_create(&s, &(struct sbx_spec){ .name = name }, id3, sizeof(id3), err, sizeof(err));
 	check(rc == 0 && !strcmp(id, id3),
 	      "after a restart, create attaches to the same sandbox (%s%s)", id3, rc ? err : "");
 
 	check_commands(&s, id);
 	check_output_cap(&s, &cfg, id);
+	check_stdin(&s, id);
 	check_egress(&s, id);
 	check_list(&s, id, name);
 
-	rc = s.ops->destroy(&s, id, err, sizeof(err));
+	rc = sbx_destroy(&s, id, NULL, err, sizeof(err));
 	check(rc == 0, "destroy (%s)", rc ? err : "ok");
 	if (s.ops->list)
 		check(listed(&s, id, name) == 0, "list no longer shows the destroyed sandbox");
-	rc = s.ops->destroy(&s, id, err, sizeof(err));
+	rc = sbx_destroy(&s, id, NULL, err, sizeof(err));
 	check(rc == 0, "destroy again: a missing sandbox counts as destroyed (%s)",
 	      rc ? err : "ok");
-	rc = s.ops->destroy(&s, never, err, sizeof(err));
+	rc = sbx_destroy(&s, never, NULL, err, sizeof(err));
 	check(rc == 0, "destroy of a name never created succeeds (%s)", rc ? err : "ok");
 
 	/* teardown before the id was recorded: the reconciler passes the name */
 	id2[0] = '\0';
-	rc = s.ops->create(&s, name2, id2, sizeof(id2), err, sizeof(err));
+	rc = sbx_create(&s, &(struct sbx_spec){ .name = name2 }, id2, sizeof(id2), err,
+			sizeof(err));
 	check(rc == 0, "create %s -> %s (%s)", name2, id2, rc ? err : "ok");
 	if (!rc) {
-		rc = s.ops->destroy(&s, name2, err, sizeof(err));
+		rc = sbx_destroy(&s, name2, NULL, err, sizeof(err));
 		check(rc == 0, "destroy by name (%s)", rc ? err : "ok");
 		id3[0] = '\0';
-		rc = s.ops->create(&s, name2, id3, sizeof(id3), err, sizeof(err));
+		rc = sbx_create(&s, &(struct sbx_spec){ .name = name2 }, id3, sizeof(id3), err,
+				sizeof(err));
 		check(rc == 0 && (!strcmp(id2, name2) || strcmp(id2, id3)),
 		      "after destroy by name, create makes a new sandbox (%s, was %s)", id3, id2);
-		rc = s.ops->destroy(&s, id3, err, sizeof(err));
+		rc = sbx_destroy(&s, id3, NULL, err, sizeof(err));
 		check(rc == 0, "destroy (%s)", rc ? err : "ok");
 	}
 close:

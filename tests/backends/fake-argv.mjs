@@ -120,7 +120,7 @@ export async function run(argv, { env = {}, cwd = '/', timeoutMs = 0, installed 
     default:
       if (cmd === 'apt-get' && args.length === 1 && args[0] === 'update') return done(0);
       if (MANAGERS.has(cmd) && args[0] === 'install') {
-        // the reconciler's options (reconciler/provision.c recon_install_argv); these take a
+        // the install options of common/packages.c's table; these take a
         // value: pip --target, cargo --root, gem --install-dir, npm --prefix
         const pkgs = [];
         for (let i = 1; i < args.length; i++) {

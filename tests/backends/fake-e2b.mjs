@@ -15,7 +15,7 @@
 //       POST /sandboxes                           GET /sandboxes/{id}
 //       POST /sandboxes/{id}/connect              DELETE /sandboxes/{id}
 //     Sandboxes answer "domain": "localhost:PORT", so the driver derives envd's address as
-//     http://49983-<id>.localhost:PORT (reconciler/backends/e2b.c explains the rule);
+//     http://49983-<id>.localhost:PORT (sandbox/e2b.c explains the rule);
 //   - envd, recognised by that Host header: Connect protocol, JSON messages
 //     (e2b-dev/E2B spec/envd/process/process.proto):
 //       POST /process.Process/Start        server streaming, enveloped messages

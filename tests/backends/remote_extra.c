@@ -5,7 +5,7 @@
  *
  * FAKE_URL is the fake's base (http://127.0.0.1:PORT). Checks: a command past its time limit
  * comes back timed out; an unknown command is "could not be started" (run returns -1 with a
- * message); a new sandbox gets the network create_share_net asks for; a sandbox that went to
+ * message); a new sandbox gets the network its spec's share_net asks for; a sandbox that went to
  * sleep (E2B: paused by its timeout; Daytona: auto-stopped) is woken before a command; Daytona
  * refuses an empty argument it could not pass; and the fake saw no protocol violation. Prints
  * "N passed, N failed"; exit status 1 when any failed. */
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "../../common/config.h"
-#include "../../reconciler/backends/backend.h"
+#include "../../sandbox/backend.h"
 #include "check.h"
 
 /* The fake's record of sandbox ID (borrowed from LOG), or NULL. */
@@ -39,8 +39,11 @@ static int run(struct sbx *s, const char *id, const char *const argv[], long tim
 	       struct proc_result *res)
 {
 	static const char *const envp[] = { "PATH=/usr/bin:/bin", "LANG=C.UTF-8", NULL };
-	memset(res, 0, sizeof(*res));
-	return s->ops->run(s, id, 1, (char *const *)argv, (char *const *)envp, timeout_s, res);
+	struct sbx_exec ex = { .argv = (char *const *)argv,
+			       .envp = (char *const *)envp,
+			       .share_net = 1,
+			       .timeout_s = timeout_s };
+	return sbx_run(s, id, &ex, res);
 }
 
 int main(int argc, char **argv)
@@ -71,12 +74,12 @@ int main(int argc, char **argv)
 	if (rc)
 		goto done;
 
-	/* the network of a new sandbox follows create_share_net */
-	s.create_share_net = 1;
-	rc = s.ops->create(&s, name, id, sizeof(id), err, sizeof(err));
+	/* the network of a new sandbox follows its spec's share_net */
+	rc = sbx_create(&s, &(struct sbx_spec){ .name = name, .share_net = 1 }, id, sizeof(id), err,
+			sizeof(err));
 	check(rc == 0, "create with the network shared (%s)", rc ? err : id);
-	s.create_share_net = 0;
-	rc |= s.ops->create(&s, name2, id2, sizeof(id2), err, sizeof(err));
+	rc |= sbx_create(&s, &(struct sbx_spec){ .name = name2 }, id2, sizeof(id2), err,
+			 sizeof(err));
 	check(rc == 0, "create without network (%s)", rc ? err : id2);
 	if (rc)
 		goto close;
@@ -136,8 +139,8 @@ int main(int argc, char **argv)
 		proc_result_release(&res);
 	}
 
-	rc = s.ops->destroy(&s, id, err, sizeof(err));
-	rc |= s.ops->destroy(&s, id2, err, sizeof(err));
+	rc = sbx_destroy(&s, id, NULL, err, sizeof(err));
+	rc |= sbx_destroy(&s, id2, NULL, err, sizeof(err));
 	check(rc == 0, "destroy both (%s)", rc ? err : "ok");
 close:
 	sbx_close(&s);

@@ -25,8 +25,9 @@
 #              attempts 1 (the running step renews its lease), LEASE_ROUNDS times in a row; then
 #              9 slow intents (more than a claimed batch), lease 2 s, a second reconciler started
 #              while the first works through its batch: each installs exactly once
-#   orphaned   a sandbox of the root whose monitor is gone (as a reconciler killed during the
-#              setup leaves it): the next run kills it
+#   setup kill9 kill -9 of a reconciler at SETUP_KILL_ROUNDS points of a sandbox's setup (from
+#              before bwrap's clone to its command running): nothing of that sandbox is left at
+#              once, not even until the next run, and its install never finishes
 #   kill9      kill -9 of a reconciler during a long install with a short lease: the command
 #              dies with it, the next run installs once more, one install completes
 #   orphans    (a) --retry then delete, (b) delete while a batch is being provisioned: 50
@@ -174,51 +175,77 @@ mkdir -p "$SLOW" && printf '#!/bin/sh\nsleep 1\nexec %s "$@"\n' "$(command -v sl
 	>"$SLOW/slirp4netns" && chmod 0755 "$SLOW" "$SLOW/slirp4netns"
 out=$(PATH="$SLOW:$PATH" "$RECON" -c "$INI_BWRAP" --exec "$SID_B" -- grep -c tap0: /proc/net/dev 2>&1)
 check "bwrap: a slirp4netns started late still brings the network up ($out)" test "$out" = 1
-bwraps() { # bwraps DIR [orphaned]: bwrap processes of a sandbox binding DIR (or a path that
-	# starts with DIR); with "orphaned", only those whose parent is not bwrap (the sandbox's
-	# pid 1 left by its monitor)
-	local p ppid n=0
+bwraps() { # bwraps DIR: bwrap processes of a sandbox binding DIR (or a path that starts with DIR)
+	local p n=0
 	for p in /proc/[0-9]*; do
 		[ "$(cat "$p/comm" 2>/dev/null)" = bwrap ] || continue
-		tr '\0' '\n' <"$p/cmdline" 2>/dev/null |
-			awk -v d="$1" 'index($0, d) == 1 { f = 1 } END { exit !f }' || continue
-		ppid=$(awk '{ sub(/.*\) /, ""); print $2 }' "$p/stat" 2>/dev/null)
-		[ -n "$ppid" ] || continue
-		[ -z "${2:-}" ] || [ "$(cat "/proc/$ppid/comm" 2>/dev/null)" != bwrap ] && n=$((n + 1))
+		{ tr '\0' '\n' <"$p/cmdline"; } 2>/dev/null |
+			awk -v d="$1" 'index($0, d) == 1 { f = 1 } END { exit !f }' && n=$((n + 1))
 	done
 	echo "$n"
 }
-# a sandbox left to nobody: bwrap ties its pid 1 to its monitor only once the setup is done,
-# so a reconciler killed during a sandbox's setup leaves pid 1 running without its monitor. That
-# window is too short to hit reliably from here (killed a little earlier, pid 1 ends with the
-# monitor); the same state is made directly: a sandbox of this root, its monitor killed, started
-# without --die-with-parent so that its pid 1 surely outlives the monitor. The next run kills it.
-as_recon=()
-[ "$(id -u)" -eq 0 ] &&
-	as_recon=(setpriv --reuid "$RECON_USER" --regid "$(id -g "$RECON_USER")" --clear-groups)
-"${as_recon[@]}" bwrap --unshare-user --unshare-pid --ro-bind / / \
-	--bind "$T/root-bwrap/$SID_B" /tmp -- sleep 300 >"$T/orphan-bwrap.log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do
-	kill -0 "$pid" 2>/dev/null || break # bwrap refused: the checks below say so
-	[ "$(bwraps "$T/root-bwrap/$SID_B")" -ge 2 ] && break
-	sleep 0.1
+with_arg() { # with_arg TEXT...: processes with an argument holding one of TEXT (this search aside)
+	printf '%s\n' "$@" >"$T/with-arg.patterns" # in no argument of the search itself
+	grep -lsFf "$T/with-arg.patterns" /proc/[0-9]*/cmdline | wc -l
+}
+
+# ---- setup kill9: a reconciler killed -9 at any point of a sandbox's setup ----
+echo "# setup kill9"
+# bwrap ties its monitor to its parent only after it cloned the sandbox's pid 1, and pid 1 to the
+# monitor only once that setup is done: a reconciler killed before that would leave a sandbox
+# setting up, then running its install, for nobody. A bwrap of the test's own, first on the
+# reconciler's PATH, notes when it starts and executes the real one; round N kills the reconciler
+# (-9) (N - 1) * SETUP_KILL_STEP_MS ms after that (before bwrap's clone, during the setup, as the
+# command starts, while it runs), then, before any other run, looks for what is left of the
+# sandboxes (a run may take over an earlier round's intent, its lease being 1 s): a process with
+# one's directory in its argv (bwrap binds it), a process of the killed run (its configuration in
+# its argv), an install (the rounds' packages are named SETUP_KILL_TAG-N); and, once an install
+# would have finished, its "done" line.
+SETUP_KILL_ROUNDS=${SETUP_KILL_ROUNDS:-24}
+SETUP_KILL_STEP_MS=12
+SETUP_KILL_INSTALL_S=2
+SK=$T/setup-kill
+mkdir -p "$SK/bin"
+printf '#!/bin/sh\n: >>%s/started\nexec %s "$@"\n' "$SK" "$(command -v bwrap)" >"$SK/bin/bwrap"
+chmod 0755 "$SK" "$SK/bin" "$SK/bin/bwrap"
+[ "$(id -u)" -eq 0 ] && chown "$RECON_USER:" "$SK"
+SETUP_KILL_TAG="setupkill-$$"
+INI_SK=$(recon_ini setup-kill bwrap "path = /workspace/.fakebin:/usr/bin:/bin" "[reconciler]" \
+	"lease_seconds = 1" "backoff_base_seconds = 0")
+sk_hit=0 sk_left=0 sk_sids=()
+for i in $(seq 1 "$SETUP_KILL_ROUNDS"); do
+	read -r _ sid <<<"$(new_session "$URL_BWRAP" "$AGENT_BWRAP" \
+		"{\"name\":\"recon-setup-kill-$i\",\"config\":{\"type\":\"cloud\",\"packages\":{\"npm\":[\"$SETUP_KILL_TAG-$i\"]}}}")"
+	sk_sids+=("$sid")
+	fake_npm "$T/root-setup-kill" "$sid" "$SETUP_KILL_INSTALL_S"
+	rm -f "$SK/started"
+	PATH="$SK/bin:$PATH" "$RECON" -c "$INI_SK" --once >>"$T/setup-kill.log" 2>&1 &
+	pid=$!
+	until [ -e "$SK/started" ] || ! kill -0 "$pid" 2>/dev/null; do :; done
+	if [ -e "$SK/started" ]; then
+		sk_hit=$((sk_hit + 1))
+		sleep "$(printf '%d.%03d' $(((i - 1) * SETUP_KILL_STEP_MS / 1000)) \
+			$(((i - 1) * SETUP_KILL_STEP_MS % 1000)))"
+	fi
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	sleep 0.3 # what dies with the reconciler is dead by now
+	left=$(with_arg "$T/root-setup-kill/" "$INI_SK" "$SETUP_KILL_TAG-")
+	[ "$left" -eq 0 ] || echo "  round $i ($(((i - 1) * SETUP_KILL_STEP_MS)) ms): $left processes left"
+	sk_left=$((sk_left + left))
 done
-kill -9 "$pid"
-wait "$pid" 2>/dev/null
-for _ in $(seq 50); do
-	[ "$(bwraps "$T/root-bwrap/$SID_B" orphaned)" -ge 1 ] && break
-	sleep 0.1
-done
-n=$(bwraps "$T/root-bwrap/$SID_B" orphaned)
-check "orphaned sandbox: pid 1 outlived its monitor ($n; $(head -c 200 "$T/orphan-bwrap.log"))" \
-	test "$n" -ge 1
-"$RECON" -c "$INI_BWRAP" --once >"$T/setup-kill.log" 2>&1
-check "orphaned sandbox: the next run killed it and said so" \
-	grep -q "killed sandbox process" "$T/setup-kill.log"
-sleep 0.5
-n=$(bwraps "$T/root-bwrap/$SID_B" orphaned)
-check "orphaned sandbox: nothing of it is left ($n)" test "$n" -eq 0
+check "setup kill9: the reconciler was killed during $sk_hit/$SETUP_KILL_ROUNDS sandbox setups" \
+	test "$sk_hit" -eq "$SETUP_KILL_ROUNDS"
+check "setup kill9: no process of those sandboxes outlived its reconciler ($sk_left)" \
+	test "$sk_left" -eq 0
+sleep "$SETUP_KILL_INSTALL_S.5" # an install left running would have finished by now
+done_lines=$(cat "$T/root-setup-kill"/sesn_*/npm-calls.log 2>/dev/null | grep -c "^done")
+check "setup kill9: no install of theirs went on to finish ($done_lines)" test "$done_lines" -eq 0
+for sid in "${sk_sids[@]}"; do api "$URL_BWRAP" DELETE "/v1/sessions/$sid" >/dev/null; done
+sleep 1.1 # the killed runs' leases end: the teardowns are due
+"$RECON" -c "$INI_SK" --once >>"$T/setup-kill.log" 2>&1
+check "setup kill9: the next run tears their sandboxes down, rows and all" \
+	test "$(dirs_left "$T/root-setup-kill" "${sk_sids[@]}")$(rows_left "${sk_sids[@]}")" = 00
 
 # ---- drift: a bwrap workspace removed behind terrarium's back ----
 echo "# drift"
@@ -366,10 +393,8 @@ for i in $(seq 1 "$CRASH_ROUNDS"); do
 done
 check "crash: $crash_ok/$CRASH_ROUNDS sessions ready exactly once with one sandbox" \
 	test "$crash_ok" -eq "$CRASH_ROUNDS"
-# a run killed while it set a sandbox up leaves that sandbox to nobody; the next run kills it
-"$RECON" -c "$INI_CRASH" --once >>"$T/crash.log" 2>&1
-sleep 0.5
-n=$(bwraps "$T/root-crash/" orphaned)
+# nothing of a killed run's sandbox outlives it (setup kill9 looks at each kill)
+n=$(bwraps "$T/root-crash/")
 check "crash: no sandbox of the killed runs is left running ($n)" test "$n" -eq 0
 
 # ---- teardown ----

@@ -108,7 +108,7 @@ static void test_session_env(void **state)
 	strcpy(cfg.sandbox_path, "/usr/bin:/bin");
 	strcpy(cfg.sandbox_ca_bundle, "/host/ca.pem");
 	recon_env(&cfg, "/workspace", &e);
-	/* where recon_install_argv puts each manager's packages, for docker's containers too */
+	/* where common/packages.c puts each manager's packages, for docker's containers too */
 	assert_non_null(strstr(env_get(e.envp, "PATH"), "/workspace/node_modules/.bin:"));
 	assert_non_null(strstr(env_get(e.envp, "PATH"), "/workspace/.pip/bin:"));
 	assert_string_equal(env_get(e.envp, "HOME"), "/workspace");

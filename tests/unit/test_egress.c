@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../common/egress.h"
+#include "../../common/packages.h"
 #include "unit.h"
 
 static const char *const registry[] = { "registry.npmjs.org", "pypi.org", NULL };
@@ -114,8 +115,10 @@ static void test_default_registry_list(void **state)
 	json_t *p = egress_policy(n, NULL, NULL, 0);
 	size_t count = 0;
 	(void)state;
-	while (egress_registry_hosts[count])
-		count++;
+	/* the package managers' registries (common/packages.c; their order: test_packages.c) */
+	for (size_t m = 0; m < PKG_MANAGER_COUNT; m++)
+		for (const char *const *h = pkg_managers[m].registry; *h; h++)
+			count++;
 	assert_int_equal(count, 18);
 	assert_int_equal(json_array_size(p), 18);
 	assert_string_equal(json_string_value(json_array_get(p, 0)), "api.rubygems.org");

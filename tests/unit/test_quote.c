@@ -1,4 +1,4 @@
-/* Unit tests of reconciler/backends/quote.c: argv quoting, checked against a real POSIX shell
+/* Unit tests of sandbox/quote.c: argv quoting, checked against a real POSIX shell
  * and against a port of Daytona's daemon tokenizer. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../reconciler/backends/quote.h"
+#include "../../sandbox/quote.h"
 #include "unit.h"
 
 #define ARGS_MAX 16

@@ -1,5 +1,5 @@
 /* Unit tests of the reconciler's pure parts: secret redaction (common/redact.c), retry backoff
- * and install argv (reconciler/provision.c), running a child process (backends/process.c) and
+ (reconciler/provision.c), running a child process (backends/process.c) and
  * sandbox directories (backends/dir.c). No database is contacted. Temporary files live under
  * /tmp/terrarium-ut-* and are removed by each test. */
 #include <stdarg.h>
@@ -19,8 +19,8 @@
 
 #include "../../common/clock.h"
 #include "../../common/redact.h"
-#include "../../reconciler/backends/backend.h"
-#include "../../reconciler/backends/process.h"
+#include "../../sandbox/backend.h"
+#include "../../sandbox/process.h"
 #include "../../reconciler/recon.h"
 #include "unit.h"
 
@@ -357,152 +357,6 @@ static void test_backoff_base_zero(void **state)
 	}
 }
 
-/* ---------------------------------------------------------------- install argv */
-
-#define UT_WORKDIR "/srv/sandboxes/sesn_01ABC"
-
-struct argv_case {
-	const char *manager;
-	const char *expect[12]; /* before the packages */
-	const char *prefix;	/* expected prefix buffer content, NULL: not used */
-};
-
-static void test_install_argv_per_manager(void **state)
-{
-	static const struct argv_case cases[] = {
-		{ "apt", { "apt-get", "install", "-y", "--no-install-recommends" }, NULL },
-		{ "cargo",
-		  { "cargo", "install", "--root", UT_WORKDIR "/.cargo" },
-		  UT_WORKDIR "/.cargo" },
-		{ "gem",
-		  { "gem", "install", "--no-document", "--install-dir", UT_WORKDIR "/.gem" },
-		  UT_WORKDIR "/.gem" },
-		{ "go", { "go", "install" }, NULL },
-		{ "npm",
-		  { "npm", "install", "--no-audit", "--no-fund", "--prefix", UT_WORKDIR },
-		  NULL },
-		{ "pip",
-		  { "pip", "install", "--no-input", "--target", UT_WORKDIR "/.pip" },
-		  UT_WORKDIR "/.pip" },
-	};
-	/* odd-looking entries stay single arguments: no shell, no splitting */
-	json_t *pkgs = json_loads("[\"a==1.0\", \"b c\", \"$(touch x)\", \"golang.org/x/y@v1\", "
-				  "\"\\u00e9;rm -rf /\"]",
-				  0, NULL);
-	(void)state;
-	assert_non_null(pkgs);
-	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		const char *argv[32];
-		char prefix[256] = "";
-		int nfixed = 0, n, i;
-
-		while (cases[c].expect[nfixed])
-			nfixed++;
-		for (i = 0; i < 32; i++)
-			argv[i] = "unset";
-		n = recon_install_argv(cases[c].manager, pkgs, UT_WORKDIR, argv, 32, prefix,
-				       sizeof(prefix));
-		assert_int_equal(n, nfixed + (int)json_array_size(pkgs));
-		for (i = 0; i < nfixed; i++)
-			if (strcmp(argv[i], cases[c].expect[i]))
-				fail_msg("%s: argv[%d] = \"%s\", expected \"%s\"", cases[c].manager,
-					 i, argv[i], cases[c].expect[i]);
-		/* each package: one argument, the very string of the array */
-		for (i = 0; i < (int)json_array_size(pkgs); i++)
-			assert_ptr_equal(argv[nfixed + i],
-					 json_string_value(json_array_get(pkgs, i)));
-		assert_null(argv[n]);
-		if (cases[c].prefix) {
-			assert_string_equal(prefix, cases[c].prefix);
-			/* inside the workdir */
-			assert_int_equal(strncmp(prefix, UT_WORKDIR "/", strlen(UT_WORKDIR) + 1),
-					 0);
-		}
-		if (!strcmp(cases[c].manager, "npm"))
-			assert_string_equal(argv[5], UT_WORKDIR);
-	}
-	json_decref(pkgs);
-}
-
-static void test_install_argv_empty_list(void **state)
-{
-	json_t *none = json_array();
-	const char *argv[8];
-	char prefix[64];
-	(void)state;
-	assert_int_equal(recon_install_argv("apt", none, "/w", argv, 8, prefix, sizeof(prefix)), 4);
-	assert_null(argv[4]);
-	assert_int_equal(recon_install_argv("go", none, "/w", argv, 8, prefix, sizeof(prefix)), 2);
-	assert_string_equal(argv[0], "go");
-	assert_null(argv[2]);
-	json_decref(none);
-}
-
-static void test_install_argv_unknown_manager(void **state)
-{
-	static const char *const unknown[] = { "brew", "", "APT", "pip3" };
-	json_t *pkgs = json_loads("[\"x\"]", 0, NULL);
-	const char *argv[16];
-	char prefix[64];
-	(void)state;
-	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
-		assert_int_equal(recon_install_argv(unknown[i], pkgs, "/w", argv, 16, prefix,
-						    sizeof(prefix)),
-				 -1);
-	json_decref(pkgs);
-}
-
-static void test_install_argv_overflow(void **state)
-{
-	/* MANAGER's command for two packages into an argv of ARGV_MAX entries returns WANT */
-	static const struct {
-		const char *manager;
-		size_t argv_max;
-		int want;
-	} cases[] = {
-		/* apt: 4 fixed + 2 packages + NULL = 7 entries */
-		{ "apt", 6, -1 },
-		{ "apt", 3, -1 },
-		{ "apt", 1, -1 },
-		{ "apt", 0, -1 },
-		/* gem: 5 fixed + 2 + NULL = 8 */
-		{ "gem", 8, 7 },
-		{ "gem", 7, -1 },
-		/* npm: 6 fixed + 2 + NULL = 9 */
-		{ "npm", 9, 8 },
-		{ "npm", 8, -1 },
-	};
-	json_t *pkgs = json_loads("[\"p1\", \"p2\"]", 0, NULL);
-	const char *argv[16];
-	char prefix[64];
-	(void)state;
-	assert_int_equal(recon_install_argv("apt", pkgs, "/w", argv, 7, prefix, sizeof(prefix)), 6);
-	assert_null(argv[6]);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		assert_int_equal(recon_install_argv(cases[i].manager, pkgs, "/w", argv,
-						    cases[i].argv_max, prefix, sizeof(prefix)),
-				 cases[i].want);
-	json_decref(pkgs);
-}
-
-/* 256 packages fit the reconciler's argv (RECON_ARGV_MAX 300), the most a manager may list. */
-static void test_install_argv_many_packages(void **state)
-{
-	json_t *pkgs = json_array();
-	const char *argv[300];
-	char prefix[64], name[16];
-	(void)state;
-	for (int i = 0; i < 256; i++) {
-		FMT(name, "pkg%d", i);
-		json_array_append_new(pkgs, json_string(name));
-	}
-	assert_int_equal(recon_install_argv("npm", pkgs, "/w", argv, 300, prefix, sizeof(prefix)),
-			 262);
-	assert_string_equal(argv[261], "pkg255");
-	assert_null(argv[262]);
-	json_decref(pkgs);
-}
-
 /* ---------------------------------------------------------------- proc_run */
 
 static struct proc_result run_sh(const char *script, const char *cwd, long timeout_s,
@@ -511,7 +365,7 @@ static struct proc_result run_sh(const char *script, const char *cwd, long timeo
 	char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)script, NULL };
 	char *envp[] = { (char *)"PATH=/usr/local/bin:/usr/bin:/bin", NULL };
 	struct proc_result res;
-	assert_int_equal(proc_run(argv, cwd, envp, timeout_s, out_max, NULL, &res), 0);
+	assert_int_equal(proc_run(argv, cwd, envp, -1, timeout_s, out_max, NULL, &res), 0);
 	assert_non_null(res.output);
 	assert_int_equal(strlen(res.output), res.len);
 	return res;
@@ -724,12 +578,12 @@ static void test_proc_command_not_found(void **state)
 	char *abs[] = { (char *)"/nonexistent/terrarium-tool", NULL };
 	struct proc_result res;
 	(void)state;
-	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, NULL, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, envp, -1, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_int_equal(res.exit_code, 127);
 	assert_int_equal(res.timed_out, 0);
 	assert_non_null(strstr(res.output, "cannot run terrarium-no-such-command"));
 	proc_result_release(&res);
-	assert_int_equal(proc_run(abs, NULL, envp, 10, UT_OUT_MAX, NULL, &res), 0);
+	assert_int_equal(proc_run(abs, NULL, envp, -1, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_int_equal(res.exit_code, 127);
 	assert_non_null(strstr(res.output, "/nonexistent/terrarium-tool"));
 	proc_result_release(&res);
@@ -760,15 +614,50 @@ static void test_proc_environment_is_envp(void **state)
 	struct proc_result res;
 	(void)state;
 	setenv("TERRARIUM_UT_LEAK", "must-not-pass", 1);
-	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, NULL, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, envp, -1, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_int_equal(res.exit_code, 0);
 	assert_string_equal(res.output, "A=1\nB=two words\nEMPTY=\n");
 	proc_result_release(&res);
-	assert_int_equal(proc_run(argv, NULL, none, 10, UT_OUT_MAX, NULL, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, none, -1, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_int_equal(res.exit_code, 0);
 	assert_string_equal(res.output, "");
 	proc_result_release(&res);
 	unsetenv("TERRARIUM_UT_LEAK");
+}
+
+/* Bytes given as stdin reach the command whole, larger than a pipe holds and with a NUL; the
+ * command sees end of file after them; without them it reads /dev/null, never our stdin. */
+static void test_proc_stdin(void **state)
+{
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)"wc -c; cat >/dev/null", NULL };
+	char *cat[] = { (char *)"cat", NULL };
+	char *envp[] = { (char *)"PATH=/usr/bin:/bin", NULL };
+	size_t big = 300000;
+	char *data = malloc(big);
+	struct proc_result res;
+	int in;
+	(void)state;
+	assert_non_null(data);
+	memset(data, 'x', big);
+	data[1000] = '\0';
+	in = proc_stdin(data, big);
+	assert_true(in >= 0);
+	assert_int_equal(proc_run(argv, NULL, envp, in, 10, UT_OUT_MAX, NULL, &res), 0);
+	close(in);
+	assert_int_equal(res.exit_code, 0);
+	assert_int_equal(atol(res.output), (long)big);
+	proc_result_release(&res);
+	in = proc_stdin("a\0b", 3);
+	assert_int_equal(proc_run(cat, NULL, envp, in, 10, UT_OUT_MAX, NULL, &res), 0);
+	close(in);
+	assert_int_equal(res.len, 3);
+	assert_memory_equal(res.output, "a\0b", 3);
+	proc_result_release(&res);
+	assert_int_equal(proc_run(cat, NULL, envp, -1, 10, UT_OUT_MAX, NULL, &res), 0);
+	assert_int_equal(res.exit_code, 0);
+	assert_int_equal(res.len, 0);
+	proc_result_release(&res);
+	free(data);
 }
 
 /* ---------------------------------------------------------------- sandbox directories */
@@ -1031,7 +920,7 @@ static void test_proc_watch_stops_command(void **state)
 	struct proc_result res;
 	time_t t0 = time(NULL);
 	(void)state;
-	assert_int_equal(proc_run(argv, NULL, envp, 60, UT_OUT_MAX, &w, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, envp, -1, 60, UT_OUT_MAX, &w, &res), 0);
 	assert_int_equal(res.stopped, 1);
 	assert_int_equal(calls, 1);
 	assert_int_equal(res.exit_code, 128 + 9);
@@ -1050,7 +939,7 @@ static void test_proc_watch_after_output_closed(void **state)
 	struct proc_result res;
 	double t0 = clock_mono_s();
 	(void)state;
-	assert_int_equal(proc_run(argv, NULL, envp, 60, UT_OUT_MAX, &w, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, envp, -1, 60, UT_OUT_MAX, &w, &res), 0);
 	assert_true(clock_mono_s() - t0 < 2);
 	assert_int_equal(res.stopped, 1);
 	assert_int_equal(calls, 1);
@@ -1069,7 +958,7 @@ static void test_regression_proc_path_from_envp(void **state)
 	write_file(tool, "#!/bin/sh\necho found\n");
 	assert_int_equal(chmod(tool, 0755), 0);
 	FMT(pathvar, "PATH=%s", dir);
-	assert_int_equal(proc_run(argv, NULL, envp, 10, UT_OUT_MAX, NULL, &res), 0);
+	assert_int_equal(proc_run(argv, NULL, envp, -1, 10, UT_OUT_MAX, NULL, &res), 0);
 	assert_string_equal(res.output, "found\n");
 	assert_int_equal(res.exit_code, 0);
 	proc_result_release(&res);
@@ -1084,19 +973,6 @@ static void test_regression_proc_exact_cap_not_truncated(void **state)
 	assert_string_equal(res.output, "abcd");
 	assert_int_equal(res.truncated, 0);
 	proc_result_release(&res);
-}
-
-/* A prefix that does not fit PREFIX is refused rather than cut to a path outside WORKDIR. */
-static void test_regression_install_argv_prefix_cut(void **state)
-{
-	json_t *pkgs = json_loads("[\"x\"]", 0, NULL);
-	const char *argv[16];
-	char prefix[8];
-	(void)state;
-	assert_int_equal(
-		recon_install_argv("pip", pkgs, "/srv/sbx/s1", argv, 16, prefix, sizeof(prefix)),
-		-1);
-	json_decref(pkgs);
 }
 
 /* Every backend of the table (common/backend.c) has a driver in open.c's table: opening it may
@@ -1136,12 +1012,8 @@ UNIT_MAIN(cmocka_unit_test(test_redact_url_userinfo), cmocka_unit_test(test_reda
 	  cmocka_unit_test(test_redact_empty), cmocka_unit_test(test_backoff_growth_and_cap),
 	  cmocka_unit_test(test_backoff_attempts_zero_and_one),
 	  cmocka_unit_test(test_backoff_jitter_bounds), cmocka_unit_test(test_backoff_base_zero),
-	  cmocka_unit_test(test_install_argv_per_manager),
-	  cmocka_unit_test(test_install_argv_empty_list),
-	  cmocka_unit_test(test_install_argv_unknown_manager),
-	  cmocka_unit_test(test_install_argv_overflow),
-	  cmocka_unit_test(test_install_argv_many_packages), cmocka_unit_test(test_proc_exit_code),
-	  cmocka_unit_test(test_proc_output_captured), cmocka_unit_test(test_proc_output_tail),
+	  cmocka_unit_test(test_proc_exit_code), cmocka_unit_test(test_proc_output_captured),
+	  cmocka_unit_test(test_proc_output_tail),
 	  cmocka_unit_test_setup_teardown(test_proc_timeout_kills_group, tmp_setup, tmp_teardown),
 	  cmocka_unit_test_setup_teardown(test_proc_timeout_term_ignored, tmp_setup, tmp_teardown),
 	  cmocka_unit_test_setup_teardown(test_proc_leftover_children_killed, tmp_setup,
@@ -1149,7 +1021,7 @@ UNIT_MAIN(cmocka_unit_test(test_redact_url_userinfo), cmocka_unit_test(test_reda
 	  cmocka_unit_test(test_proc_timeout_after_output_closed),
 	  cmocka_unit_test(test_proc_command_not_found),
 	  cmocka_unit_test_setup_teardown(test_proc_cwd, tmp_setup, tmp_teardown),
-	  cmocka_unit_test(test_proc_environment_is_envp),
+	  cmocka_unit_test(test_proc_environment_is_envp), cmocka_unit_test(test_proc_stdin),
 	  cmocka_unit_test_setup_teardown(test_dir_create_idempotent, dir_setup, dir_teardown),
 	  cmocka_unit_test_setup_teardown(test_dir_create_bad_names, dir_setup, dir_teardown),
 	  cmocka_unit_test_setup_teardown(test_dir_create_missing_root, dir_setup, dir_teardown),
@@ -1163,7 +1035,6 @@ UNIT_MAIN(cmocka_unit_test(test_redact_url_userinfo), cmocka_unit_test(test_reda
 	  cmocka_unit_test_setup_teardown(test_regression_proc_path_from_envp, tmp_setup,
 					  tmp_teardown),
 	  cmocka_unit_test(test_regression_proc_exact_cap_not_truncated),
-	  cmocka_unit_test(test_regression_install_argv_prefix_cut),
 	  cmocka_unit_test(test_redact_pass_secret_token_keys),
 	  cmocka_unit_test(test_scrub_host_paths), cmocka_unit_test(test_hide_host_paths),
 	  cmocka_unit_test(test_proc_watch_stops_command),

@@ -1,7 +1,7 @@
-/* Unit tests of the HTTP drivers' helpers: reconciler/backends/remote.c (shell quoting checked
- * against a real POSIX shell, the output tail) and reconciler/backends/http.c (credential file
+/* Unit tests of the HTTP drivers' helpers: sandbox/remote.c (shell quoting checked
+ * against a real POSIX shell, the output tail) and sandbox/http.c (credential file
  * handling, error strings without secrets, escaping, retries of connection failures, the
- * caller's watch stopping a call). */
+ * caller's watch stopping a call, calls at once from two threads on one client). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -9,14 +9,15 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../reconciler/backends/http.h"
-#include "../../reconciler/backends/remote.h"
+#include "../../sandbox/http.h"
+#include "../../sandbox/remote.h"
 #include "unit.h"
 
 #define OUT_MAX 65536
@@ -270,25 +271,14 @@ static int count_tick(void *arg)
 	return ++t->n >= t->stop_at;
 }
 
-/* The client's watch (http.h): asked while a call waits for its answer, its stop aborts the
- * call at once (without it the call would end at its 10 s timeout: timed_out); asked in the
- * retry backoff too; not asked once the slot is cleared. */
-static void test_watch_stops_a_call(void **state)
+/* A server that takes connections (the kernel's backlog) and never answers: its socket (the
+ * caller closes it), and RC pointing at it with a total timeout of TIMEOUT_S. */
+static int never_answering(struct remote_conf *rc, long timeout_s)
 {
-	struct ticks t = { 0, 2 };
-	struct proc_watch w = { count_tick, &t, 50 };
-	const struct proc_watch *slot = &w;
 	struct sockaddr_in a;
 	socklen_t alen = sizeof(a);
-	struct remote_conf rc;
-	struct http_client c;
-	struct http_request rq;
-	struct http_response rs;
-	char err[512];
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	(void)state;
 
-	/* a server that takes the connection (the kernel's backlog) and never answers */
 	memset(&a, 0, sizeof(a));
 	a.sin_family = AF_INET;
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -296,11 +286,30 @@ static void test_watch_stops_a_call(void **state)
 	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(listen(fd, 4), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-	memset(&rc, 0, sizeof(rc));
-	snprintf(rc.url, sizeof(rc.url), "http://127.0.0.1:%d", ntohs(a.sin_port));
-	rc.timeout_s = 10;
+	memset(rc, 0, sizeof(*rc));
+	snprintf(rc->url, sizeof(rc->url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+	rc->timeout_s = timeout_s;
+	return fd;
+}
+
+/* This thread's watch (http.h): asked while a call waits for its answer, its stop aborts the
+ * call at once (without it the call would end at its 10 s timeout: timed_out); asked in the
+ * retry backoff too; not asked once a cleanup call enters none. */
+static void test_watch_stops_a_call(void **state)
+{
+	struct ticks t = { 0, 2 };
+	struct proc_watch w = { count_tick, &t, 50 };
+	struct http_watch_ctx outer, inner;
+	struct remote_conf rc;
+	struct http_client c;
+	struct http_request rq;
+	struct http_response rs;
+	char err[512];
+	int fd = never_answering(&rc, 10);
+	(void)state;
+
 	assert_int_equal(http_init(&c, "docker", &rc, err, sizeof(err)), 0);
-	c.watch = &slot;
+	outer = http_watch_enter(&w);
 	memset(&rq, 0, sizeof(rq));
 	rq.method = "GET";
 	rq.path = "/never";
@@ -316,7 +325,9 @@ static void test_watch_stops_a_call(void **state)
 	/* a refused connection is retried after a backoff, which asks the watch: one try */
 	snprintf(rc.url, sizeof(rc.url), "http://127.0.0.1:1");
 	assert_int_equal(http_init(&c, "docker", &rc, err, sizeof(err)), 0);
-	c.watch = &slot;
+	/* a new call under the same watch */
+	http_watch_leave(outer);
+	outer = http_watch_enter(&w);
 	t = (struct ticks){ 0, 1 };
 	assert_int_equal(http_do(&c, &rq, &rs, err, sizeof(err)), -1);
 	assert_true(rs.stopped);
@@ -324,15 +335,77 @@ static void test_watch_stops_a_call(void **state)
 	assert_int_equal(t.n, 1);
 	http_response_release(&rs);
 
-	/* the slot cleared (a call cleaning up after a stop): never asked */
-	slot = NULL;
+	/* a call cleaning up after a stop enters none: never asked */
+	inner = http_watch_enter(NULL);
 	t = (struct ticks){ 0, 1 };
 	rq.no_retry = 1;
 	assert_int_equal(http_do(&c, &rq, &rs, err, sizeof(err)), -1);
 	assert_false(rs.stopped);
 	assert_int_equal(t.n, 0);
 	http_response_release(&rs);
+	http_watch_leave(inner);
+	http_watch_leave(outer);
+	/* left: no watch on this thread */
+	t = (struct ticks){ 0, 1 };
+	assert_int_equal(http_do(&c, &rq, &rs, err, sizeof(err)), -1);
+	assert_int_equal(t.n, 0);
+	http_response_release(&rs);
 	http_release(&c);
+}
+
+/* One thread's call for test_calls_at_once. */
+struct call_at_once {
+	struct http_client *c;
+	const struct proc_watch *watch; /* this thread's, or NULL */
+	struct http_response rs;
+	int rc;
+	char err[512];
+};
+
+static void *call_thread(void *arg)
+{
+	struct call_at_once *k = arg;
+	struct http_request rq = http_req("GET", "/never", NULL);
+	struct http_watch_ctx prev = http_watch_enter(k->watch);
+
+	rq.no_retry = 1;
+	k->rc = http_do(k->c, &rq, &k->rs, k->err, sizeof(k->err));
+	http_watch_leave(prev);
+	return NULL;
+}
+
+/* Two calls at once on one client (the runner's turns on one struct sbx): each has a libcurl
+ * handle of its own, and a watch is its own thread's. A's watch stops A's call; B's call, with
+ * no watch, runs to its time limit, never stopped by A's; the client keeps a handle after. */
+static void test_calls_at_once(void **state)
+{
+	struct ticks t = { 0, 2 };
+	struct proc_watch w = { count_tick, &t, 50 };
+	struct remote_conf rc;
+	struct http_client c;
+	struct call_at_once ka = { .c = &c, .watch = &w }, kb = { .c = &c };
+	pthread_t ta, tb;
+	char err[512];
+	int fd = never_answering(&rc, 2);
+	(void)state;
+
+	assert_int_equal(http_init(&c, "docker", &rc, err, sizeof(err)), 0);
+	assert_int_equal(pthread_create(&tb, NULL, call_thread, &kb), 0);
+	assert_int_equal(pthread_create(&ta, NULL, call_thread, &ka), 0);
+	assert_int_equal(pthread_join(ta, NULL), 0);
+	assert_int_equal(pthread_join(tb, NULL), 0);
+	assert_int_equal(ka.rc, -1);
+	assert_true(ka.rs.stopped);
+	assert_false(ka.rs.timed_out);
+	assert_int_equal(t.n, 2);
+	assert_int_equal(kb.rc, -1);
+	assert_false(kb.rs.stopped);
+	assert_true(kb.rs.timed_out);
+	assert_non_null(c.easy);
+	http_response_release(&ka.rs);
+	http_response_release(&kb.rs);
+	http_release(&c);
+	close(fd);
 }
 
 UNIT_MAIN(cmocka_unit_test(test_sh_join_plain), cmocka_unit_test(test_sh_join_quotes),
@@ -340,4 +413,4 @@ UNIT_MAIN(cmocka_unit_test(test_sh_join_plain), cmocka_unit_test(test_sh_join_qu
 	  cmocka_unit_test(test_sh_join_empty_and_utf8), cmocka_unit_test(test_out_tail_keeps_end),
 	  cmocka_unit_test(test_key_file), cmocka_unit_test(test_error_string),
 	  cmocka_unit_test(test_escape), cmocka_unit_test(test_connection_refused_retries),
-	  cmocka_unit_test(test_watch_stops_a_call))
+	  cmocka_unit_test(test_watch_stops_a_call), cmocka_unit_test(test_calls_at_once))

@@ -1,4 +1,4 @@
-/* Unit tests of the srt backend's allowlist translation (reconciler/backends/srt_hosts.c):
+/* Unit tests of the srt backend's allowlist translation (sandbox/srt_hosts.c):
  * which address literals name this machine (fixed ranges and the machine's own interface
  * addresses), and the egress policy as srt's allowedDomains (IPv6 brackets, `*.` patterns, this
  * machine left out, names srt cannot express refused with the entry named). */
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../reconciler/backends/srt_hosts.h"
+#include "../../sandbox/srt_hosts.h"
 #include "tests/unit/unit.h"
 #include "tests/unit/unit_json.h"
 

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../common/log.h"
+#include "../common/log.h"
 #include "backend.h"
 
 #define SBX_DIR_FDS 32
@@ -56,6 +56,12 @@ int sbx_dir_create(struct sbx *s, const char *name, char *id, size_t idsz, char 
 	}
 	strcpy(id, name);
 	return 0;
+}
+
+int sbx_dir_make(struct sbx *s, const struct sbx_spec *spec, char *id, size_t idsz, char *err,
+		 size_t errsz)
+{
+	return sbx_dir_create(s, spec->name, id, idsz, err, errsz);
 }
 
 /* Pre-order pass: a directory left read-only (Go's module cache, a package's own files) must
@@ -219,8 +225,9 @@ static int layer_path(struct sbx *s, const char *id, char *out, size_t outsz)
 /* A unique sibling of PATH to build in or to move out of the way: PATH.TAG.PID.N */
 static int sibling(const char *path, const char *tag, char *out, size_t outsz)
 {
-	static unsigned long seq;
-	int n = snprintf(out, outsz, "%s.%s.%ld.%lu", path, tag, (long)getpid(), ++seq);
+	static unsigned long seq; /* one sequence for every thread */
+	int n = snprintf(out, outsz, "%s.%s.%ld.%lu", path, tag, (long)getpid(),
+			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	return n < 0 || (size_t)n >= outsz ? -1 : 0;
 }
 
@@ -285,7 +292,7 @@ static int copy_tree(struct sbx *s, const char *src, const char *dst, char *err,
 	}
 	{
 		char *argv[] = { cp, dr, keep, from, (char *)dst, NULL };
-		if (proc_run(argv, s->root, envp, SBX_DIR_COPY_TIMEOUT_S, SBX_DIR_COPY_OUT_MAX,
+		if (proc_run(argv, s->root, envp, -1, SBX_DIR_COPY_TIMEOUT_S, SBX_DIR_COPY_OUT_MAX,
 			     NULL, &res) ||
 		    res.exit_code) {
 			snprintf(err, errsz, "copying %s to %s: %s", src, dst,
@@ -342,9 +349,9 @@ static int layered_on(const char *rec, const char *entry)
 	return !strcmp(target, entry);
 }
 
-/* The record of a layered sandbox on s->create_from: made aside, then renamed to REC, while the
- * entry is known to exist (shared cache lock). */
-static int make_layer(struct sbx *s, const char *rec, char *err, size_t errsz)
+/* The record of a layered sandbox on FROM: made aside, then renamed to REC, while the entry is
+ * known to exist (shared cache lock). */
+static int make_layer(struct sbx *s, const char *from, const char *rec, char *err, size_t errsz)
 {
 	char tmp[PATH_MAX + 64], sub[PATH_MAX + 80];
 	struct stat st;
@@ -361,15 +368,14 @@ static int make_layer(struct sbx *s, const char *rec, char *err, size_t errsz)
 	if (mkdir(sub, 0700))
 		goto fail;
 	snprintf(sub, sizeof(sub), "%s/%s", tmp, SBX_DIR_LOWER);
-	if (symlink(s->create_from, sub))
+	if (symlink(from, sub))
 		goto fail;
 	if ((lock = cache_lock(s, LOCK_SH, err, errsz)) < 0) {
 		discard_tree(tmp);
 		return -1;
 	}
-	if (stat(s->create_from, &st) || !S_ISDIR(st.st_mode))
-		snprintf(err, errsz, "package cache entry %s was removed meanwhile",
-			 s->create_from);
+	if (stat(from, &st) || !S_ISDIR(st.st_mode))
+		snprintf(err, errsz, "package cache entry %s was removed meanwhile", from);
 	else if (rename(tmp, rec))
 		snprintf(err, errsz, "rename to %s: %s", rec, strerror(errno));
 	else
@@ -384,8 +390,8 @@ fail:
 	return -1;
 }
 
-int sbx_dir_create_from(struct sbx *s, const char *name, int layered, char *id, size_t idsz,
-			char *err, size_t errsz)
+int sbx_dir_create_from(struct sbx *s, const char *name, const char *from, int layered, char *id,
+			size_t idsz, char *err, size_t errsz)
 {
 	char path[PATH_MAX], rec[PATH_MAX], tmp[PATH_MAX + 64];
 	struct stat st;
@@ -397,7 +403,7 @@ int sbx_dir_create_from(struct sbx *s, const char *name, int layered, char *id, 
 	}
 	if (root_subdir(s, SBX_DIR_LAYERS, err, errsz))
 		return -1;
-	if (!s->create_from) {
+	if (!from) {
 		/* the record first: a directory of ours never exists without it */
 		if (mkdir(rec, 0700) && errno != EEXIST) {
 			snprintf(err, errsz, "mkdir %s: %s", rec, strerror(errno));
@@ -406,7 +412,7 @@ int sbx_dir_create_from(struct sbx *s, const char *name, int layered, char *id, 
 		return sbx_dir_create(s, name, id, idsz, err, errsz);
 	}
 	if (!stat(path, &st)) {
-		if (layered && layered_on(rec, s->create_from)) {
+		if (layered && layered_on(rec, from)) {
 			strcpy(id, name); /* made from this entry by an earlier attempt */
 			return 0;
 		}
@@ -414,12 +420,12 @@ int sbx_dir_create_from(struct sbx *s, const char *name, int layered, char *id, 
 		 * the caller skips is there */
 		if (sbx_dir_destroy(s, name, err, errsz))
 			return -1;
-	} else if (lstat(rec, &st) == 0 && (!layered || !layered_on(rec, s->create_from)) &&
+	} else if (lstat(rec, &st) == 0 && (!layered || !layered_on(rec, from)) &&
 		   sbx_rmtree(rec, err, errsz)) {
 		return -1;
 	}
 	if (layered) {
-		if (lstat(rec, &st) && make_layer(s, rec, err, errsz))
+		if (lstat(rec, &st) && make_layer(s, from, rec, err, errsz))
 			return -1;
 		return sbx_dir_create(s, name, id, idsz, err, errsz);
 	}
@@ -428,7 +434,7 @@ int sbx_dir_create_from(struct sbx *s, const char *name, int layered, char *id, 
 		snprintf(err, errsz, "mkdir %s: %s", rec, strerror(errno));
 		return -1;
 	}
-	if (copy_tree(s, s->create_from, tmp, err, errsz))
+	if (copy_tree(s, from, tmp, err, errsz))
 		return -1;
 	if (rename(tmp, path)) {
 		int e = errno;

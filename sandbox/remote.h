@@ -34,8 +34,6 @@ void out_tail_put(struct out_tail *t, const char *data, size_t n);
 void out_tail_finish(struct out_tail *t, struct proc_result *res);
 void out_tail_release(struct out_tail *t);
 
-/* Set RES to "could not run": exit_code -1, output = MSG (copied). */
-void proc_result_fail(struct proc_result *res, const char *msg);
 /* Set RES to "killed" (REMOTE_EXIT_KILLED) by its time limit (TIMED_OUT) or because the watch
  * said stop (STOPPED); its output is left as it is. */
 void proc_result_killed(struct proc_result *res, int timed_out, int stopped);

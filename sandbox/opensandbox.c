@@ -36,14 +36,15 @@
  *    and DELETE need at least one item, so an empty difference sends nothing.
  *  - the newest execd spec also accepts `argv` instead of `command`; older execd builds only
  *    know `command` (run with bash -c), so the driver sends a quoted command line (sh_join). */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "../../common/clock.h"
-#include "../../common/strbuf.h"
+#include "../common/clock.h"
+#include "../common/strbuf.h"
 #include "backend.h"
 #include "http.h"
 #include "remote.h"
@@ -82,6 +83,7 @@ struct osb_endpoint {
 
 struct osb {
 	struct http_client http;
+	pthread_mutex_t lock;	     /* the endpoint cache below, shared by every thread */
 	char ep_sandbox[SBX_ID_MAX]; /* whose endpoints are cached */
 	struct osb_endpoint execd, egress;
 };
@@ -101,6 +103,9 @@ int osb_open(struct sbx *s, char *err, size_t errsz)
 	/* lifecycle spec: securitySchemes.apiKeyAuth, header OPEN-SANDBOX-API-KEY */
 	if (!sbx_http_open(s, s->remote, sizeof(struct osb), OSB_API_KEY_HEADER, "", err, errsz))
 		return -1;
+	/* a zeroed mutex is not initialised; it is never destroyed (sbx_http_close frees the
+	 * state, and a default mutex holds nothing) */
+	pthread_mutex_init(&osb_of(s)->lock, NULL);
 	return 0;
 }
 
@@ -173,20 +178,35 @@ out:
 	return ret;
 }
 
-/* The execd or egress endpoint of sandbox ID, cached for the last sandbox used. */
-static struct osb_endpoint *endpoint(struct osb *o, const char *id, int port, char *err,
-				     size_t errsz)
+/* The execd or egress endpoint of sandbox ID, cached for the last sandbox used, copied into OUT
+ * (the cache is every thread's). OUT, or NULL with ERR set. */
+static struct osb_endpoint *endpoint(struct osb *o, const char *id, int port,
+				     struct osb_endpoint *out, char *err, size_t errsz)
 {
 	struct osb_endpoint *ep = port == OSB_EXECD_PORT ? &o->execd : &o->egress;
+	int rc = 0;
 
+	pthread_mutex_lock(&o->lock);
 	if (strcmp(o->ep_sandbox, id)) {
 		memset(&o->execd, 0, sizeof(o->execd));
 		memset(&o->egress, 0, sizeof(o->egress));
 		snprintf(o->ep_sandbox, sizeof(o->ep_sandbox), "%s", id);
 	}
-	if (!ep->have && fetch_endpoint(o, id, port, ep, err, errsz))
-		return NULL;
-	return ep;
+	if (!ep->have)
+		rc = fetch_endpoint(o, id, port, ep, err, errsz);
+	if (!rc)
+		*out = *ep;
+	pthread_mutex_unlock(&o->lock);
+	return rc ? NULL : out;
+}
+
+/* Forget the cached endpoints when they are sandbox ID's (it moved or is gone). */
+static void endpoint_forget(struct osb *o, const char *id)
+{
+	pthread_mutex_lock(&o->lock);
+	if (!id || !strcmp(o->ep_sandbox, id))
+		o->ep_sandbox[0] = '\0';
+	pthread_mutex_unlock(&o->lock);
 }
 
 /* A request to endpoint EP: its URL + PATH and its headers, without the API key, whatever origin
@@ -331,7 +351,7 @@ static json_t *command_body(const char *command, const char *cwd, long timeout_s
  * signalled, outside the watch (it said stop already). */
 static void interrupt_command(struct sbx *s, struct osb_endpoint *ep, const char *command_id)
 {
-	const struct proc_watch *watch = s->watch;
+	struct http_watch_ctx watch;
 	char id[OSB_COMMAND_ID_MAX * 3], path[OSB_COMMAND_ID_MAX * 3 + 16], url[HTTP_URL_MAX * 2];
 	char err[SBX_ERR_MAX];
 	struct http_request rq;
@@ -342,19 +362,20 @@ static void interrupt_command(struct sbx *s, struct osb_endpoint *ep, const char
 	snprintf(path, sizeof(path), "/command?id=%s", id);
 	if (ep_request(ep, &rq, "DELETE", path, NULL, url, sizeof(url)))
 		return;
-	s->watch = NULL;
+	watch = http_watch_enter(NULL);
 	http_do(&osb_of(s)->http, &rq, &rs, err, sizeof(err));
 	http_response_release(&rs);
-	s->watch = watch;
+	http_watch_leave(watch);
 }
 
-/* Run COMMAND (a shell command line) in sandbox ID through execd. 0 when it ran (RES holds its
- * status and output tail), -1 when it could not (RES->output says why). */
+/* Run COMMAND (a shell command line) in sandbox ID through execd, keeping OUT_MAX bytes of its
+ * output. 0 when it ran (RES holds its status and output tail), -1 when it could not
+ * (RES->output says why). */
 static int exec_command(struct sbx *s, const char *id, const char *command, const char *cwd,
-			char *const envp[], long timeout_s, struct proc_result *res)
+			char *const envp[], long timeout_s, size_t out_max, struct proc_result *res)
 {
 	struct osb *o = osb_of(s);
-	struct osb_endpoint *ep;
+	struct osb_endpoint epbuf, *ep;
 	struct http_request rq;
 	struct http_response rs;
 	struct out_tail out;
@@ -367,9 +388,9 @@ static int exec_command(struct sbx *s, const char *id, const char *command, cons
 	memset(res, 0, sizeof(*res));
 	memset(&e, 0, sizeof(e));
 	memset(&rs, 0, sizeof(rs));
-	out_tail_init(&out, (size_t)s->cfg->output_max);
+	out_tail_init(&out, out_max);
 	e.out = &out;
-	ep = endpoint(o, id, OSB_EXECD_PORT, err, sizeof(err));
+	ep = endpoint(o, id, OSB_EXECD_PORT, &epbuf, err, sizeof(err));
 	if (!ep) {
 		proc_result_fail(res, err);
 		goto out_free;
@@ -400,7 +421,7 @@ static int exec_command(struct sbx *s, const char *id, const char *command, cons
 	}
 	if (rc) {
 		/* the endpoint may have moved (sandbox restarted): ask again next time */
-		o->ep_sandbox[0] = '\0';
+		endpoint_forget(o, NULL);
 		proc_result_fail(res, e.too_long ? "opensandbox: execd event exceeds the line limit"
 						 : err);
 		goto out_free;
@@ -436,19 +457,20 @@ out_free:
 	return ret;
 }
 
-int osb_run(struct sbx *s, const char *id, int share_net, char *const argv[], char *const envp[],
-	    long timeout_s, struct proc_result *res)
+int osb_run(struct sbx *s, const char *id, const struct sbx_exec *ex, struct proc_result *res)
 {
-	char *command = sh_join(argv);
+	char *command = sh_join(ex->argv);
 	int rc;
 
-	(void)share_net; /* the egress sidecar enforces the policy for every process */
+	/* ex->share_net changes nothing: the egress sidecar enforces the policy for every process
+	 * (as_root too: execd runs commands as the image's user) */
 	if (!command) {
 		memset(res, 0, sizeof(*res));
 		proc_result_fail(res, "opensandbox: empty command");
 		return -1;
 	}
-	rc = exec_command(s, id, command, OSB_WORKDIR, envp, timeout_s, res);
+	rc = exec_command(s, id, command, OSB_WORKDIR, ex->envp, ex->timeout_s, ex->output_max,
+			  res);
 	free(command);
 	return rc;
 }
@@ -604,8 +626,8 @@ static int wait_running(struct osb *o, const char *id, char *err, size_t errsz)
 /* POST /v1/sandboxes (lifecycle spec: CreateSandboxRequest; 202 CreateSandboxResponse). A
  * limited sandbox starts deny-all (networkPolicy {defaultAction: deny, egress: []}), so the
  * sidecar exists and nothing leaves before set_egress; an unrestricted one gets no policy. */
-static int create_sandbox(struct sbx *s, const char *name, char *id, size_t idsz, char *err,
-			  size_t errsz)
+static int create_sandbox(struct sbx *s, const struct sbx_spec *spec, char *id, size_t idsz,
+			  char *err, size_t errsz)
 {
 	static const long ok[] = { 202, 200, 201, 0 };
 	struct osb *o = osb_of(s);
@@ -616,8 +638,8 @@ static int create_sandbox(struct sbx *s, const char *name, char *id, size_t idsz
 
 	body = json_pack("{s:{s:s}, s:[s,s,s], s:{s:s}, s:i, s:{s:s, s:s}}", "image", "uri",
 			 s->remote->image, "entrypoint", "tail", "-f", "/dev/null", "metadata",
-			 OSB_NAME_KEY, name, "timeout", OSB_TTL_S, "resourceLimits", "cpu", OSB_CPU,
-			 "memory", OSB_MEMORY);
+			 OSB_NAME_KEY, spec->name, "timeout", OSB_TTL_S, "resourceLimits", "cpu",
+			 OSB_CPU, "memory", OSB_MEMORY);
 	if (!body) {
 		snprintf(err, errsz, "opensandbox: request could not be built");
 		return -1;
@@ -625,7 +647,7 @@ static int create_sandbox(struct sbx *s, const char *name, char *id, size_t idsz
 	if (s->deployment[0])
 		json_object_set_new(json_object_get(body, "metadata"), OSB_DEPLOYMENT_KEY,
 				    json_string(s->deployment));
-	if (!s->create_share_net)
+	if (!spec->share_net)
 		json_object_set_new(body, "networkPolicy",
 				    json_pack("{s:s, s:[]}", "defaultAction", "deny", "egress"));
 	rq = http_req("POST", "/v1/sandboxes", body);
@@ -640,22 +662,24 @@ static int create_sandbox(struct sbx *s, const char *name, char *id, size_t idsz
 	return ret;
 }
 
-int osb_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
+int osb_create(struct sbx *s, const struct sbx_spec *spec, char *id, size_t idsz, char *err,
+	       size_t errsz)
 {
 	struct osb *o = osb_of(s);
 	struct proc_result res;
 	char state[64];
 	int found;
 
-	found = find_by_name(o, name, id, idsz, state, sizeof(state), err, errsz);
+	found = find_by_name(o, spec->name, id, idsz, state, sizeof(state), err, errsz);
 	if (found < 0)
 		return -1;
-	if (!found && create_sandbox(s, name, id, idsz, err, errsz))
+	if (!found && create_sandbox(s, spec, id, idsz, err, errsz))
 		return -1;
 	if (wait_running(o, id, err, errsz))
 		return -1;
 	/* the working directory of every later command */
-	if (exec_command(s, id, "mkdir -p " OSB_WORKDIR, NULL, NULL, OSB_SETUP_TIMEOUT_S, &res) ||
+	if (exec_command(s, id, "mkdir -p " OSB_WORKDIR, NULL, NULL, OSB_SETUP_TIMEOUT_S,
+			 (size_t)s->cfg->output_max, &res) ||
 	    res.exit_code) {
 		snprintf(err, errsz, "opensandbox: creating %s in sandbox %s: %.200s", OSB_WORKDIR,
 			 id, res.output ? res.output : "failed");
@@ -706,8 +730,7 @@ int osb_destroy(struct sbx *s, const char *id, char *err, size_t errsz)
 	}
 	rc = 0;
 done:
-	if (!strcmp(o->ep_sandbox, id))
-		o->ep_sandbox[0] = '\0';
+	endpoint_forget(o, id);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -750,7 +773,7 @@ static int in_list(json_t *list, const char *host)
 int osb_set_egress(struct sbx *s, const char *id, json_t *hosts, char *err, size_t errsz)
 {
 	struct osb *o = osb_of(s);
-	struct osb_endpoint *ep = endpoint(o, id, OSB_EGRESS_PORT, err, errsz);
+	struct osb_endpoint epbuf, *ep = endpoint(o, id, OSB_EGRESS_PORT, &epbuf, err, errsz);
 	json_t *current = NULL, *rules, *have = json_array(), *add = json_array(),
 	       *del = json_array(), *rule, *v, *policy;
 	const char *mode, *derived;

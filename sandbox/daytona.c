@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../common/clock.h"
+#include "../common/clock.h"
 #include "backend.h"
 #include "http.h"
 #include "quote.h"
@@ -256,8 +256,10 @@ static int daytona_wait_started(struct sbx *s, const char *id, char *err, size_t
 	}
 }
 
-int daytona_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
+int daytona_create(struct sbx *s, const struct sbx_spec *spec, char *id, size_t idsz, char *err,
+		   size_t errsz)
 {
+	const char *name = spec->name;
 	static const long ok[] = { 200, 201, 0 };
 	struct daytona *d = s->priv;
 	struct http_request rq = { .method = "POST",
@@ -284,7 +286,7 @@ int daytona_create(struct sbx *s, const char *name, char *id, size_t idsz, char 
 				    json_string(s->deployment));
 	if (body && s->remote->image[0])
 		json_object_set_new(body, "snapshot", json_string(s->remote->image));
-	if (body && !s->create_share_net)
+	if (body && !spec->share_net)
 		json_object_set_new(body, "networkBlockAll", json_true());
 	if (!body) {
 		snprintf(err, errsz, "daytona: request could not be built");
@@ -414,9 +416,9 @@ out:
 	return ret;
 }
 
-int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[],
-		char *const envp[], long timeout_s, struct proc_result *res)
+int daytona_run(struct sbx *s, const char *id, const struct sbx_exec *ex, struct proc_result *res)
 {
+	long timeout_s = ex->timeout_s;
 	struct daytona *d = s->priv;
 	char err[SBX_ERR_MAX * 2], url[HTTP_URL_MAX + 32];
 	struct http_request rq = { .method = "POST", .path = url, .no_retry = 1, .no_auth = 1 };
@@ -428,14 +430,14 @@ int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[]
 	double t0;
 	int ret = -1;
 
-	(void)share_net; /* the sandbox's network was set when it was created */
+	/* ex->share_net changes nothing: the sandbox's network was set when it was created */
 	memset(res, 0, sizeof(*res));
-	out_tail_init(&tail, (size_t)s->cfg->output_max);
+	out_tail_init(&tail, ex->output_max);
 	if (!remote_valid_id(id, SBX_ID_MAX)) {
 		proc_result_fail(res, "daytona: invalid sandbox id");
 		return -1;
 	}
-	cmd = command_line(argv, envp, err, sizeof(err));
+	cmd = command_line(ex->argv, ex->envp, err, sizeof(err));
 	if (!cmd) {
 		proc_result_fail(res, err);
 		return -1;
@@ -464,9 +466,8 @@ int daytona_run(struct sbx *s, const char *id, int share_net, char *const argv[]
 	rq.timeout_s = timeout_s + DAYTONA_RUN_GRACE_S;
 	/* the answer holds the whole output (the daemon keeps all of it): read it in full up to a
 	 * cap, then keep the tail like any other driver */
-	rq.body_max = (size_t)s->cfg->output_max * 6 + 65536 > DAYTONA_ANSWER_MAX
-			      ? (size_t)s->cfg->output_max * 6 + 65536
-			      : DAYTONA_ANSWER_MAX;
+	rq.body_max = ex->output_max * 6 + 65536 > DAYTONA_ANSWER_MAX ? ex->output_max * 6 + 65536
+								      : DAYTONA_ANSWER_MAX;
 	t0 = clock_mono_s();
 	if (http_do(&d->http, &rq, &rs, err, sizeof(err))) {
 		if (rs.stopped) {

@@ -1,12 +1,13 @@
 /* The `docker` backend: one container per sandbox through the Docker Engine API on its unix
  * socket. The container is named after the session (create-or-attach by name), labelled as
- * terrarium's, has no network unless the policy is unrestricted (sbx.create_share_net), and
+ * terrarium's, has no network unless the policy is unrestricted (sbx_spec.share_net), and
  * runs `tail -f /dev/null` so commands can be exec'd into it. No egress allowlist: limited
  * networking is refused at admission.
  *
  * Confinement (docs/docker.md): never privileged; every capability dropped but the few apt
  * and dpkg need as the container's root (DOCKER_CAP_ADD), no-new-privileges, pids and memory
- * limits; commands run as DOCKER_SANDBOX_USER unless the caller sets sbx.run_as_root (apt).
+ * limits; commands run as DOCKER_SANDBOX_USER unless the run asks for root (sbx_exec.as_root:
+ * apt).
  * On the default bridge a sandbox reaches the outside but not services bound to the host's
  * loopback. [sandbox] ca_bundle is bind-mounted read-only at DOCKER_CA_PATH and named by the
  * usual variables (DOCKER_CA_VARS). Package cache entries are images DOCKER_CACHE_REPO:KEY
@@ -23,8 +24,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../common/clock.h"
-#include "../../common/crypto.h"
+#include "../common/clock.h"
+#include "../common/crypto.h"
 #include "backend.h"
 #include "http.h"
 #include "remote.h"
@@ -219,18 +220,18 @@ static int is_ca_var(const char *entry)
 	return 0;
 }
 
-/* The environment of the container: the caller's (sbx.create_env), then the CA variables when
- * a bundle is mounted (they win over the caller's, which name host paths), and pip's consent to
+/* The environment of the container: the caller's (SPEC->env), then the CA variables when a
+ * bundle is mounted (they win over the caller's, which name host paths), and pip's consent to
  * install beside Debian's packages (PEP 668) in this throwaway system. */
-static json_t *container_env(struct sbx *s)
+static json_t *container_env(struct sbx *s, const struct sbx_spec *spec)
 {
 	const char *ca = s->cfg->sandbox_ca_bundle;
 	json_t *env = json_array();
 	char entry[CONFIG_STR_MAX];
 
-	for (int i = 0; s->create_env && s->create_env[i] && i < DOCKER_ENV_MAX; i++)
-		if (!*ca || !is_ca_var(s->create_env[i]))
-			json_array_append_new(env, json_string(s->create_env[i]));
+	for (int i = 0; spec->env && spec->env[i] && i < DOCKER_ENV_MAX; i++)
+		if (!*ca || !is_ca_var(spec->env[i]))
+			json_array_append_new(env, json_string(spec->env[i]));
 	for (int i = 0; *ca && docker_ca_vars[i]; i++) {
 		snprintf(entry, sizeof(entry), "%s=%s", docker_ca_vars[i], DOCKER_CA_PATH);
 		json_array_append_new(env, json_string(entry));
@@ -239,8 +240,8 @@ static json_t *container_env(struct sbx *s)
 	return env;
 }
 
-/* ContainerCreate's body for sandbox NAME. New reference, or NULL. */
-static json_t *container_spec(struct sbx *s, const char *name)
+/* ContainerCreate's body for sandbox SPEC->name. New reference, or NULL. */
+static json_t *container_spec(struct sbx *s, const struct sbx_spec *spec)
 {
 	const char *ca = s->cfg->sandbox_ca_bundle;
 	json_t *caps = json_array(), *binds = json_array(), *host, *labels;
@@ -253,12 +254,12 @@ static json_t *container_spec(struct sbx *s, const char *name)
 		json_array_append_new(binds, json_string(bind));
 	}
 	host = json_pack("{s:s, s:b, s:b, s:[s], s:o, s:[s], s:I, s:I, s:I, s:o}", "NetworkMode",
-			 s->create_share_net ? "bridge" : "none", "Init", 1, "Privileged", 0,
-			 "CapDrop", "ALL", "CapAdd", caps, "SecurityOpt", "no-new-privileges",
-			 "PidsLimit", (json_int_t)DOCKER_PIDS_LIMIT, "Memory",
-			 (json_int_t)DOCKER_MEMORY_LIMIT, "MemorySwap",
-			 (json_int_t)DOCKER_MEMORY_LIMIT, "Binds", binds);
-	labels = json_pack("{s:s, s:s}", DOCKER_LABEL_SESSION, name, DOCKER_LABEL_MANAGED, "true");
+			 spec->share_net ? "bridge" : "none", "Init", 1, "Privileged", 0, "CapDrop",
+			 "ALL", "CapAdd", caps, "SecurityOpt", "no-new-privileges", "PidsLimit",
+			 (json_int_t)DOCKER_PIDS_LIMIT, "Memory", (json_int_t)DOCKER_MEMORY_LIMIT,
+			 "MemorySwap", (json_int_t)DOCKER_MEMORY_LIMIT, "Binds", binds);
+	labels = json_pack("{s:s, s:s}", DOCKER_LABEL_SESSION, spec->name, DOCKER_LABEL_MANAGED,
+			   "true");
 	if (!host || !labels) {
 		json_decref(host);
 		json_decref(labels);
@@ -270,16 +271,16 @@ static json_t *container_spec(struct sbx *s, const char *name)
 	 * container's user is root; commands choose theirs (exec_create). pid 1 (docker-init, then
 	 * DOCKER_ENTRYPOINT) runs as that capability-poor root and does nothing else. */
 	return json_pack("{s:s, s:[s,s,s], s:s, s:o, s:b, s:b, s:o, s:o}", "Image",
-			 s->create_from ? s->create_from : s->remote->image, "Entrypoint", "sh",
-			 "-c", DOCKER_ENTRYPOINT, "WorkingDir", DOCKER_WORKDIR, "Env",
-			 container_env(s), "Tty", 0, "OpenStdin", 0, "Labels", labels, "HostConfig",
-			 host);
+			 spec->from ? spec->from : s->remote->image, "Entrypoint", "sh", "-c",
+			 DOCKER_ENTRYPOINT, "WorkingDir", DOCKER_WORKDIR, "Env",
+			 container_env(s, spec), "Tty", 0, "OpenStdin", 0, "Labels", labels,
+			 "HostConfig", host);
 }
 
-/* POST /containers/create?name=NAME (ContainerCreate): 201 {Id}, 409 when the name is taken,
- * 404 when the image is missing. Returns the status, 0 on a transport failure. */
-static long create_container(struct sbx *s, const char *cname, const char *name, char *id,
-			     size_t idsz, char *err, size_t errsz)
+/* POST /containers/create?name=CNAME (ContainerCreate) of SPEC: 201 {Id}, 409 when the name is
+ * taken, 404 when the image is missing. Returns the status, 0 on a transport failure. */
+static long create_container(struct sbx *s, const struct sbx_spec *spec, const char *cname,
+			     char *id, size_t idsz, char *err, size_t errsz)
 {
 	static const long ok[] = { 201, 409, 0 };
 	struct docker *d = docker_of(s);
@@ -289,7 +290,7 @@ static long create_container(struct sbx *s, const char *cname, const char *name,
 	json_t *body;
 	long status;
 
-	body = container_spec(s, name);
+	body = container_spec(s, spec);
 	if (!body) {
 		snprintf(err, errsz, "docker: request could not be built");
 		return 0;
@@ -326,38 +327,39 @@ static int start_container(struct docker *d, const char *id, char *err, size_t e
 
 static int delete_container(struct docker *d, const char *ref, char *err, size_t errsz);
 
-int docker_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
+int docker_create(struct sbx *s, const struct sbx_spec *spec, char *id, size_t idsz, char *err,
+		  size_t errsz)
 {
 	struct docker *d = docker_of(s);
 	char cname[CONFIG_STR_MAX], image[CONFIG_STR_MAX] = "";
 	long status;
 
-	if (container_name(name, cname, sizeof(cname))) {
+	if (container_name(spec->name, cname, sizeof(cname))) {
 		snprintf(err, errsz, "docker: invalid sandbox name");
 		return -1;
 	}
-	status = create_container(s, cname, name, id, idsz, err, errsz);
+	status = create_container(s, spec, cname, id, idsz, err, errsz);
 	if (status == 404) {
 		/* the image is not on this host yet */
 		if (pull_image(d, s->remote->image, err, errsz))
 			return -1;
-		status = create_container(s, cname, name, id, idsz, err, errsz);
+		status = create_container(s, spec, cname, id, idsz, err, errsz);
 	}
 	if (status == 409 &&
-	    inspect_owned(d, cname, name, id, idsz, image, sizeof(image), err, errsz))
+	    inspect_owned(d, cname, spec->name, id, idsz, image, sizeof(image), err, errsz))
 		return -1;
-	if (status == 409 && s->create_from && strcmp(image, s->create_from)) {
+	if (status == 409 && spec->from && strcmp(image, spec->from)) {
 		/* left by an attempt that recorded nothing, from another image than the cache
 		 * entry this one starts from: replaced, so what the caller skips is there */
 		if (delete_container(d, id, err, errsz) < 0)
 			return -1;
-		status = create_container(s, cname, name, id, idsz, err, errsz);
+		status = create_container(s, spec, cname, id, idsz, err, errsz);
 		if (status != 201)
 			return -1;
 	}
 	if (status != 201 && status != 409)
 		return -1;
-	if (s->create_defer_start)
+	if (spec->defer_start)
 		return 0; /* docker_start, once the caller has bound the sandbox */
 	return start_container(d, id, err, errsz);
 }
@@ -407,11 +409,11 @@ static int demux_data(void *arg, const char *data, size_t n)
 	return 0;
 }
 
-/* POST /containers/{id}/exec (ContainerExec): 201 {Id}; 409 when the container is not
- * running (after an Engine restart): started, then asked once more. MARK (or NULL) goes into
- * the environment (DOCKER_MARK_VAR). */
-static int exec_create(struct sbx *s, const char *id, char *const argv[], char *const envp[],
-		       const char *mark, char *execid, size_t execidsz, char *err, size_t errsz)
+/* POST /containers/{id}/exec (ContainerExec) of EX's command: 201 {Id}; 409 when the container
+ * is not running (after an Engine restart): started, then asked once more. MARK (or NULL) goes
+ * into the environment (DOCKER_MARK_VAR). */
+static int exec_create(struct sbx *s, const char *id, const struct sbx_exec *ex, const char *mark,
+		       char *execid, size_t execidsz, char *err, size_t errsz)
 {
 	static const long created[] = { 201, 0 }, created_or_stopped[] = { 201, 409, 0 };
 	struct docker *d = docker_of(s);
@@ -423,18 +425,18 @@ static int exec_create(struct sbx *s, const char *id, char *const argv[], char *
 	int ret = -1;
 
 	memset(&rs, 0, sizeof(rs));
-	for (int i = 0; argv[i]; i++)
-		json_array_append_new(cmd, json_string(argv[i]));
+	for (int i = 0; ex->argv[i]; i++)
+		json_array_append_new(cmd, json_string(ex->argv[i]));
 	/* the container's CA variables name its mounted bundle; the caller's name host paths */
-	for (int i = 0; envp && envp[i]; i++)
-		if (!s->cfg->sandbox_ca_bundle[0] || !is_ca_var(envp[i]))
-			json_array_append_new(env, json_string(envp[i]));
+	for (int i = 0; ex->envp && ex->envp[i]; i++)
+		if (!s->cfg->sandbox_ca_bundle[0] || !is_ca_var(ex->envp[i]))
+			json_array_append_new(env, json_string(ex->envp[i]));
 	if (mark)
 		json_array_append_new(env, json_string(mark));
 	body = json_pack("{s:b, s:b, s:b, s:b, s:o, s:o, s:s, s:s}", "AttachStdin", 0,
 			 "AttachStdout", 1, "AttachStderr", 1, "Tty", 0, "Cmd", cmd, "Env", env,
 			 "WorkingDir", DOCKER_WORKDIR, "User",
-			 s->run_as_root ? DOCKER_ROOT_USER : DOCKER_SANDBOX_USER);
+			 ex->as_root ? DOCKER_ROOT_USER : DOCKER_SANDBOX_USER);
 	if (!body || path_ref(id, ref, sizeof(ref))) {
 		snprintf(err, errsz, "docker: exec request could not be built");
 		goto out;
@@ -497,27 +499,30 @@ static int exec_inspect(struct docker *d, const char *execid, int *code, char *e
 	return -1;
 }
 
-static int docker_exec(struct sbx *s, const char *id, char *const argv[], char *const envp[],
-		       const char *mark, long timeout_s, struct proc_result *res);
+static int docker_exec(struct sbx *s, const char *id, const struct sbx_exec *ex, const char *mark,
+		       struct proc_result *res);
 
-/* Kill what the exec marked MARK started (DOCKER_MARK_VAR), by a second exec as the same
+/* Kill what EX's exec, marked MARK, started (DOCKER_MARK_VAR), by a second exec as the same
  * user, outside the watch (it said stop already, or the time limit passed). */
-static void exec_kill(struct sbx *s, const char *id, const char *mark)
+static void exec_kill(struct sbx *s, const char *id, const struct sbx_exec *ex, const char *mark)
 {
 	const char *argv[] = { "sh", "-c", DOCKER_KILL_SCRIPT, "sh", mark, NULL };
-	const struct proc_watch *watch = s->watch;
+	struct sbx_exec killer = { .argv = (char *const *)argv,
+				   .as_root = ex->as_root,
+				   .timeout_s = DOCKER_KILL_TIMEOUT_S,
+				   .output_max = ex->output_max };
+	struct http_watch_ctx watch = http_watch_enter(NULL);
 	struct proc_result res;
 
-	s->watch = NULL;
-	docker_exec(s, id, (char *const *)argv, NULL, NULL, DOCKER_KILL_TIMEOUT_S, &res);
+	docker_exec(s, id, &killer, NULL, &res);
 	proc_result_release(&res);
-	s->watch = watch;
+	http_watch_leave(watch);
 }
 
-/* Run ARGV in container ID as docker_run does, its exec marked with MARK when not NULL (then
- * killed when its time limit passes or the watch says stop). */
-static int docker_exec(struct sbx *s, const char *id, char *const argv[], char *const envp[],
-		       const char *mark, long timeout_s, struct proc_result *res)
+/* Run EX's command in container ID as docker_run does, its exec marked with MARK when not NULL
+ * (then killed when its time limit passes or the watch says stop). */
+static int docker_exec(struct sbx *s, const char *id, const struct sbx_exec *ex, const char *mark,
+		       struct proc_result *res)
 {
 	struct docker *d = docker_of(s);
 	char execid[SBX_ID_MAX], ref[SBX_ID_MAX * 3], path[HTTP_URL_MAX], err[SBX_ERR_MAX];
@@ -531,13 +536,13 @@ static int docker_exec(struct sbx *s, const char *id, char *const argv[], char *
 	memset(res, 0, sizeof(*res));
 	memset(&rs, 0, sizeof(rs));
 	memset(&m, 0, sizeof(m));
-	out_tail_init(&out, (size_t)s->cfg->output_max);
+	out_tail_init(&out, ex->output_max);
 	m.out = &out;
-	if (!argv || !argv[0]) {
+	if (!ex->argv || !ex->argv[0]) {
 		proc_result_fail(res, "docker: empty command");
 		goto out;
 	}
-	if (exec_create(s, id, argv, envp, mark, execid, sizeof(execid), err, sizeof(err))) {
+	if (exec_create(s, id, ex, mark, execid, sizeof(execid), err, sizeof(err))) {
 		proc_result_fail(res, err);
 		goto out;
 	}
@@ -553,11 +558,11 @@ static int docker_exec(struct sbx *s, const char *id, char *const argv[], char *
 	rq.no_retry = 1; /* a command must not run twice */
 	rq.on_data = demux_data;
 	rq.on_data_arg = &m;
-	rq.timeout_s = timeout_s + DOCKER_EXEC_SLACK_S;
+	rq.timeout_s = ex->timeout_s + DOCKER_EXEC_SLACK_S;
 	rc = http_do(&d->http, &rq, &rs, err, sizeof(err));
 	if (rc && (rs.timed_out || rs.stopped)) {
 		if (mark)
-			exec_kill(s, id, mark);
+			exec_kill(s, id, ex, mark);
 		out_tail_finish(&out, res);
 		proc_result_killed(res, rs.timed_out, rs.stopped);
 		ret = 0;
@@ -586,14 +591,13 @@ out:
 	return ret;
 }
 
-int docker_run(struct sbx *s, const char *id, int share_net, char *const argv[], char *const envp[],
-	       long timeout_s, struct proc_result *res)
+int docker_run(struct sbx *s, const char *id, const struct sbx_exec *ex, struct proc_result *res)
 {
 	unsigned char r[DOCKER_MARK_BYTES];
 	char mark[sizeof(DOCKER_MARK_VAR) + 2 * DOCKER_MARK_BYTES + 1];
 	int n = snprintf(mark, sizeof(mark), "%s=", DOCKER_MARK_VAR);
 
-	(void)share_net; /* the container's network was chosen at create */
+	/* ex->share_net changes nothing: the container's network was chosen at create */
 	if (random_bytes(r, sizeof(r))) {
 		memset(res, 0, sizeof(*res));
 		proc_result_fail(res, "docker: no randomness for the exec's mark");
@@ -601,7 +605,7 @@ int docker_run(struct sbx *s, const char *id, int share_net, char *const argv[],
 	}
 	for (size_t i = 0; i < sizeof(r); i++)
 		n += snprintf(mark + n, sizeof(mark) - (size_t)n, "%02x", r[i]);
-	return docker_exec(s, id, argv, envp, mark, timeout_s, res);
+	return docker_exec(s, id, ex, mark, res);
 }
 
 /* DELETE /containers/{ref}?force=true&v=true (ContainerDelete): 204, 404 = no such container.

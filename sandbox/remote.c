@@ -62,16 +62,6 @@ void out_tail_release(struct out_tail *t)
 	memset(t, 0, sizeof(*t));
 }
 
-void proc_result_fail(struct proc_result *res, const char *msg)
-{
-	free(res->output);
-	res->exit_code = -1;
-	res->timed_out = 0;
-	res->truncated = 0;
-	res->output = strdup(msg ? msg : "");
-	res->len = res->output ? strlen(res->output) : 0;
-}
-
 void proc_result_killed(struct proc_result *res, int timed_out, int stopped)
 {
 	res->exit_code = REMOTE_EXIT_KILLED;

@@ -8,13 +8,17 @@
  *     are left out rather than covered: there is nothing underneath to unmount to;
  *   - with its workspace, the only writable place, at BWRAP_WORKSPACE, and a private /tmp;
  *   - in its own network namespace: none at all, or (unrestricted) outbound access through
- *     slirp4netns, which refuses connections to the host's loopback.
+ *     slirp4netns, which refuses connections to the host's loopback;
+ *   - in a pid namespace whose pid 1 is bubblewrap's monitor, tied to the reconciler from the
+ *     first instant (ns_setup): when the reconciler dies, at any point, the command and its
+ *     sandbox die with it.
  * Packages go to prefixes inside the workspace. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -33,8 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../common/log.h"
-#include "../../common/clock.h"
+#include "../common/log.h"
+#include "../common/clock.h"
 #include "backend.h"
 
 #define BWRAP_BIN "bwrap"
@@ -53,9 +57,8 @@
 	}
 #define BWRAP_DNS "nameserver 10.0.2.3\n" /* slirp4netns's DNS forwarder */
 #define BWRAP_SLIRP_MTU "--mtu=65520"
-#define BWRAP_NET_WAIT_MS 10000	     /* for the sandbox's pid, then for slirp4netns to be ready */
-#define BWRAP_CMDLINE_READ_MAX 16384 /* bytes of a sandbox's bwrap command line read */
-#define BWRAP_NET_POLL_MS 2	     /* between looks at the sandbox's loopback */
+#define BWRAP_NET_WAIT_MS 10000 /* for the sandbox's pid, then for slirp4netns to be ready */
+#define BWRAP_NET_POLL_MS 2	/* between looks at the sandbox's loopback */
 #define BWRAP_FIB_READ_MAX                                                                         \
 	8192 /* bytes of /proc/PID/net/fib_trie read: a new namespace's is short */
 #define BWRAP_SLIRP_OUT_MAX 4096
@@ -72,7 +75,8 @@ struct bwrap_state {
 	size_t bpf_len;
 	char *view[BWRAP_VIEW_ARGS_MAX]; /* owned strings */
 	int nview;
-	int overlay; /* layered sandboxes: 0 not probed yet, 1 usable here, -1 not */
+	int overlay;		    /* layered sandboxes: 0 not probed yet, 1 usable here, -1 not */
+	pthread_mutex_t probe_lock; /* the probe of overlay, once for every thread */
 };
 
 /* ---- preparing: binaries, seccomp filter, view ---- */
@@ -277,105 +281,30 @@ void bwrap_close(struct sbx *s)
 	for (int i = 0; i < st->nview; i++)
 		free(st->view[i]);
 	free(st->bpf);
+	pthread_mutex_destroy(&st->probe_lock);
 	free(st);
 	s->priv = NULL;
 }
 
-/* The first LEN bytes of /proc/PID/FILE into BUF (NUL-terminated, NULs inside kept), or -1. */
-static ssize_t proc_read(const char *pid, const char *file, char *buf, size_t len)
+/* The first child of process PID (of its main thread: /proc/PID/task/PID/children) into
+ * *CHILD. 0, or -1 when it has none (or the kernel does not list them). */
+static int first_child(pid_t pid, pid_t *child)
 {
-	char path[64];
+	char path[64], buf[64];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%s/%s", pid, file);
+	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", (long)pid, (long)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	n = read(fd, buf, len - 1);
+	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	if (n >= 0)
-		buf[n] = '\0';
-	return n;
-}
-
-/* 1 when process PID is a bwrap (by its name). */
-static int is_bwrap(const char *pid)
-{
-	char comm[32];
-
-	return proc_read(pid, "comm", comm, sizeof(comm)) > 0 && !strcmp(comm, BWRAP_BIN "\n");
-}
-
-/* 1 when PID, a process of ours, is a sandbox left without its reconciler: bwrap's pid 1 of a
- * sandbox under ROOT (its command line binds a directory of ROOT), in a pid namespace other than
- * ours, whose parent is not bwrap's monitor. */
-static int orphaned_sandbox(const char *pid, const char *root, const char *our_pidns)
-{
-	char cmd[BWRAP_CMDLINE_READ_MAX], stat[512], ns[64], path[64], ppid[24];
-	size_t rootlen = strlen(root);
-	const char *p, *end;
-	ssize_t n, len;
-	int binds_root = 0;
-
-	if (!is_bwrap(pid))
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%s/ns/pid", pid);
-	len = readlink(path, ns, sizeof(ns) - 1);
-	if (len <= 0)
-		return 0;
-	ns[len] = '\0';
-	if (!strcmp(ns, our_pidns))
-		return 0; /* a monitor: it dies with its reconciler (--die-with-parent) */
-	n = proc_read(pid, "cmdline", cmd, sizeof(cmd));
-	for (p = cmd, end = cmd + (n > 0 ? n : 0); p < end; p += strlen(p) + 1)
-		if (!strcmp(p, "--bind") && p + strlen(p) + 1 < end) {
-			const char *src = p + strlen(p) + 1;
-
-			binds_root |= !strncmp(src, root, rootlen) && src[rootlen] == '/';
-		}
-	/* the parent is the 4th field of stat, after the name in parentheses */
-	if (!binds_root || proc_read(pid, "stat", stat, sizeof(stat)) <= 0 ||
-	    !(p = strrchr(stat, ')')) || sscanf(p, ") %*c %23s", ppid) != 1)
-		return 0;
-	return !is_bwrap(ppid);
-}
-
-/* Kill the sandboxes of ROOT whose reconciler died during their setup. bwrap ties its pid 1 to
- * its monitor only once the setup is done (PR_SET_PDEATHSIG in its init), and the monitor dies
- * with the reconciler: a reconciler killed between the two leaves pid 1 reparented and its
- * command running for nobody. Killing pid 1 ends its whole pid namespace. */
-static void kill_orphans(const char *root)
-{
-	char our_pidns[64], pid[24];
-	struct dirent *e;
-	ssize_t len = readlink("/proc/self/ns/pid", our_pidns, sizeof(our_pidns) - 1);
-	DIR *d;
-
-	if (len <= 0 || !(d = opendir("/proc")))
-		return;
-	our_pidns[len] = '\0';
-	while ((e = readdir(d))) {
-		int pidfd;
-
-		if (strspn(e->d_name, "0123456789") != strlen(e->d_name) ||
-		    snprintf(pid, sizeof(pid), "%s", e->d_name) >= (int)sizeof(pid))
-			continue;
-		if (!orphaned_sandbox(pid, root, our_pidns))
-			continue;
-		/* a candidate: the descriptor pins the process, and the checks are made again on
-		 * it, so a pid reused since the first look is never killed */
-		pidfd = (int)syscall(SYS_pidfd_open, (pid_t)atol(pid), 0);
-		if (pidfd < 0)
-			continue;
-		if (orphaned_sandbox(pid, root, our_pidns) &&
-		    !syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0))
-			log_warn("bwrap: killed sandbox process %s of %s: its reconciler died "
-				 "while setting it up",
-				 pid, root);
-		close(pidfd);
-	}
-	closedir(d);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	*child = (pid_t)atol(buf);
+	return *child > 0 ? 0 : -1;
 }
 
 int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
@@ -388,6 +317,7 @@ int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
 		snprintf(err, errsz, "out of memory");
 		return -1;
 	}
+	pthread_mutex_init(&st->probe_lock, NULL);
 	s->priv = st;
 	if (find_bin(BWRAP_BIN, st->bwrap, sizeof(st->bwrap))) {
 		snprintf(err, errsz, "%s not found in PATH (scripts/install-deps.sh installs it)",
@@ -407,7 +337,6 @@ int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
 				 BWRAP_VIEW_ARGS_MAX);
 			goto fail;
 		}
-	kill_orphans(s->root);
 	return 0;
 fail:
 	bwrap_close(s);
@@ -509,33 +438,40 @@ static int loopback_wait(const char *pid, long wait_ms)
 	}
 }
 
-/* Give the sandbox started as BW its network: learn its pid from bwrap's info fd, start
- * slirp4netns in its namespace, wait until the interface is up. 0, or -1 with ERR set.
+/* Give the sandbox of the command started as process CMD its network: once bwrap's info fd says
+ * the sandbox exists, find its pid (in our pid namespace: the child of bwrap's monitor, which is
+ * CMD's only child, ns_setup), start slirp4netns in its namespace, wait until the interface is
+ * up. 0, or -1 with ERR set.
  * slirp4netns is handed the network namespace and the user namespace that owns it as open
  * descriptors: with --disable-userns the sandbox's process moves on into a nested user
  * namespace during its setup, and joining that one (slirp4netns's default for a pid) leaves no
  * right to enter the network namespace, which belongs to its parent. It starts once bwrap has
  * configured the sandbox's loopback: slirp4netns --configure brings lo up as well, and had it
  * done so first, bwrap's own RTM_NEWADDR for 127.0.0.1 would fail. */
-static int net_start(struct bwrap_state *st, struct net *n, char *err, size_t errsz)
+static int net_start(struct bwrap_state *st, struct net *n, pid_t cmd, char *err, size_t errsz)
 {
 	char info[512], ready[8], pid[32], readyfd[32], exitfd[32], nspath[64], netns[64],
 		userns[64];
 	int rdy[2] = { -1, -1 }, ex[2] = { -1, -1 }, netfd = -1, userfd = -1, keep[4];
-	const char *pidp;
+	pid_t monitor, sandbox;
 	struct proc_result sres;
 	char path[] = "PATH=/usr/bin:/bin";
 	char *envp[] = { path, NULL };
 	int rc = -1;
 
 	read_until(n->info[0], info, sizeof(info), '}', BWRAP_NET_WAIT_MS);
-	pidp = strstr(info, "\"child-pid\"");
-	if (!pidp || sscanf(pidp, "\"child-pid\" : %31[0-9]", pid) != 1) {
-		if (!pidp || sscanf(pidp, "\"child-pid\": %31[0-9]", pid) != 1) {
-			snprintf(err, errsz, "bwrap did not report the sandbox's pid");
-			return -1;
-		}
+	/* bwrap reports the sandbox's pid as its own pid namespace numbers it */
+	if (!strstr(info, "\"child-pid\"")) {
+		snprintf(err, errsz, "bwrap did not report the sandbox's pid");
+		return -1;
 	}
+	if (first_child(cmd, &monitor) || first_child(monitor, &sandbox)) {
+		snprintf(err, errsz,
+			 "the sandbox's pid cannot be found (/proc/%ld/task/*/children)",
+			 (long)cmd);
+		return -1;
+	}
+	snprintf(pid, sizeof(pid), "%ld", (long)sandbox);
 	if (loopback_wait(pid, BWRAP_NET_WAIT_MS)) {
 		snprintf(err, errsz, "the sandbox's loopback was not set up in time");
 		return -1;
@@ -638,22 +574,53 @@ static void net_stop(struct net *n)
 	}
 }
 
-/* ---- layered sandboxes (dir.c): the overlay of a package cache entry and the session's layer ----
- * bwrap 0.8 (Debian 12) cannot mount an overlay itself. The child that runs bwrap first enters a
- * user and mount namespace of its own, in which BWRAP_UID is the reconciler's account (as inside
- * the sandbox), and mounts the overlay there (overlayfs may be mounted in a user namespace since
- * Linux 5.11; `userxattr` keeps its bookkeeping in user.overlay.* attributes); bwrap then makes
- * the sandbox as usual, one user namespace further in, and binds the overlay at /workspace. The
- * mount is gone when the command's processes are: nothing is mounted on the host, and nothing
- * inside the sandbox can mount (seccomp, no capabilities). Writes land in the upper layer, the
- * sandbox's own directory; the entry below is never written. Two commands of one sandbox at
- * once mount the overlay twice over the same upper layer (index=off allows it): each sees its
- * own writes at once and the other's on its next lookup of that path. */
+/* ---- every command's namespaces, tied to the reconciler from the first instant ----
+ * A reconciler killed -9 must leave nothing running, whenever it dies. bwrap alone cannot
+ * promise that: --die-with-parent ties its monitor to its parent only after the monitor has
+ * cloned the sandbox's pid 1, which ties itself to the monitor only once its setup is done, so a
+ * reconciler killed in between would leave pid 1 setting up, then running, the command for
+ * nobody. So the reconciler's child (F, ns_setup) first makes a user, mount and pid namespace of
+ * its own and forks that pid namespace's pid 1 (G), which executes bwrap: bwrap's monitor is
+ * then pid 1 of a pid namespace holding the whole sandbox, nested pid namespace included, and
+ * when pid 1 of a pid namespace dies the kernel kills everything in it. The chain reconciler ->
+ * F -> G is made of PR_SET_PDEATHSIG (SIGKILL) links, each set before the link above it can
+ * break: G sets its own while F waits for G (F is not tied yet, so the reconciler's death
+ * cannot kill it meanwhile) and proves F alive by writing to it (a write to a gone F is
+ * SIGPIPE: G dies); then F sets its own and checks that its parent is still the reconciler
+ * (setpgid takes the task list lock the kernel's reparenting holds, so one of the two sees the
+ * other). F then waits for G and exits with its status; bwrap (G) keeps the link it inherited
+ * (no set-user-ID bwrap: that would clear it) and sets it again (--die-with-parent). G mounts
+ * its pid namespace's /proc, so that bwrap's monitor finds its sandbox under its own numbers.
+ *
+ * Layered sandboxes (dir.c): bwrap 0.8 (Debian 12) cannot mount an overlay itself, so F mounts
+ * it in its mount namespace, in which BWRAP_UID is the reconciler's account (as inside the
+ * sandbox; overlayfs may be mounted in a user namespace since Linux 5.11; `userxattr` keeps its
+ * bookkeeping in user.overlay.* attributes); bwrap then makes the sandbox as usual, one user
+ * namespace further in, and binds the overlay at /workspace. The mount is gone when the
+ * command's processes are: nothing is mounted on the host, and nothing inside the sandbox can
+ * mount (seccomp, no capabilities). Writes land in the upper layer, the sandbox's own directory;
+ * the entry below is never written. Two commands of one sandbox at once mount the overlay twice
+ * over the same upper layer (index=off allows it): each sees its own writes at once and the
+ * other's on its next lookup of that path. */
 struct overlay_mount {
-	char uid_map[64], gid_map[64];
 	char opts[BWRAP_OVERLAY_OPTS_MAX];
 	const char *target;
 };
+
+/* What ns_setup needs, prepared before the fork. */
+struct bwrap_ns {
+	pid_t caller; /* the reconciler: F's parent, or F is an orphan */
+	char uid_map[64], gid_map[64];
+	const struct overlay_mount *om; /* the workspace overlay to mount, or NULL */
+};
+
+static void ns_prepare(struct bwrap_ns *ns, const struct overlay_mount *om)
+{
+	ns->caller = getpid();
+	snprintf(ns->uid_map, sizeof(ns->uid_map), "%s %u 1", BWRAP_UID, (unsigned)getuid());
+	snprintf(ns->gid_map, sizeof(ns->gid_map), "%s %u 1", BWRAP_UID, (unsigned)getgid());
+	ns->om = om;
+}
 
 /* Write TEXT to PATH (a /proc file), in the child. */
 static int put_file(const char *path, const char *text)
@@ -668,33 +635,89 @@ static int put_file(const char *path, const char *text)
 	return n == len ? 0 : -1;
 }
 
-/* proc_setup of a layered sandbox's command (in the child). */
-static int overlay_setup(void *arg)
+/* End F (or G before it executes bwrap) with STATUS at once: exit_group itself, not _exit, which
+ * the sanitizer build wraps with a leak check (tests/sanitize/lsan_exit.c) whose helper thread
+ * would be born in the new pid namespace and fail. F is a copy of the reconciler that allocates
+ * nothing: there is nothing of its own to check. */
+__attribute__((noreturn)) static void ns_exit(int status)
 {
-	const struct overlay_mount *m = arg;
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+/* In G, pid 1 of the new pid namespace: tied to F before anything else, then its /proc. 0: it
+ * goes on to execute bwrap (else it ends, after saying why). */
+static int ns_init(int ack[2])
+{
+	close(ack[0]);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) || write(ack[1], "1", 1) != 1)
+		ns_exit(PROC_SETUP_FAILED);
+	close(ack[1]);
+	if (!mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		return 0;
+	dprintf(2, "bwrap: sandbox setup: mounting /proc: %s\n", strerror(errno));
+	ns_exit(PROC_SETUP_FAILED);
+}
+
+/* In F, once G is forked: wait for G's link, make its own, then wait for G and end with its
+ * status. */
+__attribute__((noreturn)) static void ns_relay(const struct bwrap_ns *ns, int ack[2], pid_t g)
+{
+	int status = 0;
+	char b;
+
+	close(ack[1]);
+	while (read(ack[0], &b, 1) < 0 && errno == EINTR)
+		;
+	/* bwrap's descriptors are G's alone from now on (its info fd's end of file) */
+	close_range(3, ~0U, 0);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0))
+		ns_exit(PROC_SETUP_FAILED);
+	/* a no-op (F leads its group already) that takes the task list lock: see above */
+	setpgid(0, 0);
+	if (getppid() != ns->caller)
+		ns_exit(PROC_SETUP_FAILED); /* the reconciler is gone: G goes with F */
+	while (waitpid(g, &status, 0) < 0)
+		if (errno != EINTR)
+			ns_exit(PROC_SETUP_FAILED);
+	ns_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
+/* proc_setup of every bwrap command, in the reconciler's child F (above). */
+static int ns_setup(void *arg)
+{
+	const struct bwrap_ns *ns = arg;
 	const char *fail = NULL;
+	int ack[2];
+	pid_t g = -1;
 
 	/* a reconciler that gave up root is not dumpable, which makes its /proc/self files root's:
 	 * the child must be to write its own maps (it is anyway once it executes bwrap, a
 	 * moment later; a reconciler started as that user always is) */
 	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0))
 		fail = "prctl";
-	else if (unshare(CLONE_NEWUSER | CLONE_NEWNS))
+	else if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID))
 		fail = "unshare";
-	else if (put_file("/proc/self/uid_map", m->uid_map))
+	else if (put_file("/proc/self/uid_map", ns->uid_map))
 		fail = "uid_map";
 	else if (put_file("/proc/self/setgroups", "deny"))
 		fail = "setgroups";
-	else if (put_file("/proc/self/gid_map", m->gid_map))
+	else if (put_file("/proc/self/gid_map", ns->gid_map))
 		fail = "gid_map";
 	else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		fail = "making the mounts private";
-	else if (mount("overlay", m->target, "overlay", MS_NOSUID | MS_NODEV, m->opts))
-		fail = "mounting the overlay";
-	if (!fail)
-		return 0;
-	dprintf(2, "bwrap: workspace overlay: %s: %s\n", fail, strerror(errno));
-	return -1;
+	else if (ns->om &&
+		 mount("overlay", ns->om->target, "overlay", MS_NOSUID | MS_NODEV, ns->om->opts))
+		fail = "mounting the workspace overlay";
+	else if (pipe2(ack, O_CLOEXEC) || (g = fork()) < 0)
+		fail = "starting the sandbox's pid 1";
+	if (fail) {
+		dprintf(2, "bwrap: sandbox setup: %s: %s\n", fail, strerror(errno));
+		ns_exit(PROC_SETUP_FAILED);
+	}
+	if (g == 0)
+		return ns_init(ack);
+	ns_relay(ns, ack, g);
 }
 
 /* The mount of L's overlay, prepared before the fork. 0, or -1 when a path cannot be named in
@@ -712,8 +735,6 @@ static int overlay_prepare(struct overlay_mount *m, const struct sbx_layer *l)
 		     l->work);
 	if (n < 0 || (size_t)n >= sizeof(m->opts))
 		return -1;
-	snprintf(m->uid_map, sizeof(m->uid_map), "%s %u 1", BWRAP_UID, (unsigned)getuid());
-	snprintf(m->gid_map, sizeof(m->gid_map), "%s %u 1", BWRAP_UID, (unsigned)getgid());
 	m->target = l->mnt;
 	return 0;
 }
@@ -766,7 +787,8 @@ static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 	char *argv[] = { t, NULL }, *envp[] = { path, NULL };
 	char *dirs[] = { NULL, NULL, NULL, NULL };
 	struct overlay_mount m;
-	struct proc_setup setup = { overlay_setup, &m };
+	struct bwrap_ns ns;
+	struct proc_setup setup = { ns_setup, &ns };
 	struct proc_result res;
 	struct sbx_layer *l = calloc(1, sizeof(*l));
 	struct proc p;
@@ -791,8 +813,10 @@ static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 		}
 	}
 	memset(&res, 0, sizeof(res));
+	ns_prepare(&ns, &m);
 	if (ok && !overlay_prepare(&m, l) &&
-	    !proc_start_setup(&p, argv, "/", envp, NULL, 0, &setup, BWRAP_SLIRP_OUT_MAX, &res)) {
+	    !proc_start_setup(&p, argv, "/", envp, NULL, 0, &setup, -1, BWRAP_SLIRP_OUT_MAX,
+			      &res)) {
 		proc_wait(&p, BWRAP_PROBE_TIMEOUT_S, NULL, &res);
 		ok = res.exit_code == 0;
 	} else {
@@ -812,151 +836,213 @@ static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 	return ok;
 }
 
-/* Create or attach sandbox NAME: layered on s->create_from where this host can, else a copy. */
-int bwrap_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
-{
-	int layered = s->create_from && overlay_usable(s, s->priv);
-
-	return sbx_dir_create_from(s, name, layered, id, idsz, err, errsz);
-}
-
-int bwrap_run(struct sbx *s, const char *id, int share_net, char *const argv[], char *const envp[],
-	      long timeout_s, struct proc_result *res)
+/* Create or attach sandbox SPEC->name: layered on SPEC->from where this host can, else a copy. */
+int bwrap_create(struct sbx *s, const struct sbx_spec *spec, char *id, size_t idsz, char *err,
+		 size_t errsz)
 {
 	struct bwrap_state *st = s->priv;
-	const char **args = NULL;
-	char dir[CONFIG_STR_MAX * 2], fdstr[BWRAP_FDS][16], err[SBX_ERR_MAX];
-	int keep[BWRAP_FDS], nkeep = 0, n = 0, seccomp_fd = -1, environ_fd = -1, rc = -1;
+	int layered = 0;
+
+	if (spec->from) {
+		/* one probe for every thread */
+		pthread_mutex_lock(&st->probe_lock);
+		layered = overlay_usable(s, st);
+		pthread_mutex_unlock(&st->probe_lock);
+	}
+	return sbx_dir_create_from(s, spec->name, spec->from, layered, id, idsz, err, errsz);
+}
+
+/* One command's bwrap: its argv and the descriptors it inherits (each named in the argv by its
+ * number), the workspace's overlay when the sandbox is layered, its network when it has one. */
+struct bwrap_cmd {
+	const char **args; /* BWRAP_ARGV_MAX entries, owned; the strings are borrowed */
+	int n;
+	int keep[BWRAP_FDS], nkeep;
+	char fdstr[BWRAP_FDS][16];
+	int seccomp_fd, environ_fd, stdin_fd;
+	struct sbx_layer *layer;  /* owned */
+	struct overlay_mount *om; /* owned */
 	int layered;
-	struct sbx_layer *layer = NULL;
-	struct overlay_mount *om = NULL;
-	struct proc_setup setup;
-	struct stat sb;
 	struct net net;
+};
+
+static void cmd_release(struct bwrap_cmd *c)
+{
+	close_fd(&c->seccomp_fd);
+	close_fd(&c->environ_fd);
+	close_fd(&c->stdin_fd);
+	net_stop(&c->net);
+	free(c->args);
+	free(c->layer);
+	free(c->om);
+}
+
+/* FD joins what bwrap inherits: its number as bwrap's option value. */
+static const char *cmd_fd(struct bwrap_cmd *c, int fd)
+{
+	c->keep[c->nkeep] = fd;
+	snprintf(c->fdstr[c->nkeep], sizeof(c->fdstr[c->nkeep]), "%d", fd);
+	return c->fdstr[c->nkeep++];
+}
+
+#define ARG(x) (c->args[c->n++] = (x))
+
+/* The options of sandbox DIR's view: its own namespaces, no capabilities, the host trees
+ * (st->view), a private /proc, /dev and /tmp, the CA bundle, the workspace. */
+static void cmd_view(struct sbx *s, struct bwrap_state *st, struct bwrap_cmd *c, const char *dir)
+{
+	const char *ca = s->cfg->sandbox_ca_bundle;
+	struct stat sb;
+
+	ARG(st->bwrap);
+	ARG("--unshare-user"), ARG("--uid"), ARG(BWRAP_UID), ARG("--gid"), ARG(BWRAP_UID);
+	ARG("--disable-userns");
+	ARG("--unshare-pid");
+	ARG("--unshare-ipc");
+	ARG("--unshare-uts");
+	ARG("--unshare-cgroup-try");
+	ARG("--unshare-net");
+	ARG("--cap-drop"), ARG("ALL");
+	ARG("--die-with-parent");
+	ARG("--new-session");
+	for (int i = 0; i < st->nview; i++)
+		ARG(st->view[i]);
+	ARG("--proc"), ARG("/proc");
+	/* pid 1 is bubblewrap's init: its environment is the command's own, but no process's
+	 * environment but a command's own is to be read */
+	ARG("--perms"), ARG("0000");
+	ARG("--ro-bind-data"), ARG(cmd_fd(c, c->environ_fd)), ARG("/proc/1/environ");
+	ARG("--dev"), ARG("/dev");
+	ARG("--tmpfs"), ARG("/tmp");
+	ARG("--tmpfs"), ARG("/var/tmp");
+	if (ca[0] && !stat(ca, &sb) && S_ISREG(sb.st_mode))
+		ARG("--ro-bind"), ARG(ca), ARG(ca);
+	ARG("--bind"), ARG(c->layered ? c->layer->mnt : dir), ARG(BWRAP_WORKSPACE);
+	ARG("--chdir"), ARG(BWRAP_WORKSPACE);
+}
+
+/* The whole argv of EX's command in sandbox DIR into C (descriptors made). 0, or -1 with RES
+ * saying why. */
+static int cmd_build(struct sbx *s, struct bwrap_state *st, struct bwrap_cmd *c, const char *dir,
+		     const struct sbx_exec *ex, struct proc_result *res)
+{
+	c->args = malloc(sizeof(*c->args) * BWRAP_ARGV_MAX);
+	c->seccomp_fd = data_fd("bwrap-seccomp", st->bpf, st->bpf_len);
+	c->environ_fd = data_fd("bwrap-environ", "", 0);
+	if (ex->stdin_data)
+		c->stdin_fd = proc_stdin(ex->stdin_data, ex->stdin_len);
+	if (!c->args || c->seccomp_fd < 0 || c->environ_fd < 0 ||
+	    (ex->stdin_data && c->stdin_fd < 0)) {
+		fail_result(res, "bwrap: cannot prepare the sandbox");
+		return -1;
+	}
+	cmd_view(s, st, c, dir);
+	if (ex->share_net) {
+		c->net.resolv = data_fd("bwrap-resolv", BWRAP_DNS, strlen(BWRAP_DNS));
+		if (c->net.resolv < 0 || pipe(c->net.info) || pipe(c->net.block)) {
+			fail_result(res, "bwrap: cannot prepare the network");
+			return -1;
+		}
+		ARG("--ro-bind-data"), ARG(cmd_fd(c, c->net.resolv)), ARG(BWRAP_RESOLV);
+		ARG("--info-fd"), ARG(cmd_fd(c, c->net.info[1]));
+		ARG("--block-fd"), ARG(cmd_fd(c, c->net.block[0]));
+	}
+	ARG("--seccomp"), ARG(cmd_fd(c, c->seccomp_fd));
+	ARG("--");
+	for (int i = 0; ex->argv[i]; i++) {
+		if (c->n >= BWRAP_ARGV_MAX - 1) {
+			fail_result(res, "bwrap: too many arguments");
+			return -1;
+		}
+		ARG(ex->argv[i]);
+	}
+	c->args[c->n] = NULL;
+	return 0;
+}
+
+#undef ARG
+
+/* The workspace overlay of sandbox ID when it is layered (C->layered). 0, or -1 with RES saying
+ * why. */
+static int cmd_layers(struct sbx *s, struct bwrap_cmd *c, const char *id, struct proc_result *res)
+{
+	char err[SBX_ERR_MAX];
+
+	c->layer = malloc(sizeof(*c->layer));
+	c->om = malloc(sizeof(*c->om));
+	c->layered = c->layer && c->om ? sbx_dir_layer(s, id, c->layer, err, sizeof(err)) : -1;
+	if (c->layered < 0 || (c->layered && overlay_prepare(c->om, c->layer))) {
+		fail_result(res, c->layered < 0 && c->layer && c->om
+					 ? err
+					 : "bwrap: cannot prepare the workspace overlay");
+		return -1;
+	}
+	return 0;
+}
+
+/* Started as P, the command waits on its block fd: give the sandbox its network, then let it
+ * go. 0, or -1 with the command stopped and RES saying why. */
+static int cmd_network(struct bwrap_state *st, struct bwrap_cmd *c, struct proc *p,
+		       struct proc_result *res)
+{
+	char err[SBX_ERR_MAX];
+	const char *why = NULL;
+
+	close_fd(&c->net.info[1]);
+	close_fd(&c->net.block[0]);
+	close_fd(&c->net.resolv);
+	if (net_start(st, &c->net, p->pid, err, sizeof(err)))
+		why = err;
+	else if (write(c->net.block[1], "1", 1) != 1)
+		why = "bwrap: cannot start the command";
+	if (why) {
+		/* the command has not started (it waits on the block fd): stop it */
+		kill(-p->pid, SIGKILL);
+		proc_wait(p, 1, NULL, res);
+		fail_result(res, why);
+		return -1;
+	}
+	close_fd(&c->net.block[1]);
+	return 0;
+}
+
+int bwrap_run(struct sbx *s, const char *id, const struct sbx_exec *ex, struct proc_result *res)
+{
+	struct bwrap_state *st = s->priv;
+	struct bwrap_cmd c = { .seccomp_fd = -1, .environ_fd = -1, .stdin_fd = -1 };
+	char dir[CONFIG_STR_MAX * 2];
+	struct bwrap_ns ns;
+	struct proc_setup setup = { ns_setup, &ns };
+	struct stat sb;
 	struct proc p;
+	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
 	res->exit_code = -1;
-	net_init(&net);
+	net_init(&c.net);
 	if (sbx_dir_path(s, id, dir, sizeof(dir))) {
 		fail_result(res, "bwrap: invalid sandbox id");
-		return -1;
+		goto out;
 	}
 	/* a sandbox whose directory or lower layer is gone cannot run anything (drift) */
 	if (stat(dir, &sb) || !S_ISDIR(sb.st_mode)) {
 		fail_result(res, "bwrap: the sandbox's directory is gone");
-		return -1;
-	}
-	layer = malloc(sizeof(*layer));
-	om = malloc(sizeof(*om));
-	layered = layer && om ? sbx_dir_layer(s, id, layer, err, sizeof(err)) : -1;
-	if (layered < 0 || (layered && overlay_prepare(om, layer))) {
-		fail_result(res, layered < 0 && layer && om
-					 ? err
-					 : "bwrap: cannot prepare the workspace overlay");
-		free(layer);
-		free(om);
-		return -1;
-	}
-	setup = (struct proc_setup){ overlay_setup, om };
-	args = malloc(sizeof(*args) * BWRAP_ARGV_MAX);
-	seccomp_fd = data_fd("bwrap-seccomp", st->bpf, st->bpf_len);
-	environ_fd = data_fd("bwrap-environ", "", 0);
-	if (!args || seccomp_fd < 0 || environ_fd < 0) {
-		fail_result(res, "bwrap: cannot prepare the sandbox");
 		goto out;
 	}
-	keep[nkeep] = seccomp_fd;
-	snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", seccomp_fd);
-	nkeep++;
-	args[n++] = st->bwrap;
-	args[n++] = "--unshare-user", args[n++] = "--uid", args[n++] = BWRAP_UID;
-	args[n++] = "--gid", args[n++] = BWRAP_UID;
-	args[n++] = "--disable-userns";
-	args[n++] = "--unshare-pid";
-	args[n++] = "--unshare-ipc";
-	args[n++] = "--unshare-uts";
-	args[n++] = "--unshare-cgroup-try";
-	args[n++] = "--unshare-net";
-	args[n++] = "--cap-drop", args[n++] = "ALL";
-	args[n++] = "--die-with-parent";
-	args[n++] = "--new-session";
-	for (int i = 0; i < st->nview; i++)
-		args[n++] = st->view[i];
-	args[n++] = "--proc", args[n++] = "/proc";
-	/* pid 1 is bubblewrap's init: its environment is the command's own, but no process's
-	 * environment but a command's own is to be read */
-	keep[nkeep] = environ_fd;
-	snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", environ_fd);
-	args[n++] = "--perms", args[n++] = "0000";
-	args[n++] = "--ro-bind-data", args[n++] = fdstr[nkeep++], args[n++] = "/proc/1/environ";
-	args[n++] = "--dev", args[n++] = "/dev";
-	args[n++] = "--tmpfs", args[n++] = "/tmp";
-	args[n++] = "--tmpfs", args[n++] = "/var/tmp";
-	if (s->cfg->sandbox_ca_bundle[0] && !stat(s->cfg->sandbox_ca_bundle, &sb) &&
-	    S_ISREG(sb.st_mode))
-		args[n++] = "--ro-bind", args[n++] = s->cfg->sandbox_ca_bundle,
-		args[n++] = s->cfg->sandbox_ca_bundle;
-	args[n++] = "--bind", args[n++] = layered ? layer->mnt : dir, args[n++] = BWRAP_WORKSPACE;
-	args[n++] = "--chdir", args[n++] = BWRAP_WORKSPACE;
-	if (share_net) {
-		net.resolv = data_fd("bwrap-resolv", BWRAP_DNS, strlen(BWRAP_DNS));
-		if (net.resolv < 0 || pipe(net.info) || pipe(net.block)) {
-			fail_result(res, "bwrap: cannot prepare the network");
-			goto out;
-		}
-		keep[nkeep] = net.resolv;
-		snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", net.resolv);
-		args[n++] = "--ro-bind-data", args[n++] = fdstr[nkeep++], args[n++] = BWRAP_RESOLV;
-		keep[nkeep] = net.info[1];
-		snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", net.info[1]);
-		args[n++] = "--info-fd", args[n++] = fdstr[nkeep++];
-		keep[nkeep] = net.block[0];
-		snprintf(fdstr[nkeep], sizeof(fdstr[nkeep]), "%d", net.block[0]);
-		args[n++] = "--block-fd", args[n++] = fdstr[nkeep++];
-	}
-	args[n++] = "--seccomp", args[n++] = fdstr[0];
-	args[n++] = "--";
-	for (int i = 0; argv[i]; i++) {
-		if (n >= BWRAP_ARGV_MAX - 1) {
-			fail_result(res, "bwrap: too many arguments");
-			goto out;
-		}
-		args[n++] = argv[i];
-	}
-	args[n] = NULL;
-	if (proc_start_setup(&p, (char *const *)args, dir, envp, keep, nkeep,
-			     layered ? &setup : NULL, (size_t)s->cfg->output_max, res))
+	if (cmd_layers(s, &c, id, res) || cmd_build(s, st, &c, dir, ex, res))
 		goto out;
-	close_fd(&seccomp_fd);
-	close_fd(&environ_fd);
-	if (share_net) {
-		close_fd(&net.info[1]);
-		close_fd(&net.block[0]);
-		close_fd(&net.resolv);
-		if (net_start(st, &net, err, sizeof(err))) {
-			/* the command has not started (it waits on the block fd): stop it */
-			kill(-p.pid, SIGKILL);
-			proc_wait(&p, 1, NULL, res);
-			fail_result(res, err);
-			goto out;
-		}
-		if (write(net.block[1], "1", 1) != 1) {
-			kill(-p.pid, SIGKILL);
-			proc_wait(&p, 1, NULL, res);
-			fail_result(res, "bwrap: cannot start the command");
-			goto out;
-		}
-		close_fd(&net.block[1]);
-	}
-	proc_wait(&p, timeout_s, s->watch, res);
+	ns_prepare(&ns, c.layered ? c.om : NULL);
+	if (proc_start_setup(&p, (char *const *)c.args, dir, ex->envp, c.keep, c.nkeep, &setup,
+			     c.stdin_fd, ex->output_max, res))
+		goto out;
+	close_fd(&c.seccomp_fd);
+	close_fd(&c.environ_fd);
+	close_fd(&c.stdin_fd);
+	if (ex->share_net && cmd_network(st, &c, &p, res))
+		goto out;
+	proc_wait(&p, ex->timeout_s, ex->watch, res);
 	rc = 0;
 out:
-	close_fd(&seccomp_fd);
-	close_fd(&environ_fd);
-	net_stop(&net);
-	free(args);
-	free(layer);
-	free(om);
+	cmd_release(&c);
 	return rc;
 }

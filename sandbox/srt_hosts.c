@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../common/egress.h"
-#include "../../common/log.h"
+#include "../common/egress.h"
+#include "../common/log.h"
 
 /* Names are judged by srt's proxy when it resolves them; literals are not (an allowed literal
  * is dialled as it is). */

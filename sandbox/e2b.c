@@ -36,9 +36,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../common/clock.h"
-#include "../../common/crypto.h"
-#include "../../common/strbuf.h"
+#include "../common/clock.h"
+#include "../common/crypto.h"
+#include "../common/strbuf.h"
 #include "backend.h"
 #include "http.h"
 #include "remote.h"
@@ -205,8 +205,10 @@ int e2b_list(struct sbx *s, struct sbx_listed *out, int max, int *n, char *err, 
 	return 0;
 }
 
-int e2b_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err, size_t errsz)
+int e2b_create(struct sbx *s, const struct sbx_spec *spec, char *id, size_t idsz, char *err,
+	       size_t errsz)
 {
+	const char *name = spec->name;
 	static const long ok[] = { 201, 200, 0 };
 	struct e2b *e = s->priv;
 	const char *tpl = s->remote->image[0] ? s->remote->image : E2B_DEFAULT_TEMPLATE;
@@ -225,8 +227,8 @@ int e2b_create(struct sbx *s, const char *name, char *id, size_t idsz, char *err
 	 * out may still have happened, and the next attempt finds it by its metadata. */
 	body = json_pack("{s:s, s:I, s:b, s:b, s:b, s:{s:s}}", "templateID", tpl, "timeout",
 			 (json_int_t)E2B_TTL_S, "autoPause", 1, "secure", 1,
-			 "allow_internet_access", s->create_share_net ? 1 : 0, "metadata",
-			 E2B_META_KEY, name);
+			 "allow_internet_access", spec->share_net ? 1 : 0, "metadata", E2B_META_KEY,
+			 name);
 	if (body && s->deployment[0])
 		json_object_set_new(json_object_get(body, "metadata"), E2B_DEPLOYMENT_KEY,
 				    json_string(s->deployment));
@@ -499,145 +501,170 @@ static int signal_status(const char *status)
 	return -1;
 }
 
-int e2b_run(struct sbx *s, const char *id, int share_net, char *const argv[], char *const envp[],
-	    long timeout_s, struct proc_result *res)
+/* The Start call's body for EX: StartRequest {process: ProcessConfig {cmd, args, envs, cwd},
+ * stdin} (process.proto), argv as cmd + args, no shell, stdin false as the SDK sends it
+ * (Commands.start), in one Connect envelope: flags 0, big-endian length
+ * (connectrpc/connectrpc.com docs/protocol.md, Streaming-Request). A new buffer of *LEN bytes
+ * (caller frees), or NULL when it cannot be encoded. */
+static char *start_frame(const struct sbx_exec *ex, size_t *len)
 {
-	struct e2b *e = s->priv;
-	size_t cap = (size_t)s->cfg->output_max;
-	char err[SBX_ERR_MAX * 2], url[HTTP_URL_MAX + 64];
-	struct envd ev;
-	struct envd_headers hb;
-	struct out_tail tail;
-	struct stream st;
-	struct http_request rq = { .method = "POST",
-				   .path = url,
-				   .no_auth = 1,
-				   .no_retry = 1,
-				   .content_type = "application/connect+json",
-				   .body_max = E2B_ERR_BODY_MAX };
-	struct http_response rs = { 0 };
-	json_t *req = NULL, *args, *envs;
-	char *text = NULL, *frame = NULL;
-	size_t tlen;
-	double t0;
-	int n = 0, ret = -1, rc;
+	json_t *args = json_array(), *envs = json_object(), *req;
+	char *text, *frame = NULL;
+	size_t tlen = 0;
 
-	(void)share_net; /* the sandbox's network was set when it was created */
-	memset(res, 0, sizeof(*res));
-	memset(&st, 0, sizeof(st));
-	out_tail_init(&tail, cap);
-	st.out = &tail;
-	if (!argv[0] || !remote_valid_id(id, SBX_ID_MAX)) {
-		proc_result_fail(res, "e2b: invalid command or sandbox id");
-		return -1;
-	}
-	if (e2b_connect(s, id, &ev, err, sizeof(err))) {
-		proc_result_fail(res, err);
-		return -1;
-	}
-	/* StartRequest {process: ProcessConfig {cmd, args, envs, cwd}, stdin} (process.proto):
-	 * argv goes as cmd + args, no shell; stdin false as the SDK sends it (Commands.start) */
-	args = json_array();
-	envs = json_object();
-	req = json_pack("{s:{s:s, s:o, s:o, s:s}, s:b}", "process", "cmd", argv[0], "args", args,
-			"envs", envs, "cwd", E2B_WORKDIR, "stdin", 0);
-	for (int i = 1; req && argv[i]; i++)
-		json_array_append_new(args, json_string(argv[i]));
-	for (int i = 0; req && envp && envp[i]; i++) {
-		const char *eq = strchr(envp[i], '=');
+	req = json_pack("{s:{s:s, s:o, s:o, s:s}, s:b}", "process", "cmd", ex->argv[0], "args",
+			args, "envs", envs, "cwd", E2B_WORKDIR, "stdin", 0);
+	for (int i = 1; req && ex->argv[i]; i++)
+		json_array_append_new(args, json_string(ex->argv[i]));
+	for (int i = 0; req && ex->envp && ex->envp[i]; i++) {
+		const char *v = ex->envp[i], *eq = strchr(v, '=');
 		char k[256];
-		if (!eq || eq == envp[i] || (size_t)(eq - envp[i]) >= sizeof(k))
+		if (!eq || eq == v || (size_t)(eq - v) >= sizeof(k))
 			continue;
-		memcpy(k, envp[i], (size_t)(eq - envp[i]));
-		k[eq - envp[i]] = '\0';
+		memcpy(k, v, (size_t)(eq - v));
+		k[eq - v] = '\0';
 		json_object_set_new(envs, k, json_string(eq + 1));
 	}
 	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	if (!text || (tlen = strlen(text)) > E2B_FRAME_MAX || !(frame = malloc(tlen + 5))) {
-		proc_result_fail(res, "e2b: the command could not be encoded");
-		goto out;
+	json_decref(req);
+	if (text && (tlen = strlen(text)) <= E2B_FRAME_MAX && (frame = malloc(tlen + 5))) {
+		frame[0] = 0;
+		frame[1] = (char)(tlen >> 24 & 0xff);
+		frame[2] = (char)(tlen >> 16 & 0xff);
+		frame[3] = (char)(tlen >> 8 & 0xff);
+		frame[4] = (char)(tlen & 0xff);
+		memcpy(frame + 5, text, tlen);
+		*len = tlen + 5;
 	}
-	/* Connect streaming request: one enveloped message, flags 0, big-endian length
-	 * (connectrpc/connectrpc.com docs/protocol.md, Streaming-Request) */
-	frame[0] = 0;
-	frame[1] = (char)(tlen >> 24 & 0xff);
-	frame[2] = (char)(tlen >> 16 & 0xff);
-	frame[3] = (char)(tlen >> 8 & 0xff);
-	frame[4] = (char)(tlen & 0xff);
-	memcpy(frame + 5, text, tlen);
-	rq.raw_body = frame;
-	rq.raw_len = tlen + 5;
-	rq.timeout_s = timeout_s + E2B_RUN_GRACE_S;
-	rq.on_data = on_stream;
-	rq.on_data_arg = &st;
-	snprintf(url, sizeof(url), "%s/process.Process/Start", ev.base);
-	envd_headers(id, &ev, timeout_s * 1000L, &hb, rq.headers, &n);
-	t0 = clock_mono_s();
-	rc = http_do(&e->http, &rq, &rs, err, sizeof(err));
-	if (rc && !st.ended && rs.stopped) {
-		/* the watch said stop: the process goes with the call, outside the watch */
-		const struct proc_watch *watch = s->watch;
-		s->watch = NULL;
-		if (st.started)
-			e2b_kill(s, id, &ev, st.pid);
-		s->watch = watch;
-		proc_result_killed(res, 0, 1);
-		ret = 0;
-		goto out;
+	free(text);
+	return frame;
+}
+
+/* One command's Start call: envd's address, the request, its answer and the stream read. */
+struct start_call {
+	struct envd ev;
+	struct envd_headers hb;
+	char url[HTTP_URL_MAX + 64];
+	struct http_request rq;
+	struct http_response rs;
+	struct stream st;
+	double t0;
+	char err[SBX_ERR_MAX * 2];
+};
+
+/* RES from the Start call C that http_do ended with RC (the command started at c->t0, limited
+ * to EX's time). The process is killed through envd when the call ended before it did (the
+ * watch's stop: outside the watch). 0 when the command ran or was killed, -1 when it could not
+ * run (RES says why). */
+static int start_outcome(struct sbx *s, const char *id, const struct sbx_exec *ex,
+			 struct start_call *c, int rc, struct proc_result *res)
+{
+	struct e2b *e = s->priv;
+	struct stream *st = &c->st;
+	int stopped = rc && !st->ended && c->rs.stopped;
+	int timed_out = rc && !st->ended && !stopped &&
+			(c->rs.timed_out || clock_mono_s() - c->t0 >= (double)ex->timeout_s);
+
+	if (stopped || timed_out) {
+		/* a stop (the kill goes outside the watch, which said stop already), or our own
+		 * limit (envd's should have fired first): make sure it is dead */
+		struct http_watch_ctx watch = http_watch_enter(stopped ? NULL : ex->watch);
+		if (st->started)
+			e2b_kill(s, id, &c->ev, st->pid);
+		http_watch_leave(watch);
+		proc_result_killed(res, timed_out, stopped);
+		return 0;
 	}
-	if (rc && !st.ended) {
-		if (rs.timed_out || clock_mono_s() - t0 >= (double)timeout_s) {
-			/* our own limit: envd's should have fired first; make sure it is dead */
-			if (st.started)
-				e2b_kill(s, id, &ev, st.pid);
-			proc_result_killed(res, 1, 0);
-			ret = 0;
-		} else {
-			if (st.bad)
-				snprintf(err, sizeof(err), "POST /process.Process/Start: %s",
-					 st.why);
-			proc_result_fail(res, err);
-		}
-		goto out;
+	if (rc && !st->ended) {
+		if (st->bad)
+			snprintf(c->err, sizeof(c->err), "POST /process.Process/Start: %s",
+				 st->why);
+		proc_result_fail(res, c->err);
+		return -1;
 	}
-	if (rs.status != 200) {
-		http_error(&e->http, &rq, &rs, err, sizeof(err));
-		proc_result_fail(res, err);
-		goto out;
+	if (c->rs.status != 200) {
+		http_error(&e->http, &c->rq, &c->rs, c->err, sizeof(c->err));
+		proc_result_fail(res, c->err);
+		return -1;
 	}
-	if (!strcmp(st.error_code, "deadline_exceeded")) {
+	if (!strcmp(st->error_code, "deadline_exceeded")) {
 		/* envd's deadline (Connect-Timeout-Ms) passed: it killed the process */
 		proc_result_killed(res, 1, 0);
-		if (st.ended && st.exit_code > 0)
-			res->exit_code = (int)st.exit_code;
-		ret = 0;
-		goto out;
+		if (st->ended && st->exit_code > 0)
+			res->exit_code = (int)st->exit_code;
+		return 0;
 	}
-	if (!st.ended) {
-		if (st.error_code[0])
-			snprintf(err, sizeof(err), "envd: %s%s%s", st.error_code,
-				 st.error_msg[0] ? ": " : "", st.error_msg);
+	if (!st->ended) {
+		if (st->error_code[0])
+			snprintf(c->err, sizeof(c->err), "envd: %s%s%s", st->error_code,
+				 st->error_msg[0] ? ": " : "", st->error_msg);
 		else
-			snprintf(err, sizeof(err), "envd: the stream ended without an end event");
+			snprintf(c->err, sizeof(c->err),
+				 "envd: the stream ended without an end event");
 		/* not started at all (e.g. no such executable: invalid_argument) or cut short */
-		proc_result_fail(res, err);
-		goto out;
+		proc_result_fail(res, c->err);
+		return -1;
 	}
-	res->exit_code = (int)st.exit_code;
-	if (!st.exited || st.exit_code < 0) {
-		int sig = signal_status(st.status);
+	res->exit_code = (int)st->exit_code;
+	if (!st->exited || st->exit_code < 0) {
+		int sig = signal_status(st->status);
 		if (sig > 0)
 			res->exit_code = sig;
 	}
-	ret = 0;
+	return 0;
+}
+
+int e2b_run(struct sbx *s, const char *id, const struct sbx_exec *ex, struct proc_result *res)
+{
+	struct e2b *e = s->priv;
+	struct start_call *c = calloc(1, sizeof(*c));
+	struct out_tail tail;
+	char *frame = NULL;
+	size_t flen = 0;
+	int n = 0, ret = -1, rc;
+
+	/* ex->share_net changes nothing: the sandbox's network was set when it was created */
+	memset(res, 0, sizeof(*res));
+	out_tail_init(&tail, ex->output_max);
+	if (!c || !ex->argv[0] || !remote_valid_id(id, SBX_ID_MAX)) {
+		proc_result_fail(res,
+				 c ? "e2b: invalid command or sandbox id" : "e2b: out of memory");
+		goto out;
+	}
+	c->st.out = &tail;
+	if (e2b_connect(s, id, &c->ev, c->err, sizeof(c->err))) {
+		proc_result_fail(res, c->err);
+		goto out;
+	}
+	if (!(frame = start_frame(ex, &flen))) {
+		proc_result_fail(res, "e2b: the command could not be encoded");
+		goto out;
+	}
+	c->rq = (struct http_request){ .method = "POST",
+				       .path = c->url,
+				       .no_auth = 1,
+				       .no_retry = 1,
+				       .content_type = "application/connect+json",
+				       .body_max = E2B_ERR_BODY_MAX,
+				       .raw_body = frame,
+				       .raw_len = flen,
+				       .timeout_s = ex->timeout_s + E2B_RUN_GRACE_S,
+				       .on_data = on_stream,
+				       .on_data_arg = &c->st };
+	snprintf(c->url, sizeof(c->url), "%s/process.Process/Start", c->ev.base);
+	envd_headers(id, &c->ev, ex->timeout_s * 1000L, &c->hb, c->rq.headers, &n);
+	c->t0 = clock_mono_s();
+	rc = http_do(&e->http, &c->rq, &c->rs, c->err, sizeof(c->err));
+	ret = start_outcome(s, id, ex, c, rc, res);
 out:
 	if (ret == 0)
 		out_tail_finish(&tail, res);
 	out_tail_release(&tail);
-	strbuf_release(&st.buf);
+	if (c) {
+		strbuf_release(&c->st.buf);
+		http_response_release(&c->rs);
+	}
+	free(c);
 	free(frame);
-	free(text);
-	json_decref(req);
-	http_response_release(&rs);
 	return ret;
 }

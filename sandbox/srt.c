@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../common/log.h"
+#include "../common/log.h"
 #include "backend.h"
 #include "srt_hosts.h"
 
@@ -66,6 +67,7 @@ struct srt_state {
 	char settings_dir[sizeof(SRT_HOST_TMP) + 16]; /* tmp/settings: denied to the sandbox */
 	char egress_id[SBX_ID_MAX];		      /* the sandbox the allowlist below is for */
 	json_t *egress;				      /* srt allowedDomains, or NULL: no network */
+	pthread_mutex_t lock; /* tmp (made by the first command) and the allowlist above */
 };
 
 /* The first executable NAME on PATH into OUT. 0 or -1. */
@@ -110,6 +112,7 @@ void srt_close(struct sbx *s)
 	if (st->tmp[0] && sbx_rmtree(st->tmp, err, sizeof(err)))
 		log_warn("srt: %s", err);
 	json_decref(st->egress);
+	pthread_mutex_destroy(&st->lock);
 	free(st);
 	s->priv = NULL;
 }
@@ -180,6 +183,7 @@ int srt_prepare(struct sbx *s, char *err, size_t errsz)
 		snprintf(err, errsz, "srt: out of memory");
 		return -1;
 	}
+	pthread_mutex_init(&st->lock, NULL);
 	s->priv = st;
 	snprintf(st->host_path, sizeof(st->host_path), "%s",
 		 path && *path ? path : SRT_DEFAULT_PATH);
@@ -227,7 +231,7 @@ fail:
  * user's access to sandbox-runtime is checked there too. srt binds its proxy sockets from its
  * TMPDIR into the sandbox before it applies the read denials, so that directory is read back
  * inside (settings()); the settings files, beside it, never are. */
-static int srt_tmp(struct srt_state *st, char *err, size_t errsz)
+static int srt_tmp_make(struct srt_state *st, char *err, size_t errsz)
 {
 	if (st->tmp[0])
 		return 0;
@@ -248,6 +252,17 @@ static int srt_tmp(struct srt_state *st, char *err, size_t errsz)
 	return 0;
 }
 
+/* srt_tmp_make, once for every thread. */
+static int srt_tmp(struct srt_state *st, char *err, size_t errsz)
+{
+	int rc;
+
+	pthread_mutex_lock(&st->lock);
+	rc = srt_tmp_make(st, err, errsz);
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
 int srt_set_egress(struct sbx *s, const char *id, json_t *hosts, char *err, size_t errsz)
 {
 	struct srt_state *st = s->priv;
@@ -255,9 +270,11 @@ int srt_set_egress(struct sbx *s, const char *id, json_t *hosts, char *err, size
 
 	if (!domains)
 		return -1;
+	pthread_mutex_lock(&st->lock);
 	json_decref(st->egress);
 	st->egress = domains;
 	snprintf(st->egress_id, sizeof(st->egress_id), "%s", id);
+	pthread_mutex_unlock(&st->lock);
 	return 0;
 }
 
@@ -363,18 +380,20 @@ static void fail_result(struct proc_result *res, const char *what, const char *d
 	res->len = res->output ? strlen(res->output) : 0;
 }
 
-/* Run ARGV through srt in workspace DIR with allowedDomains DOMAINS (borrowed), or every host
- * but this one when OPEN_NET. */
-static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_net,
-		    char *const argv[], char *const envp[], long timeout_s, struct proc_result *res)
+/* Run EX's command through srt in workspace DIR with allowedDomains DOMAINS (borrowed), or every
+ * host but this one when EX->share_net. */
+static int srt_exec(struct sbx *s, const char *dir, json_t *domains, const struct sbx_exec *ex,
+		    struct proc_result *res)
 {
+	char *const *argv = ex->argv, *const *envp = ex->envp;
+	int open_net = ex->share_net;
 	struct srt_state *st = s->priv;
 	char file[sizeof(st->settings_dir) + 8], script[PATH_MAX * 2],
 		tmpdir[sizeof(st->run_dir) + 8];
 	char host_path[sizeof(st->host_path) + 8], msg[SBX_ERR_MAX];
 	const char *args[SRT_ARGV_MAX], *env[SRT_ENV_MAX + 3], *sandbox_path = NULL;
 	json_t *conf;
-	int n = 0, k = 0, fd, rc;
+	int n = 0, k = 0, fd, rc, in = -1;
 
 	if (srt_tmp(st, msg, sizeof(msg))) {
 		fail_result(res, "setup", msg);
@@ -438,30 +457,47 @@ static int srt_exec(struct sbx *s, const char *dir, json_t *domains, int open_ne
 		args[n++] = argv[i];
 	}
 	args[n] = NULL;
-	rc = proc_run((char *const *)args, dir, (char *const *)env, timeout_s,
-		      (size_t)s->cfg->output_max, s->watch, res);
+	if (ex->stdin_data && (in = proc_stdin(ex->stdin_data, ex->stdin_len)) < 0) {
+		unlink(file);
+		fail_result(res, "cannot prepare the command's stdin", strerror(errno));
+		return -1;
+	}
+	rc = proc_run((char *const *)args, dir, (char *const *)env, in, ex->timeout_s,
+		      ex->output_max, ex->watch, res);
+	if (in >= 0)
+		close(in);
 	unlink(file);
 	return rc;
 }
 
-int srt_run(struct sbx *s, const char *id, int share_net, char *const argv[], char *const envp[],
-	    long timeout_s, struct proc_result *res)
+int srt_run(struct sbx *s, const char *id, const struct sbx_exec *ex, struct proc_result *res)
 {
 	struct srt_state *st = s->priv;
-	char dir[CONFIG_STR_MAX * 2];
-	json_t *none, *domains;
+	char dir[CONFIG_STR_MAX * 2], msg[SBX_ERR_MAX];
+	json_t *domains = NULL;
 	int rc;
 
 	if (sbx_dir_path(s, id, dir, sizeof(dir))) {
 		fail_result(res, "invalid sandbox id", id);
 		return -1;
 	}
-	/* the list set for this sandbox, else none (limited networking sets one before any
-	 * command runs; --exec sets the bound one) */
-	none = json_array();
-	domains = !share_net && st->egress && !strcmp(st->egress_id, id) ? st->egress : none;
-	rc = srt_exec(s, dir, domains, share_net, argv, envp, timeout_s, res);
-	json_decref(none);
+	/* the command's own list, else the one set for this sandbox, else none (limited
+	 * networking sets one before any command runs); an unrestricted one needs none */
+	if (!ex->share_net && ex->egress) {
+		if (!(domains = srt_domains(ex->egress, msg, sizeof(msg)))) {
+			fail_result(res, "egress policy", msg);
+			return -1;
+		}
+	} else if (!ex->share_net) {
+		pthread_mutex_lock(&st->lock);
+		if (st->egress && !strcmp(st->egress_id, id))
+			domains = json_incref(st->egress);
+		pthread_mutex_unlock(&st->lock);
+	}
+	if (!domains)
+		domains = json_array();
+	rc = srt_exec(s, dir, domains, ex, res);
+	json_decref(domains);
 	return rc;
 }
 
@@ -492,7 +528,12 @@ int srt_check(struct sbx *s, char *err, size_t errsz)
 		json_decref(none);
 		return -1;
 	}
-	rc = srt_exec(s, dir, none, 0, argv, envp, SRT_CHECK_TIMEOUT_S, &res);
+	rc = srt_exec(s, dir, none,
+		      &(struct sbx_exec){ .argv = argv,
+					  .envp = envp,
+					  .timeout_s = SRT_CHECK_TIMEOUT_S,
+					  .output_max = (size_t)s->cfg->output_max },
+		      &res);
 	json_decref(none);
 	if (rc || res.exit_code || res.timed_out || !res.output ||
 	    strncmp(res.output, SRT_CHECK_OUTPUT "\n", strlen(SRT_CHECK_OUTPUT) + 1)) {

@@ -1,5 +1,5 @@
 #include "process.h"
-#include "../../common/clock.h"
+#include "../common/clock.h"
 
 extern char **environ;
 
@@ -10,6 +10,7 @@ extern char **environ;
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -23,6 +24,16 @@ void proc_result_release(struct proc_result *r)
 {
 	free(r->output);
 	memset(r, 0, sizeof(*r));
+}
+
+void proc_result_fail(struct proc_result *res, const char *msg)
+{
+	free(res->output);
+	res->exit_code = -1;
+	res->timed_out = 0;
+	res->truncated = 0;
+	res->output = strdup(msg ? msg : "");
+	res->len = res->output ? strlen(res->output) : 0;
 }
 
 /* Append DATA to the tail buffer, dropping the oldest bytes past CAP. */
@@ -67,12 +78,36 @@ static void close_others(const int *keep, int nkeep)
 int proc_start(struct proc *p, char *const argv[], const char *cwd, char *const envp[],
 	       const int *keep, int nkeep, size_t out_max, struct proc_result *res)
 {
-	return proc_start_setup(p, argv, cwd, envp, keep, nkeep, NULL, out_max, res);
+	return proc_start_setup(p, argv, cwd, envp, keep, nkeep, NULL, -1, out_max, res);
+}
+
+int proc_stdin(const char *data, size_t len)
+{
+	int fd = memfd_create("terrarium-stdin", MFD_CLOEXEC);
+	size_t done = 0;
+
+	if (fd < 0)
+		return -1;
+	while (done < len) {
+		ssize_t n = write(fd, data + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			return -1;
+		}
+		done += (size_t)n;
+	}
+	if (lseek(fd, 0, SEEK_SET)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 int proc_start_setup(struct proc *p, char *const argv[], const char *cwd, char *const envp[],
-		     const int *keep, int nkeep, const struct proc_setup *setup, size_t out_max,
-		     struct proc_result *res)
+		     const int *keep, int nkeep, const struct proc_setup *setup, int in_fd,
+		     size_t out_max, struct proc_result *res)
 {
 	int pipefd[2];
 	pid_t pid;
@@ -98,10 +133,10 @@ int proc_start_setup(struct proc *p, char *const argv[], const char *cwd, char *
 		return -1;
 	}
 	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDONLY);
+		int in = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
 		setpgid(0, 0);
-		if (devnull >= 0)
-			dup2(devnull, 0);
+		if (in >= 0)
+			dup2(in, 0);
 		dup2(pipefd[1], 1);
 		dup2(pipefd[1], 2);
 		/* nothing of the reconciler's (its database connection) reaches the command */
@@ -221,12 +256,12 @@ reaped:
 		res->exit_code = 128 + WTERMSIG(status);
 }
 
-int proc_run(char *const argv[], const char *cwd, char *const envp[], long timeout_s,
+int proc_run(char *const argv[], const char *cwd, char *const envp[], int in_fd, long timeout_s,
 	     size_t out_max, const struct proc_watch *watch, struct proc_result *res)
 {
 	struct proc p;
 
-	if (proc_start(&p, argv, cwd, envp, NULL, 0, out_max, res))
+	if (proc_start_setup(&p, argv, cwd, envp, NULL, 0, NULL, in_fd, out_max, res))
 		return -1;
 	proc_wait(&p, timeout_s, watch, res);
 	return 0;

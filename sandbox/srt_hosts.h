@@ -1,4 +1,4 @@
-/* The srt backend's allowlist translation (reconciler/backends/srt.c; docs/srt.md, "The
+/* The srt backend's allowlist translation (sandbox/srt.c; docs/srt.md, "The
  * allowlist of each step"): the egress policy of common/egress.c as srt's allowedDomains.
  * No libcurl and no sandbox here: unit tests link this file alone (tests/unit/test_srt_hosts.c). */
 #ifndef TERRARIUM_SRT_HOSTS_H

@@ -1,6 +1,8 @@
 /* A small HTTP client shared by the HTTP sandbox drivers (opensandbox, docker, e2b/cube,
  * daytona). One client per backend, holding one reused libcurl easy handle (connection reuse,
- * one DNS cache); never shared between threads.
+ * one DNS cache). Calls may run at once from several threads: a call takes the client's handle
+ * when it is free and makes one of its own when it is not (freed after the call, or kept as the
+ * client's when that slot is empty again).
  *
  * Every call: protocols limited to http and https (also across redirects, which are not
  * followed), a connect timeout and a total timeout (remote_conf.timeout_s unless the request
@@ -14,15 +16,15 @@
  * errors name the method and path, the status and the first bytes of the body, redacted
  * (common/redact.h) and with any occurrence of the credential masked.
  *
- * Only reconciler/backends/ includes curl/curl.h; this header does not, so tests and other
+ * Only sandbox/ includes curl/curl.h; this header does not, so tests and other
  * modules can include it. */
-#ifndef TERRARIUM_HTTP_H
-#define TERRARIUM_HTTP_H
+#ifndef TERRARIUM_SANDBOX_HTTP_H
+#define TERRARIUM_SANDBOX_HTTP_H
 
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../../common/config.h"
+#include "../common/config.h"
 #include "process.h"
 
 #define HTTP_BODY_MAX (4u << 20)      /* response bytes kept when the request sets no cap */
@@ -44,22 +46,33 @@
 typedef int (*http_data_fn)(void *arg, const char *data, size_t len);
 
 struct http_client {
-	void *easy;			    /* CURL *, owned */
-	char backend[32];		    /* for error strings and logs */
-	char base[HTTP_URL_MAX];	    /* base URL, no trailing '/' */
+	void *easy;		 /* CURL *, owned: the reused handle, NULL while a call has it */
+	int ready;		 /* http_init succeeded */
+	char backend[32];	 /* for error strings and logs */
+	char base[HTTP_URL_MAX]; /* base URL, no trailing '/' */
 	char socket[CONFIG_STR_MAX];	    /* unix socket path, or "" */
 	long timeout_s;			    /* total per call (>= 1) */
 	char key[HTTP_KEY_MAX];		    /* credential, or "" (never logged) */
 	char auth_name[HTTP_AUTH_NAME_MAX]; /* header carrying the credential */
 	char auth_prefix[32];		    /* before the credential: "" or "Bearer " */
-	unsigned retry_sleep_ms;	    /* total slept in backoff (tests read it) */
-	/* The caller's watch, asked while a call runs (about every interval_ms: during a transfer,
-	 * before each try and in the backoff between tries): *watch, or none when WATCH or *WATCH
-	 * is NULL. sbx_open points it at the sandbox's sbx.watch. A non-zero answer aborts the
-	 * call at once (rs->stopped); clear *watch for calls that clean up after that. */
-	const struct proc_watch *const *watch;
-	long long watch_due_ms; /* monotonic time the watch is asked next */
+	unsigned retry_sleep_ms; /* total slept in backoff, added atomically (tests read it) */
 };
+
+/* The watch of the sandbox call running on this thread (sandbox/call.c enters it for the call):
+ * asked while an http_do of that thread runs, about every interval_ms (during a transfer, before
+ * each try and in the backoff between tries, across the call's requests); a non-zero answer
+ * aborts the request at once (rs->stopped). A driver cleaning up after a stop enters NULL for
+ * those requests. */
+struct http_watch_ctx {
+	const struct proc_watch *watch; /* NULL: none */
+	long long due_ms;		/* monotonic time it is asked next; 0: not asked yet */
+};
+
+/* Make W this thread's watch (from now, its first ask an interval away); returns the one it
+ * replaces, for http_watch_leave. */
+struct http_watch_ctx http_watch_enter(const struct proc_watch *w);
+/* Put back the watch PREV (http_watch_enter's answer). */
+void http_watch_leave(struct http_watch_ctx prev);
 
 struct http_request {
 	const char *method;   /* "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD" */
@@ -119,7 +132,7 @@ void http_release(struct http_client *c);
 
 /* Perform RQ, retrying transient outcomes (connection errors, timeouts, 408, 429, 5xx) up to
  * HTTP_RETRIES_MAX times with backoff unless rq->no_retry, or once on_data has received bytes;
- * asking the client's watch on the way (a stop aborts the call: rs->stopped).
+ * asking this thread's watch on the way (a stop aborts the call: rs->stopped).
  * Returns 0 when a response arrived (whatever its status: check rs->status), -1 on a transport
  * failure after the retries ("METHOD PATH: <what failed>" in ERR). RS is filled either way;
  * release it with http_response_release. */

@@ -13,14 +13,30 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../common/clock.h"
-#include "../../common/redact.h"
-#include "../../common/strbuf.h"
+#include "../common/clock.h"
+#include "../common/redact.h"
+#include "../common/strbuf.h"
 
 #define HTTP_PROTOCOLS "http,https"
 #define HTTP_DEFAULT_SOCKET_BASE "http://localhost"
 #define HTTP_RETRY_AFTER_MAX 32
 #define HTTP_WATCH_SLICE_MS 100 /* backoff sleeps in slices this long to ask the watch */
+
+/* The watch of the sandbox call running on this thread (http.h). */
+static _Thread_local struct http_watch_ctx http_watch_now;
+
+struct http_watch_ctx http_watch_enter(const struct proc_watch *w)
+{
+	struct http_watch_ctx prev = http_watch_now;
+
+	http_watch_now = (struct http_watch_ctx){ w, 0 };
+	return prev;
+}
+
+void http_watch_leave(struct http_watch_ctx prev)
+{
+	http_watch_now = prev;
+}
 
 /* What one transfer collects; reset before every try. */
 struct xfer {
@@ -34,8 +50,7 @@ struct xfer {
 	char retry_after[HTTP_RETRY_AFTER_MAX];
 	int streamed; /* on_data has received bytes: the call must not repeat */
 	int aborted;  /* on_data asked to stop */
-	struct http_client *client;
-	int stopped; /* the client's watch said stop */
+	int stopped;  /* the thread's watch said stop */
 };
 
 static void wipe(void *p, size_t n)
@@ -139,6 +154,7 @@ int http_init(struct http_client *c, const char *backend, const struct remote_co
 		wipe(c->key, sizeof(c->key));
 		return -1;
 	}
+	c->ready = 1;
 	return 0;
 }
 
@@ -150,12 +166,32 @@ void http_set_auth(struct http_client *c, const char *name, const char *prefix)
 
 void http_release(struct http_client *c)
 {
-	if (c->easy) {
+	if (c->easy)
 		curl_easy_cleanup(c->easy);
+	if (c->ready)
 		curl_global_cleanup();
-	}
 	c->easy = NULL;
+	c->ready = 0;
 	wipe(c->key, sizeof(c->key));
+}
+
+/* A handle for one call: the client's own when no other call has it, else a new one (NULL when
+ * that cannot be made). */
+static CURL *easy_take(struct http_client *c)
+{
+	CURL *e = __atomic_exchange_n((CURL **)&c->easy, NULL, __ATOMIC_ACQ_REL);
+
+	return e ? e : curl_easy_init();
+}
+
+/* Give the call's handle E back: the client's again when its slot is empty, else freed. */
+static void easy_give(struct http_client *c, CURL *e)
+{
+	CURL *none = NULL;
+
+	if (e && !__atomic_compare_exchange_n((CURL **)&c->easy, &none, e, 0, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE))
+		curl_easy_cleanup(e);
 }
 
 struct http_request http_req(const char *method, const char *path, json_t *body)
@@ -275,21 +311,22 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-/* Ask the client's watch when it is due (http.h): 1 when it says stop. */
-static int watch_stop(struct http_client *c)
+/* Ask this thread's watch when it is due (http.h): 1 when it says stop. */
+static int watch_stop(void)
 {
-	const struct proc_watch *w = c->watch ? *c->watch : NULL;
+	struct http_watch_ctx *x = &http_watch_now;
+	const struct proc_watch *w = x->watch;
 	long long now = clock_mono_ms();
 
 	if (!w)
 		return 0;
-	if (!c->watch_due_ms || c->watch_due_ms - now > w->interval_ms)
-		c->watch_due_ms = now + w->interval_ms; /* first call under this watch */
-	if (now < c->watch_due_ms)
+	if (!x->due_ms)
+		x->due_ms = now + w->interval_ms; /* the first ask of this call */
+	if (now < x->due_ms)
 		return 0;
 	if (w->tick(w->arg))
 		return 1;
-	c->watch_due_ms = clock_mono_ms() + w->interval_ms;
+	x->due_ms = clock_mono_ms() + w->interval_ms;
 	return 0;
 }
 
@@ -301,19 +338,19 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
 	struct xfer *x = arg;
 
 	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
-	if (watch_stop(x->client))
+	if (watch_stop())
 		x->stopped = 1;
 	return x->stopped;
 }
 
-/* Sleep MS in slices, asking the client's watch: 1 when it says stop. */
-static int watched_sleep(struct http_client *c, unsigned ms)
+/* Sleep MS in slices, asking this thread's watch: 1 when it says stop. */
+static int watched_sleep(unsigned ms)
 {
 	while (ms) {
 		unsigned k = ms > HTTP_WATCH_SLICE_MS ? HTTP_WATCH_SLICE_MS : ms;
 		clock_sleep_ms(k);
 		ms -= k;
-		if (watch_stop(c))
+		if (watch_stop())
 			return 1;
 	}
 	return 0;
@@ -408,12 +445,12 @@ static int transient_curl(CURLcode rc)
 	}
 }
 
-/* One try of RQ; fills X. */
+/* One try of RQ with X's handle; fills X. */
 static CURLcode perform(struct http_client *c, const struct http_request *rq, const char *url,
 			const char *payload, size_t payload_len, struct curl_slist *hdrs,
 			struct xfer *x)
 {
-	CURL *e = c->easy;
+	CURL *e = x->easy;
 	long total = rq->timeout_s > 0 ? rq->timeout_s : c->timeout_s;
 	long connect = total < HTTP_CONNECT_TIMEOUT_MAX_S ? total : HTTP_CONNECT_TIMEOUT_MAX_S;
 	int absolute = !strncmp(rq->path, "http://", 7) || !strncmp(rq->path, "https://", 8);
@@ -434,7 +471,7 @@ static CURLcode perform(struct http_client *c, const struct http_request *rq, co
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
-	if (c->watch && *c->watch) {
+	if (http_watch_now.watch) {
 		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
 		curl_easy_setopt(e, CURLOPT_XFERINFODATA, x);
 		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
@@ -456,146 +493,192 @@ static CURLcode perform(struct http_client *c, const struct http_request *rq, co
 	return curl_easy_perform(e);
 }
 
-int http_do(struct http_client *c, const struct http_request *rq, struct http_response *rs,
-	    char *err, size_t errsz)
-{
-	char url[HTTP_URL_MAX * 2], auth[HTTP_AUTH_NAME_MAX + 32 + HTTP_KEY_MAX + 4];
-	char path[HTTP_URL_MAX];
-	struct curl_slist *hdrs = NULL, *h;
-	char *payload = NULL, ctype[HTTP_URL_MAX];
-	const char *req_body = NULL;
-	size_t req_len = 0;
-	struct xfer x;
-	CURLcode rc = CURLE_OK;
-	int absolute = !strncmp(rq->path, "http://", 7) || !strncmp(rq->path, "https://", 8);
-	int ret = -1, n;
-	unsigned delay = HTTP_BACKOFF_MS;
+/* A request ready to send: its URL, body and header list. */
+struct prepared {
+	char url[HTTP_URL_MAX * 2];
+	char *payload; /* the JSON body's text, owned */
+	const char *body;
+	size_t len;
+	struct curl_slist *hdrs; /* owned */
+};
 
-	memset(rs, 0, sizeof(*rs));
-	memset(&x, 0, sizeof(x));
-	display_path(rq, path, sizeof(path));
-	if (!c->easy) {
-		snprintf(err, errsz, "%s %s: client is not initialised", rq->method, path);
-		goto out;
-	}
-	n = absolute ? snprintf(url, sizeof(url), "%s", rq->path)
-		     : snprintf(url, sizeof(url), "%s%s", c->base, rq->path);
-	if (n < 0 || (size_t)n >= sizeof(url)) {
-		snprintf(err, errsz, "%s %s: URL is too long", rq->method, path);
-		goto out;
-	}
+static void prepared_release(struct prepared *p)
+{
+	curl_slist_free_all(p->hdrs);
+	free(p->payload);
+}
+
+/* Append header LINE to P's list. 0, or -1 out of memory. */
+static int add_header(struct prepared *p, const char *line)
+{
+	struct curl_slist *h = curl_slist_append(p->hdrs, line);
+
+	if (!h)
+		return -1;
+	p->hdrs = h;
+	return 0;
+}
+
+/* RQ's body (JSON or raw) and its Content-Type into P (PATH names the request in ERR). 0, or -1
+ * with ERR set. */
+static int prepare_body(const struct http_request *rq, const char *path, struct prepared *p,
+			char *err, size_t errsz)
+{
+	char ctype[HTTP_URL_MAX];
+	int rc = 0;
+
 	if (rq->body) {
-		payload = json_dumps(rq->body, JSON_COMPACT | JSON_ENCODE_ANY);
-		if (!payload) {
+		p->payload = json_dumps(rq->body, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (!p->payload) {
 			snprintf(err, errsz, "%s %s: request body could not be encoded", rq->method,
 				 path);
-			goto out;
+			return -1;
 		}
-		h = curl_slist_append(hdrs, "Content-Type: application/json");
-		if (!h)
-			goto nomem;
-		hdrs = h;
-		req_body = payload;
-		req_len = strlen(payload);
+		rc = add_header(p, "Content-Type: application/json");
+		p->body = p->payload;
+		p->len = strlen(p->payload);
 	} else if (rq->raw_body) {
 		snprintf(ctype, sizeof(ctype), "Content-Type: %s",
 			 rq->content_type ? rq->content_type : "application/octet-stream");
-		if (!(h = curl_slist_append(hdrs, ctype)))
-			goto nomem;
-		hdrs = h;
-		req_body = rq->raw_body;
-		req_len = rq->raw_len;
+		rc = add_header(p, ctype);
+		p->body = rq->raw_body;
+		p->len = rq->raw_len;
 	} else if (!strcmp(rq->method, "POST")) {
 		/* an empty POST: not libcurl's default form-urlencoded Content-Type */
-		if (!(h = curl_slist_append(hdrs, "Content-Type:")))
-			goto nomem;
-		hdrs = h;
+		rc = add_header(p, "Content-Type:");
 	}
+	if (rc)
+		snprintf(err, errsz, "%s %s: out of memory", rq->method, path);
+	return rc;
+}
+
+/* RQ's URL, body and headers (the credential among them unless rq->no_auth) into P. 0, or -1
+ * with ERR set. */
+static int prepare(const struct http_client *c, const struct http_request *rq, const char *path,
+		   struct prepared *p, char *err, size_t errsz)
+{
+	char auth[HTTP_AUTH_NAME_MAX + 32 + HTTP_KEY_MAX + 4];
+	int absolute = !strncmp(rq->path, "http://", 7) || !strncmp(rq->path, "https://", 8);
+	int n = absolute ? snprintf(p->url, sizeof(p->url), "%s", rq->path)
+			 : snprintf(p->url, sizeof(p->url), "%s%s", c->base, rq->path);
+	int rc;
+
+	if (n < 0 || (size_t)n >= sizeof(p->url)) {
+		snprintf(err, errsz, "%s %s: URL is too long", rq->method, path);
+		return -1;
+	}
+	if (prepare_body(rq, path, p, err, errsz))
+		return -1;
 	/* no "Expect: 100-continue" round trip for larger bodies */
-	if (!(h = curl_slist_append(hdrs, "Expect:")))
-		goto nomem;
-	hdrs = h;
-	if (!(h = curl_slist_append(hdrs, "Accept: application/json, text/event-stream, */*")))
-		goto nomem;
-	hdrs = h;
-	for (int i = 0; i < HTTP_HEADERS_EXTRA_MAX && rq->headers[i]; i++) {
-		if (!(h = curl_slist_append(hdrs, rq->headers[i])))
-			goto nomem;
-		hdrs = h;
-	}
-	if (!rq->no_auth && c->key[0] && c->auth_name[0]) {
+	rc = add_header(p, "Expect:") ||
+	     add_header(p, "Accept: application/json, text/event-stream, */*");
+	for (int i = 0; !rc && i < HTTP_HEADERS_EXTRA_MAX && rq->headers[i]; i++)
+		rc = add_header(p, rq->headers[i]);
+	if (!rc && !rq->no_auth && c->key[0] && c->auth_name[0]) {
 		snprintf(auth, sizeof(auth), "%s: %s%s", c->auth_name, c->auth_prefix, c->key);
-		h = curl_slist_append(hdrs, auth);
+		rc = add_header(p, auth);
 		wipe(auth, sizeof(auth));
-		if (!h)
-			goto nomem;
-		hdrs = h;
 	}
+	if (rc)
+		snprintf(err, errsz, "%s %s: out of memory", rq->method, path);
+	return rc;
+}
+
+/* Try RQ (prepared as P) with handle E until an answer or a failure that is not transient, the
+ * retries are spent, or this thread's watch says stop, sleeping the backoff (or the answer's
+ * Retry-After, capped) between tries. X holds the last try's transfer, RS its status and the
+ * tries made. The last try's outcome. */
+static CURLcode send_tries(struct http_client *c, const struct http_request *rq,
+			   const struct prepared *p, CURL *e, struct xfer *x,
+			   struct http_response *rs)
+{
+	unsigned delay = HTTP_BACKOFF_MS;
+	CURLcode rc;
 
 	for (int attempt = 0;; attempt++) {
-		strbuf_release(&x.body);
-		strbuf_release(&x.headers);
-		memset(&x, 0, sizeof(x));
-		x.rq = rq;
-		x.easy = c->easy;
-		x.max = rq->body_max ? rq->body_max : HTTP_BODY_MAX;
-		x.keep_headers = rq->keep_headers;
-		x.client = c;
+		strbuf_release(&x->body);
+		strbuf_release(&x->headers);
+		memset(x, 0, sizeof(*x));
+		x->rq = rq;
+		x->easy = e;
+		x->max = rq->body_max ? rq->body_max : HTTP_BODY_MAX;
+		x->keep_headers = rq->keep_headers;
 		rs->status = 0;
-		if (watch_stop(c)) {
-			x.stopped = 1;
-			rc = CURLE_ABORTED_BY_CALLBACK;
-			break;
+		if (watch_stop()) {
+			x->stopped = 1;
+			return CURLE_ABORTED_BY_CALLBACK;
 		}
-		rc = perform(c, rq, url, req_body, req_len, hdrs, &x);
+		rc = perform(c, rq, p->url, p->body, p->len, p->hdrs, x);
 		rs->tries = attempt + 1;
 		if (rc == CURLE_OK)
-			curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &rs->status);
-		if (rq->no_retry || x.streamed || x.stopped || attempt >= HTTP_RETRIES_MAX)
-			break;
+			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &rs->status);
+		if (rq->no_retry || x->streamed || x->stopped || attempt >= HTTP_RETRIES_MAX)
+			return rc;
 		if (rc == CURLE_OK ? !transient_status(rs->status) : !transient_curl(rc))
-			break;
-		if (x.retry_after[0]) {
-			unsigned long s = strtoul(x.retry_after, NULL, 10);
+			return rc;
+		if (x->retry_after[0]) {
+			unsigned long s = strtoul(x->retry_after, NULL, 10);
 			delay = s * 1000 > HTTP_BACKOFF_CAP_MS ? HTTP_BACKOFF_CAP_MS
 							       : (unsigned)s * 1000;
 		}
-		c->retry_sleep_ms += delay;
-		if (watched_sleep(c, delay)) {
-			x.stopped = 1;
-			rc = CURLE_ABORTED_BY_CALLBACK;
-			break;
+		__atomic_add_fetch(&c->retry_sleep_ms, delay, __ATOMIC_RELAXED);
+		if (watched_sleep(delay)) {
+			x->stopped = 1;
+			return CURLE_ABORTED_BY_CALLBACK;
 		}
 		delay = delay * 2 > HTTP_BACKOFF_CAP_MS ? HTTP_BACKOFF_CAP_MS : delay * 2;
 	}
+}
 
-	rs->body = strbuf_detach(&x.body, &rs->len);
-	if (!rs->body)
-		rs->body = strdup("");
-	rs->truncated = x.truncated;
-	rs->headers = strbuf_detach(&x.headers, &rs->headers_len);
-	if (!rs->body)
-		goto nomem;
-	if (rc == CURLE_OK) {
-		ret = 0;
-	} else {
-		rs->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
-		rs->stopped = x.stopped;
-		if (x.stopped)
-			snprintf(err, errsz, "%s %s: stopped by the caller's watch", rq->method,
-				 path);
-		else if (x.aborted)
-			snprintf(err, errsz, "%s %s: aborted by the driver", rq->method, path);
-		else
-			snprintf(err, errsz, "%s %s: %s%s", rq->method, path,
-				 curl_easy_strerror(rc), rs->tries > 1 ? " (after retries)" : "");
+/* RS from the last try X (outcome RC): its body and headers; ERR says why when it failed. 0 when
+ * an answer arrived, else -1. */
+static int response_from(const struct http_request *rq, const char *path, CURLcode rc,
+			 struct xfer *x, struct http_response *rs, char *err, size_t errsz)
+{
+	rs->body = strbuf_detach(&x->body, &rs->len);
+	rs->truncated = x->truncated;
+	rs->headers = strbuf_detach(&x->headers, &rs->headers_len);
+	if (!rs->body && !(rs->body = strdup(""))) {
+		snprintf(err, errsz, "%s %s: out of memory", rq->method, path);
+		return -1;
 	}
-	goto out;
-nomem:
-	snprintf(err, errsz, "%s %s: out of memory", rq->method, path);
-out:
-	curl_slist_free_all(hdrs);
-	free(payload);
+	if (rc == CURLE_OK)
+		return 0;
+	rs->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+	rs->stopped = x->stopped;
+	if (x->stopped)
+		snprintf(err, errsz, "%s %s: stopped by the caller's watch", rq->method, path);
+	else if (x->aborted)
+		snprintf(err, errsz, "%s %s: aborted by the driver", rq->method, path);
+	else
+		snprintf(err, errsz, "%s %s: %s%s", rq->method, path, curl_easy_strerror(rc),
+			 rs->tries > 1 ? " (after retries)" : "");
+	return -1;
+}
+
+int http_do(struct http_client *c, const struct http_request *rq, struct http_response *rs,
+	    char *err, size_t errsz)
+{
+	char path[HTTP_URL_MAX];
+	struct prepared p;
+	struct xfer x;
+	CURL *e = NULL;
+	int ret = -1;
+
+	memset(rs, 0, sizeof(*rs));
+	memset(&x, 0, sizeof(x));
+	memset(&p, 0, sizeof(p));
+	display_path(rq, path, sizeof(path));
+	if (!c->ready)
+		snprintf(err, errsz, "%s %s: client is not initialised", rq->method, path);
+	else if (!prepare(c, rq, path, &p, err, errsz) && !(e = easy_take(c)))
+		snprintf(err, errsz, "%s %s: out of memory", rq->method, path);
+	if (e) {
+		CURLcode rc = send_tries(c, rq, &p, e, &x, rs);
+		easy_give(c, e);
+		ret = response_from(rq, path, rc, &x, rs, err, errsz);
+	}
+	prepared_release(&p);
 	strbuf_release(&x.body);
 	strbuf_release(&x.headers);
 	if (!rs->body) {
@@ -678,7 +761,6 @@ void *sbx_http_open(struct sbx *s, const struct remote_conf *rc, size_t size, co
 	}
 	if (auth_name)
 		http_set_auth(c, auth_name, auth_prefix);
-	c->watch = &s->watch;
 	s->priv = c;
 	return c;
 }
