@@ -50,6 +50,7 @@ packages=(
 	galera-4 rsync iproute2 iptables # scripts/cluster.sh: Galera nodes, rsync SST, namespaces
 	docker.io debootstrap
 	socat ripgrep
+	libnginx-mod-nchan libnginx-mod-http-headers-more-filter # event streams held by nginx
 )
 nginx_flavours=(nginx-light nginx nginx-core nginx-full nginx-extras)
 policy=/usr/sbin/policy-rc.d
