@@ -43,6 +43,10 @@
 #                   NGINX_UPSTREAM's pool
 #   API_POLL_LISTEN HOST:PORT: api_config writes it as [api] poll_socket instead of
 #                   RUN/NAME-poll.sock, and api_start waits for that port too
+#   NGINX_STREAM_UPSTREAM  space-separated HOST:PORT list of the hosts' own nginx, each holding
+#                   its host's event streams (nchan, fed by its API's tailer): nginx_start passes
+#                   every spec's streams to them over HTTP, round robin (nginx/stream-proxy.conf.in;
+#                   scripts/cluster.sh's front) instead of holding them itself
 #   NGINX_CONF_EDIT a command nginx_start runs as `CMD RUN` on the configuration it has just
 #                   written (RUN/nginx.conf.new, nginx-servers.conf.new, nginx-fastcgi.conf.new),
 #                   before comparing and testing it: tests shorten nginx's timeouts with it
@@ -821,9 +825,12 @@ nginx_start() {
 	fi
 
 	: >"$run/nginx-servers.conf.new"
-	# event streams: held by nchan when nginx has it, else by the API's long-poll workers
+	# event streams: held by nchan when nginx has it, else by the API's long-poll workers; or
+	# passed to the hosts' own nginx (NGINX_STREAM_UPSTREAM)
 	local stream_mode=workers modules="# no event-stream modules (docs/events.md)"
-	if modules=$(stack_nchan_modules); then
+	if [ -n "${NGINX_STREAM_UPSTREAM:-}" ]; then
+		stream_mode=proxy
+	elif modules=$(stack_nchan_modules); then
 		stream_mode=nchan
 	fi
 	for spec in "$@"; do
@@ -879,9 +886,14 @@ nginx_start() {
 			HEAVY_RATE="$heavy_rate" HEAVY_BURST="$heavy_burst" \
 			KEEP_CONN="$keep_conn" POLL_PASS="$poll_pass" \
 			>>"$run/nginx-servers.conf.new" || return 1
+		if [ "$stream_mode" = proxy ]; then
+			# shellcheck disable=SC2086 # one HOST:PORT per word
+			_stack_upstream_hosts "terrarium_stream_$port" round-robin $NGINX_STREAM_UPSTREAM \
+				>>"$run/nginx-servers.conf.new" || return 1
+		fi
 		_stack_subst "$STACK_ROOT/nginx/stream-$stream_mode.conf.in" RUN="$run" PORT="$port" \
-			PASS="$pass" POLL_PASS="$poll_pass" >"$run/nginx-stream-$port.conf.new" ||
-			return 1
+			PASS="$pass" POLL_PASS="$poll_pass" UPSTREAM="terrarium_stream_$port" \
+			>"$run/nginx-stream-$port.conf.new" || return 1
 	done
 	_stack_subst "$STACK_ROOT/nginx/terrarium.conf.in" RUN="$run" USER="$user_line" \
 		WORKER_PROCESSES="${NGINX_WORKERS:-1}" MODULES="$modules" >"$run/nginx.conf.new" ||
@@ -889,6 +901,9 @@ nginx_start() {
 	if [ "$stream_mode" = nchan ]; then
 		_stack_subst "$STACK_ROOT/nginx/events.conf.in" RUN="$run" >"$run/nginx-events.conf.new" ||
 			return 1
+	elif [ "$stream_mode" = proxy ]; then
+		echo "# streams are held by the hosts' nginx (NGINX_STREAM_UPSTREAM; docs/cluster.md)" \
+			>"$run/nginx-events.conf.new"
 	else
 		echo "# no nchan: streams are held by the API's workers (docs/events.md)" \
 			>"$run/nginx-events.conf.new"
