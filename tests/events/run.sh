@@ -22,7 +22,7 @@
 #                GET_MAX_MS), then each stream gets the event sent to its session
 # Needs (from tests/e2e/run.sh): TERRARIUM_RUN, TERRARIUM_URL (the "local" API), KEY.
 # Environment: STREAMS_HOLD_S (default 10; the issue's 60 s in `make bench`,
-# scripts/bench-streams.sh), CRASH_SECONDS (default 10), EVENTS_API (default local).
+# scripts/bench-streams.sh), EVENTS_CRASH_SECONDS (default 10), EVENTS_API (default local).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=scripts/lib-stack.sh
@@ -33,7 +33,7 @@ e2e_part
 HERE=$ROOT/tests/events
 NAME=${EVENTS_API:-local}
 STREAMS_HOLD_S=${STREAMS_HOLD_S:-10}
-CRASH_SECONDS=${CRASH_SECONDS:-10}
+EVENTS_CRASH_SECONDS=${EVENTS_CRASH_SECONDS:-10}
 STREAMS=1000          # the issue's thousand streams
 STREAMS_SESSIONS=100  # ... ten on each session
 CRASH_SESSIONS=4
@@ -227,12 +227,12 @@ n_api=$(pgrep -P "$sup" -x terrarium-api | wc -l)
 n_poll=$(pgrep -P "$sup" -x terrarium-poll | wc -l)
 n_ngx=$(pgrep -P "$ngx" | wc -l)
 check "the $NAME supervisor runs a tailer ($tailer)" test -n "$tailer"
-URL="$URL" KEY="$KEY" SESSIONS=$CRASH_SESSIONS SECONDS=$CRASH_SECONDS \
+URL="$URL" KEY="$KEY" SESSIONS=$CRASH_SESSIONS SECONDS=$EVENTS_CRASH_SECONDS \
 	node "$HERE/crash.mjs" >"$RUN/ev-crash.out" 2>"$RUN/ev-crash.err" &
 load=$!
 wait_for 30 grep -q STARTED "$RUN/ev-crash.out"
 declare -A kills=([tailer]=0 [nginx]=0 [api]=0)
-end=$((SECONDS + CRASH_SECONDS - 1))
+end=$((SECONDS + EVENTS_CRASH_SECONDS - 1))
 k=0
 while [ $SECONDS -lt $end ]; do
 	sleep "$CRASH_PAUSE_S"
