@@ -454,6 +454,11 @@ describe('answers are checked against the log (agent events written with SQL)', 
     const custom2 = agentEvent(s, customUse());
     await refused(s, [customResult(custom2), customResult(custom2)], 'events[1].custom_tool_use_id', 'tool_use_already_answered');
     assert.equal((await send(s, [customResult(custom2)])).data.length, 1);
+    // a system.message directly after a custom result is fine; after a confirmation it is not
+    const custom3 = agentEvent(s, customUse());
+    const sys = { type: 'system.message', content: [text('be brief')] };
+    await refused(s, [confirm(agentEvent(s, toolUse('ask')), 'allow'), sys], 'events[1]');
+    assert.equal((await send(s, [customResult(custom3), sys])).data.length, 2);
   });
 
   test('self_hosted: results, result before approval, after a denial, twice', async () => {
@@ -472,7 +477,8 @@ describe('answers are checked against the log (agent events written with SQL)', 
     await send(s, [confirm(denied, 'deny', { deny_message: 'no' })]);
     await refused(s, [toolResult(denied)], 'events[0].tool_use_id', 'tool_use_denied');
     await refused(s, [toolResult(newEventId())], 'events[0].tool_use_id', 'tool_use_not_found');
-    await send(s, [toolResult(noPerm)]); // a missing evaluated_permission means allow
+    // a missing evaluated_permission means allow; a system.message may follow a result
+    await send(s, [toolResult(noPerm), { type: 'system.message', content: [text('go on')] }]);
   });
 
   test('the last answer a requires_action waited for resumes the turn; fewer re-announce the idle', async () => {
