@@ -44,6 +44,7 @@ BENCH_STREAMS_TARGET_P99_MS=100
 BENCH_STREAMS_TARGET_KIB=64
 
 STREAMS_JS=$ROOT/tests/events/streams.mjs
+bad=0
 [ -x "$BUILD/terrarium-api" ] || die "$BUILD/terrarium-api is not built (run make)"
 command -v wrk >/dev/null || die "wrk not found (apt-get install wrk)"
 command -v node >/dev/null || die "node not found"
@@ -75,14 +76,7 @@ ENV_ID=$(curl -sS --max-time 10 "$URL/v1/environments" -H "x-api-key: $KEY" \
 	-d '{"name":"bench-streams-get"}' | jq -r .id) || die "create failed"
 echo "$ENV_ID" >"$RUN/ids.txt"
 
-get_wrk() { # OUTFILE
-	BENCH_MODE=get BENCH_KEY=$KEY BENCH_IDS="$RUN/ids.txt" timeout $((DURATION + 15)) \
-		wrk -t2 -c"$CONC" -d"${DURATION}s" --timeout 5s --latency -s "$ROOT/bench/wrk.lua" "$URL" \
-		>"$1" 2>&1
-}
-rps() { awk '/^Requests\/sec:/ { print $2 }' "$1"; }
-errs() { awk '/Non-2xx or 3xx responses:/ { e += $NF } /Socket errors:/ { gsub(",", ""); e += $4 + $6 + $8 + $10 } END { print e + 0 }' "$1"; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+get_wrk() { bench_get_wrk "$URL" "$KEY" "$RUN/ids.txt" "$CONC" "$DURATION" "$1"; } # OUTFILE
 
 # hold_streams OUT HOLD_S SESSIONS WATCHERS [ROUNDS]: streams.mjs in the background (HOLDER_PID)
 # until it printed READY (its streams are open); 1 when they did not open.
@@ -161,33 +155,16 @@ per_stream_rss=$(awk -v a="$rss0" -v b="$rss1" -v n="$NSTREAMS" 'BEGIN { printf 
 # ---- 3. GET with and without the streams ----
 say "warming up"
 get_wrk "$OUT/streams/warmup.txt"
-ratios=() base_all=() with_all=() bad=0
-with_streams() { # OUTFILE
-	if hold_streams "$OUT/streams/holder-run$r.txt" -1 "$SESSIONS" $BENCH_STREAMS_PER_SESSION; then
-		get_wrk "$1" || bad=1
-	else
-		bad=1
-	fi
+with_streams() { # OUTFILE RUN: GET while the streams are open
+	local rc=0
+	hold_streams "$OUT/streams/holder-run$2.txt" -1 "$SESSIONS" $BENCH_STREAMS_PER_SESSION &&
+		get_wrk "$1" || rc=1
 	release_streams
+	return $rc
 }
-for ((r = 1; r <= RUNS; r++)); do
-	# the order alternates, so a machine that slows down or speeds up favours neither
-	if [ $((r % 2)) = 1 ]; then
-		get_wrk "$OUT/streams/get-alone-run$r.txt" || bad=1
-		with_streams "$OUT/streams/get-with-streams-run$r.txt"
-	else
-		with_streams "$OUT/streams/get-with-streams-run$r.txt"
-		get_wrk "$OUT/streams/get-alone-run$r.txt" || bad=1
-	fi
-	b=$(rps "$OUT/streams/get-alone-run$r.txt") w=$(rps "$OUT/streams/get-with-streams-run$r.txt")
-	base_all+=("${b:-0}") with_all+=("${w:-0}")
-	ratios+=("$(awk -v a="${w:-0}" -v b="${b:-0}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
-	for f in get-alone get-with-streams; do
-		[ "$(errs "$OUT/streams/$f-run$r.txt")" = 0 ] || { say "errors in $f run $r"; bad=1; }
-	done
-	say "run $r: GET alone ${b} req/s, with $NSTREAMS streams ${w} req/s (${ratios[-1]})"
-done
-ratio=$(median "${ratios[@]}")
+bench_beside "$RUNS" "$OUT/streams" get get_wrk with_streams "$NSTREAMS streams"
+[ "$BENCH_BAD" = 0 ] || bad=1
+ratio=$(bench_median "${BENCH_RATIOS[@]}")
 
 # ---- 4. delivery latency ----
 say "latency: $BENCH_LAT_SESSIONS sessions x $BENCH_LAT_WATCHERS watchers, $ROUNDS rounds"
@@ -201,8 +178,8 @@ p99=$(jq -r '.p99_ms // "none"' <<<"$lat")
 	printf 'event streams: %s, %s cores, [api] workers = %s (0: 2 x cores), nginx with nchan, the API'"'"'s tailer\n' \
 		"$(date -u +%Y-%m-%dT%H:%MZ)" "$(nproc)" "$(sed -n 's/^workers = //p' "$RUN/api.ini")"
 	printf 'GET /v1/environments/{id} c=%s, %d runs of %ds: alone %s req/s, with %d open streams %s req/s (medians)\n' \
-		"$CONC" "$RUNS" "$DURATION" "$(median "${base_all[@]}")" "$NSTREAMS" "$(median "${with_all[@]}")"
-	printf '  per-run ratios: %s\n' "${ratios[*]}"
+		"$CONC" "$RUNS" "$DURATION" "$(bench_median "${BENCH_ALONE[@]}")" "$NSTREAMS" "$(bench_median "${BENCH_WITH[@]}")"
+	printf '  per-run ratios: %s\n' "${BENCH_RATIOS[*]}"
 	printf 'memory, nginx + API processes: PSS %d -> %d KiB with %d idle streams (RSS %d -> %d KiB): %s KiB PSS a stream (RSS %s)\n' \
 		"$pss0" "$pss1" "$NSTREAMS" "$rss0" "$rss1" "$per_stream" "$per_stream_rss"
 	printf 'held %ds: FastCGI connections to the API %s (after %ds: %s), workers unchanged: %s, GET while held: %d of %d not 200, p99 %s ms\n' \
