@@ -182,8 +182,8 @@ p99=$(jq -r '.p99_ms // "none"' <<<"$lat")
 	printf '  per-run ratios: %s\n' "${BENCH_RATIOS[*]}"
 	printf 'memory, nginx + API processes: PSS %d -> %d KiB with %d idle streams (RSS %d -> %d KiB): %s KiB PSS a stream (RSS %s)\n' \
 		"$pss0" "$pss1" "$NSTREAMS" "$rss0" "$rss1" "$per_stream" "$per_stream_rss"
-	printf 'held %ds: FastCGI connections to the API %s (after %ds: %s), workers unchanged: %s, GET while held: %d of %d not 200, p99 %s ms\n' \
-		"$HOLD_S" "$conns" "$BENCH_STREAMS_SETTLE_S" "$conns_late" "$([ $workers_same = 1 ] && echo yes || echo NO)" \
+	printf 'held %ds: FastCGI connections to the API %s (near the end: %s), workers unchanged: %s, GET while held: %d of %d not 200, p99 %s ms\n' \
+		"$HOLD_S" "$conns" "$conns_late" "$([ $workers_same = 1 ] && echo yes || echo NO)" \
 		"$getbad" "$BENCH_GET_PROBES" "$get_p99"
 	printf '  then one event a session: %s\n' "$held"
 	printf 'latency, %d x %d watchers, %d rounds: %s\n' "$BENCH_LAT_SESSIONS" "$BENCH_LAT_WATCHERS" "$ROUNDS" "$lat"
