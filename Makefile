@@ -291,14 +291,18 @@ asan:
 # of our programs fails (the e2e harness collects the reports under its run directory). The
 # reconciler's repeated rounds (kill -9 at random moments, 50-session orphan batches) run fewer
 # times here than in the plain pass of `make test`: this pass looks for memory errors on every
-# path, which a few rounds reach, and keeps `make test` under 20 minutes.
+# path, which a few rounds reach, and keeps `make test` under 20 minutes. So do the event
+# streams' kill -9 load (tests/events/run.sh) and their 1,000 streams' hold.
 ASAN_CRASH_ROUNDS ?= 8
 ASAN_ORPHAN_SESSIONS ?= 20
+ASAN_EVENTS_CRASH_SECONDS ?= 6
+ASAN_STREAMS_HOLD_S ?= 5
 test-asan: asan
 	@set -e; for t in $(patsubst $(BUILD)/%,build-asan/%,$(UNIT_TESTS)); do echo "== $$t"; \
 		ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $$t; done
 	BUILD_DIR=build-asan CRASH_ROUNDS=$(ASAN_CRASH_ROUNDS) ORPHAN_SESSIONS=$(ASAN_ORPHAN_SESSIONS) \
+		EVENTS_CRASH_SECONDS=$(ASAN_EVENTS_CRASH_SECONDS) STREAMS_HOLD_S=$(ASAN_STREAMS_HOLD_S) \
 		tests/e2e/run.sh
 
 # The unit tests under valgrind: any memory error or definite leak fails.

@@ -330,8 +330,17 @@ static pid_t spawn(const struct config *cfg, const struct serve_app *app, int li
 		 * before this line, so check too */
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != supervisor)
 			_exit(1);
-		if (listen_fd < 0)
+		if (listen_fd < 0) {
+			/* the aux process starts with the signals of a new process: the supervisor
+			 * blocks SIGTERM (and the rest) between its sigsuspend()s, and a blocked
+			 * SIGTERM never stops the aux process (the supervisor then waits for it) */
+			sigset_t none;
+			sigaction(SIGTERM, &sa, NULL);
+			sigaction(SIGINT, &sa, NULL);
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
 			_exit(app->aux_run(cfg));
+		}
 		_exit(worker_loop(cfg, app, listen_fd, max, supervisor));
 	}
 	if (pid < 0)

@@ -278,7 +278,9 @@ static enum db_status send_tx(struct db *db, void *arg)
 		st = evdb_save(db, &s);
 out:
 	ev_session_release(&s);
-	return st;
+	/* a refused event undoes the events of the request appended before it: nothing is
+	 * committed (events_send answers the refusal) */
+	return !st && c->err.status ? DB_CONFLICT : st;
 }
 
 /* The stored text of event I: the event as sent with "type" first (db/events.h), plus what the
@@ -361,6 +363,8 @@ void events_send(struct worker *w, struct request *req, struct response *resp)
 			goto out;
 		}
 	st = db_tx(w->db, send_tx, &c);
+	if (st == DB_CONFLICT && c.err.status) /* refused, rolled back */
+		st = DB_OK;
 	if (respond_refusal(w, req, resp, st, &c.err))
 		goto out;
 	if (!c.found) {

@@ -55,45 +55,29 @@ AGENT=$(api_ok "$URL" POST /v1/agents '{"name":"bench","model":"claude-sonnet-4-
 ENV_KEY=$(api_cli "$RUN" api key create-environment "$SH") || die "key create-environment failed"
 echo "$CLOUD" >"$RUN/ids.txt"
 
-get_wrk() { # OUTFILE
-	BENCH_MODE=get BENCH_KEY=$KEY BENCH_IDS="$RUN/ids.txt" timeout $((DURATION + 15)) \
-		wrk -t2 -c"$CONC" -d"${DURATION}s" --timeout 5s --latency -s "$ROOT/bench/wrk.lua" "$URL" \
-		>"$1" 2>&1
-}
-rps() { awk '/^Requests\/sec:/ { print $2 }' "$1"; }
-errs() { awk '/Non-2xx or 3xx responses:/ { e += $NF } /Socket errors:/ { gsub(",", ""); e += $4 + $6 + $8 + $10 } END { print e + 0 }' "$1"; }
+get_wrk() { bench_get_wrk "$URL" "$KEY" "$RUN/ids.txt" "$CONC" "$DURATION" "$1"; } # OUTFILE
 
 say "warming up"
 get_wrk "$OUT/work/warmup.txt"
-ratios=() base_all=() with_all=() poll_reqs=() bad=0
-with_pollers() { # OUTFILE: GET while 16 pollers are blocked
+poll_reqs=() bad=0
+with_pollers() { # OUTFILE RUN: GET while 16 pollers are blocked
+	local polls="$OUT/work/pollers-run$2.txt" rc=0
 	BENCH_MODE=poll BENCH_KEY=$ENV_KEY BENCH_ENV=$SH timeout $((DURATION + 20)) \
 		wrk -t1 -c$BENCH_WORK_POLLERS -d"$((DURATION + 3))s" --timeout 5s -s "$ROOT/bench/wrk.lua" \
-		"$URL" >"$OUT/work/pollers-run$r.txt" 2>&1 &
+		"$URL" >"$polls" 2>&1 &
 	POLL_PID=$!
 	sleep 1.5 # every poller is blocked in its first poll
-	get_wrk "$1" || bad=1
+	get_wrk "$1" || rc=1
 	wait "$POLL_PID"
 	POLL_PID=
+	poll_reqs+=("$(awk '/requests in/ { print $1 }' "$polls")")
+	say "run $2: the pollers answered ${poll_reqs[-1]}"
+	[ "$(bench_errs "$polls")" = 0 ] || { say "errors in $polls"; rc=1; }
+	return $rc
 }
-for ((r = 1; r <= RUNS; r++)); do
-	# the order alternates, so a machine that slows down or speeds up favours neither
-	if [ $((r % 2)) = 1 ]; then
-		get_wrk "$OUT/work/get-alone-run$r.txt" || bad=1
-		with_pollers "$OUT/work/get-with-pollers-run$r.txt"
-	else
-		with_pollers "$OUT/work/get-with-pollers-run$r.txt"
-		get_wrk "$OUT/work/get-alone-run$r.txt" || bad=1
-	fi
-	b=$(rps "$OUT/work/get-alone-run$r.txt") p=$(rps "$OUT/work/get-with-pollers-run$r.txt")
-	base_all+=("$b") with_all+=("$p") poll_reqs+=("$(awk '/requests in/ { print $1 }' "$OUT/work/pollers-run$r.txt")")
-	ratios+=("$(awk -v a="$p" -v b="$b" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
-	for f in get-alone get-with-pollers pollers; do
-		[ "$(errs "$OUT/work/$f-run$r.txt")" = 0 ] || { say "errors in $f run $r"; bad=1; }
-	done
-	say "run $r: GET alone ${b} req/s, with 16 pollers ${p} req/s (${ratios[-1]}), pollers answered ${poll_reqs[-1]}"
-done
-ratio=$(printf '%s\n' "${ratios[@]}" | median)
+bench_beside "$RUNS" "$OUT/work" get get_wrk with_pollers "16 pollers"
+[ "$BENCH_BAD" = 0 ] || bad=1
+ratio=$(bench_median "${BENCH_RATIOS[@]}")
 
 # What 16 blocked pollers cost by themselves: CPU time of the API's workers (both pools) and of
 # MariaDB over DURATION seconds with nothing else running (a measure a noisy machine does not
@@ -137,9 +121,8 @@ missed=$(jq -r .missed <<<"$wake")
 		"$(date -u +%Y-%m-%dT%H:%MZ)" "$(nproc)" "$(api_setting "$RUN" api api workers)" \
 		"$BENCH_WORK_POLL_WORKERS"
 	printf 'GET /v1/environments/{id} c=%s, %d runs of %ds: alone %s req/s, with %d pollers (block_ms=999, empty queue) %s req/s (medians)\n' \
-		"$CONC" "$RUNS" "$DURATION" "$(printf '%s\n' "${base_all[@]}" | median)" $BENCH_WORK_POLLERS \
-		"$(printf '%s\n' "${with_all[@]}" | median)"
-	printf '  per-run ratios: %s\n' "${ratios[*]}"
+		"$CONC" "$RUNS" "$DURATION" "$(bench_median "${BENCH_ALONE[@]}")" $BENCH_WORK_POLLERS "$(bench_median "${BENCH_WITH[@]}")"
+	printf '  per-run ratios: %s\n' "${BENCH_RATIOS[*]}"
 	printf '16 blocked pollers alone: %s\n' "$poll_cost"
 	printf 'wake-up: %s\n' "$wake"
 	echo "targets:"

@@ -16,7 +16,8 @@
 #
 # The table goes to stdout and OUT/table.txt, the raw wrk outputs to OUT/raw/, where OUT is
 # BENCH_OUT (default var/bench/<UTC time>). Then scripts/bench-reconciler.sh runs (BENCH_RECONCILER=0
-# skips it), then scripts/bench-work.sh (the work queue's long polls; BENCH_WORK=0 skips it). Every load run is bounded (wrk -d plus a timeout). Not part of `make test`.
+# skips it), then scripts/bench-work.sh (the work queue's long polls; BENCH_WORK=0 skips it), then
+# scripts/bench-streams.sh (1,000 event streams; BENCH_STREAMS=0 skips it). Every load run is bounded (wrk -d plus a timeout). Not part of `make test`.
 #
 # Environment: BENCH_DURATION (seconds per run, default 3), BENCH_RUNS (default 5),
 # BENCH_ENVS (default 10000), BENCH_WORKERS (API workers, default 0 = 2 x cores),
@@ -366,4 +367,8 @@ fi
 if [ "${BENCH_WORK:-1}" = 1 ]; then
 	echo
 	BENCH_OUT="$OUT" "$ROOT/scripts/bench-work.sh" || exit 1
+fi
+if [ "${BENCH_STREAMS:-1}" = 1 ]; then
+	echo
+	BENCH_OUT="$OUT" "$ROOT/scripts/bench-streams.sh" || exit 1
 fi

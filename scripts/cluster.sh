@@ -7,7 +7,14 @@
 #   host 3  Galera node 3                                          reconciler (-> node 3)
 #   front   nginx on 127.0.0.1:$CLUSTER_PORT, both API hosts as one upstream (FastCGI over TCP);
 #           the work queue's long polls to a second upstream, the hosts' poll pools, one
-#           environment's polls on one host (consistent hash of the URI; docs/cluster.md)
+#           environment's polls on one host (consistent hash of the URI; docs/cluster.md); the
+#           session event streams to a third, the API hosts' own nginx (HTTP)
+#
+# Each API host has its own nginx (in RUN/hN, beside the front on 127.0.0.1 port BASE + 10 N + 7;
+# its publisher socket RUN/hN/events-pub.sock is a file the host's namespace reaches) proxying to
+# that host's API: it holds the streams opened through it (nchan) and the host's API runs the
+# tailer that publishes every event of the database to it (docs/events.md), whichever host
+# wrote the event.
 #
 # A host is a network namespace trmc-hN with one veth (trmc-vN on our side, eth0 inside) on
 # our bridge trmc-br, address $CLUSTER_NET.(10+N) in one private /24 used only there: no default
@@ -45,7 +52,8 @@ CLUSTER_HOSTS=3           # Galera nodes = hosts; a node per host
 CLUSTER_API_HOSTS="1 2"   # hosts running an API supervisor behind nginx
 CLUSTER_PREFIX=${CLUSTER_PREFIX:-trmc} # namespaces trmc-hN, veths trmc-vN, bridge trmc-br
 CLUSTER_BRIDGE=$CLUSTER_PREFIX-br
-CLUSTER_PORT_BASE=24000   # host N's ports: BASE + 10 N + (1 sql, 2 galera, 3 IST, 4 SST, 5 API, 6 polls)
+CLUSTER_PORT_BASE=24000   # host N's ports: BASE + 10 N + (1 sql, 2 galera, 3 IST, 4 SST, 5 API, 6 polls,
+                          # 7 its nginx, on 127.0.0.1)
 CLUSTER_NODE_TIMEOUT=120  # seconds for a node to join (an SST copies the whole datadir)
 CLUSTER_GALERA=/usr/lib/galera/libgalera_smm.so
 CLUSTER_DB_OS_USER=mysql
@@ -105,7 +113,7 @@ host_addr() {
 }
 port_of() { # HOST KIND
 	local k
-	case "$2" in sql) k=1 ;; galera) k=2 ;; ist) k=3 ;; sst) k=4 ;; api) k=5 ;; poll) k=6 ;; esac
+	case "$2" in sql) k=1 ;; galera) k=2 ;; ist) k=3 ;; sst) k=4 ;; api) k=5 ;; poll) k=6 ;; web) k=7 ;; esac
 	echo $((CLUSTER_PORT_BASE + 10 * $1 + k))
 }
 host_run() { echo "$RUN/h$1"; }
@@ -274,7 +282,7 @@ new_key() {
 }
 
 cmd_up() {
-	local i k f first running=0 pw pattern code ups="" poll_ups=""
+	local i k f first running=0 pw pattern code ups="" poll_ups="" web_ups=""
 	if [ "${SKIP_INSTALL_DEPS:-0}" != 1 ]; then
 		bash "$ROOT/scripts/install-deps.sh"
 	fi
@@ -296,6 +304,12 @@ cmd_up() {
 			done
 		done
 	fi
+	# the API hosts' nginx listen on this side's loopback, whatever the mode
+	for i in $CLUSTER_API_HOSTS; do
+		! stack_running "$(host_run "$i")/nginx.pid" nginx >/dev/null &&
+			stack_port_open "$(port_of "$i" web)" &&
+			die "loopback port $(port_of "$i" web) (host $i's nginx) is taken"
+	done
 	net_up
 
 	for f in db-password db-owner-password; do
@@ -359,9 +373,18 @@ SQL
 	for i in $(seq 1 $CLUSTER_HOSTS); do
 		lib_on "$i" recon_start "$(host_run "$i")" api || die "reconciler on host $i did not start"
 	done
+	# each API host's own nginx: its streams (nchan), fed by its API's tailer
+	for i in $CLUSTER_API_HOSTS; do
+		NGINX_UPSTREAM="$(host_addr "$i"):$(port_of "$i" api)" \
+			NGINX_POLL_UPSTREAM="$(host_addr "$i"):$(port_of "$i" poll)" \
+			nginx_start "$(host_run "$i")" "$(port_of "$i" web):api" ||
+			die "host $i's nginx did not start"
+		port_of "$i" web >"$(host_run "$i")/web-port"
+		web_ups+="127.0.0.1:$(port_of "$i" web) "
+	done
 	stack_prepare "$RUN/front" || die "cannot prepare $RUN/front"
-	NGINX_UPSTREAM="$ups" NGINX_POLL_UPSTREAM="$poll_ups" nginx_start "$RUN/front" "$PORT:api" ||
-		die "nginx did not start"
+	NGINX_UPSTREAM="$ups" NGINX_POLL_UPSTREAM="$poll_ups" NGINX_STREAM_UPSTREAM="$web_ups" \
+		nginx_start "$RUN/front" "$PORT:api" || die "nginx did not start"
 	echo "$PORT" >"$RUN/front/port"
 	# a key kept from an earlier run must still authenticate
 	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 \
@@ -379,6 +402,7 @@ terrarium cluster is up ($MODE: ${CLUSTER_HOSTS} Galera nodes, API hosts $CLUSTE
   base URL  http://127.0.0.1:$PORT
   API key   $(cat "$RUN/api-key")    (also in $RUN/api-key)
   hosts     $(for i in $(seq 1 $CLUSTER_HOSTS); do printf 'h%s=%s ' "$i" "$(host_addr "$i")"; done)
+  host nginx $(for i in $CLUSTER_API_HOSTS; do printf 'h%s=http://127.0.0.1:%s ' "$i" "$(port_of "$i" web)"; done)
   logs      $RUN/h*/{mariadb,api,reconciler}.log $RUN/front/nginx-error.log
 
   scripts/cluster.sh status    nodes, cluster size, processes
@@ -415,7 +439,7 @@ cmd_status() {
 	echo "hosts: $MODE"
 	for i in $(seq 1 $CLUSTER_HOSTS); do
 		printf 'h%s %-15s' "$i" "$(host_addr "$i")"
-		for what in mariadb:mariadbd api:terrarium-api reconciler:terrarium-reconciler; do
+		for what in mariadb:mariadbd api:terrarium-api reconciler:terrarium-reconciler nginx:nginx; do
 			if pid=$(stack_running "$(host_run "$i")/${what%%:*}.pid" "${what#*:}"); then
 				printf ' %s=%s' "${what%%:*}" "$pid"
 			fi

@@ -23,3 +23,48 @@ median() {
 		else print (v[NR / 2] + v[NR / 2 + 1]) / 2
 	}'
 }
+
+# bench_median N...: the median of its arguments (median, above).
+bench_median() { printf '%s\n' "$@" | median; }
+
+# bench_get_wrk URL KEY IDS CONC SECONDS OUT: wrk (bench/wrk.lua) GETs /v1/environments/{id} of
+# ids picked at random from the file IDS, with CONC connections, for SECONDS; its output in OUT.
+bench_get_wrk() {
+	BENCH_MODE=get BENCH_KEY=$2 BENCH_IDS=$3 timeout $(($5 + 15)) \
+		wrk -t2 -c"$4" -d"$5s" --timeout 5s --latency -s "$STACK_ROOT/bench/wrk.lua" "$1" >"$6" 2>&1
+}
+
+# bench_rps OUT: the req/s of a wrk output; bench_errs OUT: its non-2xx answers and socket errors.
+bench_rps() { awk '/^Requests\/sec:/ { print $2 }' "$1"; }
+bench_errs() {
+	awk '/Non-2xx or 3xx responses:/ { e += $NF }
+		/Socket errors:/ { gsub(",", ""); e += $4 + $6 + $8 + $10 } END { print e + 0 }' "$1"
+}
+
+# bench_beside RUNS DIR TAG ALONE WITH WHAT: a load measured alone and beside something else, RUNS
+# times interleaved, the order alternating so that a machine that slows down or speeds up favours
+# neither: `ALONE DIR/TAG-alone-runR.txt` and `WITH DIR/TAG-with-runR.txt R` each run the load
+# (and WITH what goes beside it) into that wrk output. Sets BENCH_ALONE and BENCH_WITH (req/s)
+# and BENCH_RATIOS (with over alone, per run), and BENCH_BAD=1 when a run failed or had errors.
+# shellcheck disable=SC2034 # BENCH_*: read by the caller
+bench_beside() {
+	local runs=$1 dir=$2 tag=$3 alone=$4 with=$5 what=$6 r a w f
+	BENCH_ALONE=() BENCH_WITH=() BENCH_RATIOS=() BENCH_BAD=0
+	for ((r = 1; r <= runs; r++)); do
+		a="$dir/$tag-alone-run$r.txt" w="$dir/$tag-with-run$r.txt"
+		if [ $((r % 2)) = 1 ]; then
+			"$alone" "$a" || BENCH_BAD=1
+			"$with" "$w" "$r" || BENCH_BAD=1
+		else
+			"$with" "$w" "$r" || BENCH_BAD=1
+			"$alone" "$a" || BENCH_BAD=1
+		fi
+		BENCH_ALONE+=("$(bench_rps "$a")") BENCH_WITH+=("$(bench_rps "$w")")
+		BENCH_RATIOS+=("$(awk -v a="${BENCH_WITH[-1]:-0}" -v b="${BENCH_ALONE[-1]:-0}" \
+			'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
+		for f in "$a" "$w"; do
+			[ "$(bench_errs "$f")" = 0 ] || { say "errors in $f"; BENCH_BAD=1; }
+		done
+		say "run $r: alone ${BENCH_ALONE[-1]} req/s, with $what ${BENCH_WITH[-1]} req/s (${BENCH_RATIOS[-1]})"
+	done
+}

@@ -17,6 +17,10 @@
 #                   ([api] poll_socket), one environment's polls on one host (hash of the URI)
 #                   instead of RUN/NAME-poll.sock; unset with NGINX_UPSTREAM set, polls go to
 #                   NGINX_UPSTREAM's pool
+#   NGINX_STREAM_UPSTREAM  space-separated HOST:PORT list of the hosts' own nginx, each holding
+#                   its host's event streams (nchan, fed by its API's tailer): nginx_start passes
+#                   every spec's streams to them over HTTP, round robin (nginx/stream-proxy.conf.in;
+#                   scripts/cluster.sh's front) instead of holding them itself
 #   NGINX_FAIL_TIMEOUT  how long an upstream host that failed is skipped (default 2s)
 #   NGINX_CONF_EDIT a command nginx_start runs as `CMD RUN` on the configuration it has just
 #                   written (RUN/nginx.conf.new, nginx-servers.conf.new, nginx-fastcgi.conf.new),
@@ -90,9 +94,12 @@ nginx_start() {
 	_stack_server_user 'user %s %s;' || return 1
 
 	: >"$run/nginx-servers.conf.new"
-	# event streams: held by nchan when nginx has it, else by the API's long-poll workers
+	# event streams: held by nchan when nginx has it, else by the API's long-poll workers; or
+	# passed to the hosts' own nginx (NGINX_STREAM_UPSTREAM)
 	local stream_mode=workers modules="# no event-stream modules (docs/events.md)" zones=()
-	if modules=$(stack_nchan_modules); then
+	if [ -n "${NGINX_STREAM_UPSTREAM:-}" ]; then
+		stream_mode=proxy
+	elif modules=$(stack_nchan_modules); then
 		stream_mode=nchan
 	fi
 	for spec in "$@"; do
@@ -155,9 +162,14 @@ nginx_start() {
 			HEAVY_RATE="$heavy_rate" HEAVY_BURST="$heavy_burst" \
 			KEEP_CONN="$keep_conn" POLL_PASS="$poll_pass" \
 			>>"$run/nginx-servers.conf.new" || return 1
+		if [ "$stream_mode" = proxy ]; then
+			# shellcheck disable=SC2086 # one HOST:PORT per word
+			_stack_upstream_hosts "terrarium_stream_$zone" round-robin $NGINX_STREAM_UPSTREAM \
+				>>"$run/nginx-servers.conf.new" || return 1
+		fi
 		_stack_subst "$STACK_ROOT/nginx/stream-$stream_mode.conf.in" RUN="$run" ZONE="$zone" \
-			PASS="$pass" POLL_PASS="$poll_pass" >"$run/nginx-stream-$zone.conf.new" ||
-			return 1
+			PASS="$pass" POLL_PASS="$poll_pass" UPSTREAM="terrarium_stream_$zone" \
+			>"$run/nginx-stream-$zone.conf.new" || return 1
 		zones+=("$zone")
 	done
 	_stack_subst "$STACK_ROOT/nginx/terrarium.conf.in" RUN="$run" USER="$user_line" \
@@ -166,6 +178,9 @@ nginx_start() {
 	if [ "$stream_mode" = nchan ]; then
 		_stack_subst "$STACK_ROOT/nginx/events.conf.in" RUN="$run" >"$run/nginx-events.conf.new" ||
 			return 1
+	elif [ "$stream_mode" = proxy ]; then
+		echo "# streams are held by the hosts' nginx (NGINX_STREAM_UPSTREAM; docs/cluster.md)" \
+			>"$run/nginx-events.conf.new"
 	else
 		echo "# no nchan: streams are held by the API's workers (docs/events.md)" \
 			>"$run/nginx-events.conf.new"

@@ -13,7 +13,9 @@
 #               items queued by creates alternating between the hosts each reach a poll blocked
 #               at block_ms=999 before its deadline (half of them through the other node, whose
 #               processlist the poll is not in: [api] poll_recheck_ms);
-#               sessions provisioned by three reconcilers: each intent bound once, claimed once
+#               sessions provisioned by three reconcilers: each intent bound once, claimed once;
+#               a watcher on one API host's nginx sees the events written through the other's
+#               (each host's nginx holds its streams, each host's tailer feeds them)
 #   faults      under a bounded create load through both API hosts: kill -9 of Galera node 2,
 #               kill -9 of API host 1 (supervisor and workers), kill -9 of host 3's reconciler
 #               (while sessions wait for provisioning), node 3's veth down (partition); then
@@ -215,6 +217,40 @@ check "$rounds items queued through both hosts each reached a blocked poll ($del
 	test "$delivered" = $rounds
 check "... before block_ms ended: $late of $timed timed rounds answered after ${POLL_LATE_MS} ms (timed: the item queued ${POLL_QUEUED_MIN_MS}-${POLL_QUEUED_MS} ms into the poll)" \
 	bash -c '[ "$1" = 0 ] && [ "$2" -ge "$3" ]' _ "$late" "$timed" $POLL_ROUNDS
+
+# Event streams across the hosts: each API host's nginx holds the streams opened through it,
+# fed by its own API's tailer, which reads every event of the database (docs/events.md).
+host_web() { echo "http://127.0.0.1:$(cat "$RUN/h$1/web-port")"; } # written by scripts/cluster.sh up
+STREAM_WAIT_S=10
+for i in 1 2; do
+	n=$(pgrep -P "$(cat "$RUN/h$i/api.pid")" -x terrarium-tail | wc -l)
+	check "API host $i runs one tailer ($n)" test "$n" = 1
+done
+for pair in "1 2" "2 1"; do
+	read -r a b <<<"$pair"
+	sid=$(curl -sS "$URL/v1/sessions" -H "x-api-key: $KEY" "${H[@]}" \
+		-d "{\"agent\":\"$agent_id\",\"environment_id\":\"$env_id\"}" | jq -r .id)
+	f="$RUN/stream-$b.txt"
+	curl -sSN --max-time $((STREAM_WAIT_S + 5)) -D "$f.h" -o "$f" "$(host_web "$b")/v1/sessions/$sid/events/stream" \
+		-H "x-api-key: $KEY" "${H[@]}" 2>/dev/null &
+	watcher=$!
+	for _ in $(seq 50); do [ -s "$f.h" ] && break; sleep 0.1; done
+	ids=$(curl -sS "$(host_web "$a")/v1/sessions/$sid/events" -H "x-api-key: $KEY" "${H[@]}" \
+		-d '{"events":[{"type":"user.message","content":[{"type":"text","text":"cross"}]},{"type":"user.define_outcome","description":"d","rubric":{"type":"text","content":"r"}}]}' |
+		jq -r '.data[].id')
+	t0=$(date +%s%3N) seen=0
+	while [ $(($(date +%s%3N) - t0)) -lt $((STREAM_WAIT_S * 1000)) ]; do
+		seen=0
+		for id in $ids; do grep -q "\"id\":\"$id\"" "$f" && seen=$((seen + 1)); done
+		[ "$seen" = 2 ] && grep -q '^event: session.status_running' "$f" && break
+		sleep 0.05
+	done
+	ms=$(($(date +%s%3N) - t0))
+	kill "$watcher" 2>/dev/null
+	wait "$watcher" 2>/dev/null
+	check "a watcher on host $b's nginx sees the events written through host $a's ($seen of 2 and the status event, $ms ms)" \
+		bash -c '[ "$1" = 2 ] && grep -q "^event: session.status_running" "$2" && head -1 "$2.h" | grep -q " 200"' _ "$seen" "$f"
+done
 
 # create N sessions through both hosts; print the time the last one was bound (epoch s)
 make_sessions() { # N TAG

@@ -11,6 +11,8 @@
 #   build/e2e-runner tests/cases   the data-driven HTTP cases
 #   tests/sdk/run.sh               the official SDK suite (when present)
 #   tests/vaults/run.sh            vault secrets at rest, and credentials opened with the vault key
+#   tests/events/run.sh            event streams: framing (nchan and the workers' fallback),
+#                                  kill -9 while events are written, 1,000 streams held
 #   tests/race/race.mjs            session creation racing environment delete and archive
 #   tests/seeds/run.sh             the seed pages' curl examples (when present)
 # Everything goes on even when a part fails; the exit status is non-zero if any part failed.
@@ -481,6 +483,8 @@ part "HTTP cases (e2e-runner tests/cases)" "$BUILD/e2e-runner" "$ROOT/tests/case
 if [ -f "$ROOT/tests/sdk/run.sh" ]; then
 	part "official SDK (tests/sdk/run.sh)" bash "$ROOT/tests/sdk/run.sh"
 fi
+part "event streams: framing, fallback, kill -9, 1,000 streams (tests/events/run.sh)" \
+	bash "$ROOT/tests/events/run.sh"
 part "self-hosted work queue through the SDK's WorkPoller (tests/work/run.sh)" \
 	bash "$ROOT/tests/work/run.sh"
 part "the work queue example of docs/work-queue.md (tests/work/example.sh)" \

@@ -6,6 +6,8 @@
 #   TERRARIUM_BACKEND, TERRARIUM_URL_docker, TERRARIUM_URL_opensandbox, TERRARIUM_HAS_SESSIONS:
 #                   optional, see the top of environments.test.mjs (and of sessions.test.mjs,
 #                   whose packages + limited networking scenario needs TERRARIUM_URL_opensandbox)
+#   TERRARIUM_RUN   optional: the stack's runtime directory (its RUN/mysql.sock): events.test.mjs
+#                   writes the agent's events of its answer tests with SQL there
 # Installs the locked dependencies (npm ci) when node_modules is missing or older than the lock.
 # Exits non-zero when a test fails.
 set -euo pipefail
@@ -28,4 +30,4 @@ while IFS= read -r var; do
 done < <(env | sed -n 's/^\(ANTHROPIC_[A-Za-z0-9_]*\)=.*/\1/p')
 
 exec node --test --test-concurrency=1 "$@" environments.test.mjs agents.test.mjs sessions.test.mjs \
-	vaults.test.mjs
+	vaults.test.mjs events.test.mjs
