@@ -326,6 +326,23 @@ void event_put(struct strbuf *b, const char *id, const char *processed_at, const
 	strbuf_add(b, body + 1, strlen(body + 1));
 }
 
+int event_session_found(struct worker *w, struct request *req, struct response *resp)
+{
+	struct db_key k = { .workspace_id = req->principal->workspace_id,
+			    .account_id = req->principal->account_id,
+			    .id = req->params[0] };
+	struct db_rows ses = { 0 };
+	enum db_status st = sesdb_get(w->db, &k, 0, &ses);
+	int found = !st && ses.nrows;
+
+	db_rows_free(&ses);
+	if (st)
+		handle_db_error(w, req, resp, st);
+	else if (!found)
+		resp_error(resp, req, 404, NULL, "session '%s' not found", req->params[0]);
+	return found ? 0 : -1;
+}
+
 void events_send(struct worker *w, struct request *req, struct response *resp)
 {
 	struct send_ctx c = { .req = req };
@@ -337,16 +354,20 @@ void events_send(struct worker *w, struct request *req, struct response *resp)
 
 	if (resource_check(&RES_SESSION, req, resp, req->params[0]))
 		return;
+	/* a body refused names its field, but only to a caller who may see the session */
 	json_object_foreach (req->json, key, v)
 		if (strcmp(key, "events")) {
 			char echo[VERR_ECHO_BUF];
-			resp_error(resp, req, 400, NULL, "unknown field '%s'",
-				   verr_echo(echo, key, VERR_ECHO_CHARS));
+
+			if (!event_session_found(w, req, resp))
+				resp_error(resp, req, 400, NULL, "unknown field '%s'",
+					   verr_echo(echo, key, VERR_ECHO_CHARS));
 			return;
 		}
 	c.events = json_object_get(req->json, "events");
 	if (events_check(c.events, c.chk, &c.err)) {
-		respond_verr(req, resp, &c.err);
+		if (!event_session_found(w, req, resp))
+			respond_verr(req, resp, &c.err);
 		return;
 	}
 	n = json_array_size(c.events);

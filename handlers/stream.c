@@ -16,7 +16,6 @@
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../db/events.h"
-#include "../db/sessions.h"
 #include "events.h"
 #include "handlers.h"
 #include "resource.h"
@@ -164,25 +163,11 @@ static void hold(struct worker *w, struct request *req, struct response *resp, c
 
 void events_stream(struct worker *w, struct request *req, struct response *resp)
 {
-	struct db_key k = { .workspace_id = req->principal->workspace_id,
-			    .account_id = req->principal->account_id,
-			    .id = req->params[0] };
-	struct db_rows ses = { 0 };
-	enum db_status st;
 	int max;
 
-	if (stream_query(req, resp) || resource_check(&RES_SESSION, req, resp, req->params[0]))
+	if (stream_query(req, resp) || resource_check(&RES_SESSION, req, resp, req->params[0]) ||
+	    event_session_found(w, req, resp))
 		return;
-	st = sesdb_get(w->db, &k, 0, &ses);
-	if (st || !ses.nrows) {
-		if (st)
-			handle_db_error(w, req, resp, st);
-		else
-			resp_error(resp, req, 404, NULL, "session '%s' not found", req->params[0]);
-		db_rows_free(&ses);
-		return;
-	}
-	db_rows_free(&ses);
 	if (req_env(req, "TERRARIUM_STREAM_AUTH")) { /* nginx asks; it holds the stream */
 		resp_empty(resp, 200);
 		return;
