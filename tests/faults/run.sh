@@ -205,7 +205,7 @@ api "$URL" DELETE "/v1/environments/$sh_id" >/dev/null
 # column widened behind the API's back, then a 300-character account): an environment key of
 # that environment answers 500 and the log says why, rather than opening the environment as
 # the account's first 255 characters (another account, when one has that name).
-ek_id=$(api_to "$URL" POST /v1/environments \
+ek_id=$(api_ok "$URL" POST /v1/environments \
 	'{"name":"fault-long-account","config":{"type":"self_hosted"}}' | jq -r .id)
 ek=$(api_cli "$RUN" "$NAME" key create-environment "$ek_id" 2>/dev/null)
 long_account=$(printf 'a%.0s' $(seq 1 300))

@@ -216,7 +216,18 @@ fi
 # a burst of 20 and 10/s, unknown keys are answered 429 without a query; a key that works keeps
 # working from that address, and a key made now works at once from another address
 stmts() { db_sql "$RUN" -N -e "SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'" | awk '{print $2}'; }
+now_ms() { date +%s%3N; }
+# quiet MS: the statements the stack runs by itself in MS milliseconds with no request made (the
+# event tailer reads the log every few ms, docs/events.md): what a count over a window of that
+# length may hold beside the requests' own
+quiet() {
+	local b
+	b=$(stmts)
+	sleep "$(awk -v ms="$1" 'BEGIN { printf "%.3f", ms / 1000 }')"
+	echo $(($(stmts) - b))
+}
 FLOOD_SECONDS=3
+t0=$(now_ms)
 before=$(stmts)
 node "$ROOT/tests/faults/load.mjs" randkey "$URL" - "$FLOOD_SECONDS" 8 "$RUN/flood.json" /v1/environments &
 flood=$!
@@ -227,16 +238,17 @@ while kill -0 "$flood" 2>/dev/null; do
 done
 wait "$flood"
 after=$(stmts)
+bg=$(quiet $(($(now_ms) - t0)))
 n401=$(jq '[.[] | select(.status == 401)] | length' "$RUN/flood.json")
 n429=$(jq '[.[] | select(.status == 429)] | length' "$RUN/flood.json")
 total=$(jq length "$RUN/flood.json")
 echo "  random-key flood: $total requests, $n401 looked up (401), $n429 refused (429);" \
-	"$((after - before)) statements executed; a valid key meanwhile: $(printf '%s\n' "${good[@]}" | sort | uniq -c | tr -s ' \n' ' ')"
+	"$((after - before)) statements executed ($bg in a quiet window as long); a valid key meanwhile: $(printf '%s\n' "${good[@]}" | sort | uniq -c | tr -s ' \n' ' ')"
 check "random keys: past the budget they are refused with 429 ($n429)" test "$n429" -gt 0
 check "random keys: at most burst + rate x time reach the database ($n401)" \
 	test "$n401" -le $((20 + 10 * (FLOOD_SECONDS + 2)))
-check "random keys: a refused key costs no statement ($((after - before)) for $n401 lookups)" \
-	test $((after - before)) -le $((n401 + ${#good[@]} + 10))
+check "random keys: a refused key costs no statement ($((after - before)) for $n401 lookups, $bg by the stack itself)" \
+	test $((after - before)) -le $((n401 + ${#good[@]} + 10 + bg * 12 / 10))
 check "random keys: a valid key from the same address keeps working" \
 	bash -c '! grep -qv "^200$" <<<"$1"' _ "$(printf '%s\n' "${good[@]}")"
 if [ -n "${TERRARIUM_CONFIG:-}" ]; then
@@ -246,11 +258,13 @@ if [ -n "${TERRARIUM_CONFIG:-}" ]; then
 	check "a key made during the negative cache's life works at once ($st)" test "$st" = 200
 fi
 bad="trm_not-a-key-$RANDOM"
+t0=$(now_ms)
 before=$(stmts)
 for _ in $(seq 30); do call "$bad" GET /v1/environments >/dev/null; done
 after=$(stmts)
-check "an unknown key asked 30 times is looked up once (negative cache: $((after - before)) statements)" \
-	test $((after - before)) -le 3
+bg=$(quiet $(($(now_ms) - t0)))
+check "an unknown key asked 30 times is looked up once (negative cache: $((after - before)) statements, $bg by the stack itself)" \
+	test $((after - before)) -le $((3 + 3 + bg * 12 / 10))
 sleep 1 # the address's bucket refills for the parts after this one
 
 # the application's database account has rows only; the schema belongs to a separate owner
