@@ -351,7 +351,7 @@ $(BUILD)/fuzz/fuzz_redact: $(call fobj,tests/fuzz/fuzz_redact.c common/redact.c)
 # what the MCP client reads from a server and makes of a result (no network: no mcp.c)
 $(BUILD)/fuzz/fuzz_mcp_answer: $(call fobj,tests/fuzz/fuzz_mcp_answer.c runner/mcp_answer.c \
 	runner/mcp_tools.c runner/sse.c runner/http_header.c common/strbuf.c common/crypto.c)
-	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson
+	$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ -ljansson $(LDLIBS_CRYPTO)
 
 fuzz: $(FUZZ_BINS)
 	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
