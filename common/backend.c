@@ -5,14 +5,15 @@
 /* one backend a row */
 /* clang-format off */
 static const struct backend_caps backends[] = {
-	{ "local", false, false, false, false },
-	{ "bwrap", true, false, false, false },
-	{ "srt", true, false, true, false },
-	{ "docker", true, true, false, true },
-	{ "opensandbox", true, true, true, true },
-	{ "e2b", true, true, false, true },
-	{ "cube", true, true, false, true },
-	{ "daytona", true, true, false, true },
+	/* name          packages apt    limited http   isolated */
+	{ "local",       false,   false, false,  false, false },
+	{ "bwrap",       true,    false, false,  false, true },
+	{ "srt",         true,    false, true,   false, true },
+	{ "docker",      true,    true,  false,  true,  true },
+	{ "opensandbox", true,    true,  true,   true,  true },
+	{ "e2b",         true,    true,  false,  true,  true },
+	{ "cube",        true,    true,  false,  true,  true },
+	{ "daytona",     true,    true,  false,  true,  true },
 };
 /* clang-format on */
 _Static_assert(sizeof(backends) / sizeof(backends[0]) == BACKEND_TABLE_LEN,

@@ -16,6 +16,9 @@ struct backend_caps {
 	bool apt;	     /* apt packages can be installed (bwrap cannot) */
 	bool limited_egress; /* a limited network policy can be enforced */
 	bool http;	     /* reached over HTTP: configured by its own [NAME] section */
+	/* commands run apart from the host (their own namespaces, container or machine): local's
+	 * are host processes of the caller's account */
+	bool isolated;
 };
 
 /* The capability row for NAME, or NULL when NAME is not a known backend. Borrowed. */

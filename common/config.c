@@ -170,6 +170,10 @@ static const struct config_key keys[] = {
 	{ "runner", "max_round_trips", CONFIG_LONG, F(runner_max_round_trips), 1,
 	  CONFIG_MAX_ROUND_TRIPS_MAX, CONFIG_Q(CONFIG_DEFAULT_MAX_ROUND_TRIPS), 0,
 	  "model requests one turn makes at most before it ends (tool_use_limit_reached_error)" },
+	{ "runner", "host_tools", CONFIG_INT, F(runner_host_tools), 0, 1, "0", 0,
+	  "1 lets the model's built-in tools run on a backend without isolation (local: host "
+	  "processes of the runner's account, which read what it can read: for tests and "
+	  "development only); 0 answers each with an error result naming this setting" },
 
 	{ "vault", "key_file", CONFIG_STRING, F(vault_key_file), 0, 0, "", CONFIG_ABSOLUTE,
 	  "the vault key: a file of exactly 32 random bytes, readable by the API and the runner "

@@ -140,6 +140,7 @@ struct config {
 	long runner_poll_ms;
 	long runner_tool_result_timeout_s;
 	long runner_max_round_trips;
+	int runner_host_tools; /* 1: built-in tools may run on a backend without isolation */
 
 	char vault_key_file[CONFIG_STR_MAX];
 

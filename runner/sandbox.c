@@ -101,6 +101,17 @@ struct turn_sandbox *turn_sandbox_open(const struct runner *r, struct db *db,
 		snprintf(err, errsz, "out of memory");
 		return NULL;
 	}
+	/* the model chooses the commands: never as host processes unless the operator says so */
+	if (!r->sbx->caps->isolated && !r->cfg->runner_host_tools) {
+		snprintf(
+			err, errsz,
+			"backend '%s' runs commands as host processes of the runner's account, "
+			"without isolation: built-in tools run there only with [runner] host_tools "
+			"= 1 (tests and development; docs/runner.md)",
+			r->sbx->caps->name);
+		free(sb);
+		return NULL;
+	}
 	sb->r = r;
 	sb->sbx = r->sbx;
 	sb->stop = stop;

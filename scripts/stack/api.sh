@@ -74,6 +74,9 @@ api_config() {
 			_stack_ini_line key_file "$vault_key"
 			printf '\n[model]\n'
 			_stack_ini_line base_url "${MODEL_BASE_URL:-}"
+			# RUNNER_HOST_TOOLS=1: the model's tools may run as host processes (local)
+			printf '\n[runner]\n'
+			_stack_ini_line host_tools "${RUNNER_HOST_TOOLS:-}"
 			# one tailer per nginx (docs/events.md): API_TAILER=0 for the other
 			# supervisors behind it on the same database
 			printf '\n[stream]\n'
