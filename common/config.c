@@ -170,6 +170,10 @@ static const struct config_key keys[] = {
 	{ "runner", "max_round_trips", CONFIG_LONG, F(runner_max_round_trips), 1,
 	  CONFIG_MAX_ROUND_TRIPS_MAX, CONFIG_Q(CONFIG_DEFAULT_MAX_ROUND_TRIPS), 0,
 	  "model requests one turn makes at most before it ends (tool_use_limit_reached_error)" },
+	{ "runner", "mcp_call_timeout_seconds", CONFIG_LONG, F(runner_mcp_call_timeout_s), 1,
+	  CONFIG_MCP_CALL_TIMEOUT_S_MAX, CONFIG_Q(CONFIG_DEFAULT_MCP_CALL_TIMEOUT_S), 0,
+	  "the time limit of one MCP tool call: a server that has not answered by then fails the "
+	  "call with a timeout (the model gets an error result)" },
 
 	{ "vault", "key_file", CONFIG_STRING, F(vault_key_file), 0, 0, "", CONFIG_ABSOLUTE,
 	  "the vault key: a file of exactly 32 random bytes, readable by the API and the runner "

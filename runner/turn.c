@@ -402,10 +402,13 @@ static const char *turn_bearer(struct turn *t, const char *url, const char **why
 }
 
 /* Open each MCP server an mcp_toolset of the agent names (its url in the agent's mcp_servers)
- * and offer its enabled tools. One that cannot be used gets a session.error and is left out. */
+ * and offer its enabled tools; a call may take [runner] mcp_call_timeout_seconds. One that
+ * cannot be used gets a session.error and is left out. */
 static int turn_mcp_open(struct turn *t)
 {
 	json_t *servers = json_object_get(t->agent, "mcp_servers"), *srv;
+	const struct mcp_limits limits = { .call_timeout_ms =
+						   t->r->cfg->runner_mcp_call_timeout_s * 1000 };
 	size_t i;
 
 	if (mcp_names_init(&t->names))
@@ -435,7 +438,7 @@ static int turn_mcp_open(struct turn *t)
 				err.kind = MCP_ERR_AUTH;
 				snprintf(err.message, sizeof(err.message), "%s", why);
 			} else {
-				m->client = mcp_connect(url, bearer, NULL, turn_stop, t, &err);
+				m->client = mcp_connect(url, bearer, &limits, turn_stop, t, &err);
 			}
 		}
 		if (m->client && mcp_list_tools(m->client, &tools, &err)) {
