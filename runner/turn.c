@@ -558,8 +558,9 @@ static enum settle settle_uses(struct turn *t)
 		if (u->answered)
 			continue;
 		if (u->denied) {
-			rc = answer(t, u->id,
-				    u->deny_message ? u->deny_message : "denied by the user", 1);
+			const char *why = u->deny_message ? u->deny_message : "denied by the user";
+			/* each kind of use is answered by its own kind of result */
+			rc = u->server ? mcp_answer(t, u->id, why) : answer(t, u->id, why, 1);
 		} else if (u->ask && !u->confirmed) {
 			json_array_append_new(waiting, json_string(u->id));
 		} else if (!strcmp(u->type, "agent.custom_tool_use") ||
