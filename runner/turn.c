@@ -384,11 +384,19 @@ static enum db_status mcp_error_change(struct turn *t, struct db *db, struct ev_
 {
 	const struct mcp_error_arg *a = arg;
 	char msg[MCP_ERROR_MAX + 128];
+	json_t *ev;
 
 	(void)t;
 	snprintf(msg, sizeof(msg), "MCP server '%.64s': %s; the turn goes on without its tools",
 		 a->server, a->err->message);
-	return emit(db, s, session_error(mcp_error_type(a->err), msg, "terminal"), NULL);
+	ev = session_error(mcp_error_type(a->err), msg, "terminal");
+	/* the SDK's MCP error objects name their server */
+	if (!ev || json_object_set_new(json_object_get(ev, "error"), "mcp_server_name",
+				       json_string(a->server))) {
+		json_decref(ev);
+		return db_fail(db, DB_NOMEM, "session %s: an MCP error event", s->id);
+	}
+	return emit(db, s, ev, NULL);
 }
 
 /* The bearer the session's vaults hold for the MCP server at URL (exact match), or NULL: none,
