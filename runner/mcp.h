@@ -168,6 +168,9 @@ int mcp_names_init(struct mcp_names *t);
 int mcp_names_add(struct mcp_names *t, const char *server, const char *tool, const json_t *taken,
 		  char out[MCP_TOOL_NAME_MAX + 1]);
 
+/* The name TOOL of SERVER is offered as in T (borrowed from T), or NULL when T has none. */
+const char *mcp_names_name(const struct mcp_names *t, const char *server, const char *tool);
+
 /* The server and tool of the offered NAME (borrowed from T): 0, or -1 when T has no NAME. */
 int mcp_names_find(const struct mcp_names *t, const char *name, const char **server,
 		   const char **tool);

@@ -931,7 +931,7 @@ static int turn_history(struct turn *t)
 		log_error("runner: session %s: %s", t->claim.session_id, db_error(t->db));
 		return -1;
 	}
-	rc = history_build(&rows, &t->h);
+	rc = history_build(&rows, &t->names, &t->h);
 	db_rows_free(&rows);
 	if (rc)
 		log_error("runner: session %s: its history does not parse", t->claim.session_id);

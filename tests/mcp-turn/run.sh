@@ -17,6 +17,8 @@
 #   hang         the call times out after mcp_call_timeout_seconds, the server gets a cancel, the
 #                model an error result, the turn ends
 #   demo         the README's walk-through (tests/mcp-turn/demo.mjs), its output as the README says
+#   collide      a custom tool named as an MCP tool would be: the MCP tool's other name is the one
+#                the model's history calls it by
 #   echo         a tool echoing the Authorization it got: the model sees "Bearer ***"
 #   env          the bash tool's `env` in the session's sandbox holds no token
 #   kill -9      of the runner while a call hangs at the server: the next runner ends the turn

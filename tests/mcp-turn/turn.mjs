@@ -369,6 +369,44 @@ async function hang(ids) {
   return id;
 }
 
+// collide: a custom tool named as the MCP tool would be: the MCP tool gets another name, and
+// the model's history calls it by that name on every later request.
+async function collide(ids) {
+  const word = `collide-${TAG}`;
+  const agent = await client.beta.agents.create({
+    name: `mcp-turn-collide-${TAG}`,
+    model: 'claude-sonnet-4-5',
+    mcp_servers: [{ type: 'url', name: SERVER, url: AUTH_URL }],
+    tools: [
+      { type: 'custom', name: TOOL('add'), description: 'a custom tool', input_schema: { type: 'object' } },
+      { type: 'mcp_toolset', mcp_server_name: SERVER, default_config: { permission_policy: { type: 'always_allow' } } },
+    ],
+  });
+  // the first turn says what the MCP tool is offered as
+  const id = await start(ids, word, [{ text: 'first' }], { agent: agent.id });
+  let evs = await idle(id, 'end_turn');
+  let reqs = await modelRequests(word);
+  const other = offered(reqs[0]).find((n) => n.startsWith(`${TOOL('add')}_`));
+  check(`collide: the MCP tool add is offered under another name than the custom tool's (${other})`, () => {
+    assert.ok(other && offered(reqs[0]).includes(TOOL('add')), offered(reqs[0]).join(' '));
+  });
+  await script(word, [{ tool_use: { name: other, input: { a: 20, b: 22 } } }, { text: 'then {{tool_result}}' }]);
+  await send(id, message(`${word}: again`));
+  evs = await idle(id, 'end_turn', evs.length + 1);
+  const use = ofType(evs, 'agent.mcp_tool_use')[0];
+  check('collide: calling it is an MCP call of add (42)', () => {
+    assert.equal(use?.name, 'add');
+    assert.deepEqual(resultsOf(evs, use).map((e) => [e.type, textOf(e.content)]), [['agent.mcp_tool_result', '42']]);
+  });
+  reqs = await modelRequests(word);
+  check("collide: the model's history calls it by the name it was offered, not the custom tool's", () => {
+    const blocks = reqs.at(-1).body.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []));
+    const call = blocks.find((b) => b.type === 'tool_use' && b.id === use.id);
+    assert.equal(call?.name, other);
+  });
+  return id;
+}
+
 // echo: a server that echoes the Authorization it got: the model sees the bearer masked.
 async function echo(ids) {
   const word = `echo-${TAG}`;
@@ -478,6 +516,7 @@ async function main() {
   sessions.push(await unusable(ids, 'unreachable', { agent: ids.dead, vaults: [ids.vault] }, 'mcp_connection_failed_error', 'gone'));
   sessions.push(await hang(ids));
   sessions.push(await echo(ids));
+  sessions.push(await collide(ids));
   sessions.push(await environment(ids));
   await secrets(ids, sessions);
 }
