@@ -16,16 +16,17 @@
 #                mcp_connection_failed_error naming the server, the turn goes on without it
 #   hang         the call times out after mcp_call_timeout_seconds, the server gets a cancel, the
 #                model an error result, the turn ends
-#   demo         the README's walk-through (tests/mcp-turn/demo.mjs), its output as the README says
+#   echo         a tool echoing the Authorization it got: the model sees "Bearer ***"
 #   collide      a custom tool named as an MCP tool would be: the MCP tool's other name is the one
 #                the model's history calls it by
-#   echo         a tool echoing the Authorization it got: the model sees "Bearer ***"
 #   env          the bash tool's `env` in the session's sandbox holds no token
+#   demo         the README's walk-through (tests/mcp-turn/demo.mjs), its output as the README says
 #   kill -9      of the runner while a call hangs at the server: the next runner ends the turn
 #                with an error result saying the outcome is unknown; the server counted one call
 #   secrets      no token in any API answer (vaults and credentials retrieved and listed), event,
 #                request to the model; then `grep -r` over the run directory (logs of the API,
-#                the runner, nginx, the fakes; MariaDB's general log, on for this part; the
+#                the runner, nginx, the fakes; MariaDB's general log, on for this part, the
+#                stack's API restarted so that its statements show their values there; the
 #                database's files, binary ones too) finds neither token, while a marker stored
 #                in clear beside them is found in the database's files
 # A vault of another workspace at session create (404) is tests/cases/sessions/
@@ -42,7 +43,8 @@ e2e_part
 CONFIG=${TERRARIUM_CONFIG:?}
 HERE=$ROOT/tests/mcp-turn
 NAME=mcp-turn             # RUN/NAME.ini: the runner's configuration
-LEASE_S=3                 # [runner] lease_seconds: a killed runner's turn is taken up after it
+API_NAME=$(basename "$CONFIG" .ini) # the stack's API supervisor behind URL (restarted)
+LEASE_S=5                 # [runner] lease_seconds: a killed runner's turn is taken up after it
 CALL_TIMEOUT_S=5          # [runner] mcp_call_timeout_seconds
 START_S=10                # a fake server writes its port within this
 STOP_S=10                 # a killed runner's turn processes are gone within this
@@ -106,11 +108,15 @@ echo "  MCP server $MCP, fake model $FAKE, nothing at $DEAD"
 ) >"$RUN/$NAME.ini" || exit 1
 check "[runner] mcp_call_timeout_seconds reads back as $CALL_TIMEOUT_S" \
 	test "$(api_setting "$RUN" "$NAME" runner mcp_call_timeout_seconds)" = "$CALL_TIMEOUT_S"
-(runner_start "$RUN" "$NAME") || { not_ok "the runner starts"; check_exit 1; }
-
-# MariaDB's general log: every statement the API and the runner send, searched below
+# MariaDB's general log: every statement the API and the runner send, searched below. A
+# statement shows its values there only when it was prepared while the log was on: the stack's
+# API restarts (its workers prepare theirs again), the runner starts after.
 e2e_sql "SET GLOBAL general_log_file = '$GENERAL_LOG'; SET GLOBAL general_log = 1" ||
 	not_ok "MariaDB's general log on"
+api_stop "$RUN" "$API_NAME" && api_start "$RUN" "$API_NAME" ||
+	{ not_ok "the API restarts"; check_exit 1; }
+
+(runner_start "$RUN" "$NAME") || { not_ok "the runner starts"; check_exit 1; }
 
 # driver SUBCOMMAND: turn.mjs with the tokens in its environment only; its "ok" / "not ok"
 # lines are counted here
@@ -167,11 +173,12 @@ fi
 
 runner_stop "$RUN"
 e2e_sql "SET GLOBAL general_log = 0" || not_ok "MariaDB's general log off"
-check "MariaDB's general log holds the part's statements (the vault's name)" \
-	grep -qF "mcp-turn-$TAG" "$GENERAL_LOG"
+check "MariaDB's general log holds the API's statements with their values (the vault's name)" \
+	grep -qF "'mcp-turn-$TAG'" "$GENERAL_LOG"
+check "... and the runner's (the echoed bearer, masked)" grep -qF 'you sent: Bearer ***' "$GENERAL_LOG"
 check "the runner logged the turns" test -s "$RUN/runner.log"
 
-# at rest: nowhere in clear under RUN (binary files too: -a is not needed for -l)
+# at rest: nowhere in clear under RUN (grep -l names a binary file holding the string too)
 search() { grep -r -l -F -D skip --exclude-dir=docker --exclude-dir=docker-exec -e "$1" "$RUN" 2>/dev/null; }
 found=$(search "mcp-turn-$TAG" | grep "^$RUN/db/" | grep -vc "^$GENERAL_LOG$")
 check "a marker stored in clear (the vault's name) is in the database's files ($found): the search reaches them" \
