@@ -170,6 +170,10 @@ static const struct config_key keys[] = {
 	{ "runner", "max_round_trips", CONFIG_LONG, F(runner_max_round_trips), 1,
 	  CONFIG_MAX_ROUND_TRIPS_MAX, CONFIG_Q(CONFIG_DEFAULT_MAX_ROUND_TRIPS), 0,
 	  "model requests one turn makes at most before it ends (tool_use_limit_reached_error)" },
+	{ "runner", "mcp_call_timeout_seconds", CONFIG_LONG, F(runner_mcp_call_timeout_s), 1,
+	  CONFIG_MCP_CALL_TIMEOUT_S_MAX, CONFIG_Q(CONFIG_DEFAULT_MCP_CALL_TIMEOUT_S), 0,
+	  "the time limit of one MCP tool call: a server that has not answered by then fails the "
+	  "call with a timeout (the model gets an error result)" },
 	{ "runner", "host_tools", CONFIG_INT, F(runner_host_tools), 0, 1, "0", 0,
 	  "1 lets the model's built-in tools run on a backend without isolation (local: host "
 	  "processes of the runner's account, which read what it can read: for tests and "

@@ -64,6 +64,8 @@
 #define CONFIG_DEFAULT_TOOL_RESULT_TIMEOUT_S 3600
 #define CONFIG_DEFAULT_MAX_ROUND_TRIPS 100
 #define CONFIG_MAX_ROUND_TRIPS_MAX 100000
+#define CONFIG_DEFAULT_MCP_CALL_TIMEOUT_S 300 /* runner/mcp.h MCP_CALL_TIMEOUT_MS is this */
+#define CONFIG_MCP_CALL_TIMEOUT_S_MAX 3600
 #define CONFIG_DEFAULT_SANDBOX_ROOT "var/sandboxes"
 #define CONFIG_DEFAULT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define CONFIG_DEFAULT_PASS_ENV                                                                    \
@@ -140,6 +142,7 @@ struct config {
 	long runner_poll_ms;
 	long runner_tool_result_timeout_s;
 	long runner_max_round_trips;
+	long runner_mcp_call_timeout_s;
 	int runner_host_tools; /* 1: built-in tools may run on a backend without isolation */
 
 	char vault_key_file[CONFIG_STR_MAX];

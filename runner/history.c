@@ -78,7 +78,8 @@ static int add_content(json_t *messages, const char *role, json_t *content, cons
 	return 0;
 }
 
-static int add_use(struct history *h, const char *id, const char *type, json_t *ev)
+static int add_use(struct history *h, const struct mcp_names *names, const char *id,
+		   const char *type, json_t *ev)
 {
 	struct tool_use *u, *grown = realloc(h->uses, (size_t)(h->nuses + 1) * sizeof(*h->uses));
 	const char *name = json_string_value(json_object_get(ev, "name"));
@@ -99,14 +100,20 @@ static int add_use(struct history *h, const char *id, const char *type, json_t *
 	if (!u->name || !u->input)
 		return -1;
 	if (!strcmp(type, "agent.mcp_tool_use")) {
-		/* the model called it by the name it was offered (runner/mcp_tools.c) */
+		/* the model called it by the name it was offered (runner/mcp_tools.c): the turn's,
+		 * which may be another than the plain one when that one was taken */
 		const char *server = json_string_value(json_object_get(ev, "mcp_server_name"));
+		const char *known;
 		char offered[MCP_TOOL_NAME_MAX + 1];
 
 		u->server = strdup(server ? server : "");
 		if (!u->server)
 			return -1;
-		mcp_tool_name(u->server, u->name, offered);
+		known = names ? mcp_names_name(names, u->server, u->name) : NULL;
+		if (known)
+			snprintf(offered, sizeof(offered), "%s", known);
+		else
+			mcp_tool_name(u->server, u->name, offered);
 		return add_block(h->messages, "assistant",
 				 json_pack("{s:s, s:s, s:s, s:O}", "type", "tool_use", "id", id,
 					   "name", offered, "input", u->input));
@@ -227,7 +234,7 @@ static int settle(struct history *h)
 	return 0;
 }
 
-int history_build(const struct db_rows *rows, struct history *h)
+int history_build(const struct db_rows *rows, const struct mcp_names *names, struct history *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->messages = json_array();
@@ -263,7 +270,7 @@ int history_build(const struct db_rows *rows, struct history *h)
 			rc = add_content(h->messages, "assistant", json_object_get(ev, "content"),
 					 NULL);
 		else if (in_list(type, use_types))
-			rc = add_use(h, id, type, ev);
+			rc = add_use(h, names, id, type, ev);
 		else if (!strcmp(type, "user.tool_confirmation")) {
 			add_confirmation(h, ref ? ref : "", ev);
 			h->answered_since_idle++;

@@ -29,10 +29,13 @@ struct history {
 	int answered_since_idle; /* results/confirmations after the last session.status_idle */
 };
 
+struct mcp_names;
+
 /* Rebuild session SESSION_ID's history from its processed events (ROWS of evdb_list, in the
- * session's order, columns as db/events.h). 0, or -1 when out of memory or a stored event does
- * not parse. */
-int history_build(const struct db_rows *rows, struct history *h);
+ * session's order, columns as db/events.h). An agent.mcp_tool_use is the model's call of the
+ * name NAMES gives its tool (the names this turn offers, runner/mcp.h; NULL: none), else of
+ * mcp_tool_name's. 0, or -1 when out of memory or a stored event does not parse. */
+int history_build(const struct db_rows *rows, const struct mcp_names *names, struct history *h);
 
 void history_release(struct history *h);
 

@@ -22,14 +22,17 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "../common/config.h"
+
 #define MCP_PROTOCOL_VERSION "2025-06-18" /* asked for at initialize */
 #define MCP_CLIENT_NAME "terrarium"	  /* clientInfo */
 #define MCP_CLIENT_VERSION "0.1.0"	  /* clientInfo: the package's (debian/changelog) */
 
 /* limits; struct mcp_limits may set the first six lower or higher for one client */
-#define MCP_CONNECT_TIMEOUT_MS 10000	 /* to open the connection */
-#define MCP_REQUEST_TIMEOUT_MS 30000	 /* initialize, a notification, one tools/list page */
-#define MCP_CALL_TIMEOUT_MS 300000	 /* one tools/call, whole */
+#define MCP_CONNECT_TIMEOUT_MS 10000 /* to open the connection */
+#define MCP_REQUEST_TIMEOUT_MS 30000 /* initialize, a notification, one tools/list page */
+/* one tools/call, whole: the default of [runner] mcp_call_timeout_seconds */
+#define MCP_CALL_TIMEOUT_MS (CONFIG_DEFAULT_MCP_CALL_TIMEOUT_S * 1000L)
 #define MCP_ANSWER_MAX (8 * 1024 * 1024) /* bytes of one answer held; more: MCP_ERR_PROTOCOL */
 #define MCP_RESULT_TEXT_MAX (100 * 1024) /* bytes of a result's text kept (the rest: a note) */
 #define MCP_TOOLS_MAX 256		 /* tools one server may offer; more: MCP_ERR_PROTOCOL */
@@ -164,6 +167,9 @@ int mcp_names_init(struct mcp_names *t);
  * name came in MCP_NAME_TRIES salts. */
 int mcp_names_add(struct mcp_names *t, const char *server, const char *tool, const json_t *taken,
 		  char out[MCP_TOOL_NAME_MAX + 1]);
+
+/* The name TOOL of SERVER is offered as in T (borrowed from T), or NULL when T has none. */
+const char *mcp_names_name(const struct mcp_names *t, const char *server, const char *tool);
 
 /* The server and tool of the offered NAME (borrowed from T): 0, or -1 when T has no NAME. */
 int mcp_names_find(const struct mcp_names *t, const char *name, const char **server,

@@ -193,19 +193,26 @@ int mcp_names_init(struct mcp_names *t)
 	return t->map ? 0 : -1;
 }
 
+const char *mcp_names_name(const struct mcp_names *t, const char *server, const char *tool)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach (t->map, k, v)
+		if (!strcmp(json_string_value(json_array_get(v, 0)), server) &&
+		    !strcmp(json_string_value(json_array_get(v, 1)), tool))
+			return k;
+	return NULL;
+}
+
 int mcp_names_add(struct mcp_names *t, const char *server, const char *tool, const json_t *taken,
 		  char out[MCP_TOOL_NAME_MAX + 1])
 {
-	const char *s, *k;
-	json_t *v;
+	const char *known = mcp_names_name(t, server, tool);
 
-	/* the same tool again: its name again */
-	json_object_foreach (t->map, k, v) {
-		s = json_string_value(json_array_get(v, 0));
-		if (!strcmp(s, server) && !strcmp(json_string_value(json_array_get(v, 1)), tool)) {
-			snprintf(out, MCP_TOOL_NAME_MAX + 1, "%s", k);
-			return 0;
-		}
+	if (known) { /* the same tool again: its name again */
+		snprintf(out, MCP_TOOL_NAME_MAX + 1, "%s", known);
+		return 0;
 	}
 	for (int salt = -1; salt < MCP_NAME_TRIES; salt++) {
 		if (salt < 0)

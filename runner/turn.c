@@ -384,11 +384,19 @@ static enum db_status mcp_error_change(struct turn *t, struct db *db, struct ev_
 {
 	const struct mcp_error_arg *a = arg;
 	char msg[MCP_ERROR_MAX + 128];
+	json_t *ev;
 
 	(void)t;
 	snprintf(msg, sizeof(msg), "MCP server '%.64s': %s; the turn goes on without its tools",
 		 a->server, a->err->message);
-	return emit(db, s, session_error(mcp_error_type(a->err), msg, "terminal"), NULL);
+	ev = session_error(mcp_error_type(a->err), msg, "terminal");
+	/* the SDK's MCP error objects name their server */
+	if (!ev || json_object_set_new(json_object_get(ev, "error"), "mcp_server_name",
+				       json_string(a->server))) {
+		json_decref(ev);
+		return db_fail(db, DB_NOMEM, "session %s: an MCP error event", s->id);
+	}
+	return emit(db, s, ev, NULL);
 }
 
 /* The bearer the session's vaults hold for the MCP server at URL (exact match), or NULL: none,
@@ -402,10 +410,13 @@ static const char *turn_bearer(struct turn *t, const char *url, const char **why
 }
 
 /* Open each MCP server an mcp_toolset of the agent names (its url in the agent's mcp_servers)
- * and offer its enabled tools. One that cannot be used gets a session.error and is left out. */
+ * and offer its enabled tools; a call may take [runner] mcp_call_timeout_seconds. One that
+ * cannot be used gets a session.error and is left out. */
 static int turn_mcp_open(struct turn *t)
 {
 	json_t *servers = json_object_get(t->agent, "mcp_servers"), *srv;
+	const struct mcp_limits limits = { .call_timeout_ms =
+						   t->r->cfg->runner_mcp_call_timeout_s * 1000 };
 	size_t i;
 
 	if (mcp_names_init(&t->names))
@@ -435,7 +446,7 @@ static int turn_mcp_open(struct turn *t)
 				err.kind = MCP_ERR_AUTH;
 				snprintf(err.message, sizeof(err.message), "%s", why);
 			} else {
-				m->client = mcp_connect(url, bearer, NULL, turn_stop, t, &err);
+				m->client = mcp_connect(url, bearer, &limits, turn_stop, t, &err);
 			}
 		}
 		if (m->client && mcp_list_tools(m->client, &tools, &err)) {
@@ -555,8 +566,9 @@ static enum settle settle_uses(struct turn *t)
 		if (u->answered)
 			continue;
 		if (u->denied) {
-			rc = answer(t, u->id,
-				    u->deny_message ? u->deny_message : "denied by the user", 1);
+			const char *why = u->deny_message ? u->deny_message : "denied by the user";
+			/* each kind of use is answered by its own kind of result */
+			rc = u->server ? mcp_answer(t, u->id, why) : answer(t, u->id, why, 1);
 		} else if (u->ask && !u->confirmed) {
 			json_array_append_new(waiting, json_string(u->id));
 		} else if (!strcmp(u->type, "agent.custom_tool_use") ||
@@ -919,7 +931,7 @@ static int turn_history(struct turn *t)
 		log_error("runner: session %s: %s", t->claim.session_id, db_error(t->db));
 		return -1;
 	}
-	rc = history_build(&rows, &t->h);
+	rc = history_build(&rows, &t->names, &t->h);
 	db_rows_free(&rows);
 	if (rc)
 		log_error("runner: session %s: its history does not parse", t->claim.session_id);

@@ -11,6 +11,10 @@
 #   build/e2e-runner tests/cases   the data-driven HTTP cases
 #   tests/sdk/run.sh               the official SDK suite (when present)
 #   tests/vaults/run.sh            vault secrets at rest, and credentials opened with the vault key
+#   tests/mcp-turn/run.sh          MCP servers and vault credentials in the turn: a runner, the
+#                                  fake model and an MCP server on the official SDK, driven
+#                                  through the official SDK (confirm, deny, credential errors,
+#                                  timeout, kill -9, no secret anywhere)
 #   tests/events/run.sh            event streams: framing (nchan and the workers' fallback),
 #                                  kill -9 while events are written, 1,000 streams held
 #   tests/race/race.mjs            session creation racing environment delete and archive
@@ -491,6 +495,8 @@ part "the work queue example of docs/work-queue.md (tests/work/example.sh)" \
 	bash "$ROOT/tests/work/example.sh"
 part "isolation and secrets (tests/security/run.sh)" bash "$ROOT/tests/security/run.sh"
 part "vault secrets at rest and the vault key (tests/vaults/run.sh)" bash "$ROOT/tests/vaults/run.sh"
+part "MCP servers and vault credentials in the turn (tests/mcp-turn/run.sh)" \
+	bash "$ROOT/tests/mcp-turn/run.sh"
 part "idempotency keys (tests/idempotency/run.sh)" bash "$ROOT/tests/idempotency/run.sh"
 part "create-session races delete/archive-environment (tests/race/race.mjs)" \
 	node "$ROOT/tests/race/race.mjs"

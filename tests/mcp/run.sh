@@ -8,21 +8,16 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib-check.sh
 . tests/lib-server.sh
+. tests/lib-npm.sh
 BIN=${1:-${BUILD_DIR:-build}}/test_mcp_client
 [ -x "$BIN" ] || {
 	echo "$BIN missing (make $BIN)"
 	exit 1
 }
 
-# npm ci when node_modules is missing or older than the lock (as tests/sdk/run.sh does)
-stamp=tests/mcp/node_modules/.terrarium-lock
-if [ ! -d tests/mcp/node_modules/@modelcontextprotocol/sdk ] || [ ! -f "$stamp" ] ||
-	! cmp -s tests/mcp/package-lock.json "$stamp"; then
-	if ! (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error); then
-		not_ok "npm ci in tests/mcp"
-		check_exit 1
-	fi
-	cp tests/mcp/package-lock.json "$stamp"
+if ! npm_locked tests/mcp; then
+	not_ok "npm ci in tests/mcp"
+	check_exit 1
 fi
 
 T=$(mktemp -d) || exit 1

@@ -76,7 +76,7 @@ function makeServer(route) {
   });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: a = {} } = request.params;
-    record({ route, event: 'tools/call', tool: name, id: extra.requestId });
+    record({ route, event: 'tools/call', tool: name, id: extra.requestId, args: a });
     switch (name) {
       case 'add':
         if (typeof a.a !== 'number' || typeof a.b !== 'number')

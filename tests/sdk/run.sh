@@ -17,11 +17,9 @@ cd "$(dirname "$0")"
 : "${TERRARIUM_URL:?TERRARIUM_URL must be set}"
 : "${TERRARIUM_KEY:?TERRARIUM_KEY must be set}"
 
-stamp=node_modules/.terrarium-lock
-if [ ! -d node_modules/@anthropic-ai/sdk ] || [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
-	npm ci --no-audit --no-fund
-	cp package-lock.json "$stamp"
-fi
+# shellcheck source=tests/lib-npm.sh
+. ../lib-npm.sh
+npm_locked .
 
 # The SDK reads ANTHROPIC_* variables (base URL, keys, profiles, custom headers, logging):
 # keep them out so only the TERRARIUM_* settings apply.

@@ -11,6 +11,7 @@
 
 #include "../../db/events.h"
 #include "../../runner/history.h"
+#include "../../runner/mcp.h"
 #include "unit.h"
 
 #define MAX_EVENTS 16
@@ -40,7 +41,8 @@ static void add(struct log *l, const char *id, const char *type, const char *ref
 	l->n++;
 }
 
-static void build(struct log *l, struct history *h)
+/* Build H from L, the MCP tools named as NAMES offers them (NULL: none). */
+static void build_named(struct log *l, const struct mcp_names *names, struct history *h)
 {
 	struct db_rows rows = { 0 };
 
@@ -48,7 +50,12 @@ static void build(struct log *l, struct history *h)
 	rows.ncols = EV_C_COUNT;
 	rows.cell = (char **)l->cell;
 	rows.len = l->len;
-	assert_int_equal(history_build(&rows, h), 0);
+	assert_int_equal(history_build(&rows, names, h), 0);
+}
+
+static void build(struct log *l, struct history *h)
+{
+	build_named(l, NULL, h);
 }
 
 /* The history's messages as compact JSON. */
@@ -185,9 +192,60 @@ static void test_corrupt(void **state)
 	rows.ncols = EV_C_COUNT;
 	rows.cell = (char **)l.cell;
 	rows.len = l.len;
-	assert_int_equal(history_build(&rows, &h), -1);
+	assert_int_equal(history_build(&rows, NULL, &h), -1);
 	history_release(&h);
 }
 
-UNIT_MAIN(cmocka_unit_test(test_text_turns), cmocka_unit_test(test_tool_results),
-	  cmocka_unit_test(test_confirmations), cmocka_unit_test(test_corrupt))
+/* An MCP tool use is the model's call of the name its tool is offered under this turn: another
+ * than the plain mcp__server__tool when a custom tool took that one; the plain one when the
+ * turn does not offer the tool. */
+static void test_mcp_names(void **state)
+{
+	static const char use[] = "{\"type\":\"agent.mcp_tool_use\",\"name\":\"add\","
+				  "\"mcp_server_name\":\"calc\",\"input\":{\"a\":1},"
+				  "\"evaluated_permission\":\"allow\"}";
+	struct mcp_names names;
+	json_t *taken = json_pack("{s:{}}", "mcp__calc__add");
+	char offered[MCP_TOOL_NAME_MAX + 1];
+	struct history h;
+	(void)state;
+
+	struct log l = { 0 };
+	add(&l, "sevt_1", "user.message", NULL, 1,
+	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"go\"}]}");
+	add(&l, "sevt_2", "agent.mcp_tool_use", NULL, 1, use);
+	add(&l, "sevt_3", "agent.mcp_tool_result", "sevt_2", 1,
+	    "{\"type\":\"agent.mcp_tool_result\",\"mcp_tool_use_id\":\"sevt_2\",\"content\":"
+	    "[{\"type\":\"text\",\"text\":\"2\"}],\"is_error\":false}");
+	assert_int_equal(mcp_names_init(&names), 0);
+	assert_int_equal(mcp_names_add(&names, "calc", "add", taken, offered), 0);
+	assert_string_not_equal(offered, "mcp__calc__add");
+	assert_string_equal(mcp_names_name(&names, "calc", "add"), offered);
+	assert_null(mcp_names_name(&names, "calc", "sub"));
+
+	build_named(&l, &names, &h);
+	assert_string_equal(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(json_array_get(h.messages, 1), "content"),
+				       0),
+			"name")),
+		offered);
+	assert_string_equal(h.uses[0].server, "calc");
+	assert_string_equal(h.uses[0].name, "add");
+	history_release(&h);
+
+	build(&l, &h); /* not offered this turn: the plain name */
+	assert_string_equal(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(json_array_get(h.messages, 1), "content"),
+				       0),
+			"name")),
+		"mcp__calc__add");
+	history_release(&h);
+	mcp_names_release(&names);
+	json_decref(taken);
+}
+
+UNIT_MAIN(cmocka_unit_test(test_text_turns), cmocka_unit_test(test_mcp_names),
+	  cmocka_unit_test(test_tool_results), cmocka_unit_test(test_confirmations),
+	  cmocka_unit_test(test_corrupt))

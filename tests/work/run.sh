@@ -8,9 +8,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../sdk" || exit 1
 : "${TERRARIUM_URL:?}" "${TERRARIUM_KEY:?}" "${TERRARIUM_KEY2:?}" "${TERRARIUM_CONFIG:?}" "${TERRARIUM_RUN:?}"
-if [ ! -d node_modules/@anthropic-ai/sdk ]; then
-	npm ci --no-audit --no-fund || exit 1
-fi
+# shellcheck source=tests/lib-npm.sh
+. ../lib-npm.sh
+npm_locked . || exit 1
 while IFS= read -r var; do
 	unset "$var"
 done < <(env | sed -n 's/^\(ANTHROPIC_[A-Za-z0-9_]*\)=.*/\1/p')
