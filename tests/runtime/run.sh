@@ -7,9 +7,11 @@
 # backend, so the phases below run one after the other, each with only its own runners (started
 # here with scripts/lib-stack.sh runner_start, stopped by PID after):
 #   local    two runners of the local API; at once: toolset.test.mjs (the agent toolset, an
-#            interrupt), turns.test.mjs (always_ask, a custom tool, model retries, idle timeout),
-#            load.test.mjs (50 sessions), selfhosted.test.mjs (the SDK's EnvironmentWorker)
+#            interrupt), turns.test.mjs (always_ask, custom tools, interrupts, queued messages,
+#            parallel calls, model retries, idle timeout), load.test.mjs (50 sessions),
+#            selfhosted.test.mjs (the SDK's EnvironmentWorker, tokens, result rules)
 #   crash    crash.test.mjs alone: it starts and kills -9 its own runners (a 1 s lease)
+#   overdue  overdue.test.mjs, one runner with a 2 s [runner] tool_result_timeout_seconds
 #   bwrap    toolset.test.mjs (also an interrupt and npm packages)
 #   srt      toolset.test.mjs
 #   docker   toolset.test.mjs (also npm packages): when this host can run a Docker Engine, as
@@ -23,7 +25,7 @@
 # TERRARIUM_CONFIG, FAKE_MODEL_URL (the fake the APIs' [model] base_url names). Installs the
 # locked dependencies (npm ci: the SDK, and Node 22 for the worker) when they are missing or
 # older than the lock. CRASH_ROUNDS (default 20), RUNTIME_LOAD_SESSIONS (default 50),
-# RUNTIME_PHASES (default "local crash bwrap srt docker").
+# RUNTIME_PHASES (default "local crash overdue bwrap srt docker").
 # Prints "N passed, N failed"; exits non-zero on any failure.
 set -uo pipefail
 
@@ -32,7 +34,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "$ROOT/scripts/lib-stack.sh"
 RUN=${TERRARIUM_RUN:?TERRARIUM_RUN is required}
 : "${TERRARIUM_URL:?}" "${TERRARIUM_KEY:?}" "${TERRARIUM_CONFIG:?}" "${FAKE_MODEL_URL:?}"
-CRASH_LEASE_S=1
+CRASH_LEASE_S=1    # the crash phase's [runner] lease_seconds
+RESULT_TIMEOUT_S=2 # the overdue phase's [runner] tool_result_timeout_seconds
 cd "$ROOT/tests/runtime" || exit 1
 
 stamp=node_modules/.terrarium-lock
@@ -101,16 +104,18 @@ not_ok() {
 	echo "not ok - $*"
 }
 
-# the crash phase's configuration: the local API's, with a short lease (a killed runner's
-# turns are taken up when it ends)
-crash_config() {
+# derived_config NAME BASE LINES...: RUN/runtime-NAME.ini, the configuration RUN/BASE.ini with
+# LINES after it (where they win), mode 0600 as the API's.
+derived_config() {
+	local name=$1 base=$2
+	shift 2
 	(
 		umask 077
 		{
-			cat "$RUN/local.ini"
-			printf '\n; tests/runtime/run.sh: the crash phase\n[runner]\nlease_seconds = %s\n' \
-				"$CRASH_LEASE_S"
-		} >"$RUN/runtime-crash.ini"
+			cat "$RUN/$base.ini"
+			printf '\n; tests/runtime/run.sh: the %s phase\n' "$name"
+			printf '%s\n' "$@"
+		} >"$RUN/runtime-$name.ini"
 	)
 }
 
@@ -125,14 +130,7 @@ docker_setup() {
 	image=$(DOCKER_SOCKET=$STACK_DOCKER_SOCKET "$ROOT/sandbox-image/build.sh") ||
 		{ not_ok "docker: the sandbox image builds"; return 1; }
 	DOCKER_CLEAN=1
-	(
-		umask 077
-		{
-			cat "$RUN/docker.ini"
-			printf '\n; tests/runtime/run.sh: the docker phase\n[docker]\nsocket = %s\nimage = %s\n' \
-				"$STACK_DOCKER_SOCKET" "$image"
-		} >"$RUN/runtime-docker.ini"
-	)
+	derived_config docker docker '[docker]' "socket = $STACK_DOCKER_SOCKET" "image = $image"
 }
 # Remove what the docker phase made in the shared Engine: the containers labelled with this
 # database's deployment, the package cache images of its entries.
@@ -148,15 +146,21 @@ docker_clean() {
 	return 0
 }
 
-read -ra PHASES <<<"${RUNTIME_PHASES:-local crash bwrap srt docker}"
+read -ra PHASES <<<"${RUNTIME_PHASES:-local crash overdue bwrap srt docker}"
 for ph in "${PHASES[@]}"; do
 	case "$ph" in
 	local)
 		phase local local local 2 toolset.test.mjs turns.test.mjs load.test.mjs selfhosted.test.mjs
 		;;
 	crash)
-		crash_config || { not_ok "crash: its configuration"; continue; }
+		derived_config crash local '[runner]' "lease_seconds = $CRASH_LEASE_S" ||
+			{ not_ok "crash: its configuration"; continue; }
 		RUNTIME_CRASH_CONFIG=$RUN/runtime-crash.ini phase crash local runtime-crash 0 crash.test.mjs
+		;;
+	overdue)
+		derived_config overdue local '[runner]' "tool_result_timeout_seconds = $RESULT_TIMEOUT_S" ||
+			{ not_ok "overdue: its configuration"; continue; }
+		RUNTIME_RESULT_TIMEOUT_S=$RESULT_TIMEOUT_S phase overdue local runtime-overdue 1 overdue.test.mjs
 		;;
 	bwrap | srt)
 		if [ -z "$(url_of "$ph")" ]; then

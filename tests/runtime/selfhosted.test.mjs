@@ -14,6 +14,11 @@
 //   kill -9     a worker killed mid-tool: the item comes back (its lease ends) to another
 //               worker, which runs the call; the session completes and the model saw one result
 //               per tool use
+//   rules       (no worker: the test answers) a result before the allow, after a deny, or
+//               twice: 400 tool_use_not_approved, tool_use_denied, tool_use_already_answered;
+//               the allow alone does not resume the turn
+//   stopped     the item of a session waiting for its client is stopped: a session.error says
+//               so, idle end_turn; the next message queues a new item and a worker answers
 //   tokens      a poll's sessions token opens its session's events (send, list, stream) and
 //               nothing of another session (404); a re-delivery makes it stale and a stop
 //               revokes it (401)
@@ -24,7 +29,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Anthropic, { AuthenticationError, NotFoundError } from '@anthropic-ai/sdk';
+import Anthropic, { AuthenticationError, BadRequestError, NotFoundError } from '@anthropic-ai/sdk';
 import {
   BUILD, HERE, NODE22, RUN, TOOLSET_FILES, assertConsistent, assertModelSawOneResultEach,
   assertToolsetResults, blockText, cleanup, client, idleWith, listEvents, mkAgent, mkEnv,
@@ -70,7 +75,8 @@ function startWorker(env, key, { maxIdleMs = 300, leaseTtlS = '' } = {}) {
   });
   child.stdout.on('data', (d) => { out += d; });
   child.stderr.on('data', (d) => { out += d; });
-  const exited = new Promise((r) => child.on('exit', (code, signal) => r({ code, signal })));
+  // 'close': the process exited and its output was all read
+  const exited = new Promise((r) => child.on('close', (code, signal) => r({ code, signal })));
   const w = {
     dir,
     exited,
@@ -242,6 +248,64 @@ describe('self_hosted', { concurrency: true }, () => {
     const items = (await c.beta.environments.work.list(env.id)).data;
     assert.equal(items.length, 1, 'the same item, delivered again');
     await second.kill();
+  });
+
+  test('a result before the allow, after a deny, or twice: 400 with its error_code', async () => {
+    const T = token('shrules');
+    const { env } = await selfHostedEnv(); // no worker: this test is the client
+    const agent = await mkAgent(c, { tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_ask' } } }] });
+    const session = await mkSession(c, agent, env);
+    await script(T, [
+      { tool_use: [{ name: 'bash', input: { command: 'echo a' } }, { name: 'bash', input: { command: 'echo b' } }] },
+      say(`after ${T}`),
+    ]);
+    const asked = await turn(c, session.id, text(`two ${T}`), { until: (e) => e.type === 'session.status_idle', timeoutMs: 30000 });
+    const [a, b] = asked.filter((e) => e.type === 'agent.tool_use');
+    assert.deepEqual(asked.at(-1).stop_reason, { type: 'requires_action', event_ids: [a.id, b.id] });
+    const result = (u, t) => ({ type: 'user.tool_result', tool_use_id: u.id, content: [{ type: 'text', text: t }] });
+    const refused = async (events, code) => {
+      const e = await c.beta.sessions.events.send(session.id, { events }).then(() => null, (x) => x);
+      assert.ok(e instanceof BadRequestError, `400 for ${code}, got ${e}`);
+      assert.equal(e.errorCode, code);
+    };
+    await refused([result(a, 'early')], 'tool_use_not_approved');
+    await c.beta.sessions.events.send(session.id, { events: [{ type: 'user.tool_confirmation', tool_use_id: b.id, result: 'deny', deny_message: `no ${T}` }] });
+    await refused([result(b, 'anyway')], 'tool_use_denied');
+    await c.beta.sessions.events.send(session.id, { events: [{ type: 'user.tool_confirmation', tool_use_id: a.id, result: 'allow' }] });
+    assert.equal((await c.beta.sessions.retrieve(session.id)).status, 'idle', 'the allow does not resume the turn');
+    const rest = await turn(c, session.id, result(a, `did a ${T}`), { until: idleWith('end_turn'), timeoutMs: 30000 });
+    assert.ok(rest.some((e) => e.type === 'agent.message' && resultText(e) === `after ${T}`));
+    await refused([result(a, 'again')], 'tool_use_already_answered');
+    const seen = resultsSeen((await modelRequests(T)).at(-1));
+    assert.equal(blockText(seen.get(a.id)[0]), `did a ${T}`);
+    assert.match(blockText(seen.get(b.id)[0]), new RegExp(`no ${T}`));
+    assertConsistent(await listEvents(c, session.id), 'result rules');
+  });
+
+  test('the item of a session waiting for its client is stopped: session.error, idle; the next message goes on', async () => {
+    const T = token('shgone');
+    const { env, key } = await selfHostedEnv();
+    const session = await mkSession(c, await mkAgent(c), env);
+    await script(T, [use('bash', { command: `echo ran-${T}` }), say(`resumed ${T}`)]);
+    const asked = await turn(c, session.id, text(`run ${T}`), { until: (e) => e.type === 'session.status_idle', timeoutMs: 30000 });
+    const u = asked.find((e) => e.type === 'agent.tool_use');
+    assert.deepEqual(asked.at(-1).stop_reason, { type: 'requires_action', event_ids: [u.id] });
+    const [item] = (await c.beta.environments.work.list(env.id)).data;
+    const gone = await watch(c, session.id,
+      () => c.beta.environments.work.stop(item.id, { environment_id: env.id, force: true }),
+      { until: (e) => e.type === 'session.status_idle', timeoutMs: 10000 });
+    const err = gone.find((e) => e.type === 'session.error');
+    assert.ok(err, `a session.error: ${gone.map((e) => e.type)}`);
+    assert.match(err.error.message, /work item stopped/);
+    assert.deepEqual(gone.at(-1).stop_reason, { type: 'end_turn' });
+    // the next message queues a new item; a worker takes it and answers the call
+    const w = startWorker(env, key);
+    const rest = await turn(c, session.id, text(`go on ${T}`), { until: idleWith('end_turn'), timeoutMs: 30000 });
+    assert.ok(rest.some((e) => e.type === 'user.tool_result' && e.tool_use_id === u.id), rest.map((e) => e.type).join(' '));
+    assert.ok(rest.some((e) => e.type === 'agent.message' && resultText(e) === `resumed ${T}`));
+    assert.equal((await c.beta.environments.work.list(env.id)).data.length, 2);
+    assertModelSawOneResultEach((await modelRequests(T)).at(-1), 'after the stop');
+    await w.kill();
   });
 
   test('a sessions token opens its session\'s events only; stale and revoked tokens are refused', async () => {

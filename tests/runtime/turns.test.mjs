@@ -8,6 +8,11 @@
 //               result holding the deny_message
 //   custom      a custom tool: agent.custom_tool_use, idle requires_action naming it,
 //               user.custom_tool_result resumes the turn, the model sees the result
+//   interrupts  during a model stream (kept alive by pings): idle end_turn within 2 s, the
+//               request abandoned; while waiting for a custom tool: the wait ends at once
+//   queued      a user.message sent while a turn runs is taken by that turn (one idle)
+//   parallel    two bash calls in one answer: both run, one user turn holds both results; a
+//               built-in and a custom call: the built-in runs, the session waits for the other
 //   529         five overloaded answers then a reply: rescheduled + session.error retrying five
 //               times, then the reply, idle end_turn
 //   exhausted   overloaded every time: session.error exhausted, idle retries_exhausted
@@ -16,13 +21,15 @@ import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   assertConsistent, assertModelSawOneResultEach, blockText, cleanup, client, idleWith, listEvents,
-  mkAgent, mkEnv, mkSession, modelRequests, resultsSeen, resultText, say, script, text, token,
-  turn, use,
+  mkAgent, mkEnv, mkSession, modelRequests, resultsSeen, resultText, say, script, sleep, text,
+  token, turn, until, use, watch,
 } from './lib.mjs';
 
 const c = client();
 after(cleanup);
 const MAX_RETRIES = 6; // [model] max_retries: the default, which the harness keeps
+const LOOKUP = { type: 'custom', name: 'lookup', description: 'looks things up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } };
+const isIdle = (e) => e.type === 'session.status_idle';
 
 // The answer of a later bash call in the same session: does FILE exist in the sandbox?
 async function fileState(session, T, file) {
@@ -71,9 +78,7 @@ describe('turns', { concurrency: true }, () => {
 
   test('a custom tool: requires_action, user.custom_tool_result resumes, the model sees the result', async () => {
     const T = token('custom');
-    const agent = await mkAgent(c, {
-      tools: [{ type: 'custom', name: 'lookup', description: 'looks things up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }],
-    });
+    const agent = await mkAgent(c, { tools: [LOOKUP] });
     const session = await mkSession(c, agent, await mkEnv(c));
     await script(T, [use('lookup', { q: T }), say('the answer was {{tool_result}}')]);
     const asked = await turn(c, session.id, text(`look up ${T}`), { until: (e) => e.type === 'session.status_idle' });
@@ -91,6 +96,99 @@ describe('turns', { concurrency: true }, () => {
     const last = (await modelRequests(T)).at(-1);
     assertModelSawOneResultEach(last, 'custom');
     assert.equal(blockText(resultsSeen(last).get(u.id)[0]), `found ${T}`);
+  });
+
+  test('an interrupt during a model stream ends it at once: idle end_turn, no reply', async () => {
+    const T = token('intmodel');
+    const session = await mkSession(c, await mkAgent(c), await mkEnv(c));
+    // alive but slow: pings every 300 ms, so the idle timeout does not end it
+    await script(T, [say(`never ${T}`, { stall_ms: 20000, ping_every_ms: 300 })]);
+    await turn(c, session.id, text(`think ${T}`), { until: (e) => e.type === 'span.model_request_start' });
+    let sent = 0;
+    const evs = await watch(c, session.id, async () => {
+      await c.beta.sessions.events.send(session.id, { events: [{ type: 'user.interrupt' }] });
+      sent = Date.now();
+    }, { until: (e) => e.type === 'session.status_idle', timeoutMs: 10000 });
+    const took = Date.now() - sent;
+    assert.deepEqual(evs.at(-1).stop_reason, { type: 'end_turn' });
+    assert.ok(!evs.some((e) => e.type === 'agent.message'));
+    assert.ok(took < 2000, `idle ${took} ms after the interrupt`);
+    const [req] = await modelRequests(T);
+    await until('the model request is abandoned', async () => (await modelRequests(T))[0].ended_ms !== null, { timeoutMs: 2000 });
+    assert.equal(req.complete, false);
+  });
+
+  test('an interrupt while waiting for a custom tool ends the wait at once; the session goes on', async () => {
+    const T = token('intwait');
+    const agent = await mkAgent(c, { tools: [LOOKUP] });
+    const session = await mkSession(c, agent, await mkEnv(c));
+    await script(T, [use('lookup', { q: T })]);
+    const asked = await turn(c, session.id, text(`look ${T}`), { until: isIdle });
+    const u = asked.find((e) => e.type === 'agent.custom_tool_use');
+    assert.equal(asked.at(-1).stop_reason.type, 'requires_action');
+    const evs = await turn(c, session.id, { type: 'user.interrupt' }, { until: isIdle, timeoutMs: 10000 });
+    assert.deepEqual(evs.at(-1).stop_reason, { type: 'end_turn' });
+    // the next message: the call still wants its answer (the runner waits for it again), or
+    // the model goes on; either way the model ends up with one result for it
+    await script(T, [say(`next ${T}`)]);
+    let next = await turn(c, session.id, text(`again ${T}`), { until: isIdle });
+    if (next.at(-1).stop_reason?.type === 'requires_action') {
+      assert.deepEqual(next.at(-1).stop_reason.event_ids, [u.id]);
+      next = await turn(c, session.id, { type: 'user.custom_tool_result', custom_tool_use_id: u.id, content: [{ type: 'text', text: 'late' }] }, { until: isIdle });
+    }
+    assert.deepEqual(next.at(-1).stop_reason, { type: 'end_turn' });
+    assert.ok(next.some((e) => e.type === 'agent.message' && resultText(e) === `next ${T}`), next.map((e) => e.type).join(' '));
+    assertModelSawOneResultEach((await modelRequests(T)).at(-1), 'after the interrupted wait');
+  });
+
+  test('a message sent while a turn runs is taken by that turn: one idle at the end', async () => {
+    const T = token('queued');
+    const session = await mkSession(c, await mkAgent(c), await mkEnv(c));
+    await script(T, [use('bash', { command: 'sleep 1; echo slept' }), say(`first ${T}`), say(`second ${T}`)]);
+    const evs = await watch(c, session.id, async () => {
+      await c.beta.sessions.events.send(session.id, { events: [text(`one ${T}`)] });
+      await sleep(300); // the bash call is running
+      const q = await c.beta.sessions.events.send(session.id, { events: [text(`two ${T}`)] });
+      assert.equal(q.data[0].processed_at, null, 'queued while the turn runs');
+    }, { until: (e) => isIdle(e) && e.stop_reason?.type === 'end_turn' });
+    assert.equal(evs.filter((e) => e.type === 'session.status_idle').length, 1, evs.map((e) => e.type).join(' '));
+    assert.deepEqual(evs.filter((e) => e.type === 'agent.message').map(resultText), [`first ${T}`, `second ${T}`]);
+    const last = (await modelRequests(T)).at(-1);
+    assert.match(JSON.stringify(last.body.messages.at(-1)), new RegExp(`two ${T}`), 'the model got the queued message');
+  });
+
+  test('two tool calls in one answer: both run, one user turn with both results', async () => {
+    const T = token('parallel');
+    const session = await mkSession(c, await mkAgent(c), await mkEnv(c));
+    await script(T, [
+      { tool_use: [{ name: 'bash', input: { command: `echo one-${T}` } }, { name: 'bash', input: { command: `echo two-${T}` } }] },
+      say(`both ${T}`),
+    ]);
+    const evs = await turn(c, session.id, text(`two ${T}`), { until: idleWith('end_turn') });
+    assert.deepEqual(evs.filter((e) => e.type === 'agent.tool_result').map((e) => resultText(e).trim()), [`one-${T}`, `two-${T}`]);
+    const last = (await modelRequests(T)).at(-1);
+    assert.equal(assertModelSawOneResultEach(last, 'parallel').length, 2);
+  });
+
+  test('a built-in and a custom call in one answer: the built-in runs, the wait is for the custom one', async () => {
+    const T = token('mixed');
+    const agent = await mkAgent(c, { tools: [{ type: 'agent_toolset_20260401' }, LOOKUP] });
+    const session = await mkSession(c, agent, await mkEnv(c));
+    await script(T, [
+      { tool_use: [{ name: 'bash', input: { command: `echo built-in-${T}` } }, { name: 'lookup', input: { q: T } }] },
+      say(`mixed ${T}`),
+    ]);
+    const asked = await turn(c, session.id, text(`mix ${T}`), { until: (e) => e.type === 'session.status_idle' });
+    const custom = asked.find((e) => e.type === 'agent.custom_tool_use');
+    assert.deepEqual(asked.at(-1).stop_reason, { type: 'requires_action', event_ids: [custom.id] });
+    assert.equal(resultText(asked.find((e) => e.type === 'agent.tool_result')).trim(), `built-in-${T}`);
+    const rest = await turn(c, session.id, {
+      type: 'user.custom_tool_result', custom_tool_use_id: custom.id, content: [{ type: 'text', text: 'custom answer' }],
+    }, { until: idleWith('end_turn') });
+    assert.ok(rest.some((e) => e.type === 'agent.message' && resultText(e) === `mixed ${T}`));
+    const last = (await modelRequests(T)).at(-1);
+    assert.equal(assertModelSawOneResultEach(last, 'mixed').length, 2);
+    assertConsistent(await listEvents(c, session.id), 'mixed');
   });
 
   test('529 five times, then a reply: rescheduled and retrying each time, then end_turn', async () => {
