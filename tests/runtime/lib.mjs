@@ -35,7 +35,8 @@ export function urlOf(backend) {
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // A word unique to this run and NAME: what a test puts in its user messages so that the fake
 // model's scripted queue for it serves its requests and no other's.
-export const token = (name) => `rt${name.replace(/[^a-z0-9]/gi, '')}${crypto.randomBytes(5).toString('hex')}`;
+// (run.sh knows its shape: rt, the name, t, 10 hex digits)
+export const token = (name) => `rt${name.replace(/[^a-z0-9]/gi, '').toLowerCase()}t${crypto.randomBytes(5).toString('hex')}`;
 
 export function client(url = urlOf(BACKEND), key = KEY) {
   return new Anthropic({ baseURL: url, apiKey: key });
