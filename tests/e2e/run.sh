@@ -115,7 +115,7 @@ done
 [ -s "$RUN/fake-model.port" ] || die "the fake model did not start: $(cat "$RUN/fake-model.log")"
 FAKE_MODEL_URL="http://127.0.0.1:$(cat "$RUN/fake-model.port")"
 export FAKE_MODEL_URL MODEL_BASE_URL=$FAKE_MODEL_URL
-printf '[model]\nbackoff_ms = 100\nbackoff_cap_ms = 400\nidle_timeout_seconds = 2\n' \
+printf '[model]\nbackoff_ms = 100\nbackoff_cap_ms = 400\nidle_timeout_seconds = 10\n' \
 	>"$RUN/operator.ini" || die "cannot write $RUN/operator.ini"
 
 db_init "$RUN" || die "db_init failed"

@@ -168,22 +168,25 @@ export async function listEvents(c, sid) {
 
 // Watch session SID as a client does: open its stream, run ACTION (a send, usually), and take
 // the stream's events (de-duplicated with a list every LIST_MS, as docs/api.md §7 advises:
-// the stream starts after the latest event) until UNTIL(event, seen) holds for an event after
-// ACTION. Returns the events seen since, in the session's order. Fails after TIMEOUT_MS naming
-// what it saw.
+// the stream starts after the latest event, and a lost publish is only in the list) until
+// UNTIL(event, seen) holds for an event after ACTION. Returns the log's events from ACTION to
+// that one, in the session's order (.result: what ACTION returned). Fails after TIMEOUT_MS
+// naming what it saw.
 const LIST_MS = 1000;
-export async function watch(c, sid, action, { until = isIdle, timeoutMs = 30000, since = null } = {}) {
+export async function watch(c, sid, action, { until = isIdle, timeoutMs = 30000 } = {}) {
   const ctrl = new AbortController();
   const seen = new Map();
   let done = false;
   let resolveDone;
   const finished = new Promise((r) => { resolveDone = r; });
-  const before = since ?? new Set((await listEvents(c, sid)).map((e) => e.id));
+  const before = new Set((await listEvents(c, sid)).map((e) => e.id));
+  let matched = null;
   const take = (ev) => {
     if (done || before.has(ev.id) || seen.has(ev.id)) return;
     seen.set(ev.id, ev);
     if (until(ev, [...seen.values()])) {
       done = true;
+      matched = ev.id;
       resolveDone();
     }
   };
@@ -218,10 +221,11 @@ export async function watch(c, sid, action, { until = isIdle, timeoutMs = 30000,
     ctrl.abort();
     await Promise.allSettled([reading, polling]);
   }
-  // the order of the log (the stream's order is the same; the list is what counts)
-  const ordered = (await listEvents(c, sid)).filter((e) => seen.has(e.id));
-  const ids = new Set(ordered.map((e) => e.id));
-  return Object.assign(ordered.concat([...seen.values()].filter((e) => !ids.has(e.id))), { result });
+  // What the log holds from ACTION to the match, in its order: a publish the stream lost (a
+  // stream only delays nothing it delivers; docs/events.md) is in the list.
+  const log = (await listEvents(c, sid)).filter((e) => !before.has(e.id));
+  const end = log.findIndex((e) => e.id === matched);
+  return Object.assign(end >= 0 ? log.slice(0, end + 1) : [...seen.values()], { result });
 }
 
 // Send EVENTS and watch until UNTIL (default: the session is idle).

@@ -225,7 +225,7 @@ describe('self_hosted', { concurrency: true }, () => {
     const { env, key } = await selfHostedEnv();
     const session = await mkSession(c, await mkAgent(c), env);
     const LEASE_TTL_S = 10; // the shortest the API grants
-    await script(T, [use('bash', { command: `echo start >> k-${T}.log; sleep 2; echo end >> k-${T}.log` }), say(`done ${T}`)]);
+    await script(T, [use('bash', { command: `echo start >> k-${T}.log; sleep 5; echo end >> k-${T}.log` }), say(`done ${T}`)]);
     const first = startWorker(env, key, { leaseTtlS: LEASE_TTL_S });
     const watching = turn(c, session.id, text(`slow ${T}`), { until: idleWith('end_turn'), timeoutMs: 60000 });
     await until('the tool started in the first worker', () => fs.existsSync(`${first.dir}/k-${T}.log`), { timeoutMs: 30000 });

@@ -12,7 +12,7 @@
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  BACKEND, assertConsistent, assertModelSawOneResultEach, assertToolsetResults, cleanup, client,
+  alive, BACKEND, assertConsistent, assertModelSawOneResultEach, assertToolsetResults, cleanup, client,
   idleWith, listEvents, mkAgent, mkEnv, mkSession, modelRequests, processesWith, resultsById,
   resultText, say, script, text, token, toolsetSteps, turn, until, use, watch,
 } from './lib.mjs';
@@ -80,6 +80,9 @@ describe(BACKEND, { concurrency: true }, () => {
   });
 
   const HOST_PROCESSES = ['local', 'bwrap'];
+// docs/runner.md: the turn asks about an interrupt every 100-200 ms and kills the tool's process
+// group; the rest is the database and a loaded machine
+const INTERRUPT_MAX_MS = 1500;
   test(`an interrupt during sleep 30 kills it within a second; idle end_turn`, { skip: !HOST_PROCESSES.includes(BACKEND) && `${BACKEND}: the tool is not a host process` }, async () => {
     const T = token('interrupt');
     const arg = `30.${Math.floor(Math.random() * 1e6)}`; // unique among the host's processes
@@ -88,18 +91,20 @@ describe(BACKEND, { concurrency: true }, () => {
     await script(T, [use('bash', { command: `echo started; sleep ${arg}; echo slept` })]);
     await turn(c, session.id, text(`sleep ${T}`), { until: (e) => e.type === 'agent.tool_use' });
     const procs = await until('the sleep runs', () => processesWith(arg).then((p) => p.length && p), { timeoutMs: 15000 });
-    assert.ok(procs.length >= 1);
-    // from the moment the API took the interrupt to the moment ps no longer shows the sleep
+    const pids = procs.map((l) => Number(l.split(/\s+/)[0]));
+    // from the moment the API took the interrupt to the moment the sleep's process is gone
     let sent = 0;
     let gone;
     const evs = await watch(c, session.id, async () => {
       await c.beta.sessions.events.send(session.id, { events: [{ type: 'user.interrupt' }] });
       sent = Date.now();
-      gone = until('the sleep is gone', async () => (await processesWith(arg)).length === 0, { timeoutMs: 5000, everyMs: 20 })
+      gone = until('the sleep is gone', () => pids.every((p) => !alive(p)), { timeoutMs: 5000, everyMs: 10 })
         .then(() => Date.now() - sent);
     }, { until: idleWith('end_turn'), timeoutMs: 10000 });
     gone = await gone;
-    assert.ok(gone <= 1500, `the sleep was gone ${gone} ms after the interrupt (want ~1 s)`);
+    console.log(`# ${BACKEND}: the sleep was gone ${gone} ms after the interrupt`);
+    assert.ok(gone <= INTERRUPT_MAX_MS, `the sleep was gone ${gone} ms after the interrupt (want ~1 s)`);
+    assert.deepEqual(await processesWith(arg), []);
     assert.ok(!evs.some((e) => e.type === 'agent.message'), 'the model was not asked again');
     // the next turn runs, and the model sees a result for the interrupted call
     await script(T, [say(`after ${T}`)]);

@@ -1,6 +1,6 @@
 // A turn's loop on a cloud session (backend local), through the official SDK, against the
 // fake model: tests/runtime/run.sh runs it with the local runners ([model] backoff_ms 100,
-// backoff_cap_ms 400, idle_timeout_seconds 2, max_retries 6: the harness's operator.ini).
+// backoff_cap_ms 400, idle_timeout_seconds 10, max_retries 6: the harness's operator.ini).
 //
 //   always_ask  a tool whose permission_policy is always_ask: agent.tool_use with
 //               evaluated_permission "ask", idle requires_action naming it; allow runs it (the
@@ -21,13 +21,18 @@ import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   assertConsistent, assertModelSawOneResultEach, blockText, cleanup, client, idleWith, listEvents,
-  mkAgent, mkEnv, mkSession, modelRequests, resultsSeen, resultText, say, script, sleep, text,
+  mkAgent, mkEnv, mkSession, modelRequests, resultsSeen, resultText, say, script, text,
   token, turn, until, use, watch,
 } from './lib.mjs';
 
 const c = client();
 after(cleanup);
 const MAX_RETRIES = 6; // [model] max_retries: the default, which the harness keeps
+const IDLE_TIMEOUT_S = 10; // [model] idle_timeout_seconds in the harness's operator.ini
+// The turn resumed N times: session.status_running events but those that end a model retry's
+// wait (after session.status_rescheduled: a loaded machine may make a retry happen anywhere).
+const resumes = (evs) => evs.filter((e) => e.type.startsWith('session.status_'))
+  .filter((e, i, st) => e.type === 'session.status_running' && st[i - 1]?.type !== 'session.status_rescheduled').length;
 const LOOKUP = { type: 'custom', name: 'lookup', description: 'looks things up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } };
 const isIdle = (e) => e.type === 'session.status_idle';
 
@@ -90,7 +95,7 @@ describe('turns', { concurrency: true }, () => {
     const rest = await turn(c, session.id, {
       type: 'user.custom_tool_result', custom_tool_use_id: u.id, content: [{ type: 'text', text: `found ${T}` }],
     }, { until: idleWith('end_turn') });
-    assert.equal(rest.filter((e) => e.type === 'session.status_running').length, 1, 'resumed once');
+    assert.equal(resumes(rest), 1, 'resumed once');
     const msg = rest.find((e) => e.type === 'agent.message');
     assert.equal(resultText(msg), `the answer was found ${T}`);
     const last = (await modelRequests(T)).at(-1);
@@ -102,7 +107,7 @@ describe('turns', { concurrency: true }, () => {
     const T = token('intmodel');
     const session = await mkSession(c, await mkAgent(c), await mkEnv(c));
     // alive but slow: pings every 300 ms, so the idle timeout does not end it
-    await script(T, [say(`never ${T}`, { stall_ms: 20000, ping_every_ms: 300 })]);
+    await script(T, [say(`never ${T}`, { stall_ms: 60000, ping_every_ms: 300 })]);
     await turn(c, session.id, text(`think ${T}`), { until: (e) => e.type === 'span.model_request_start' });
     let sent = 0;
     const evs = await watch(c, session.id, async () => {
@@ -112,7 +117,8 @@ describe('turns', { concurrency: true }, () => {
     const took = Date.now() - sent;
     assert.deepEqual(evs.at(-1).stop_reason, { type: 'end_turn' });
     assert.ok(!evs.some((e) => e.type === 'agent.message'));
-    assert.ok(took < 2000, `idle ${took} ms after the interrupt`);
+    // (the runner asks every 100-200 ms; the rest is a loaded machine's database and stream)
+    assert.ok(took < 5000, `idle ${took} ms after the interrupt, the answer would take 60 s`);
     const [req] = await modelRequests(T);
     await until('the model request is abandoned', async () => (await modelRequests(T))[0].ended_ms !== null, { timeoutMs: 2000 });
     assert.equal(req.complete, false);
@@ -144,10 +150,10 @@ describe('turns', { concurrency: true }, () => {
   test('a message sent while a turn runs is taken by that turn: one idle at the end', async () => {
     const T = token('queued');
     const session = await mkSession(c, await mkAgent(c), await mkEnv(c));
-    await script(T, [use('bash', { command: 'sleep 1; echo slept' }), say(`first ${T}`), say(`second ${T}`)]);
+    await script(T, [use('bash', { command: 'sleep 3; echo slept' }), say(`first ${T}`), say(`second ${T}`)]);
     const evs = await watch(c, session.id, async () => {
       await c.beta.sessions.events.send(session.id, { events: [text(`one ${T}`)] });
-      await sleep(300); // the bash call is running
+      await until('the bash call runs', async () => (await listEvents(c, session.id)).some((e) => e.type === 'agent.tool_use'), { everyMs: 100 });
       const q = await c.beta.sessions.events.send(session.id, { events: [text(`two ${T}`)] });
       assert.equal(q.data[0].processed_at, null, 'queued while the turn runs');
     }, { until: (e) => isIdle(e) && e.stop_reason?.type === 'end_turn' });
@@ -222,9 +228,9 @@ describe('turns', { concurrency: true }, () => {
   test('a stream silent past idle_timeout_seconds is abandoned and retried', async () => {
     const T = token('silent');
     const session = await mkSession(c, await mkAgent(c), await mkEnv(c));
-    await script(T, [say(`too late ${T}`, { hang_ms: 8000 }), say(`fresh ${T}`)]);
+    await script(T, [say(`too late ${T}`, { hang_ms: 60000 }), say(`fresh ${T}`)]);
     const t0 = Date.now();
-    const evs = await turn(c, session.id, text(`hello ${T}`), { until: idleWith('end_turn'), timeoutMs: 20000 });
+    const evs = await turn(c, session.id, text(`hello ${T}`), { until: idleWith('end_turn'), timeoutMs: 45000 });
     const took = Date.now() - t0;
     const errors = evs.filter((e) => e.type === 'session.error');
     assert.equal(errors.length, 1, evs.map((e) => e.type).join(' '));
@@ -234,6 +240,6 @@ describe('turns', { concurrency: true }, () => {
     const reqs = await modelRequests(T);
     assert.equal(reqs.length, 2);
     assert.equal(reqs[0].complete, false, 'the silent answer was abandoned');
-    assert.ok(took < 7000, `retried after the 2 s idle timeout, not the 8 s silence (${took} ms)`);
+    assert.ok(took >= IDLE_TIMEOUT_S * 1000 && took < 40000, `retried after the ${IDLE_TIMEOUT_S} s idle timeout, not the 60 s silence (${took} ms)`);
   });
 });
