@@ -11,6 +11,7 @@
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../db/environments.h"
+#include "../db/events.h"
 #include "../db/work.h"
 #include "cursor.h"
 #include "env_validate.h"
@@ -364,6 +365,26 @@ static int heartbeat_apply(struct work_tx *c, const char *id, struct work_row *r
 	return 0;
 }
 
+/* The item of SESSION_ID stopped: when the session waits for its client (requires_action) and
+ * no live item is left to bring one, nobody can answer: the wait ends (evdb_client_gone: a
+ * session.error saying so, idle end_turn; docs/work-queue.md). Part of the stop's transaction. */
+static enum db_status work_stopped(struct db *db, const char *session_id, const char *now)
+{
+	struct ev_session s;
+	int found = 0, live = 1;
+	enum db_status st = evdb_lock_id(db, session_id, now, &s, &found);
+
+	if (!st && found && !s.turn_pending && s.blocking)
+		st = workdb_session_live(db, session_id, &live);
+	if (!st && !live) {
+		st = evdb_client_gone(db, &s);
+		if (!st)
+			st = evdb_save(db, &s);
+	}
+	ev_session_release(&s);
+	return st;
+}
+
 /* Transition C->op of the item (resource_change; ARG is C): ROWS holds it, read locked. */
 static enum db_status work_change(struct db *db, const struct db_key *k, const struct db_rows *rows,
 				  void *arg, int *wrote, struct verr *err)
@@ -413,7 +434,14 @@ static enum db_status work_change(struct db *db, const struct db_key *k, const s
 		break;
 	}
 	*wrote = 1;
-	return workdb_write(db, k->id, &row, now);
+	{
+		enum db_status st = workdb_write(db, k->id, &row, now);
+		const char *session_id = db_cell(rows, 0, WORK_C_SESSION_ID);
+
+		if (!st && c->op == WORK_STOP && !strcmp(row.state, "stopped") && session_id)
+			st = work_stopped(db, session_id, now);
+		return st;
+	}
 }
 
 /* Run transition C and answer with the item (or, for a heartbeat, its lease). */

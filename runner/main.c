@@ -25,7 +25,6 @@
 #include "../common/clock.h"
 #include "../common/crypto.h"
 #include "../common/log.h"
-#include "../common/privs.h"
 #include "../db/keys.h"
 #include "../sandbox/backend.h"
 #include "runner.h"
@@ -253,23 +252,11 @@ static int run(struct runner *r, struct db *db, const struct options *o)
 	return ret;
 }
 
-/* Started as root: root is given up for the [reconciler] user, who owns the sandboxes. */
+/* Started as root: root is given up for the [reconciler] user, who owns the sandboxes (and
+ * keeps the Docker Engine's socket group: the docker backend's tools run through it). */
 static int leave_root(const struct config *cfg, struct sbx *sbx)
 {
-	unsigned uid, gid;
-
-	if (geteuid() != 0)
-		return 0;
-	if (privs_lookup(cfg->reconciler_user, &uid, &gid)) {
-		log_error("runner: [reconciler] user '%s' is unknown or is root; refusing to run "
-			  "as root",
-			  cfg->reconciler_user);
-		return -1;
-	}
-	if (sbx->root[0] && sbx_dir_own(sbx, uid, gid))
-		log_warn("sandbox root %s: giving it to '%s': %s", sbx->root, cfg->reconciler_user,
-			 strerror(errno));
-	return privs_drop(cfg->reconciler_user, "runner", "[reconciler] user");
+	return sbx_leave_root(sbx, cfg->reconciler_user, "runner");
 }
 
 /* The database's deployment id: what docker and the HTTP backends label sandboxes with. */

@@ -132,6 +132,13 @@ struct sbx_exec {
 int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, char *err,
 	     size_t errsz);
 
+/* Started as root, a program that works on S's sandboxes (the reconciler, the runner: WHO in
+ * messages) gives up root for good for USER ([reconciler] user): the sandbox root becomes
+ * USER's (sbx_dir_own), and the group of S's control socket (the Docker Engine's, root:docker
+ * 0660) is kept as USER's only supplementary group, so that the Engine stays reachable. Not
+ * root: nothing to do. 0, or -1 (logged) when the program must not go on. */
+int sbx_leave_root(struct sbx *s, const char *user, const char *who);
+
 /* Release what sbx_open prepared (the driver's state); safe to call twice. */
 void sbx_close(struct sbx *s);
 

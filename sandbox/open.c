@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "../common/log.h"
+#include "../common/privs.h"
 #include "backend.h"
 
 static int mkdir_p(const char *path)
@@ -165,6 +168,37 @@ int sbx_open(struct sbx *s, const struct config *cfg, const char *config_file, c
 	strcpy(s->root, real);
 	add_mask(s, s->root);
 	return s->ops->prepare ? s->ops->prepare(s, err, errsz) : 0;
+}
+
+int sbx_leave_root(struct sbx *s, const char *user, const char *who)
+{
+	unsigned uid, gid;
+	long keep = -1;
+
+	if (geteuid() != 0)
+		return 0;
+	if (privs_lookup(user, &uid, &gid)) {
+		log_error(
+			"%s: [reconciler] user '%s' is unknown or is root; refusing to run as root",
+			who, user);
+		return -1;
+	}
+	if (s->root[0] && sbx_dir_own(s, uid, gid))
+		log_warn("sandbox root %s: giving it to '%s': %s", s->root, user, strerror(errno));
+	if (s->control_socket[0]) {
+		/* the Engine's socket (root:docker 0660): its group, never root's, comes along */
+		struct stat st;
+
+		if (stat(s->control_socket, &st))
+			log_warn("backend socket %s: %s", s->control_socket, strerror(errno));
+		else if (st.st_gid == 0)
+			log_warn("backend socket %s belongs to group root: the [reconciler] user "
+				 "cannot reach it; give it a group of its own (dockerd --group)",
+				 s->control_socket);
+		else
+			keep = (long)st.st_gid;
+	}
+	return privs_drop_keep(user, who, "[reconciler] user", keep);
 }
 
 void sbx_close(struct sbx *s)

@@ -222,34 +222,39 @@ recon_stop() {
 	_stack_stop "$1/reconciler.pid" terrarium-reconciler TERM 35 reconciler
 }
 
-# runner_start RUN NAME: terrarium-runner --loop with NAME's configuration (docs/runner.md:
+# runner_start RUN NAME [ID]: terrarium-runner --loop with NAME's configuration (docs/runner.md:
 # it runs sessions' turns: the model ([model] base_url, MODEL_BASE_URL in api_config) and the
 # tools in the sandboxes of NAME's backend). Its key, when the model needs one, comes from
 # ANTHROPIC_API_KEY in the environment or [model] api_key_file (RUN/operator.ini), never from
-# a command line. Pid RUN/runner.pid, log RUN/runner.log.
+# a command line. Pid RUN/ID.pid, log RUN/ID.log; ID (default runner) tells several runners of
+# one RUN apart.
 runner_start() {
-	local run=$1 name=$2 bin pid
+	local run=$1 name=$2 id=${3:-runner} bin pid
 	_stack_check_run "$run" || return 1
 	_stack_check_name "$name" || return 1
+	_stack_check_name "$id" || return 1
 	bin="$(dirname "$(_stack_api_bin)")/terrarium-runner"
-	if pid=$(stack_running "$run/runner.pid" terrarium-runner); then
-		_stack_say "runner already running (pid $pid)"
+	if pid=$(stack_running "$run/$id.pid" terrarium-runner); then
+		_stack_say "$id already running (pid $pid)"
 		return 0
 	fi
 	[ -x "$bin" ] || {
 		_stack_err "$bin not built (run make)"
 		return 1
 	}
-	_stack_spawn "$run/runner.pid" "$run/runner.log" "$bin" -c "$run/$name.ini" --loop || {
-		_stack_err "runner did not start"
-		_stack_tail "$run/runner.log"
+	_stack_spawn "$run/$id.pid" "$run/$id.log" "$bin" -c "$run/$name.ini" --loop || {
+		_stack_err "$id did not start"
+		_stack_tail "$run/$id.log"
 		return 1
 	}
-	_stack_say "runner running (pid $(cat "$run/runner.pid"), log $run/runner.log)"
+	_stack_say "$id running (pid $(cat "$run/$id.pid"), log $run/$id.log)"
 }
+# runner_stop RUN [ID]: SIGTERM (its turns end; the next runner takes them over), wait, SIGKILL.
 runner_stop() {
+	local id=${2:-runner}
 	_stack_check_run "$1" || return 1
-	_stack_stop "$1/runner.pid" terrarium-runner TERM 35 runner
+	_stack_check_name "$id" || return 1
+	_stack_stop "$1/$id.pid" terrarium-runner TERM 35 "$id"
 }
 
 

@@ -19,6 +19,8 @@
 #                                  kill -9 while events are written, 1,000 streams held
 #   tests/race/race.mjs            session creation racing environment delete and archive
 #   tests/seeds/run.sh             the seed pages' curl examples (when present)
+#   tests/runtime/run.sh           sessions that run: the runners (started there), the agent
+#                                  toolset, crashes, self-hosted workers, against the fake model
 # Everything goes on even when a part fails; the exit status is non-zero if any part failed.
 # Everything started is stopped by PID on exit and the directory removed (KEEP_RUN=1 keeps it
 # and prints where it is; the processes are stopped either way).
@@ -33,6 +35,8 @@
 #   KEY_REVOKED  TERRARIUM_KEY_REVOKED  made in ws-main, then revoked
 #   WORKSPACE_ID WORKSPACE2_ID     ids of ws-main and ws-other
 #   TERRARIUM_RUN TERRARIUM_CONFIG the runtime directory and the local API's configuration
+#   FAKE_MODEL_URL                 the scripted fake model (tests/fake-model) every API's
+#                                  [model] base_url names, with short retries (RUN/operator.ini)
 #
 # Under a sanitizer build (BUILD_DIR=build-asan) any ASan/LSan/UBSan report fails the run.
 # Environment: BUILD_DIR (default build), E2E_ONLY ('A|B': only the parts whose names hold A or B),
@@ -52,8 +56,11 @@ section() {
 }
 
 scratch_before_stop() {
+	local pid
 	section "teardown"
 	if declare -F short_stop >/dev/null; then short_stop; fi
+	if pid=$(stack_running "$RUN/fake-model.pid" fake-model.mjs); then kill "$pid"; fi
+	rm -f "$RUN/fake-model.pid"
 }
 scratch_after_stop() { # a sanitizer report fails the run
 	if sanitizer_reports; then
@@ -102,6 +109,25 @@ section "stack in $RUN"
 for bin in terrarium-api terrarium-reconciler e2e-runner; do
 	[ -x "$BUILD/$bin" ] || die "$BUILD/$bin is not built (run make)"
 done
+
+# The scripted fake of the Messages API (tests/fake-model/README.md) for the runners: every
+# API's configuration names it, with retries short enough for tests (the operator's settings:
+# scripts/lib-stack.sh api_config appends RUN/operator.ini).
+node "$ROOT/tests/fake-model/fake-model.mjs" --port-file "$RUN/fake-model.port" \
+	</dev/null >"$RUN/fake-model.log" 2>&1 &
+echo $! >"$RUN/fake-model.pid"
+for _ in $(seq 100); do
+	[ -s "$RUN/fake-model.port" ] && break
+	sleep 0.1
+done
+[ -s "$RUN/fake-model.port" ] || die "the fake model did not start: $(cat "$RUN/fake-model.log")"
+FAKE_MODEL_URL="http://127.0.0.1:$(cat "$RUN/fake-model.port")"
+export FAKE_MODEL_URL MODEL_BASE_URL=$FAKE_MODEL_URL
+# the local backend's runners run the model's tools as host processes: allowed here, for tests
+# ([runner] host_tools, docs/runner.md); tests/runtime checks the refusal without it
+export RUNNER_HOST_TOOLS=1
+printf '[model]\nbackoff_ms = 100\nbackoff_cap_ms = 400\nidle_timeout_seconds = 10\n' \
+	>"$RUN/operator.ini" || die "cannot write $RUN/operator.ini"
 
 db_init "$RUN" || die "db_init failed"
 db_start "$RUN" || die "db_start failed"
@@ -503,6 +529,10 @@ part "create-session races delete/archive-environment (tests/race/race.mjs)" \
 if [ -f "$ROOT/tests/seeds/run.sh" ]; then
 	part "seed examples (tests/seeds/run.sh)" bash "$ROOT/tests/seeds/run.sh"
 fi
+
+# its runners take every pending turn of the database: they run only within the part
+part "runtime: runners, the agent toolset, crashes, self-hosted workers (tests/runtime/run.sh)" \
+	bash "$ROOT/tests/runtime/run.sh"
 
 # last: it stops and restarts MariaDB
 part "faults and serving modes (tests/faults/run.sh)" bash "$ROOT/tests/faults/run.sh"

@@ -522,10 +522,12 @@ async function control(req, res, url) {
 
 const RECORDED_HEADERS = ['anthropic-version', 'anthropic-beta', 'content-type', 'accept', 'user-agent'];
 
-function record(req, url, raw) {
+function record(req, url, raw, startedMs) {
   const rec = {
     seq: ++seq,
     at: new Date().toISOString(),
+    started_ms: startedMs,
+    ended_ms: null,
     conn: req.socket.fakeConn,
     method: req.method,
     path: url.pathname,
@@ -547,9 +549,11 @@ function record(req, url, raw) {
 async function handle(req, res) {
   const url = new URL(req.url, 'http://fake');
   if (url.pathname.startsWith('/__fake/')) return control(req, res, url);
+  const startedMs = performance.now();
   const raw = (await readBody(req)).toString('utf8');
-  const rec = record(req, url, raw);
+  const rec = record(req, url, raw, startedMs);
   res.on('close', () => {
+    rec.ended_ms = performance.now();
     rec.status = res.statusCode;
     rec.complete = res.writableFinished;
   });
