@@ -320,12 +320,35 @@ static enum recon_outcome renew(struct job *j, int mark)
 	return RECON_DONE;
 }
 
+/* Seconds between two renewals of an intent's lease while the backend works: a third of it, at
+ * least one. */
+static long renew_every(const struct recon *r)
+{
+	long every = r->cfg->lease_s / RECON_RENEWALS_PER_LEASE;
+
+	return every < 1 ? 1 : every;
+}
+
+/* renew when the last renewal is renew_every old (the watch may tick more often: r->also) */
+static enum recon_outcome renew_due(struct job *j)
+{
+	if (clock_mono_s() < j->lease_end - (double)(j->r->cfg->lease_s - renew_every(j->r)))
+		return RECON_DONE;
+	return renew(j, 0);
+}
+
 /* proc_watch: renew while a command runs. Stop it when the lease is taken, or when renewals
  * keep failing until the lease may have run out (another reconciler may start this work). */
 static int lease_tick(void *arg)
 {
 	struct job *j = arg;
-	enum recon_outcome out = renew(j, 0);
+	enum recon_outcome out = renew_due(j);
+
+	if (j->r->also && j->r->also->tick(j->r->also->arg)) {
+		log_info("intent %lld: its caller stops: stopping the command", j->in->id);
+		j->lost = 1;
+		return 1;
+	}
 
 	if (out == RECON_LOST) {
 		log_warn("intent %lld: lease lost while a command ran: stopping it", j->in->id);
@@ -348,8 +371,10 @@ static int create_tick(void *arg)
 {
 	struct job *j = arg;
 
-	if (!j->lost && renew(j, 0) == RECON_LOST)
+	if (!j->lost && renew_due(j) == RECON_LOST)
 		log_warn("intent %lld: lease lost during the create: letting it finish", j->in->id);
+	if (j->r->also)
+		(void)j->r->also->tick(j->r->also->arg); /* its own renewal; a create finishes */
 	return 0;
 }
 
@@ -846,13 +871,15 @@ static enum recon_outcome provision(struct job *j, json_t *spec)
 
 enum recon_outcome recon_process(struct recon *r, struct intent *in)
 {
-	long every = r->cfg->lease_s / RECON_RENEWALS_PER_LEASE;
 	struct job j = { .r = r, .in = in };
-	/* renews the lease while the backend works: commands, and the HTTP drivers' calls */
-	struct proc_watch watch = { lease_tick, &j, (every < 1 ? 1 : every) * 1000L };
+	/* renews the lease while the backend works: commands, and the HTTP drivers' calls; asks
+	 * r->also as often as it wants to be asked */
+	struct proc_watch watch = { lease_tick, &j, renew_every(r) * 1000L };
 	json_t *spec = json_loads(in->spec, 0, NULL);
 	enum recon_outcome out;
 
+	if (r->also && r->also->interval_ms < watch.interval_ms)
+		watch.interval_ms = r->also->interval_ms;
 	j.fence = (struct intent_fence){ in->id, r->owner, in->attempts };
 	j.steps = json_loads(in->steps_done, 0, NULL);
 	snprintf(j.sandbox_id, sizeof(j.sandbox_id), "%s", in->sandbox_id);

@@ -74,6 +74,11 @@ struct recon {
 	struct recon_stats stats;
 	struct recon_stats stats_written; /* what the metrics file has already counted */
 	int metrics_fd, metrics_lock_fd; /* --metrics-file and its lock, opened before leave_root */
+	/* Asked with every renewal of an intent's lease while recon_process works on it (the
+	 * runner: the turn that provisions its session renews its own lease there, and says when
+	 * the turn must stop); a non-zero answer stops the work as a lost lease does (a create is
+	 * let finish). NULL: none. */
+	const struct proc_watch *also;
 };
 
 /* Replace in TEXT (SIZE bytes) every host path R knows of: the sandbox root ("<sandboxes>"),

@@ -26,6 +26,8 @@ struct turn_sandbox {
 	struct proc_watch watch;
 };
 
+static int watch_tick(void *arg);
+
 /* The binding of SESSION_ID into SB. 1 bound, 0 not (yet), -1 with ERR set. */
 static int bound(struct turn_sandbox *sb, struct db *db, const char *session_id, char *err,
 		 size_t errsz)
@@ -69,6 +71,9 @@ static int provision(struct turn_sandbox *sb, struct db *db, const char *session
 			rc.sbx = *sb->sbx;
 			snprintf(rc.owner, sizeof(rc.owner), "%s", sb->r->owner);
 			rc.metrics_fd = rc.metrics_lock_fd = -1;
+			/* the turn's lease is renewed (and its stop asked) while it provisions */
+			rc.also = &sb->watch;
+			sb->watch = (struct proc_watch){ watch_tick, sb, RUNNER_TOOL_POLL_MS };
 			out = recon_process(&rc, &in);
 			intent_release(&in);
 			if (out != RECON_DONE) {

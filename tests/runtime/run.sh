@@ -14,8 +14,9 @@
 #   overdue  overdue.test.mjs, one runner with a 2 s [runner] tool_result_timeout_seconds
 #   hosttools  hosttools.test.mjs, one runner of the local API without [runner] host_tools: the
 #            model's tools are refused on a backend without isolation
-#   bwrap    toolset.test.mjs (also an interrupt and npm packages)
-#   srt      toolset.test.mjs
+#   bwrap    toolset.test.mjs (also an interrupt and npm packages), a 1 s turn lease: no turn is
+#            taken over while it provisions
+#   srt      toolset.test.mjs, likewise
 #   docker   toolset.test.mjs (also npm packages): when this host can run a Docker Engine, as
 #            tests/docker/run.sh decides (root, dockerd installed, the shared Engine starts);
 #            the sandbox image from sandbox-image/build.sh; the containers and cache images it
@@ -38,6 +39,7 @@ RUN=${TERRARIUM_RUN:?TERRARIUM_RUN is required}
 : "${TERRARIUM_URL:?}" "${TERRARIUM_KEY:?}" "${TERRARIUM_CONFIG:?}" "${FAKE_MODEL_URL:?}"
 CRASH_LEASE_S=1    # the crash phase's [runner] lease_seconds
 RESULT_TIMEOUT_S=2 # the overdue phase's [runner] tool_result_timeout_seconds
+SHORT_LEASE_S=1    # the bwrap and srt phases' [runner] lease_seconds: shorter than an install
 cd "$ROOT/tests/runtime" || exit 1
 
 # shellcheck source=tests/lib-npm.sh
@@ -172,7 +174,17 @@ for ph in "${PHASES[@]}"; do
 			echo "# $ph skipped: TERRARIUM_URL_$ph is not set"
 			continue
 		fi
-		phase "$ph" "$ph" "$ph" 1 toolset.test.mjs
+		# a turn lease shorter than the first turn's provisioning (npm): the turn keeps it
+		# while it provisions, no other turn process takes the session over
+		derived_config "$ph" "$ph" '[runner]' "lease_seconds = $SHORT_LEASE_S" ||
+			{ not_ok "$ph: its configuration"; continue; }
+		phase "$ph" "$ph" "runtime-$ph" 1 toolset.test.mjs
+		if grep -q "the turn is not this runner's any more" "$RUN/runtime-$ph-1.log"; then
+			not_ok "$ph: a turn kept its $SHORT_LEASE_S s lease while it provisioned (runtime-$ph-1.log)"
+		else
+			passed=$((passed + 1))
+			echo "ok - $ph: a turn kept its $SHORT_LEASE_S s lease while it provisioned"
+		fi
 		;;
 	docker)
 		if [ -z "$(url_of docker)" ]; then
