@@ -82,7 +82,8 @@ static const struct config_key keys[] = {
 	  "without a publisher, a held stream sends a keep-alive comment this often" },
 	{ "stream", "max_held", CONFIG_INT, F(stream_max_held), 0, CONFIG_MAX_WORKERS, "0", 0,
 	  "without a publisher, the streams held at once by the supervisor's workers (beyond: "
-	  "503); 0: half of them" },
+	  "503); 0: half of those that take them (the long-poll pool's when `[api] poll_socket` "
+	  "is set)" },
 
 	{ "sandbox", "backend", CONFIG_BACKEND, F(backend), 0, 0, "local", 0,
 	  "the sandbox backend: a name in the backend table (common/backend.c)" },
@@ -525,7 +526,8 @@ int config_api_workers(const struct config *cfg)
 
 int config_stream_max_held(const struct config *cfg)
 {
-	int half = config_api_workers(cfg) / 2;
+	/* the workers that take the streams: the long-poll pool when there is one */
+	int half = (cfg->api_poll_socket[0] ? cfg->api_poll_workers : config_api_workers(cfg)) / 2;
 
 	if (cfg->stream_max_held > 0)
 		return cfg->stream_max_held;

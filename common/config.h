@@ -217,8 +217,9 @@ int config_dump(const struct config *cfg, FILE *out);
 /* The supervisor's workers on [api] socket: [api] workers, or two per core when it is 0. */
 int config_api_workers(const struct config *cfg);
 
-/* The event streams workers hold at once without a publisher: [stream] max_held, or half of
- * config_api_workers (at least one) when it is 0. */
+/* The event streams workers hold at once without a publisher: [stream] max_held, or, when it
+ * is 0, half of the workers that take them (at least one): the long-poll pool's
+ * ([api] poll_workers) when [api] poll_socket is set, else config_api_workers. */
 int config_stream_max_held(const struct config *cfg);
 
 /* The settings section of backend NAME, or NULL when NAME has none. Borrowed. */

@@ -131,6 +131,25 @@ static void test_errors(void **state)
 	assert_non_null(strstr(cfg.error, "TERRARIUM_DB_PASSWORD"));
 }
 
+/* The streams held without a publisher: half of the pool that takes them (the long-poll pool's
+ * when there is one), or [stream] max_held. */
+static void test_stream_max_held(void **state)
+{
+	struct config cfg;
+	(void)state;
+	assert_int_equal(load_text(&cfg, "[api]\nworkers = 6\n"), 0);
+	assert_int_equal(config_stream_max_held(&cfg), 3);
+	assert_int_equal(load_text(&cfg, "[api]\nworkers = 4\npoll_socket = /run/p.sock\n"
+					 "poll_workers = 16\n"),
+			 0);
+	assert_int_equal(config_stream_max_held(&cfg), 8);
+	assert_int_equal(load_text(&cfg, "[api]\nworkers = 1\n"), 0);
+	assert_int_equal(config_stream_max_held(&cfg), 1);
+	assert_int_equal(
+		load_text(&cfg, "[api]\npoll_socket = /run/p.sock\n[stream]\nmax_held = 5\n"), 0);
+	assert_int_equal(config_stream_max_held(&cfg), 5);
+}
+
 /* Defaults of an empty file: exactly the values every deployment's file relies on. */
 static void test_defaults(void **state)
 {
@@ -430,4 +449,4 @@ static void test_docs_list_every_key(void **state)
 UNIT_MAIN(cmocka_unit_test(test_load), cmocka_unit_test(test_errors),
 	  cmocka_unit_test(test_defaults), cmocka_unit_test(test_bounds),
 	  cmocka_unit_test(test_table), cmocka_unit_test(test_dump),
-	  cmocka_unit_test(test_docs_list_every_key))
+	  cmocka_unit_test(test_docs_list_every_key), cmocka_unit_test(test_stream_max_held))
