@@ -220,7 +220,7 @@ static int worker_loop(const struct config *cfg, const struct serve_app *app, in
 		}
 		{
 			struct body_src src = { fr.in };
-			struct resp_stream stream = { fcgx_stream_write, fr.out };
+			struct resp_stream stream = { fcgx_stream_write, fr.out, fr.ipcFd };
 			handle(app, w, fr.envp, &src, &stream, &req, &resp);
 			if (!resp.streamed)
 				write_fcgx(fr.out, &req, &resp);
@@ -257,7 +257,7 @@ int serve_cgi(const struct config *cfg, const struct serve_app *app)
 	struct request req;
 	struct response resp;
 	struct body_src src = { NULL };
-	struct resp_stream stream = { stdout_stream_write, NULL };
+	struct resp_stream stream = { stdout_stream_write, NULL, -1 };
 	char head[RESP_MAX_HEADERS * RESP_HEADER_MAX + 512];
 	int n;
 

@@ -144,6 +144,8 @@ static void hold(struct worker *w, struct request *req, struct response *resp, c
 		int rc;
 
 		clock_sleep_ms(cfg->stream_poll_ms);
+		if (resp_stream_gone(resp)) /* the client left: its slot is free at once */
+			break;
 		st = evdb_session_after(w->db, id, last, STREAM_BATCH, &rows);
 		if (st) {
 			log_warn("stream %s: reading its events: %s", id, db_error(w->db));

@@ -49,6 +49,9 @@ struct resp_stream {
 	/* Write and flush N bytes of BUF to the client: 0, or -1 when the client is gone. */
 	int (*write)(void *ctx, const char *buf, size_t n);
 	void *ctx;
+	/* the connection to the web server, which it shuts when the client leaves (nginx with
+	 * fastcgi_keep_conn off); -1: unknown (only a failed write says the client left) */
+	int fd;
 };
 
 struct response {
@@ -123,5 +126,8 @@ void resp_release(struct response *resp);
 int resp_stream_start(struct response *resp, const struct request *req, const char *content_type);
 /* Write N bytes of BUF to the started stream. 0, or -1 when the client is gone. */
 int resp_stream_write(struct response *resp, const char *buf, size_t n);
+/* 1 when the web server has shut the stream's connection (its client left), without waiting
+ * for the next write to fail; 0 otherwise or when the transport cannot tell. */
+int resp_stream_gone(const struct response *resp);
 
 #endif

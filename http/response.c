@@ -1,4 +1,5 @@
 /* Response building and the error envelope of docs/api.md §2. */
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,4 +237,14 @@ int resp_stream_write(struct response *resp, const char *buf, size_t n)
 	if (!resp->stream || !resp->streamed)
 		return -1;
 	return resp->stream->write(resp->stream->ctx, buf, n);
+}
+
+int resp_stream_gone(const struct response *resp)
+{
+	struct pollfd p;
+
+	if (!resp->stream || resp->stream->fd < 0)
+		return 0;
+	p = (struct pollfd){ .fd = resp->stream->fd, .events = POLLRDHUP };
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }

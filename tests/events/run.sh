@@ -43,6 +43,7 @@ EVENT_WAIT_S=10       # an event reaches a stream within this
 NCHAN_PING_WAIT_S=20  # nchan's keep-alive comes every 15 s (nginx/stream-nchan.conf.in)
 WORKER_HOLD_S=4       # the fallback's [stream] hold_seconds here
 WORKER_MAX_HELD=2     # ... and max_held
+SLOT_FREE_MS=600      # a held stream's slot is free this soon after its client left
 STOP_MAX_S=10         # a supervisor with a tailer stops within this (api_stop waits 35 s)
 GET_MAX_MS=500        # a GET while the streams are held, at worst (a loaded machine)
 GET_PROBES=100
@@ -165,7 +166,7 @@ workers_fallback() {
 	local port started=0 attempt url2 s f rc t0 el code n
 	stack_prepare "$EVW" || return 1
 	cp -p "$RUN/db-password" "$EVW/db-password" || return 1
-	printf '[database]\nsocket = %s\n\n[stream]\nping_seconds = 1\nhold_seconds = %s\nmax_held = %s\n' \
+	printf '[database]\nsocket = %s\n\n[stream]\nping_seconds = 2\nhold_seconds = %s\nmax_held = %s\n' \
 		"$RUN/mysql.sock" "$WORKER_HOLD_S" "$WORKER_MAX_HELD" >"$EVW/operator.ini"
 	NCHAN=0 API_TAILER=0 WORKERS=2 api_config "$EVW" evw local >/dev/null 2>&1 &&
 		api_start "$EVW" evw >/dev/null 2>&1 || {
@@ -186,7 +187,7 @@ workers_fallback() {
 		_ "$started" "$EVW" || return 1
 	url2="http://127.0.0.1:$port"
 	framing "$url2" workers 3
-	# the worker that held it sees that its client left at its next keep-alive
+	# the worker that held it sees that its client left (nginx shuts the connection)
 	wait_for 5 test "$(fastcgi_conns "$EVW" evw)" = 0
 	# a stream held by a worker is a FastCGI connection (what the 1,000 streams check counts)
 	s=$(mksession "$url2")
@@ -206,10 +207,26 @@ workers_fallback() {
 	check "workers: a stream beyond max_held ($WORKER_MAX_HELD) answers 503 JSON at once ($code)" \
 		bash -c '[ "$1" = 503 ] && jq -e ".type == \"error\"" "$2" >/dev/null && head -1 "$3" | grep -q " 200"' \
 		_ "$code" "$RUN/ev-503.json" "$f-2.h"
+	# a client that leaves frees its slot at once, not at the worker's next keep-alive (2 s)
+	kill "$held2" 2>/dev/null
+	wait "$held2"
+	local t1 t2 freed=''
+	t1=$(date +%s%3N)
+	while [ $(($(date +%s%3N) - t1)) -lt 3000 ]; do
+		t2=$(date +%s%3N)
+		code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 1 \
+			"$url2/v1/sessions/$s/events/stream" "${H[@]}" 2>/dev/null)
+		if [ "$code" = 200 ]; then # held until curl's time limit: a free slot
+			freed=$((t2 - t1))
+			break
+		fi
+		sleep 0.05
+	done
+	check "workers: a stream's slot is free within $SLOT_FREE_MS ms of its client leaving (${freed:-not in 3000} ms)" \
+		test -n "$freed" -a "${freed:-9999}" -le "$SLOT_FREE_MS"
 	wait "$held"
 	rc=$?
 	el=$(($(date +%s) - t0))
-	wait "$held2"
 	check "workers: a held stream ends after hold_seconds ($WORKER_HOLD_S s: ended after $el s, curl $rc)" \
 		bash -c '[ "$1" = 0 ] && [ "$2" -ge "$3" ] && [ "$2" -le $(($3 + 3)) ]' _ "$rc" "$el" "$WORKER_HOLD_S"
 	# session.deleted ends it
