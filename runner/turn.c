@@ -48,10 +48,11 @@ struct turn {
 	} mcp[MCP_SERVERS_MAX];
 	int nmcp;
 	long long renewed_ms;
-	int lost;	     /* the claim is not ours any more: write nothing */
-	int stopping;	     /* a user.interrupt (or the lost claim) asks the turn to stop */
-	int overdue;	     /* claimed because the client's results are overdue */
-	long long tokens[4]; /* input, output, cache creation, cache read of this process */
+	long long checked_ms; /* the stop conditions last read (a query, a fenced write) */
+	int lost;	      /* the claim is not ours any more: write nothing */
+	int stopping;	      /* a user.interrupt (or the lost claim) asks the turn to stop */
+	int overdue;	      /* claimed because the client's results are overdue */
+	long long tokens[4];  /* input, output, cache creation, cache read of this process */
 };
 
 /* ---- writes, fenced on the claim ---- */
@@ -78,6 +79,12 @@ static enum db_status write_tx(struct db *db, void *arg)
 	st = turns_lock(db, &w->t->claim, w->t->r->owner, now, &s, &lost);
 	if (!st && lost)
 		w->t->lost = 1;
+	/* the lock read what turns_should_stop asks: turn_stop need not ask again at once */
+	if (!st && !lost) {
+		w->t->checked_ms = clock_mono_ms();
+		if (s.interrupted)
+			w->t->stopping = 1;
+	}
 	if (!st && !lost)
 		st = w->change(w->t, db, &s, w->arg);
 	if (!st && !lost)
@@ -141,7 +148,9 @@ static enum db_status emit(struct db *db, struct ev_session *s, json_t *ev, cons
 /* ---- what stops a turn ---- */
 
 /* The cancel callback of the model call, the tools and the waits: renews the lease when a
- * third of it has passed, and says whether the turn must stop (an interrupt, a lost claim). */
+ * third of it has passed, and says whether the turn must stop (an interrupt, a lost claim),
+ * asking the database at most every RUNNER_STOP_CHECK_MS (a fenced write reads the same under
+ * its lock, write_tx). */
 static int turn_stop(void *arg)
 {
 	struct turn *t = arg;
@@ -161,8 +170,12 @@ static int turn_stop(void *arg)
 		else if (lost)
 			t->lost = 1;
 	}
-	if (!t->lost && turns_should_stop(t->db, &t->claim, t->r->owner, &yes) == DB_OK && yes)
-		t->stopping = 1;
+	if (!t->lost && clock_mono_ms() - t->checked_ms >= RUNNER_STOP_CHECK_MS &&
+	    turns_should_stop(t->db, &t->claim, t->r->owner, &yes) == DB_OK) {
+		t->checked_ms = clock_mono_ms();
+		if (yes)
+			t->stopping = 1;
+	}
 	return t->stopping || t->lost;
 }
 
