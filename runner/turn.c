@@ -52,6 +52,7 @@ struct turn {
 	int lost;	      /* the claim is not ours any more: write nothing */
 	int stopping;	      /* a user.interrupt (or the lost claim) asks the turn to stop */
 	int overdue;	      /* claimed because the client's results are overdue */
+	long writes;	      /* fenced writes committed so far */
 	long long tokens[4];  /* input, output, cache creation, cache read of this process */
 };
 
@@ -111,6 +112,8 @@ static int turn_write(struct turn *t, turn_change change, void *arg, int release
 	} else if (t->lost) {
 		log_warn("runner: session %s: the turn is not this runner's any more",
 			 t->claim.session_id);
+	} else {
+		t->writes++;
 	}
 	return t->lost ? -1 : 0;
 }
@@ -995,9 +998,11 @@ int turn_run(const struct runner *r, const struct turn_claim *c)
 		enum settle settled;
 		enum round round;
 		int queued = 0;
+		long writes;
 
 		if (turn_stop(&t) || turn_history(&t))
 			break;
+		writes = t.writes;
 		settled = settle_uses(&t);
 		if (settled == SETTLE_PARKED) {
 			ret = 0;
@@ -1006,7 +1011,9 @@ int turn_run(const struct runner *r, const struct turn_claim *c)
 		if (settled == SETTLE_STOP)
 			break;
 		t.overdue = 0;
-		if (turn_history(&t))
+		/* the results settling wrote go to the model: the log read again (not when it
+		 * wrote nothing) */
+		if (t.writes != writes && turn_history(&t))
 			break;
 		if (++round_trips > cfg->runner_max_round_trips) {
 			snprintf(err, sizeof(err),
