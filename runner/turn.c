@@ -118,29 +118,64 @@ static int turn_write(struct turn *t, turn_change change, void *arg, int release
 	return t->lost ? -1 : 0;
 }
 
-/* Append EV (an object whose first member is "type"; stolen) to S, referring to REF; its id
- * into ID_OUT (64 bytes) when not NULL. */
+/* Events of one write appended together (evdb_append_rows), in the order they were added. */
+struct batch {
+	struct ev_new e[EVENTS_APPEND_ROWS];
+	char ids[EVENTS_APPEND_ROWS][64], refs[EVENTS_APPEND_ROWS][64];
+	char types[EVENTS_APPEND_ROWS][EVENTS_TYPE_MAX];
+	char *bodies[EVENTS_APPEND_ROWS]; /* owned */
+	size_t n;
+};
+
+/* The end of B: after ST (a failure: B is dropped), what it holds is appended to S. */
+static enum db_status batch_end(struct db *db, struct ev_session *s, struct batch *b,
+				enum db_status st)
+{
+	if (!st && b->n)
+		st = evdb_append_rows(db, s, b->e, b->n);
+	for (size_t i = 0; i < b->n; i++)
+		free(b->bodies[i]);
+	b->n = 0;
+	return st;
+}
+
+/* Add EV (an object whose first member is "type"; stolen) to B, for S, referring to REF; its
+ * id into ID_OUT (64 bytes) when not NULL. A full B is appended first. */
+static enum db_status emit_to(struct batch *b, struct db *db, struct ev_session *s, json_t *ev,
+			      const char *ref, char *id_out)
+{
+	const char *type = json_string_value(json_object_get(ev, "type"));
+	enum db_status st = b->n == EVENTS_APPEND_ROWS ? batch_end(db, s, b, DB_OK) : DB_OK;
+	size_t i = b->n;
+
+	if (!st && random_id(b->ids[i], sizeof(b->ids[i]), EVENT_ID_PREFIX, ID_RANDOM_LEN))
+		st = db_fail(db, DB_FATAL, "session %s: no random id for an event", s->id);
+	if (!st)
+		st = db_json_dump(db, ev, "session", s->id, "event", &b->bodies[i]);
+	if (!st) {
+		snprintf(b->types[i], sizeof(b->types[i]), "%s", type ? type : "");
+		snprintf(b->refs[i], sizeof(b->refs[i]), "%s", ref ? ref : "");
+		b->e[i] = (struct ev_new){ .id = b->ids[i],
+					   .type = b->types[i],
+					   .ref_id = ref ? b->refs[i] : NULL,
+					   .body = b->bodies[i] };
+		b->n++;
+		if (id_out)
+			memcpy(id_out, b->ids[i], sizeof(b->ids[i]));
+	}
+	json_decref(ev);
+	return st;
+}
+
+/* Append EV (stolen) to S now, referring to REF; its id into ID_OUT (64 bytes) when not
+ * NULL. */
 static enum db_status emit_id(struct db *db, struct ev_session *s, json_t *ev, const char *ref,
 			      char *id_out)
 {
-	char id[64], *body = NULL;
-	struct ev_new e = { .id = id, .ref_id = ref };
-	enum db_status st;
+	struct batch b;
 
-	if (random_id(id, sizeof(id), EVENT_ID_PREFIX, ID_RANDOM_LEN))
-		st = db_fail(db, DB_FATAL, "session %s: no random id for an event", s->id);
-	else
-		st = db_json_dump(db, ev, "session", s->id, "event", &body);
-	if (!st) {
-		e.type = json_string_value(json_object_get(ev, "type"));
-		e.body = body;
-		st = evdb_append(db, s, &e);
-	}
-	free(body);
-	json_decref(ev);
-	if (!st && id_out)
-		memcpy(id_out, id, sizeof(id));
-	return st;
+	b.n = 0;
+	return batch_end(db, s, &b, emit_to(&b, db, s, ev, ref, id_out));
 }
 
 static enum db_status emit(struct db *db, struct ev_session *s, json_t *ev, const char *ref)
@@ -618,9 +653,9 @@ static enum db_status span_start_change(struct turn *t, struct db *db, struct ev
 	return emit_id(db, s, json_pack("{s:s}", "type", "span.model_request_start"), NULL, arg);
 }
 
-/* The span's end and the session's usage so far. */
-static enum db_status usage_events(struct turn *t, struct db *db, struct ev_session *s,
-				   const struct reply_arg *a)
+/* The span's end and the session's usage so far, into B. */
+static enum db_status usage_events(struct turn *t, struct batch *b, struct db *db,
+				   struct ev_session *s, const struct reply_arg *a)
 {
 	const struct model_usage *u = &a->reply->usage;
 	enum db_status st;
@@ -629,49 +664,54 @@ static enum db_status usage_events(struct turn *t, struct db *db, struct ev_sess
 	t->tokens[1] += u->output;
 	t->tokens[2] += u->cache_creation;
 	t->tokens[3] += u->cache_read;
-	st = emit(db, s,
-		  json_pack("{s:s, s:s, s:b, s:{s:I, s:I, s:I, s:I}}", "type",
-			    "span.model_request_end", "model_request_start_id", a->start_id,
-			    "is_error", a->is_error, "model_usage", "input_tokens",
-			    (json_int_t)u->input, "output_tokens", (json_int_t)u->output,
-			    "cache_creation_input_tokens", (json_int_t)u->cache_creation,
-			    "cache_read_input_tokens", (json_int_t)u->cache_read),
-		  NULL);
+	st = emit_to(b, db, s,
+		     json_pack("{s:s, s:s, s:b, s:{s:I, s:I, s:I, s:I}}", "type",
+			       "span.model_request_end", "model_request_start_id", a->start_id,
+			       "is_error", a->is_error, "model_usage", "input_tokens",
+			       (json_int_t)u->input, "output_tokens", (json_int_t)u->output,
+			       "cache_creation_input_tokens", (json_int_t)u->cache_creation,
+			       "cache_read_input_tokens", (json_int_t)u->cache_read),
+		     NULL, NULL);
 	if (st || a->is_error)
 		return st;
-	return emit(db, s,
-		    json_pack("{s:s, s:{s:I, s:I, s:I}}", "type", "session.usage", "usage",
-			      "input_tokens", (json_int_t)t->tokens[0], "output_tokens",
-			      (json_int_t)t->tokens[1], "cache_read_input_tokens",
-			      (json_int_t)t->tokens[3]),
-		    NULL);
+	return emit_to(b, db, s,
+		       json_pack("{s:s, s:{s:I, s:I, s:I}}", "type", "session.usage", "usage",
+				 "input_tokens", (json_int_t)t->tokens[0], "output_tokens",
+				 (json_int_t)t->tokens[1], "cache_read_input_tokens",
+				 (json_int_t)t->tokens[3]),
+		       NULL, NULL);
 }
 
-/* A tool use of a tool the agent does not offer: announced denied, answered with an error. */
-static enum db_status refuse(struct db *db, struct ev_session *s, const struct model_block *b)
+/* A tool use of a tool the agent does not offer: announced denied, answered with an error;
+ * into OUT. */
+static enum db_status refuse(struct batch *out, struct db *db, struct ev_session *s,
+			     const struct model_block *b)
 {
 	char id[64], msg[256];
 	enum db_status st =
-		emit_id(db, s,
+		emit_to(out, db, s,
 			json_pack("{s:s, s:s, s:O, s:s}", "type", "agent.tool_use", "name", b->name,
 				  "input", b->input, "evaluated_permission", "deny"),
 			NULL, id);
 
 	snprintf(msg, sizeof(msg), TURN_UNAVAILABLE, b->name);
 	return st ? st
-		  : emit(db, s,
-			 json_pack("{s:s, s:s, s:[{s:s, s:s}], s:b}", "type", "agent.tool_result",
-				   "tool_use_id", id, "content", "type", "text", "text", msg,
-				   "is_error", 1),
-			 id);
+		  : emit_to(out, db, s,
+			    json_pack("{s:s, s:s, s:[{s:s, s:s}], s:b}", "type",
+				      "agent.tool_result", "tool_use_id", id, "content", "type",
+				      "text", "text", msg, "is_error", 1),
+			    id, NULL);
 }
 
-/* The reply's blocks as events, in their order: thinking, messages, tool uses. */
+/* The reply's blocks as events, in their order: thinking, messages, tool uses; appended
+ * together (one statement for a few events). */
 static enum db_status reply_change(struct turn *t, struct db *db, struct ev_session *s, void *arg)
 {
 	const struct reply_arg *a = arg;
 	enum db_status st = DB_OK;
+	struct batch out;
 
+	out.n = 0;
 	for (size_t i = 0; !st && i < a->reply->n; i++) {
 		const struct model_block *b = &a->reply->blocks[i];
 		enum tool_policy policy = TOOL_ALLOW;
@@ -680,62 +720,68 @@ static enum db_status reply_change(struct turn *t, struct db *db, struct ev_sess
 		switch (b->type) {
 		case MB_THINKING:
 		case MB_REDACTED_THINKING:
-			st = emit(db, s, json_pack("{s:s}", "type", "agent.thinking"), NULL);
+			st = emit_to(&out, db, s, json_pack("{s:s}", "type", "agent.thinking"),
+				     NULL, NULL);
 			break;
 		case MB_TEXT:
 			if (b->text && *b->text)
-				st = emit(db, s,
-					  json_pack("{s:s, s:[{s:s, s:s}]}", "type",
-						    "agent.message", "content", "type", "text",
-						    "text", b->text),
-					  NULL);
+				st = emit_to(&out, db, s,
+					     json_pack("{s:s, s:[{s:s, s:s}]}", "type",
+						       "agent.message", "content", "type", "text",
+						       "text", b->text),
+					     NULL, NULL);
 			break;
 		case MB_TOOL_USE:
 			switch (toolset_kind(&t->tools, b->name, &policy)) {
 			case TOOL_CUSTOM:
-				st = emit(db, s,
-					  json_pack("{s:s, s:s, s:O}", "type",
-						    "agent.custom_tool_use", "name", b->name,
-						    "input", b->input),
-					  NULL);
+				st = emit_to(&out, db, s,
+					     json_pack("{s:s, s:s, s:O}", "type",
+						       "agent.custom_tool_use", "name", b->name,
+						       "input", b->input),
+					     NULL, NULL);
 				break;
 			case TOOL_BUILTIN:
 				perm = policy == TOOL_ASK ? "ask" : "allow";
-				st = emit(db, s,
-					  json_pack("{s:s, s:s, s:O, s:s}", "type",
-						    "agent.tool_use", "name", b->name, "input",
-						    b->input, "evaluated_permission", perm),
-					  NULL);
+				st = emit_to(&out, db, s,
+					     json_pack("{s:s, s:s, s:O, s:s}", "type",
+						       "agent.tool_use", "name", b->name, "input",
+						       b->input, "evaluated_permission", perm),
+					     NULL, NULL);
 				break;
 			default: {
 				const char *server, *tool;
 
 				if (mcp_names_find(&t->names, b->name, &server, &tool)) {
-					st = refuse(db, s, b); /* not offered: refused */
+					st = refuse(&out, db, s, b); /* not offered: refused */
 					break;
 				}
 				if (toolset_mcp_policy(&t->tools, server, tool, &policy) != 1)
 					policy = TOOL_ASK;
 				perm = policy == TOOL_ALLOW ? "allow" : "ask";
-				st = emit(db, s,
-					  json_pack("{s:s, s:s, s:s, s:O, s:s}", "type",
-						    "agent.mcp_tool_use", "name", tool,
-						    "mcp_server_name", server, "input", b->input,
-						    "evaluated_permission", perm),
-					  NULL);
+				st = emit_to(&out, db, s,
+					     json_pack("{s:s, s:s, s:s, s:O, s:s}", "type",
+						       "agent.mcp_tool_use", "name", tool,
+						       "mcp_server_name", server, "input", b->input,
+						       "evaluated_permission", perm),
+					     NULL, NULL);
 				break;
 			}
 			}
 			break;
 		}
 	}
-	return st ? st : usage_events(t, db, s, a);
+	if (!st)
+		st = usage_events(t, &out, db, s, a);
+	return batch_end(db, s, &out, st);
 }
 
 static enum db_status span_error_change(struct turn *t, struct db *db, struct ev_session *s,
 					void *arg)
 {
-	return usage_events(t, db, s, arg);
+	struct batch out;
+
+	out.n = 0;
+	return batch_end(db, s, &out, usage_events(t, &out, db, s, arg));
 }
 
 struct retry_arg {
