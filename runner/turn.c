@@ -61,11 +61,17 @@ struct turn {
 typedef enum db_status (*turn_change)(struct turn *t, struct db *db, struct ev_session *s,
 				      void *arg);
 
+/* How a fenced write ends (turn_write's FLAGS). */
+enum write_flags {
+	W_RELEASE = 1,	  /* the turn ends with this write: give the claim back */
+	W_KEEP_STATE = 2, /* the change leaves the session's state (evdb_save) as it is */
+};
+
 struct write_ctx {
 	struct turn *t;
 	turn_change change;
 	void *arg;
-	int release; /* the turn ends with this write: give the claim back */
+	unsigned flags;
 };
 
 static enum db_status write_tx(struct db *db, void *arg)
@@ -88,19 +94,19 @@ static enum db_status write_tx(struct db *db, void *arg)
 	}
 	if (!st && !lost)
 		st = w->change(w->t, db, &s, w->arg);
-	if (!st && !lost)
+	if (!st && !lost && !(w->flags & W_KEEP_STATE))
 		st = evdb_save(db, &s);
-	if (!st && !lost && w->release)
+	if (!st && !lost && (w->flags & W_RELEASE))
 		st = turns_release(db, &s);
 	ev_session_release(&s);
 	return st;
 }
 
-/* Run CHANGE in one fenced transaction. 0, or -1 (the claim lost, or a database failure:
- * logged) after which the turn writes nothing more. */
-static int turn_write(struct turn *t, turn_change change, void *arg, int release)
+/* Run CHANGE in one fenced transaction, ended as FLAGS (enum write_flags) say. 0, or -1 (the
+ * claim lost, or a database failure: logged) after which the turn writes nothing more. */
+static int turn_write(struct turn *t, turn_change change, void *arg, unsigned flags)
 {
-	struct write_ctx w = { t, change, arg, release };
+	struct write_ctx w = { t, change, arg, flags };
 	enum db_status st;
 
 	if (t->lost)
@@ -262,7 +268,7 @@ static enum db_status idle_change(struct turn *t, struct db *db, struct ev_sessi
 static int turn_idle(struct turn *t, const char *stop_reason, json_t *error)
 {
 	struct idle_arg a = { stop_reason, error, NULL };
-	int rc = turn_write(t, idle_change, &a, 1);
+	int rc = turn_write(t, idle_change, &a, W_RELEASE);
 
 	json_decref(a.error);
 	return rc;
@@ -338,7 +344,7 @@ static int run_builtin(struct turn *t, const struct tool_use *u)
 			return answer(t, u->id, msg, 1);
 		}
 	}
-	if (turn_write(t, start_change, &start, 0))
+	if (turn_write(t, start_change, &start, W_KEEP_STATE))
 		return -1;
 	if (start.already) /* a runner before this one started it: never twice */
 		return answer(t, u->id, TURN_UNKNOWN_OUTCOME, 1);
@@ -407,7 +413,7 @@ static int run_mcp(struct turn *t, const struct tool_use *u)
 			 u->server ? u->server : "", m ? ": " : "", m ? m->error : "");
 		return mcp_answer(t, u->id, msg);
 	}
-	if (turn_write(t, start_change, &start, 0))
+	if (turn_write(t, start_change, &start, W_KEEP_STATE))
 		return -1;
 	if (start.already)
 		return mcp_answer(t, u->id, TURN_UNKNOWN_OUTCOME);
