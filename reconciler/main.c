@@ -19,14 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../common/clock.h"
 #include "../common/crypto.h"
 #include "../common/log.h"
-#include "../common/privs.h"
 #include "../db/idempotency.h"
 #include "../db/keys.h"
 #include "../db/sessions.h"
@@ -537,35 +535,7 @@ static int load_deployment(struct recon *r)
  * then root is given up for good, before anything reads what a sandbox wrote. */
 static int leave_root(struct recon *r)
 {
-	unsigned uid, gid;
-	long keep = -1;
-
-	if (geteuid() != 0)
-		return 0;
-	if (privs_lookup(r->cfg->reconciler_user, &uid, &gid)) {
-		log_error(
-			"reconciler: [reconciler] user '%s' is unknown or is root; refusing to run"
-			" as root",
-			r->cfg->reconciler_user);
-		return -1;
-	}
-	if (r->sbx.root[0] && sbx_dir_own(&r->sbx, uid, gid))
-		log_warn("sandbox root %s: giving it to '%s': %s", r->sbx.root,
-			 r->cfg->reconciler_user, strerror(errno));
-	if (r->sbx.control_socket[0]) {
-		/* the Engine's socket (root:docker 0660): its group, never root's, comes along */
-		struct stat st;
-
-		if (stat(r->sbx.control_socket, &st))
-			log_warn("backend socket %s: %s", r->sbx.control_socket, strerror(errno));
-		else if (st.st_gid == 0)
-			log_warn("backend socket %s belongs to group root: the [reconciler] user "
-				 "cannot reach it; give it a group of its own (dockerd --group)",
-				 r->sbx.control_socket);
-		else
-			keep = (long)st.st_gid;
-	}
-	return privs_drop_keep(r->cfg->reconciler_user, "reconciler", "[reconciler] user", keep);
+	return recon_leave_root(r->cfg, &r->sbx, "reconciler");
 }
 
 /* --check of the backend (opened before root was given up): its self-test, when it has one,

@@ -1,14 +1,18 @@
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../common/clock.h"
 #include "../common/crypto.h"
 #include "../common/egress.h"
 #include "../common/log.h"
 #include "../common/packages.h"
+#include "../common/privs.h"
 #include "../common/redact.h"
 #include "recon.h"
 
@@ -891,4 +895,36 @@ enum recon_outcome recon_process(struct recon *r, struct intent *in)
 		break;
 	}
 	return out;
+}
+
+int recon_leave_root(const struct config *cfg, struct sbx *sbx, const char *who)
+{
+	unsigned uid, gid;
+	long keep = -1;
+
+	if (geteuid() != 0)
+		return 0;
+	if (privs_lookup(cfg->reconciler_user, &uid, &gid)) {
+		log_error(
+			"%s: [reconciler] user '%s' is unknown or is root; refusing to run as root",
+			who, cfg->reconciler_user);
+		return -1;
+	}
+	if (sbx->root[0] && sbx_dir_own(sbx, uid, gid))
+		log_warn("sandbox root %s: giving it to '%s': %s", sbx->root, cfg->reconciler_user,
+			 strerror(errno));
+	if (sbx->control_socket[0]) {
+		/* the Engine's socket (root:docker 0660): its group, never root's, comes along */
+		struct stat st;
+
+		if (stat(sbx->control_socket, &st))
+			log_warn("backend socket %s: %s", sbx->control_socket, strerror(errno));
+		else if (st.st_gid == 0)
+			log_warn("backend socket %s belongs to group root: the [reconciler] user "
+				 "cannot reach it; give it a group of its own (dockerd --group)",
+				 sbx->control_socket);
+		else
+			keep = (long)st.st_gid;
+	}
+	return privs_drop_keep(cfg->reconciler_user, who, "[reconciler] user", keep);
 }

@@ -49,6 +49,13 @@ void recon_bound_exec(struct recon_bound *b, struct sbx_exec *ex);
 
 void recon_bound_release(struct recon_bound *b);
 
+/* Started as root (else nothing happens): SBX's sandbox root (made as root) becomes the
+ * [reconciler] user's, then root is given up for good for that user, keeping the group of the
+ * backend's socket (the Engine's, root:docker 0660) when it has one; what the reconciler and the
+ * runner do before anything reads what a sandbox wrote. WHO names the program in messages. 0, or
+ * -1 (logged): the user is unknown or root, or the switch failed. */
+int recon_leave_root(const struct config *cfg, struct sbx *sbx, const char *who);
+
 /* Replace every occurrence of the host path PATH in TEXT (a buffer of SIZE bytes) by SHOWN,
  * whatever their lengths (what no longer fits is cut). Only a whole path counts: "/srv/sb" is
  * not replaced in "/srv/sbx" nor in "/x/srv/sb"; a trailing '/' of PATH is ignored. */

@@ -25,8 +25,8 @@
 #include "../common/clock.h"
 #include "../common/crypto.h"
 #include "../common/log.h"
-#include "../common/privs.h"
 #include "../db/keys.h"
+#include "../reconciler/recon.h"
 #include "../sandbox/backend.h"
 #include "runner.h"
 
@@ -253,25 +253,6 @@ static int run(struct runner *r, struct db *db, const struct options *o)
 	return ret;
 }
 
-/* Started as root: root is given up for the [reconciler] user, who owns the sandboxes. */
-static int leave_root(const struct config *cfg, struct sbx *sbx)
-{
-	unsigned uid, gid;
-
-	if (geteuid() != 0)
-		return 0;
-	if (privs_lookup(cfg->reconciler_user, &uid, &gid)) {
-		log_error("runner: [reconciler] user '%s' is unknown or is root; refusing to run "
-			  "as root",
-			  cfg->reconciler_user);
-		return -1;
-	}
-	if (sbx->root[0] && sbx_dir_own(sbx, uid, gid))
-		log_warn("sandbox root %s: giving it to '%s': %s", sbx->root, cfg->reconciler_user,
-			 strerror(errno));
-	return privs_drop(cfg->reconciler_user, "runner", "[reconciler] user");
-}
-
 /* The database's deployment id: what docker and the HTTP backends label sandboxes with. */
 static int load_deployment(struct db *db, struct sbx *sbx)
 {
@@ -337,7 +318,7 @@ int main(int argc, char **argv)
 		ret = 3;
 		goto out;
 	}
-	if (leave_root(&cfg, &sbx))
+	if (recon_leave_root(&cfg, &sbx, "runner"))
 		goto out;
 	log_info("runner %s: up to %d turns at once, model %s%s", r.owner, cfg.runner_max_turns,
 		 r.model.base_url, r.model_missing[0] ? " (no key: turns end with an error)" : "");
