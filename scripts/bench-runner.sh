@@ -26,9 +26,9 @@
 #     a loaded machine's scheduling delays land in them). Target: <= 5 ms (and its ratio to the
 #     model's round trip).
 #  3. `bash true` round trip, from the agent.tool_use's created_at to its agent.tool_result's
-#     (each is its transaction's time, taken just before its lock: this spans the tool use's
-#     commit, the runner's loop, the tool's start record, the command in the sandbox and the
-#     result's lock and appends, less that transaction's commit): 4 sessions, each first a
+#     (each is its transaction's time, taken as it starts, before its lock: this spans the tool
+#     use's lock, appends and commit, the runner's loop, the tool's start record and the command
+#     in the sandbox, but not the result's own lock, appends and commit): 4 sessions, each first a
 #     warm-up turn (one bash call: it provisions the sandbox, not counted), then a turn of
 #     BENCH_RUNNER_ROUNDS `bash true` calls, one session after another. Targets: p99 <= 15 ms
 #     local, <= 40 ms bwrap (when bwrap works here), <= 150 ms docker (when a Docker Engine
