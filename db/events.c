@@ -85,11 +85,57 @@ enum db_status evdb_lock_id(struct db *db, const char *id, const char *now, stru
 	return lock_read(db, sql, DB_PARAMS(DB_STR(id)), now, s, found);
 }
 
+/* clang-format off */
+#define EV_INSERT \
+	"INSERT INTO session_events (id, session_id, ord, type, ref_id, processed_at," \
+	" created_at, body) VALUES "
+#define EV_ROW "(?, ?, ?, ?, ?, ?, ?, ?)"
+#define EV_ROW_PARAMS 8
+/* clang-format on */
+
+enum db_status evdb_append_rows(struct db *db, struct ev_session *s, const struct ev_new *e,
+				size_t n)
+{
+	/* the statement of K rows is insert[K - 1]: texts built in, as db_exec wants them */
+	static const char *const insert[EVENTS_APPEND_ROWS] = {
+		EV_INSERT EV_ROW,
+		EV_INSERT EV_ROW "," EV_ROW,
+		EV_INSERT EV_ROW "," EV_ROW "," EV_ROW,
+	};
+	struct db_val p[EVENTS_APPEND_ROWS * EV_ROW_PARAMS];
+	enum db_status st = DB_OK;
+
+	_Static_assert(sizeof(p) / sizeof(p[0]) <= DB_MAX_PARAMS,
+		       "EVENTS_APPEND_ROWS rows take more parameters than a statement may have");
+	for (size_t done = 0; !st && done < n;) {
+		size_t k = n - done < EVENTS_APPEND_ROWS ? n - done : EVENTS_APPEND_ROWS;
+
+		for (size_t i = 0; i < k; i++) {
+			const struct ev_new *x = &e[done + i];
+			struct db_val *r = &p[i * EV_ROW_PARAMS];
+
+			if (x->queued || strncmp(x->body, BODY_PREFIX, sizeof(BODY_PREFIX) - 1))
+				return db_fail(db, DB_CORRUPT,
+					       "session %s: event %s is queued or does not start "
+					       "with its type",
+					       s->id, x->id);
+			r[0] = DB_STR(x->id);
+			r[1] = DB_STR(s->id);
+			r[2] = DB_INT((long long)++s->event_pos);
+			r[3] = DB_STR(x->type);
+			r[4] = db_opt(x->ref_id);
+			r[5] = DB_STR(s->now);
+			r[6] = DB_STR(s->now);
+			r[7] = DB_STR(x->body);
+		}
+		st = db_exec(db, insert[k - 1], p, (unsigned)(k * EV_ROW_PARAMS), NULL, NULL);
+		done += k;
+	}
+	return st;
+}
+
 enum db_status evdb_append(struct db *db, struct ev_session *s, const struct ev_new *e)
 {
-	static const char processed[] =
-		"INSERT INTO session_events (id, session_id, ord, type, ref_id, processed_at,"
-		" created_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
 	/* a queued event's ord needs its seq: given by a second statement in the same
 	 * transaction, from the temporary 0 that no processed event has (positions start at 1) */
 	static const char queued[] =
@@ -98,16 +144,11 @@ enum db_status evdb_append(struct db *db, struct ev_session *s, const struct ev_
 	static const char queued_ord[] = "UPDATE session_events SET ord = ? + seq WHERE id = ?";
 	enum db_status st;
 
+	if (!e->queued)
+		return evdb_append_rows(db, s, e, 1);
 	if (strncmp(e->body, BODY_PREFIX, sizeof(BODY_PREFIX) - 1))
 		return db_fail(db, DB_CORRUPT, "session %s: event %s does not start with its type",
 			       s->id, e->id);
-	if (!e->queued) {
-		struct db_val p[] = { DB_STR(e->id),   DB_STR(s->id),	  DB_INT(0),
-				      DB_STR(e->type), db_opt(e->ref_id), DB_STR(s->now),
-				      DB_STR(s->now),  DB_STR(e->body) };
-		p[2] = DB_INT((long long)++s->event_pos);
-		return db_exec(db, processed, DB_ARRAY(p), NULL, NULL);
-	}
 	st = db_exec(db, queued,
 		     DB_PARAMS(DB_STR(e->id), DB_STR(s->id), DB_STR(e->type), db_opt(e->ref_id),
 			       DB_STR(s->now), DB_STR(e->body)),

@@ -16,6 +16,8 @@
 #define EVENTS_STATUS_MAX 16			 /* "rescheduling" and the NUL, with room */
 #define EVENTS_TYPE_MAX 64			 /* longest event type stored */
 #define EVENTS_TYPES_MAX 16			 /* types[] of one list */
+/* events one INSERT of evdb_append_rows holds: a reply's tool use, span end and usage */
+#define EVENTS_APPEND_ROWS 3
 
 /* The session statuses (docs/api.md §7, status machine). */
 #define SES_IDLE "idle"
@@ -67,6 +69,11 @@ struct ev_new {
 
 /* Append E to session S at S->now: a processed event takes the next position. */
 enum db_status evdb_append(struct db *db, struct ev_session *s, const struct ev_new *e);
+
+/* Append the N processed events E (none queued) to session S at S->now, in their order: what N
+ * evdb_append calls write, in one statement for each EVENTS_APPEND_ROWS of them. */
+enum db_status evdb_append_rows(struct db *db, struct ev_session *s, const struct ev_new *e,
+				size_t n);
 
 /* Change S's status to STATUS with the event that announces it (session.status_running,
  * session.status_idle with STOP_REASON, a JSON object text, session.status_rescheduled,

@@ -10,6 +10,7 @@
 #include "model.h"
 
 #define RUNNER_TOOL_POLL_MS 200	  /* a running tool asks this often whether to stop */
+#define RUNNER_STOP_CHECK_MS 100  /* a turn reads whether to stop at most this often */
 #define RUNNER_SANDBOX_WAIT_S 600 /* a turn waits at most this long for provisioning */
 
 struct sbx;

@@ -48,10 +48,12 @@ struct turn {
 	} mcp[MCP_SERVERS_MAX];
 	int nmcp;
 	long long renewed_ms;
-	int lost;	     /* the claim is not ours any more: write nothing */
-	int stopping;	     /* a user.interrupt (or the lost claim) asks the turn to stop */
-	int overdue;	     /* claimed because the client's results are overdue */
-	long long tokens[4]; /* input, output, cache creation, cache read of this process */
+	long long checked_ms; /* the stop conditions last read (a query, a fenced write) */
+	int lost;	      /* the claim is not ours any more: write nothing */
+	int stopping;	      /* a user.interrupt (or the lost claim) asks the turn to stop */
+	int overdue;	      /* claimed because the client's results are overdue */
+	long writes;	      /* fenced writes committed so far */
+	long long tokens[4];  /* input, output, cache creation, cache read of this process */
 };
 
 /* ---- writes, fenced on the claim ---- */
@@ -59,11 +61,17 @@ struct turn {
 typedef enum db_status (*turn_change)(struct turn *t, struct db *db, struct ev_session *s,
 				      void *arg);
 
+/* How a fenced write ends (turn_write's FLAGS). */
+enum write_flags {
+	W_RELEASE = 1,	  /* the turn ends with this write: give the claim back */
+	W_KEEP_STATE = 2, /* the change leaves the session's state (evdb_save) as it is */
+};
+
 struct write_ctx {
 	struct turn *t;
 	turn_change change;
 	void *arg;
-	int release; /* the turn ends with this write: give the claim back */
+	unsigned flags;
 };
 
 static enum db_status write_tx(struct db *db, void *arg)
@@ -78,21 +86,27 @@ static enum db_status write_tx(struct db *db, void *arg)
 	st = turns_lock(db, &w->t->claim, w->t->r->owner, now, &s, &lost);
 	if (!st && lost)
 		w->t->lost = 1;
+	/* the lock read what turns_should_stop asks: turn_stop need not ask again at once */
+	if (!st && !lost) {
+		w->t->checked_ms = clock_mono_ms();
+		if (s.interrupted)
+			w->t->stopping = 1;
+	}
 	if (!st && !lost)
 		st = w->change(w->t, db, &s, w->arg);
-	if (!st && !lost)
+	if (!st && !lost && !(w->flags & W_KEEP_STATE))
 		st = evdb_save(db, &s);
-	if (!st && !lost && w->release)
+	if (!st && !lost && (w->flags & W_RELEASE))
 		st = turns_release(db, &s);
 	ev_session_release(&s);
 	return st;
 }
 
-/* Run CHANGE in one fenced transaction. 0, or -1 (the claim lost, or a database failure:
- * logged) after which the turn writes nothing more. */
-static int turn_write(struct turn *t, turn_change change, void *arg, int release)
+/* Run CHANGE in one fenced transaction, ended as FLAGS (enum write_flags) say. 0, or -1 (the
+ * claim lost, or a database failure: logged) after which the turn writes nothing more. */
+static int turn_write(struct turn *t, turn_change change, void *arg, unsigned flags)
 {
-	struct write_ctx w = { t, change, arg, release };
+	struct write_ctx w = { t, change, arg, flags };
 	enum db_status st;
 
 	if (t->lost)
@@ -104,33 +118,70 @@ static int turn_write(struct turn *t, turn_change change, void *arg, int release
 	} else if (t->lost) {
 		log_warn("runner: session %s: the turn is not this runner's any more",
 			 t->claim.session_id);
+	} else {
+		t->writes++;
 	}
 	return t->lost ? -1 : 0;
 }
 
-/* Append EV (an object whose first member is "type"; stolen) to S, referring to REF; its id
- * into ID_OUT (64 bytes) when not NULL. */
+/* Events of one write appended together (evdb_append_rows), in the order they were added. */
+struct batch {
+	struct ev_new e[EVENTS_APPEND_ROWS];
+	char ids[EVENTS_APPEND_ROWS][64], refs[EVENTS_APPEND_ROWS][64];
+	char types[EVENTS_APPEND_ROWS][EVENTS_TYPE_MAX];
+	char *bodies[EVENTS_APPEND_ROWS]; /* owned */
+	size_t n;
+};
+
+/* The end of B: after ST (a failure: B is dropped), what it holds is appended to S. */
+static enum db_status batch_end(struct db *db, struct ev_session *s, struct batch *b,
+				enum db_status st)
+{
+	if (!st && b->n)
+		st = evdb_append_rows(db, s, b->e, b->n);
+	for (size_t i = 0; i < b->n; i++)
+		free(b->bodies[i]);
+	b->n = 0;
+	return st;
+}
+
+/* Add EV (an object whose first member is "type"; stolen) to B, for S, referring to REF; its
+ * id into ID_OUT (64 bytes) when not NULL. A full B is appended first. */
+static enum db_status emit_to(struct batch *b, struct db *db, struct ev_session *s, json_t *ev,
+			      const char *ref, char *id_out)
+{
+	const char *type = json_string_value(json_object_get(ev, "type"));
+	enum db_status st = b->n == EVENTS_APPEND_ROWS ? batch_end(db, s, b, DB_OK) : DB_OK;
+	size_t i = b->n;
+
+	if (!st && random_id(b->ids[i], sizeof(b->ids[i]), EVENT_ID_PREFIX, ID_RANDOM_LEN))
+		st = db_fail(db, DB_FATAL, "session %s: no random id for an event", s->id);
+	if (!st)
+		st = db_json_dump(db, ev, "session", s->id, "event", &b->bodies[i]);
+	if (!st) {
+		snprintf(b->types[i], sizeof(b->types[i]), "%s", type ? type : "");
+		snprintf(b->refs[i], sizeof(b->refs[i]), "%s", ref ? ref : "");
+		b->e[i] = (struct ev_new){ .id = b->ids[i],
+					   .type = b->types[i],
+					   .ref_id = ref ? b->refs[i] : NULL,
+					   .body = b->bodies[i] };
+		b->n++;
+		if (id_out)
+			memcpy(id_out, b->ids[i], sizeof(b->ids[i]));
+	}
+	json_decref(ev);
+	return st;
+}
+
+/* Append EV (stolen) to S now, referring to REF; its id into ID_OUT (64 bytes) when not
+ * NULL. */
 static enum db_status emit_id(struct db *db, struct ev_session *s, json_t *ev, const char *ref,
 			      char *id_out)
 {
-	char id[64], *body = NULL;
-	struct ev_new e = { .id = id, .ref_id = ref };
-	enum db_status st;
+	struct batch b;
 
-	if (random_id(id, sizeof(id), EVENT_ID_PREFIX, ID_RANDOM_LEN))
-		st = db_fail(db, DB_FATAL, "session %s: no random id for an event", s->id);
-	else
-		st = db_json_dump(db, ev, "session", s->id, "event", &body);
-	if (!st) {
-		e.type = json_string_value(json_object_get(ev, "type"));
-		e.body = body;
-		st = evdb_append(db, s, &e);
-	}
-	free(body);
-	json_decref(ev);
-	if (!st && id_out)
-		memcpy(id_out, id, sizeof(id));
-	return st;
+	b.n = 0;
+	return batch_end(db, s, &b, emit_to(&b, db, s, ev, ref, id_out));
 }
 
 static enum db_status emit(struct db *db, struct ev_session *s, json_t *ev, const char *ref)
@@ -141,7 +192,9 @@ static enum db_status emit(struct db *db, struct ev_session *s, json_t *ev, cons
 /* ---- what stops a turn ---- */
 
 /* The cancel callback of the model call, the tools and the waits: renews the lease when a
- * third of it has passed, and says whether the turn must stop (an interrupt, a lost claim). */
+ * third of it has passed, and says whether the turn must stop (an interrupt, a lost claim),
+ * asking the database at most every RUNNER_STOP_CHECK_MS (a fenced write reads the same under
+ * its lock, write_tx). */
 static int turn_stop(void *arg)
 {
 	struct turn *t = arg;
@@ -161,8 +214,12 @@ static int turn_stop(void *arg)
 		else if (lost)
 			t->lost = 1;
 	}
-	if (!t->lost && turns_should_stop(t->db, &t->claim, t->r->owner, &yes) == DB_OK && yes)
-		t->stopping = 1;
+	if (!t->lost && clock_mono_ms() - t->checked_ms >= RUNNER_STOP_CHECK_MS &&
+	    turns_should_stop(t->db, &t->claim, t->r->owner, &yes) == DB_OK) {
+		t->checked_ms = clock_mono_ms();
+		if (yes)
+			t->stopping = 1;
+	}
 	return t->stopping || t->lost;
 }
 
@@ -211,7 +268,7 @@ static enum db_status idle_change(struct turn *t, struct db *db, struct ev_sessi
 static int turn_idle(struct turn *t, const char *stop_reason, json_t *error)
 {
 	struct idle_arg a = { stop_reason, error, NULL };
-	int rc = turn_write(t, idle_change, &a, 1);
+	int rc = turn_write(t, idle_change, &a, W_RELEASE);
 
 	json_decref(a.error);
 	return rc;
@@ -287,7 +344,7 @@ static int run_builtin(struct turn *t, const struct tool_use *u)
 			return answer(t, u->id, msg, 1);
 		}
 	}
-	if (turn_write(t, start_change, &start, 0))
+	if (turn_write(t, start_change, &start, W_KEEP_STATE))
 		return -1;
 	if (start.already) /* a runner before this one started it: never twice */
 		return answer(t, u->id, TURN_UNKNOWN_OUTCOME, 1);
@@ -356,7 +413,7 @@ static int run_mcp(struct turn *t, const struct tool_use *u)
 			 u->server ? u->server : "", m ? ": " : "", m ? m->error : "");
 		return mcp_answer(t, u->id, msg);
 	}
-	if (turn_write(t, start_change, &start, 0))
+	if (turn_write(t, start_change, &start, W_KEEP_STATE))
 		return -1;
 	if (start.already)
 		return mcp_answer(t, u->id, TURN_UNKNOWN_OUTCOME);
@@ -614,9 +671,9 @@ static enum db_status span_start_change(struct turn *t, struct db *db, struct ev
 	return emit_id(db, s, json_pack("{s:s}", "type", "span.model_request_start"), NULL, arg);
 }
 
-/* The span's end and the session's usage so far. */
-static enum db_status usage_events(struct turn *t, struct db *db, struct ev_session *s,
-				   const struct reply_arg *a)
+/* The span's end and the session's usage so far, into B. */
+static enum db_status usage_events(struct turn *t, struct batch *b, struct db *db,
+				   struct ev_session *s, const struct reply_arg *a)
 {
 	const struct model_usage *u = &a->reply->usage;
 	enum db_status st;
@@ -625,49 +682,54 @@ static enum db_status usage_events(struct turn *t, struct db *db, struct ev_sess
 	t->tokens[1] += u->output;
 	t->tokens[2] += u->cache_creation;
 	t->tokens[3] += u->cache_read;
-	st = emit(db, s,
-		  json_pack("{s:s, s:s, s:b, s:{s:I, s:I, s:I, s:I}}", "type",
-			    "span.model_request_end", "model_request_start_id", a->start_id,
-			    "is_error", a->is_error, "model_usage", "input_tokens",
-			    (json_int_t)u->input, "output_tokens", (json_int_t)u->output,
-			    "cache_creation_input_tokens", (json_int_t)u->cache_creation,
-			    "cache_read_input_tokens", (json_int_t)u->cache_read),
-		  NULL);
+	st = emit_to(b, db, s,
+		     json_pack("{s:s, s:s, s:b, s:{s:I, s:I, s:I, s:I}}", "type",
+			       "span.model_request_end", "model_request_start_id", a->start_id,
+			       "is_error", a->is_error, "model_usage", "input_tokens",
+			       (json_int_t)u->input, "output_tokens", (json_int_t)u->output,
+			       "cache_creation_input_tokens", (json_int_t)u->cache_creation,
+			       "cache_read_input_tokens", (json_int_t)u->cache_read),
+		     NULL, NULL);
 	if (st || a->is_error)
 		return st;
-	return emit(db, s,
-		    json_pack("{s:s, s:{s:I, s:I, s:I}}", "type", "session.usage", "usage",
-			      "input_tokens", (json_int_t)t->tokens[0], "output_tokens",
-			      (json_int_t)t->tokens[1], "cache_read_input_tokens",
-			      (json_int_t)t->tokens[3]),
-		    NULL);
+	return emit_to(b, db, s,
+		       json_pack("{s:s, s:{s:I, s:I, s:I}}", "type", "session.usage", "usage",
+				 "input_tokens", (json_int_t)t->tokens[0], "output_tokens",
+				 (json_int_t)t->tokens[1], "cache_read_input_tokens",
+				 (json_int_t)t->tokens[3]),
+		       NULL, NULL);
 }
 
-/* A tool use of a tool the agent does not offer: announced denied, answered with an error. */
-static enum db_status refuse(struct db *db, struct ev_session *s, const struct model_block *b)
+/* A tool use of a tool the agent does not offer: announced denied, answered with an error;
+ * into OUT. */
+static enum db_status refuse(struct batch *out, struct db *db, struct ev_session *s,
+			     const struct model_block *b)
 {
 	char id[64], msg[256];
 	enum db_status st =
-		emit_id(db, s,
+		emit_to(out, db, s,
 			json_pack("{s:s, s:s, s:O, s:s}", "type", "agent.tool_use", "name", b->name,
 				  "input", b->input, "evaluated_permission", "deny"),
 			NULL, id);
 
 	snprintf(msg, sizeof(msg), TURN_UNAVAILABLE, b->name);
 	return st ? st
-		  : emit(db, s,
-			 json_pack("{s:s, s:s, s:[{s:s, s:s}], s:b}", "type", "agent.tool_result",
-				   "tool_use_id", id, "content", "type", "text", "text", msg,
-				   "is_error", 1),
-			 id);
+		  : emit_to(out, db, s,
+			    json_pack("{s:s, s:s, s:[{s:s, s:s}], s:b}", "type",
+				      "agent.tool_result", "tool_use_id", id, "content", "type",
+				      "text", "text", msg, "is_error", 1),
+			    id, NULL);
 }
 
-/* The reply's blocks as events, in their order: thinking, messages, tool uses. */
+/* The reply's blocks as events, in their order: thinking, messages, tool uses; appended
+ * together (one statement for a few events). */
 static enum db_status reply_change(struct turn *t, struct db *db, struct ev_session *s, void *arg)
 {
 	const struct reply_arg *a = arg;
 	enum db_status st = DB_OK;
+	struct batch out;
 
+	out.n = 0;
 	for (size_t i = 0; !st && i < a->reply->n; i++) {
 		const struct model_block *b = &a->reply->blocks[i];
 		enum tool_policy policy = TOOL_ALLOW;
@@ -676,62 +738,68 @@ static enum db_status reply_change(struct turn *t, struct db *db, struct ev_sess
 		switch (b->type) {
 		case MB_THINKING:
 		case MB_REDACTED_THINKING:
-			st = emit(db, s, json_pack("{s:s}", "type", "agent.thinking"), NULL);
+			st = emit_to(&out, db, s, json_pack("{s:s}", "type", "agent.thinking"),
+				     NULL, NULL);
 			break;
 		case MB_TEXT:
 			if (b->text && *b->text)
-				st = emit(db, s,
-					  json_pack("{s:s, s:[{s:s, s:s}]}", "type",
-						    "agent.message", "content", "type", "text",
-						    "text", b->text),
-					  NULL);
+				st = emit_to(&out, db, s,
+					     json_pack("{s:s, s:[{s:s, s:s}]}", "type",
+						       "agent.message", "content", "type", "text",
+						       "text", b->text),
+					     NULL, NULL);
 			break;
 		case MB_TOOL_USE:
 			switch (toolset_kind(&t->tools, b->name, &policy)) {
 			case TOOL_CUSTOM:
-				st = emit(db, s,
-					  json_pack("{s:s, s:s, s:O}", "type",
-						    "agent.custom_tool_use", "name", b->name,
-						    "input", b->input),
-					  NULL);
+				st = emit_to(&out, db, s,
+					     json_pack("{s:s, s:s, s:O}", "type",
+						       "agent.custom_tool_use", "name", b->name,
+						       "input", b->input),
+					     NULL, NULL);
 				break;
 			case TOOL_BUILTIN:
 				perm = policy == TOOL_ASK ? "ask" : "allow";
-				st = emit(db, s,
-					  json_pack("{s:s, s:s, s:O, s:s}", "type",
-						    "agent.tool_use", "name", b->name, "input",
-						    b->input, "evaluated_permission", perm),
-					  NULL);
+				st = emit_to(&out, db, s,
+					     json_pack("{s:s, s:s, s:O, s:s}", "type",
+						       "agent.tool_use", "name", b->name, "input",
+						       b->input, "evaluated_permission", perm),
+					     NULL, NULL);
 				break;
 			default: {
 				const char *server, *tool;
 
 				if (mcp_names_find(&t->names, b->name, &server, &tool)) {
-					st = refuse(db, s, b); /* not offered: refused */
+					st = refuse(&out, db, s, b); /* not offered: refused */
 					break;
 				}
 				if (toolset_mcp_policy(&t->tools, server, tool, &policy) != 1)
 					policy = TOOL_ASK;
 				perm = policy == TOOL_ALLOW ? "allow" : "ask";
-				st = emit(db, s,
-					  json_pack("{s:s, s:s, s:s, s:O, s:s}", "type",
-						    "agent.mcp_tool_use", "name", tool,
-						    "mcp_server_name", server, "input", b->input,
-						    "evaluated_permission", perm),
-					  NULL);
+				st = emit_to(&out, db, s,
+					     json_pack("{s:s, s:s, s:s, s:O, s:s}", "type",
+						       "agent.mcp_tool_use", "name", tool,
+						       "mcp_server_name", server, "input", b->input,
+						       "evaluated_permission", perm),
+					     NULL, NULL);
 				break;
 			}
 			}
 			break;
 		}
 	}
-	return st ? st : usage_events(t, db, s, a);
+	if (!st)
+		st = usage_events(t, &out, db, s, a);
+	return batch_end(db, s, &out, st);
 }
 
 static enum db_status span_error_change(struct turn *t, struct db *db, struct ev_session *s,
 					void *arg)
 {
-	return usage_events(t, db, s, arg);
+	struct batch out;
+
+	out.n = 0;
+	return batch_end(db, s, &out, usage_events(t, &out, db, s, arg));
 }
 
 struct retry_arg {
@@ -994,9 +1062,11 @@ int turn_run(const struct runner *r, const struct turn_claim *c)
 		enum settle settled;
 		enum round round;
 		int queued = 0;
+		long writes;
 
 		if (turn_stop(&t) || turn_history(&t))
 			break;
+		writes = t.writes;
 		settled = settle_uses(&t);
 		if (settled == SETTLE_PARKED) {
 			ret = 0;
@@ -1005,7 +1075,9 @@ int turn_run(const struct runner *r, const struct turn_claim *c)
 		if (settled == SETTLE_STOP)
 			break;
 		t.overdue = 0;
-		if (turn_history(&t))
+		/* the results settling wrote go to the model: the log read again (not when it
+		 * wrote nothing) */
+		if (t.writes != writes && turn_history(&t))
 			break;
 		if (++round_trips > cfg->runner_max_round_trips) {
 			snprintf(err, sizeof(err),

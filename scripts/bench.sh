@@ -17,7 +17,11 @@
 # The table goes to stdout and OUT/table.txt, the raw wrk outputs to OUT/raw/, where OUT is
 # BENCH_OUT (default var/bench/<UTC time>). Then scripts/bench-reconciler.sh runs (BENCH_RECONCILER=0
 # skips it), then scripts/bench-work.sh (the work queue's long polls; BENCH_WORK=0 skips it), then
-# scripts/bench-streams.sh (1,000 event streams; BENCH_STREAMS=0 skips it). Every load run is bounded (wrk -d plus a timeout). Not part of `make test`.
+# scripts/bench-streams.sh (1,000 event streams; BENCH_STREAMS=0 skips it), then
+# scripts/bench-runner.sh (the runner against the fake model; BENCH_RUNNER=0 skips it), each
+# into OUT (reconciler.txt, work.txt, streams.txt, runner.txt), and a summary of the targets each
+# result file missed; the exit status is non-zero when one of them failed. Every load run is
+# bounded (wrk -d plus a timeout). Not part of `make test`.
 #
 # Environment: BENCH_DURATION (seconds per run, default 3), BENCH_RUNS (default 5),
 # BENCH_ENVS (default 10000), BENCH_WORKERS (API workers, default 0 = 2 x cores),
@@ -49,6 +53,7 @@ command -v wrk >/dev/null || die "wrk not found (apt-get install wrk)"
 command -v curl >/dev/null || die "curl not found"
 command -v jq >/dev/null || die "jq not found"
 
+# shellcheck disable=SC2317 # called by stack_scratch's stop, not from here
 scratch_before_stop() {
 	# shellcheck disable=SC2153 # RUN: set by stack_scratch
 	_stack_stop "$RUN/refsel.pid" bench-ref-select TERM 10 "reference select"
@@ -360,15 +365,25 @@ ROUTES=(
 } | tee "$OUT/table.txt"
 say "table: $OUT/table.txt; raw wrk outputs: $OUT/raw/"
 
-if [ "${BENCH_RECONCILER:-1}" = 1 ]; then
+# The other benchmarks, each on its stack, into the same OUT; a failed or missed one does not
+# keep the next from running (the exit status says it).
+rc=0
+for sub in "reconciler BENCH_RECONCILER" "work BENCH_WORK" "streams BENCH_STREAMS" \
+	"runner BENCH_RUNNER"; do
+	read -r name var <<<"$sub"
+	[ "${!var:-1}" = 1 ] || continue
 	echo
-	BENCH_OUT="$OUT" "$ROOT/scripts/bench-reconciler.sh" || exit 1
-fi
-if [ "${BENCH_WORK:-1}" = 1 ]; then
-	echo
-	BENCH_OUT="$OUT" "$ROOT/scripts/bench-work.sh" || exit 1
-fi
-if [ "${BENCH_STREAMS:-1}" = 1 ]; then
-	echo
-	BENCH_OUT="$OUT" "$ROOT/scripts/bench-streams.sh" || exit 1
-fi
+	BENCH_OUT="$OUT" "$ROOT/scripts/bench-$name.sh" || rc=1
+done
+
+# the summary: each result file of OUT and what it missed
+echo
+say "results in $OUT:"
+for f in table reconciler work streams runner; do
+	[ -f "$OUT/$f.txt" ] || continue
+	# a target's line: "  met ..." or "  MISSED ..." ("  ok ...", "  FAILED ..." in reconciler.txt)
+	say "  $f.txt: $(grep -cE '^  (met|ok) ' "$OUT/$f.txt") targets met," \
+		"$(grep -cE '^  (MISSED|FAILED) ' "$OUT/$f.txt") missed"
+	grep -E '^  (MISSED|FAILED) ' "$OUT/$f.txt" | sed "s/^ */  $f: /" >&2
+done
+exit $rc
