@@ -16,7 +16,8 @@ CPPFLAGS += -DCONFIG_DEFAULT_PATH='"$(CONFIG_DEFAULT_PATH)"'
 endif
 
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
-	common/egress.c common/packages.c common/redact.c common/privs.c common/strbuf.c
+	common/egress.c common/packages.c common/redact.c common/privs.c common/strbuf.c \
+	common/startup.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
 	db/work.c db/intent_state.c db/events.c db/vaults.c
 # what links db/vaults.c also links the sealing it opens credentials with
@@ -135,6 +136,10 @@ endef
 $(eval $(call unit_test,config,common/config.c common/backend.c,-linih))
 # the runner's history rebuilt from a session's events (runner/history.c)
 $(eval $(call unit_test,history,runner/history.c runner/mcp_tools.c common/crypto.c common/strbuf.c tests/unit/unit.c,-ljansson $(LDLIBS_CRYPTO)))
+# what a program does at start: its configuration, its stop signals, its lease owner's name
+# (common/startup.c)
+$(eval $(call unit_test,startup,common/startup.c common/config.c common/backend.c common/crypto.c \
+	common/log.c,-linih $(LDLIBS_CRYPTO)))
 # the growable buffer (common/strbuf.c)
 $(eval $(call unit_test,strbuf,common/strbuf.c))
 # base64 (strict for cursors, lenient for protojson bytes) and the stored values (key hashes,

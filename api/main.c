@@ -22,6 +22,7 @@
 
 #include "../common/config.h"
 #include "../common/log.h"
+#include "../common/startup.h"
 #include "../db/keys.h"
 #include "../db/vaults.h"
 #include "../db/work.h"
@@ -229,19 +230,13 @@ int main(int argc, char **argv)
 		int mode = serve_started_by_server();
 		if (!mode)
 			return usage();
-		if (config_load(&cfg, path)) {
-			fprintf(stderr, "config: %s\n", cfg.error);
+		if (startup_config(&cfg, path))
 			return 1;
-		}
-		log_set_level(cfg.log_level);
 		return mode == SERVE_FASTCGI ? serve_fd0(&cfg, &api_app)
 					     : serve_cgi(&cfg, &api_app);
 	}
-	if (config_load(&cfg, path)) {
-		fprintf(stderr, "config: %s\n", cfg.error);
+	if (startup_config(&cfg, path))
 		return 1;
-	}
-	log_set_level(cfg.log_level);
 	if (!strcmp(argv[i], "serve"))
 		return serve_supervisor(&cfg, &api_app);
 	if (!strcmp(argv[i], "config") && argc - i == 2 && !strcmp(argv[i + 1], "dump"))

@@ -19,6 +19,7 @@
 
 #include "../common/clock.h"
 #include "../common/log.h"
+#include "../common/startup.h"
 #include "../common/strbuf.h"
 #include "../db/events.h"
 #include "../handlers/events.h"
@@ -276,15 +277,10 @@ int tail_run(const struct config *cfg)
 	struct publisher p = { cfg->stream_publish_socket, -1, 0 };
 	struct tail t = { 0 };
 	struct db *db = db_new(cfg);
-	struct sigaction sa;
 	long long purged = 0, warned = 0;
 	int started = 0;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	startup_signals(on_stop);
 	t.pub = calloc(TAIL_PUBLISHED_MAX, sizeof(*t.pub));
 	if (!db || !t.pub) {
 		log_error("tailer: out of memory at start");

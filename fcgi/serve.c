@@ -22,6 +22,7 @@
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/privs.h"
+#include "../common/startup.h"
 
 extern char **environ;
 
@@ -183,15 +184,10 @@ static int worker_loop(const struct config *cfg, const struct serve_app *app, in
 	struct request req;
 	struct response resp;
 	FCGX_Request fr;
-	struct sigaction sa;
 	sigset_t term, old;
 	long served = 0;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop; /* no SA_RESTART: accept() must return EINTR */
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	startup_signals(on_stop); /* no SA_RESTART: accept() must return EINTR */
 	sigemptyset(&term);
 	sigaddset(&term, SIGTERM);
 	sigaddset(&term, SIGINT);
@@ -488,14 +484,11 @@ int serve_supervisor(const struct config *cfg, const struct serve_app *app)
 			goto out;
 	}
 
+	startup_signals(on_stop);
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
 	sa.sa_handler = on_child;
 	sa.sa_flags = SA_NOCLDSTOP;
 	sigaction(SIGCHLD, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);

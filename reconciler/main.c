@@ -25,6 +25,7 @@
 #include "../common/clock.h"
 #include "../common/crypto.h"
 #include "../common/log.h"
+#include "../common/startup.h"
 #include "../db/idempotency.h"
 #include "../db/keys.h"
 #include "../db/sessions.h"
@@ -559,32 +560,21 @@ int main(int argc, char **argv)
 	struct options o;
 	struct config cfg;
 	struct recon r;
-	char host[64] = "host", err[SBX_ERR_MAX], rnd[12];
-	struct sigaction sa;
+	char err[SBX_ERR_MAX];
 	int ret = 2, found = 0;
 
 	if (parse_args(argc, argv, &o))
 		return usage();
-	if (config_load(&cfg, o.config)) {
-		fprintf(stderr, "config: %s\n", cfg.error);
+	if (startup_config(&cfg, o.config))
 		return 2;
-	}
-	log_set_level(cfg.log_level);
 	memset(&r, 0, sizeof(r));
 	r.metrics_fd = r.metrics_lock_fd = -1;
 	r.cfg = &cfg;
 	r.db = db_new(&cfg);
 	if (!r.db)
 		return 3;
-	gethostname(host, sizeof(host) - 1);
-	random_id(rnd, sizeof(rnd), "", 8);
-	snprintf(r.owner, sizeof(r.owner), "%.60s:%d:%s", host, (int)getpid(), rnd);
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	startup_owner(r.owner, sizeof(r.owner), "");
+	startup_signals(on_stop);
 
 	if (db_connect(r.db)) {
 		log_error("database: %s", db_error(r.db));

@@ -25,6 +25,7 @@
 #include "../common/clock.h"
 #include "../common/crypto.h"
 #include "../common/log.h"
+#include "../common/startup.h"
 #include "../db/keys.h"
 #include "../sandbox/backend.h"
 #include "runner.h"
@@ -279,34 +280,24 @@ int main(int argc, char **argv)
 	struct runner r;
 	struct sbx sbx;
 	struct db *db = NULL;
-	char host[64] = "host", rnd[12], err[SBX_ERR_MAX];
-	struct sigaction sa;
+	char err[SBX_ERR_MAX];
 	int ret = 2;
 
 	if (parse_args(argc, argv, &o))
 		return usage();
-	if (config_load(&cfg, o.config)) {
-		fprintf(stderr, "config: %s\n", cfg.error);
+	if (startup_config(&cfg, o.config))
 		return 2;
-	}
-	log_set_level(cfg.log_level);
 	memset(&r, 0, sizeof(r));
 	memset(&sbx, 0, sizeof(sbx));
 	r.cfg = &cfg;
 	r.config_path = config_path(o.config);
 	r.sbx = &sbx;
-	gethostname(host, sizeof(host) - 1);
-	random_id(rnd, sizeof(rnd), "", 8);
-	snprintf(r.owner, sizeof(r.owner), "runner:%.60s:%d:%s", host, (int)getpid(), rnd);
+	startup_owner(r.owner, sizeof(r.owner), "runner:");
 	if (model_setup(&r))
 		return 2;
 	vault_setup(&r);
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	startup_signals(on_stop);
 
 	db = db_new(&cfg);
 	if (!db)
