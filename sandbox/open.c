@@ -39,7 +39,13 @@ static void add_mask(struct sbx *s, const char *path)
  * leaves out is NULL, not supported. local, bwrap and srt keep their sandboxes in directories
  * under the sandbox root (dir.c). A row with an open operation is an HTTP driver: it gets its
  * [section] (config_remote), prepares its own state and is closed by sbx_http_close. e2b and
- * cube are one driver under two names, so that [cube] holds CubeSandbox's settings. */
+ * cube are one driver under two names (E2B_DRIVER), so that [cube] holds CubeSandbox's
+ * settings. */
+#define E2B_DRIVER(backend)                                                                        \
+	{                                                                                          \
+		.name = backend, .open = e2b_open, .close = sbx_http_close, .create = e2b_create,  \
+		.workdir = e2b_workdir, .run = e2b_run, .destroy = e2b_destroy, .list = e2b_list   \
+	}
 static const struct sandbox_backend drivers[] = {
 	{ .name = "local",
 	  .create = sbx_dir_make,
@@ -95,22 +101,8 @@ static const struct sandbox_backend drivers[] = {
 	  .set_egress = osb_set_egress,
 	  .destroy = osb_destroy,
 	  .list = osb_list },
-	{ .name = "e2b",
-	  .open = e2b_open,
-	  .close = sbx_http_close,
-	  .create = e2b_create,
-	  .workdir = e2b_workdir,
-	  .run = e2b_run,
-	  .destroy = e2b_destroy,
-	  .list = e2b_list },
-	{ .name = "cube",
-	  .open = e2b_open,
-	  .close = sbx_http_close,
-	  .create = e2b_create,
-	  .workdir = e2b_workdir,
-	  .run = e2b_run,
-	  .destroy = e2b_destroy,
-	  .list = e2b_list },
+	E2B_DRIVER("e2b"),
+	E2B_DRIVER("cube"),
 	{ .name = "daytona",
 	  .open = daytona_open,
 	  .close = sbx_http_close,
