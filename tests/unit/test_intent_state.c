@@ -15,23 +15,22 @@
 
 static void test_names(void **state)
 {
-	/* the names stored in the intents table */
-	static const char *const stored[INTENT_STATE_COUNT] = {
-		[INTENT_PENDING] = "pending",
-		[INTENT_CLAIMED] = "claimed",
-		[INTENT_DONE] = "done",
-		[INTENT_FAILED] = "failed",
-		[INTENT_TERMINATED] = "terminated",
-		[INTENT_CANCELLED] = "cancelled",
-	};
+	/* the names stored in the intents table, in the enum's order: a stored name must never
+	 * change (rows written by an older build hold it) */
+	static const char stored[] = "pending claimed done failed terminated cancelled";
+	char names[sizeof(stored) + 1] = "";
 	(void)state;
 	assert_int_equal(INTENT_STATE_COUNT, 6);
 	for (int i = 0; i < INTENT_STATE_COUNT; i++) {
 		const char *name = intent_state_name((enum intent_state)i);
 		assert_non_null(name);
 		assert_int_equal(intent_state_of(name), i);
-		assert_string_equal(name, stored[i]);
+		assert_true(strlen(names) + strlen(name) + 2 <= sizeof(names));
+		if (i)
+			strcat(names, " ");
+		strcat(names, name);
 	}
+	assert_string_equal(names, stored);
 	assert_null(intent_state_name(INTENT_NONE));
 	assert_null(intent_state_name(INTENT_STATE_COUNT));
 	assert_int_equal(intent_state_of(NULL), INTENT_NONE);
