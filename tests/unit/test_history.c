@@ -15,23 +15,28 @@
 #include "unit.h"
 
 #define MAX_EVENTS 16
+#define BODY_MAX 512
 
 struct log {
 	const char *cell[MAX_EVENTS * EV_C_COUNT];
 	unsigned long len[MAX_EVENTS * EV_C_COUNT];
 	char ord[MAX_EVENTS][16];
+	char id[MAX_EVENTS][16];
+	char body[MAX_EVENTS][BODY_MAX];
 	unsigned n;
 };
 
-/* Append an event: ID, TYPE, REF (or NULL), PROCESSED (0: queued), BODY. */
-static void add(struct log *l, const char *id, const char *type, const char *ref, int processed,
-		const char *body)
+/* Append an event: TYPE, REF (or NULL), PROCESSED (0: queued), BODY. The Nth event's id is
+ * sevt_N. */
+static void add(struct log *l, const char *type, const char *ref, int processed, const char *body)
 {
 	const char **c = &l->cell[l->n * EV_C_COUNT];
 
+	assert_true(l->n < MAX_EVENTS);
 	snprintf(l->ord[l->n], sizeof(l->ord[l->n]), "%u", l->n + 1);
+	snprintf(l->id[l->n], sizeof(l->id[l->n]), "sevt_%u", l->n + 1);
 	c[EV_C_SEQ] = l->ord[l->n];
-	c[EV_C_ID] = id;
+	c[EV_C_ID] = l->id[l->n];
 	c[EV_C_SESSION] = "sesn_x";
 	c[EV_C_ORD] = l->ord[l->n];
 	c[EV_C_TYPE] = type;
@@ -41,8 +46,40 @@ static void add(struct log *l, const char *id, const char *type, const char *ref
 	l->n++;
 }
 
-/* Build H from L, the MCP tools named as NAMES offers them (NULL: none). */
-static void build_named(struct log *l, const struct mcp_names *names, struct history *h)
+/* Append an event whose body is built from FMT (the body's own buffer, BODY_MAX). */
+static void __attribute__((format(printf, 5, 6)))
+addf(struct log *l, const char *type, const char *ref, int processed, const char *fmt, ...)
+{
+	char *body = l->body[l->n];
+	va_list ap;
+	int n;
+
+	assert_true(l->n < MAX_EVENTS);
+	va_start(ap, fmt);
+	n = vsnprintf(body, BODY_MAX, fmt, ap);
+	va_end(ap);
+	assert_true(n >= 0 && n < BODY_MAX);
+	add(l, type, ref, processed, body);
+}
+
+/* A message event (user.message, agent.message, system.message) of one text block. */
+static void add_text(struct log *l, const char *type, int processed, const char *text)
+{
+	addf(l, type, NULL, processed,
+	     "{\"type\":\"%s\",\"content\":[{\"type\":\"text\",\"text\":\"%s\"}]}", type, text);
+}
+
+/* An agent.tool_use of tool NAME with INPUT (JSON) and its evaluated PERMISSION. */
+static void add_tool_use(struct log *l, const char *name, const char *input, const char *permission)
+{
+	addf(l, "agent.tool_use", NULL, 1,
+	     "{\"type\":\"agent.tool_use\",\"name\":\"%s\",\"input\":%s,"
+	     "\"evaluated_permission\":\"%s\"}",
+	     name, input, permission);
+}
+
+/* L as the rows of the events query. */
+static struct db_rows rows_of(struct log *l)
 {
 	struct db_rows rows = { 0 };
 
@@ -50,6 +87,14 @@ static void build_named(struct log *l, const struct mcp_names *names, struct his
 	rows.ncols = EV_C_COUNT;
 	rows.cell = (char **)l->cell;
 	rows.len = l->len;
+	return rows;
+}
+
+/* Build H from L, the MCP tools named as NAMES offers them (NULL: none). */
+static void build_named(struct log *l, const struct mcp_names *names, struct history *h)
+{
+	struct db_rows rows = rows_of(l);
+
 	assert_int_equal(history_build(&rows, names, h), 0);
 }
 
@@ -79,20 +124,14 @@ static void test_text_turns(void **state)
 	struct history h;
 	(void)state;
 
-	add(&l, "sevt_1", "user.message", NULL, 1,
+	add(&l, "user.message", NULL, 1,
 	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"},"
 	    "{\"type\":\"redacted\"}]}");
-	add(&l, "sevt_2", "session.status_running", NULL, 1,
-	    "{\"type\":\"session.status_running\"}");
-	add(&l, "sevt_3", "agent.message", NULL, 1,
-	    "{\"type\":\"agent.message\",\"content\":[{\"type\":\"text\",\"text\":\"hello\"}]}");
-	add(&l, "sevt_4", "user.message", NULL, 1,
-	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"again\"}]}");
-	add(&l, "sevt_5", "system.message", NULL, 1,
-	    "{\"type\":\"system.message\",\"content\":[{\"type\":\"text\",\"text\":\"be "
-	    "brief\"}]}");
-	add(&l, "sevt_6", "user.message", NULL, 0,
-	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"later\"}]}");
+	add(&l, "session.status_running", NULL, 1, "{\"type\":\"session.status_running\"}");
+	add_text(&l, "agent.message", 1, "hello");
+	add_text(&l, "user.message", 1, "again");
+	add_text(&l, "system.message", 1, "be brief");
+	add_text(&l, "user.message", 0, "later");
 	build(&l, &h);
 	expect_messages(&h,
 			"[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]},"
@@ -113,16 +152,12 @@ static void test_tool_results(void **state)
 	struct history h;
 	(void)state;
 
-	add(&l, "sevt_1", "user.message", NULL, 1,
-	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"go\"}]}");
-	add(&l, "sevt_2", "agent.tool_use", NULL, 1,
-	    "{\"type\":\"agent.tool_use\",\"name\":\"bash\",\"input\":{\"command\":\"ls\"},"
-	    "\"evaluated_permission\":\"allow\"}");
-	add(&l, "sevt_3", "agent.custom_tool_use", NULL, 1,
+	add_text(&l, "user.message", 1, "go");
+	add_tool_use(&l, "bash", "{\"command\":\"ls\"}", "allow");
+	add(&l, "agent.custom_tool_use", NULL, 1,
 	    "{\"type\":\"agent.custom_tool_use\",\"name\":\"lookup\",\"input\":{}}");
-	add(&l, "sevt_4", "user.message", NULL, 1,
-	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"and\"}]}");
-	add(&l, "sevt_5", "agent.tool_result", "sevt_2", 1,
+	add_text(&l, "user.message", 1, "and");
+	add(&l, "agent.tool_result", "sevt_2", 1,
 	    "{\"type\":\"agent.tool_result\",\"tool_use_id\":\"sevt_2\",\"content\":[{\"type\":"
 	    "\"text\",\"text\":\"a b\"}],\"is_error\":false}");
 	build(&l, &h);
@@ -151,21 +186,14 @@ static void test_confirmations(void **state)
 	struct history h;
 	(void)state;
 
-	add(&l, "sevt_1", "user.message", NULL, 1,
-	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"go\"}]}");
-	add(&l, "sevt_2", "agent.tool_use", NULL, 1,
-	    "{\"type\":\"agent.tool_use\",\"name\":\"bash\",\"input\":{},"
-	    "\"evaluated_permission\":\"ask\"}");
-	add(&l, "sevt_3", "agent.tool_use", NULL, 1,
-	    "{\"type\":\"agent.tool_use\",\"name\":\"write\",\"input\":{},"
-	    "\"evaluated_permission\":\"ask\"}");
-	add(&l, "sevt_4", "agent.tool_use", NULL, 1,
-	    "{\"type\":\"agent.tool_use\",\"name\":\"read\",\"input\":{},"
-	    "\"evaluated_permission\":\"ask\"}");
-	add(&l, "sevt_5", "user.tool_confirmation", "sevt_2", 1,
+	add_text(&l, "user.message", 1, "go");
+	add_tool_use(&l, "bash", "{}", "ask");
+	add_tool_use(&l, "write", "{}", "ask");
+	add_tool_use(&l, "read", "{}", "ask");
+	add(&l, "user.tool_confirmation", "sevt_2", 1,
 	    "{\"type\":\"user.tool_confirmation\",\"tool_use_id\":\"sevt_2\",\"result\":"
 	    "\"allow\"}");
-	add(&l, "sevt_6", "user.tool_confirmation", "sevt_3", 1,
+	add(&l, "user.tool_confirmation", "sevt_3", 1,
 	    "{\"type\":\"user.tool_confirmation\",\"tool_use_id\":\"sevt_3\",\"result\":\"deny\","
 	    "\"deny_message\":\"not that file\"}");
 	build(&l, &h);
@@ -183,15 +211,12 @@ static void test_confirmations(void **state)
 static void test_corrupt(void **state)
 {
 	struct log l = { 0 };
-	struct db_rows rows = { 0 };
+	struct db_rows rows;
 	struct history h;
 	(void)state;
 
-	add(&l, "sevt_1", "user.message", NULL, 1, "{\"type\":");
-	rows.nrows = l.n;
-	rows.ncols = EV_C_COUNT;
-	rows.cell = (char **)l.cell;
-	rows.len = l.len;
+	add(&l, "user.message", NULL, 1, "{\"type\":");
+	rows = rows_of(&l);
 	assert_int_equal(history_build(&rows, NULL, &h), -1);
 	history_release(&h);
 }
@@ -211,10 +236,9 @@ static void test_mcp_names(void **state)
 	(void)state;
 
 	struct log l = { 0 };
-	add(&l, "sevt_1", "user.message", NULL, 1,
-	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"go\"}]}");
-	add(&l, "sevt_2", "agent.mcp_tool_use", NULL, 1, use);
-	add(&l, "sevt_3", "agent.mcp_tool_result", "sevt_2", 1,
+	add_text(&l, "user.message", 1, "go");
+	add(&l, "agent.mcp_tool_use", NULL, 1, use);
+	add(&l, "agent.mcp_tool_result", "sevt_2", 1,
 	    "{\"type\":\"agent.mcp_tool_result\",\"mcp_tool_use_id\":\"sevt_2\",\"content\":"
 	    "[{\"type\":\"text\",\"text\":\"2\"}],\"is_error\":false}");
 	assert_int_equal(mcp_names_init(&names), 0);
