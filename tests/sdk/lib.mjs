@@ -1,4 +1,5 @@
 // What the SDK suites share (environments, sessions, agents, work).
+import { after } from 'node:test';
 import assert from 'node:assert/strict';
 import { APIError } from '@anthropic-ai/sdk';
 
@@ -53,4 +54,32 @@ export async function rejects(promise, cls, { status, type, code } = {}) {
   }
   if (err.errorCode === null) assert.ok(!err.error.error.details, 'details only when an error_code applies');
   return err;
+}
+
+// What a suite creates through CLIENT (or the client passed last), and deletes after its tests,
+// best effort: sessions first (they hold their environments), then environments, vaults, and
+// agents (archived: agents cannot be deleted). `made.<kind>` holds [client, id] pairs; push
+// what is created another way.
+export function creator(client) {
+  const made = { sessions: [], environments: [], vaults: [], agents: [] };
+  const keep = (kind, c, o) => {
+    made[kind].push([c, o.id]);
+    return o;
+  };
+  after(async () => {
+    for (const [c, id] of made.sessions) await c.beta.sessions.delete(id).catch(() => {});
+    for (const [c, id] of made.environments) await c.beta.environments.delete(id).catch(() => {});
+    for (const [c, id] of made.vaults) await c.beta.vaults.delete(id).catch(() => {});
+    for (const [c, id] of made.agents) await c.beta.agents.archive(id).catch(() => {});
+  });
+  return {
+    made,
+    mkagent: async (params = {}, c = client) =>
+      keep('agents', c, await c.beta.agents.create({ name: name('agent'), model: 'claude-opus-5-5', ...params })),
+    mkenv: async (params = {}, c = client) =>
+      keep('environments', c, await c.beta.environments.create({ name: name('env'), ...params })),
+    mkvault: async (params = {}, c = client) =>
+      keep('vaults', c, await c.beta.vaults.create({ display_name: name('vault'), ...params })),
+    mksession: async (params, c = client) => keep('sessions', c, await c.beta.sessions.create(params)),
+  };
 }

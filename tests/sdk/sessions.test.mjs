@@ -29,9 +29,9 @@
 //   BetaEnvironmentArchivedError, '400 invalid_metadata' -> BetaInvalidMetadataError; otherwise
 //   the status class (409 -> ConflictError). The SDK retries 409 unless `x-should-retry: false`.
 
-import { test, describe, before, after } from 'node:test';
+import { test, describe, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { KEY, KEY2, REQ_ID, RFC3339_UTC, URL_, name, rejects } from './lib.mjs';
+import { KEY, KEY2, REQ_ID, RFC3339_UTC, URL_, creator, name, rejects } from './lib.mjs';
 import Anthropic, { APIError, BadRequestError, ConflictError, NotFoundError } from '@anthropic-ai/sdk';
 import {
   BetaEnvironmentArchivedError,
@@ -71,33 +71,8 @@ function recording(baseURL = URL_, key = KEY) {
 }
 
 
-// What after() cleans up, best effort: sessions first (they hold their environments), then
-// environments, then agents (archived: agents cannot be deleted).
-const made = { sessions: [], environments: [], agents: [] };
-
-async function mkagent(params = {}, c = client) {
-  const agent = await c.beta.agents.create({ name: name('agent'), model: 'claude-opus-5-5', ...params });
-  made.agents.push([c, agent.id]);
-  return agent;
-}
-
-async function mkenv(params = {}, c = client) {
-  const env = await c.beta.environments.create({ name: name('env'), ...params });
-  made.environments.push([c, env.id]);
-  return env;
-}
-
-async function mksession(params, c = client) {
-  const s = await c.beta.sessions.create(params);
-  made.sessions.push([c, s.id]);
-  return s;
-}
-
-after(async () => {
-  for (const [c, id] of made.sessions) await c.beta.sessions.delete(id).catch(() => {});
-  for (const [c, id] of made.environments) await c.beta.environments.delete(id).catch(() => {});
-  for (const [c, id] of made.agents) await c.beta.agents.archive(id).catch(() => {});
-});
+// what the tests create, deleted after them (lib.mjs)
+const { mkagent, mkenv, mksession } = creator(client);
 
 // Every required key of BetaManagedAgentsSession (plus `provisioning`), with its type.
 function assertSessionShape(s) {

@@ -26,9 +26,9 @@
 //   {type, token?} ("The mcp_server_url is immutable"), display_name, metadata (a patch).
 // - Sessions: create takes vault_ids (string[]); the session object shows them.
 
-import { test, describe, after } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { KEY, KEY2, RFC3339_UTC, URL_, name, rejects } from './lib.mjs';
+import { KEY, KEY2, RFC3339_UTC, URL_, creator, name, rejects } from './lib.mjs';
 import Anthropic, { BadRequestError, ConflictError, NotFoundError } from '@anthropic-ai/sdk';
 import { BetaInvalidMetadataError } from '@anthropic-ai/sdk/resources/beta/environments';
 
@@ -69,14 +69,8 @@ const rec = recording();
 const client = rec.client;
 const other = KEY2 ? recording(KEY2) : null;
 
-// What after() cleans up, best effort: sessions, environments, vaults; agents are archived.
-const made = { sessions: [], environments: [], vaults: [], agents: [] };
-
-async function mkvault(params = {}, c = client) {
-  const v = await c.beta.vaults.create({ display_name: name('vault'), ...params });
-  made.vaults.push([c, v.id]);
-  return v;
-}
+// what the tests create, deleted after them (lib.mjs)
+const { made, mkagent, mkenv, mkvault, mksession } = creator(client);
 
 function bearer(url = MCP_URL, t = token('x')) {
   return { type: 'static_bearer', token: t, mcp_server_url: url };
@@ -87,25 +81,10 @@ async function mkcred(vaultId, params = {}, c = client) {
 }
 
 async function mksessionParts(c = client) {
-  const agent = await c.beta.agents.create({ name: name('agent'), model: 'claude-opus-5-5' });
-  made.agents.push([c, agent.id]);
-  const env = await c.beta.environments.create({ name: name('env'), config: { type: 'self_hosted' } });
-  made.environments.push([c, env.id]);
+  const agent = await mkagent({}, c);
+  const env = await mkenv({ config: { type: 'self_hosted' } }, c);
   return { agent: agent.id, environment_id: env.id };
 }
-
-async function mksession(params, c = client) {
-  const s = await c.beta.sessions.create(params);
-  made.sessions.push([c, s.id]);
-  return s;
-}
-
-after(async () => {
-  for (const [c, id] of made.sessions) await c.beta.sessions.delete(id).catch(() => {});
-  for (const [c, id] of made.environments) await c.beta.environments.delete(id).catch(() => {});
-  for (const [c, id] of made.vaults) await c.beta.vaults.delete(id).catch(() => {});
-  for (const [c, id] of made.agents) await c.beta.agents.archive(id).catch(() => {});
-});
 
 function assertVault(v) {
   assert.deepEqual(Object.keys(v).sort(), VAULT_KEYS);
