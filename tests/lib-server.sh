@@ -6,6 +6,10 @@
 #                       SERVER_URL (http://127.0.0.1:PORT); 1 when PORT_FILE is not written
 #                       within SERVER_START_S seconds
 #   stop_server         stops it by its PID (an EXIT trap calls it)
+# With tests/lib-check.sh, counted:
+#   serve WHAT LOG PORT_FILE COMMAND...   start_server; ok "WHAT listens on port N", or
+#                       not_ok "WHAT starts: LOG" and the script ends
+#   served WHAT LOG     WHAT did not crash, and logged nothing but its "listening" line
 SERVER_START_S=10
 SERVER_PID=
 SERVER_URL=
@@ -24,4 +28,17 @@ start_server() { # start_server LOG PORT_FILE COMMAND...
 stop_server() {
 	[ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
 	SERVER_PID=
+}
+serve() { # serve WHAT LOG PORT_FILE COMMAND...
+	local what=$1 log=$2 port_file=$3
+	shift
+	if ! start_server "$@"; then
+		not_ok "$what starts: $(cat "$log")"
+		check_exit 1
+	fi
+	ok "$what listens on port $(cat "$port_file")"
+}
+served() { # served WHAT LOG
+	check "$1 did not crash" kill -0 "$SERVER_PID"
+	check "$1 logged no error" test "$(grep -cv '^listening ' "$2")" = 0
 }

@@ -20,18 +20,13 @@ cleanup() {
 trap cleanup EXIT
 
 KEY="sk-fake-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
-if ! start_server "$T/fake.log" "$T/port" node tests/fake-model/fake-model.mjs --key "$KEY" \
-	--port-file "$T/port"; then
-	not_ok "the fake model starts: $(cat "$T/fake.log")"
-	check_exit 1
-fi
-ok "the fake model listens on port $(cat "$T/port")"
+serve "the fake model" "$T/fake.log" "$T/port" node tests/fake-model/fake-model.mjs --key "$KEY" \
+	--port-file "$T/port"
 
 if FAKE_MODEL_URL="$SERVER_URL" FAKE_MODEL_KEY="$KEY" "$BIN"; then
 	ok "the model client against the fake ($BIN)"
 else
 	not_ok "the model client against the fake ($BIN)"
 fi
-check "the fake did not crash" kill -0 "$SERVER_PID"
-check "the fake logged no error" test ! -s "$T/fake.log" -o "$(grep -cv '^listening ' "$T/fake.log")" = 0
+served "the fake model" "$T/fake.log"
 check_exit 0

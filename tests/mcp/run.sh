@@ -28,18 +28,13 @@ cleanup() {
 trap cleanup EXIT
 
 TOKEN="mcp-test-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
-if ! start_server "$T/server.log" "$T/port" node tests/mcp/server.mjs --token "$TOKEN" \
-	--port-file "$T/port"; then
-	not_ok "the MCP server starts: $(cat "$T/server.log")"
-	check_exit 1
-fi
-ok "the MCP server listens on port $(cat "$T/port")"
+serve "the MCP server" "$T/server.log" "$T/port" node tests/mcp/server.mjs --token "$TOKEN" \
+	--port-file "$T/port"
 
 if MCP_TEST_URL="$SERVER_URL" MCP_TEST_TOKEN="$TOKEN" "$BIN"; then
 	ok "the MCP client against the SDK's server ($BIN)"
 else
 	not_ok "the MCP client against the SDK's server ($BIN)"
 fi
-check "the server did not crash" kill -0 "$SERVER_PID"
-check "the server logged no error" test "$(grep -cv '^listening ' "$T/server.log")" = 0
+served "the MCP server" "$T/server.log"
 check_exit 0
