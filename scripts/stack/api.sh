@@ -191,29 +191,36 @@ api_stop() {
 	rm -f "$1/$2.sock" "$1/$2-poll.sock"
 }
 
-# recon_start RUN NAME: the reconciler in --loop mode, reading NAME's configuration (the API's: same database, same
-# backend and sandbox root). Pid RUN/reconciler.pid, log RUN/reconciler.log, Prometheus
-# metrics RUN/reconciler.prom.
-recon_start() {
-	local run=$1 name=$2 bin pid
+# _stack_loop_start RUN NAME ID PROGRAM [ARG...]: PROGRAM (built beside terrarium-api) with
+# NAME's configuration, --loop and ARGs, unless one already runs; pid RUN/ID.pid, log RUN/ID.log.
+_stack_loop_start() {
+	local run=$1 name=$2 id=$3 prog=$4 bin pid
+	shift 4
 	_stack_check_run "$run" || return 1
 	_stack_check_name "$name" || return 1
-	bin="$(dirname "$(_stack_api_bin)")/terrarium-reconciler"
-	if pid=$(stack_running "$run/reconciler.pid" terrarium-reconciler); then
-		_stack_say "reconciler already running (pid $pid)"
+	_stack_check_name "$id" || return 1
+	bin="$(dirname "$(_stack_api_bin)")/$prog"
+	if pid=$(stack_running "$run/$id.pid" "$prog"); then
+		_stack_say "$id already running (pid $pid)"
 		return 0
 	fi
 	[ -x "$bin" ] || {
 		_stack_err "$bin not built (run make)"
 		return 1
 	}
-	_stack_spawn "$run/reconciler.pid" "$run/reconciler.log" "$bin" -c "$run/$name.ini" --loop \
-		--metrics-file "$run/reconciler.prom" || {
-		_stack_err "reconciler did not start"
-		_stack_tail "$run/reconciler.log"
+	_stack_spawn "$run/$id.pid" "$run/$id.log" "$bin" -c "$run/$name.ini" --loop "$@" || {
+		_stack_err "$id did not start"
+		_stack_tail "$run/$id.log"
 		return 1
 	}
-	_stack_say "reconciler running (pid $STACK_SPAWNED_PID, log $run/reconciler.log)"
+	_stack_say "$id running (pid $STACK_SPAWNED_PID, log $run/$id.log)"
+}
+
+# recon_start RUN NAME: the reconciler in --loop mode, reading NAME's configuration (the API's: same database, same
+# backend and sandbox root). Pid RUN/reconciler.pid, log RUN/reconciler.log, Prometheus
+# metrics RUN/reconciler.prom.
+recon_start() {
+	_stack_loop_start "$1" "$2" reconciler terrarium-reconciler --metrics-file "$1/reconciler.prom"
 }
 
 # recon_stop RUN: SIGTERM (the reconciler finishes its step), wait up to 35 s, then SIGKILL.
@@ -229,25 +236,7 @@ recon_stop() {
 # a command line. Pid RUN/ID.pid, log RUN/ID.log; ID (default runner) tells several runners of
 # one RUN apart.
 runner_start() {
-	local run=$1 name=$2 id=${3:-runner} bin pid
-	_stack_check_run "$run" || return 1
-	_stack_check_name "$name" || return 1
-	_stack_check_name "$id" || return 1
-	bin="$(dirname "$(_stack_api_bin)")/terrarium-runner"
-	if pid=$(stack_running "$run/$id.pid" terrarium-runner); then
-		_stack_say "$id already running (pid $pid)"
-		return 0
-	fi
-	[ -x "$bin" ] || {
-		_stack_err "$bin not built (run make)"
-		return 1
-	}
-	_stack_spawn "$run/$id.pid" "$run/$id.log" "$bin" -c "$run/$name.ini" --loop || {
-		_stack_err "$id did not start"
-		_stack_tail "$run/$id.log"
-		return 1
-	}
-	_stack_say "$id running (pid $(cat "$run/$id.pid"), log $run/$id.log)"
+	_stack_loop_start "$1" "$2" "${3:-runner}" terrarium-runner
 }
 # runner_stop RUN [ID]: SIGTERM (its turns end; the next runner takes them over), wait, SIGKILL.
 runner_stop() {
