@@ -54,20 +54,9 @@ HOLDER_PID=
 scratch_before_stop() {
 	[ -z "$HOLDER_PID" ] || kill "$HOLDER_PID" 2>/dev/null
 }
-stack_scratch bench-streams || die "cannot make a runtime directory"
 mkdir -p "$OUT/streams" || die "cannot create $OUT"
-
-# shellcheck disable=SC2153 # RUN: set by stack_scratch
-db_init "$RUN" || die "db_init failed"
-db_start "$RUN" || die "db_start failed"
-WORKERS=${BENCH_WORKERS:-0} MAX_REQUESTS=1000000 api_config "$RUN" api local || die "api_config failed"
-api_cli "$RUN" api migrate "$ROOT/sql" >/dev/null || die "migrate failed"
-KEY=$(api_cli "$RUN" api key create bench-streams bench) || die "key create failed"
-api_start "$RUN" api || die "api_start failed"
-export NGINX_RATE=1000000 NGINX_BURST=1000000
-P=$(stack_free_port) || die "no free port"
-nginx_start "$RUN" "$P:api" || die "nginx did not start"
-URL="http://127.0.0.1:$P"
+bench_stack bench-streams
+# shellcheck disable=SC2153 # RUN: set by bench_stack (stack_scratch)
 SUP=$(cat "$RUN/api.pid")
 NGX=$(cat "$RUN/nginx.pid")
 [ -n "$(pgrep -P "$SUP" -x terrarium-tail)" ] || die "the API runs no tailer ($RUN/api.ini)"

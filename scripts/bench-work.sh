@@ -32,26 +32,14 @@ command -v node >/dev/null || die "node not found"
 scratch_before_stop() {
 	[ -z "${POLL_PID:-}" ] || kill "$POLL_PID" 2>/dev/null
 }
-stack_scratch bench-work || die "cannot make a runtime directory"
 mkdir -p "$OUT/work" || die "cannot create $OUT"
-
-# shellcheck disable=SC2153 # RUN: set by stack_scratch
-db_init "$RUN" || die "db_init failed"
-db_start "$RUN" || die "db_start failed"
-WORKERS=${BENCH_WORKERS:-0} MAX_REQUESTS=1000000 POLL_WORKERS=$BENCH_WORK_POLL_WORKERS \
-	api_config "$RUN" api local || die "api_config failed"
-api_cli "$RUN" api migrate "$ROOT/sql" >/dev/null || die "migrate failed"
-KEY=$(api_cli "$RUN" api key create bench-work bench) || die "key create failed"
-api_start "$RUN" api || die "api_start failed"
-export NGINX_RATE=1000000 NGINX_BURST=1000000
-P=$(stack_free_port) || die "no free port"
-nginx_start "$RUN" "$P:api" || die "nginx did not start"
-URL="http://127.0.0.1:$P"
+POLL_WORKERS=$BENCH_WORK_POLL_WORKERS bench_stack bench-work
 
 CLOUD=$(api_ok "$URL" POST /v1/environments '{"name":"bench-get"}' | jq -r .id) || die "create failed"
 SH=$(api_ok "$URL" POST /v1/environments '{"name":"bench-queue","config":{"type":"self_hosted"}}' | jq -r .id) ||
 	die "create failed"
 AGENT=$(api_ok "$URL" POST /v1/agents '{"name":"bench","model":"claude-sonnet-4-5"}' | jq -r .id) || die "agent failed"
+# shellcheck disable=SC2153 # RUN: set by bench_stack (stack_scratch)
 ENV_KEY=$(api_cli "$RUN" api key create-environment "$SH") || die "key create-environment failed"
 echo "$CLOUD" >"$RUN/ids.txt"
 

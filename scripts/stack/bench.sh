@@ -14,6 +14,28 @@ bench_init() {
 	OUT=${BENCH_OUT:-$ROOT/var/bench/${2:-}$(date -u +%Y%m%dT%H%M%SZ)}
 }
 
+# bench_stack NAME: the stack a benchmark of one API measures, in a scratch directory
+# (stack_scratch NAME: RUN): MariaDB, the API supervisor `api` (backend local, BENCH_WORKERS
+# workers, 1,000,000 requests a worker; api_config reads what else the caller's environment
+# sets), migrated, a key KEY, and nginx without rate limits on a free loopback port: URL. Dies
+# on a failure.
+# shellcheck disable=SC2034 # KEY, URL: read by the caller
+bench_stack() {
+	local port
+	stack_scratch "$1" || die "cannot make a runtime directory"
+	db_init "$RUN" || die "db_init failed"
+	db_start "$RUN" || die "db_start failed"
+	WORKERS=${BENCH_WORKERS:-0} MAX_REQUESTS=1000000 api_config "$RUN" api local ||
+		die "api_config failed"
+	api_cli "$RUN" api migrate "$ROOT/sql" >/dev/null || die "migrate failed"
+	KEY=$(api_cli "$RUN" api key create "$1" bench) || die "key create failed"
+	api_start "$RUN" api || die "api_start failed"
+	export NGINX_RATE=1000000 NGINX_BURST=1000000
+	port=$(stack_free_port) || die "no free port"
+	nginx_start "$RUN" "$port:api" || die "nginx did not start"
+	URL="http://127.0.0.1:$port"
+}
+
 # median: the median of the numbers on stdin, one a line (the mean of the two middle ones for an
 # even count); 0 when there are none.
 median() {
