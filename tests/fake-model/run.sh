@@ -12,21 +12,14 @@ BIN=${1:-${BUILD_DIR:-build}}/test_model_fake
 	echo "$BIN missing (make $BIN)"
 	exit 1
 }
-T=$(mktemp -d) || exit 1
-cleanup() {
-	stop_server
-	rm -rf "$T"
-}
-trap cleanup EXIT
+server_scratch
+T=$SERVER_DIR
 
 KEY="sk-fake-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 serve "the fake model" "$T/fake.log" "$T/port" node tests/fake-model/fake-model.mjs --key "$KEY" \
 	--port-file "$T/port"
 
-if FAKE_MODEL_URL="$SERVER_URL" FAKE_MODEL_KEY="$KEY" "$BIN"; then
-	ok "the model client against the fake ($BIN)"
-else
-	not_ok "the model client against the fake ($BIN)"
-fi
+check "the model client against the fake ($BIN)" \
+	env FAKE_MODEL_URL="$SERVER_URL" FAKE_MODEL_KEY="$KEY" "$BIN"
 served "the fake model" "$T/fake.log"
 check_exit 0

@@ -20,21 +20,14 @@ if ! npm_locked tests/mcp; then
 	check_exit 1
 fi
 
-T=$(mktemp -d) || exit 1
-cleanup() {
-	stop_server
-	rm -rf "$T"
-}
-trap cleanup EXIT
+server_scratch
+T=$SERVER_DIR
 
 TOKEN="mcp-test-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 serve "the MCP server" "$T/server.log" "$T/port" node tests/mcp/server.mjs --token "$TOKEN" \
 	--port-file "$T/port"
 
-if MCP_TEST_URL="$SERVER_URL" MCP_TEST_TOKEN="$TOKEN" "$BIN"; then
-	ok "the MCP client against the SDK's server ($BIN)"
-else
-	not_ok "the MCP client against the SDK's server ($BIN)"
-fi
+check "the MCP client against the SDK's server ($BIN)" \
+	env MCP_TEST_URL="$SERVER_URL" MCP_TEST_TOKEN="$TOKEN" "$BIN"
 served "the MCP server" "$T/server.log"
 check_exit 0
