@@ -81,17 +81,24 @@ static void test_install_argv_per_manager(void **state)
 	json_decref(pkgs);
 }
 
+/* MANAGER's install command for PKGS in the workdir /w, into ARGV of ARGV_MAX entries: what
+ * pkg_install_argv returns (the prefix it writes is not looked at). */
+static int install_argc(const char *manager, json_t *pkgs, const char **argv, size_t argv_max)
+{
+	char prefix[64];
+
+	return pkg_install_argv(pkg_find(manager), pkgs, "/w", argv, argv_max, prefix,
+				sizeof(prefix));
+}
+
 static void test_install_argv_empty_list(void **state)
 {
 	json_t *none = json_array();
 	const char *argv[8];
-	char prefix[64];
 	(void)state;
-	assert_int_equal(
-		pkg_install_argv(pkg_find("apt"), none, "/w", argv, 8, prefix, sizeof(prefix)), 4);
+	assert_int_equal(install_argc("apt", none, argv, 8), 4);
 	assert_null(argv[4]);
-	assert_int_equal(
-		pkg_install_argv(pkg_find("go"), none, "/w", argv, 8, prefix, sizeof(prefix)), 2);
+	assert_int_equal(install_argc("go", none, argv, 8), 2);
 	assert_string_equal(argv[0], "go");
 	assert_null(argv[2]);
 	json_decref(none);
@@ -102,12 +109,9 @@ static void test_install_argv_unknown_manager(void **state)
 	static const char *const unknown[] = { "brew", "", "APT", "pip3" };
 	json_t *pkgs = json_loads("[\"x\"]", 0, NULL);
 	const char *argv[16];
-	char prefix[64];
 	(void)state;
 	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
-		assert_int_equal(pkg_install_argv(pkg_find(unknown[i]), pkgs, "/w", argv, 16,
-						  prefix, sizeof(prefix)),
-				 -1);
+		assert_int_equal(install_argc(unknown[i], pkgs, argv, 16), -1);
 	json_decref(pkgs);
 }
 
@@ -133,14 +137,11 @@ static void test_install_argv_overflow(void **state)
 	};
 	json_t *pkgs = json_loads("[\"p1\", \"p2\"]", 0, NULL);
 	const char *argv[16];
-	char prefix[64];
 	(void)state;
-	assert_int_equal(
-		pkg_install_argv(pkg_find("apt"), pkgs, "/w", argv, 7, prefix, sizeof(prefix)), 6);
+	assert_int_equal(install_argc("apt", pkgs, argv, 7), 6);
 	assert_null(argv[6]);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		assert_int_equal(pkg_install_argv(pkg_find(cases[i].manager), pkgs, "/w", argv,
-						  cases[i].argv_max, prefix, sizeof(prefix)),
+		assert_int_equal(install_argc(cases[i].manager, pkgs, argv, cases[i].argv_max),
 				 cases[i].want);
 	json_decref(pkgs);
 }
@@ -151,15 +152,13 @@ static void test_install_argv_many_packages(void **state)
 {
 	json_t *pkgs = json_array();
 	const char *argv[300];
-	char prefix[64], name[16];
+	char name[16];
 	(void)state;
 	for (int i = 0; i < 256; i++) {
 		FMT(name, "pkg%d", i);
 		json_array_append_new(pkgs, json_string(name));
 	}
-	assert_int_equal(
-		pkg_install_argv(pkg_find("npm"), pkgs, "/w", argv, 300, prefix, sizeof(prefix)),
-		262);
+	assert_int_equal(install_argc("npm", pkgs, argv, 300), 262);
 	assert_string_equal(argv[261], "pkg255");
 	assert_null(argv[262]);
 	json_decref(pkgs);
