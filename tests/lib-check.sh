@@ -10,6 +10,7 @@
 #   check_exit RC       check_summary, then exits: 0 when nothing failed and RC (the status the
 #                       script was leaving with, in an EXIT trap) is 0, else 1
 #   CHECK_QUIET=1       print only the failures (scripts with hundreds of probes)
+#   need_built FILE     the script ends (1) saying how to build FILE when it is not executable
 passed=0
 failed=0
 skipped=0
@@ -45,5 +46,10 @@ check_summary() {
 }
 check_exit() { # check_exit RC
 	check_summary && [ "$1" -eq 0 ] && exit 0
+	exit 1
+}
+need_built() { # need_built FILE
+	[ -x "$1" ] && return 0
+	echo "$1 missing (make $1)"
 	exit 1
 }

@@ -10,10 +10,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib-check.sh
 API=${1:-${BUILD_DIR:-build}}/terrarium-api
-[ -x "$API" ] || {
-	echo "$API missing (make all)"
-	exit 1
-}
+need_built "$API"
 T=$(mktemp -d) || exit 1
 trap 'rm -rf "$T"' EXIT
 

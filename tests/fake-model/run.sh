@@ -8,10 +8,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib-check.sh
 . tests/lib-server.sh
 BIN=${1:-${BUILD_DIR:-build}}/test_model_fake
-[ -x "$BIN" ] || {
-	echo "$BIN missing (make $BIN)"
-	exit 1
-}
+need_built "$BIN"
 server_scratch
 T=$SERVER_DIR
 

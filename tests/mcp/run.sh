@@ -10,10 +10,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib-server.sh
 . tests/lib-npm.sh
 BIN=${1:-${BUILD_DIR:-build}}/test_mcp_client
-[ -x "$BIN" ] || {
-	echo "$BIN missing (make $BIN)"
-	exit 1
-}
+need_built "$BIN"
 
 if ! npm_locked tests/mcp; then
 	not_ok "npm ci in tests/mcp"
