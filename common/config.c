@@ -79,7 +79,8 @@ static const struct config_key keys[] = {
 	  "without a publisher, how often a held stream reads its session's new events" },
 	{ "stream", "ping_seconds", CONFIG_LONG, F(stream_ping_s), 1, CONFIG_STREAM_PING_S_MAX,
 	  CONFIG_Q(CONFIG_DEFAULT_STREAM_PING_S), 0,
-	  "without a publisher, a held stream sends a keep-alive comment this often" },
+	  "without a publisher, a held stream sends a keep-alive comment this often (under Apache "
+	  "and lighttpd, a client that left frees its process at the next one)" },
 	{ "stream", "max_held", CONFIG_INT, F(stream_max_held), 0, CONFIG_MAX_WORKERS, "0", 0,
 	  "without a publisher, the streams held at once by the supervisor's workers (beyond: "
 	  "503); 0: half of those that take them (the long-poll pool's when `[api] poll_socket` "

@@ -43,7 +43,7 @@
 #define CONFIG_STREAM_HOLD_S_MAX 3600
 #define CONFIG_DEFAULT_STREAM_POLL_MS 100
 #define CONFIG_STREAM_POLL_MS_MAX 5000
-#define CONFIG_DEFAULT_STREAM_PING_S 15
+#define CONFIG_DEFAULT_STREAM_PING_S 5
 #define CONFIG_STREAM_PING_S_MAX 300
 /* [model] and [runner] (docs/runner.md) */
 #define CONFIG_DEFAULT_MODEL_URL "https://api.anthropic.com"

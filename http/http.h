@@ -126,8 +126,9 @@ void resp_release(struct response *resp);
 int resp_stream_start(struct response *resp, const struct request *req, const char *content_type);
 /* Write N bytes of BUF to the started stream. 0, or -1 when the client is gone. */
 int resp_stream_write(struct response *resp, const char *buf, size_t n);
-/* 1 when the web server has shut the stream's connection (its client left), without waiting
- * for the next write to fail; 0 otherwise or when the transport cannot tell. */
+/* 1 when the web server has closed the stream's connection (its client left), without waiting
+ * for the next write to fail; 0 otherwise, or when the transport cannot tell (a TCP connection
+ * closed by its peer is only known at the next write). */
 int resp_stream_gone(const struct response *resp);
 
 #endif

@@ -245,6 +245,8 @@ int resp_stream_gone(const struct response *resp)
 
 	if (!resp->stream || resp->stream->fd < 0)
 		return 0;
-	p = (struct pollfd){ .fd = resp->stream->fd, .events = POLLRDHUP };
-	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+	/* hung up, not half-closed: Apache and lighttpd shut their writing side once the request
+	 * is sent (POLLRDHUP), and stay to read the answer */
+	p = (struct pollfd){ .fd = resp->stream->fd, .events = 0 };
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
 }

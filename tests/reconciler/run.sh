@@ -693,7 +693,15 @@ orphans_b() { # orphans_b ROUND
 	unmarked_made=0
 	for sid in "${ob[@]}"; do
 		printf '%s\n' "${marked[@]}" | grep -qx "$sid" && continue
-		[ -e "$T/root-orphan-b/$sid/npm-calls.log" ] && unmarked_made=$((unmarked_made + 1))
+		if [ -e "$T/root-orphan-b/$sid/npm-calls.log" ]; then
+			unmarked_made=$((unmarked_made + 1))
+			# what the failure's reader needs: the calls, the rows, the runs' lines of it
+			echo "# $at: $sid has npm calls ($(tr '\n' ' ' <"$T/root-orphan-b/$sid/npm-calls.log"))" \
+				"but no teardown; teardowns: ${marked[*]}"
+			db_query "$RUN" "SELECT id, kind, state, sandbox_may_exist, attempts
+				FROM provisioning_intents WHERE session_id = '$sid'" | sed 's/^/#   intent: /'
+			grep -h "$sid" "$log1" | sed 's/^/#   run 1: /'
+		fi
 		rm -rf "${T:?}/root-orphan-b/$sid"
 	done
 	for _ in $(seq 1 30); do # the second run tears down whatever is due, as it becomes due
