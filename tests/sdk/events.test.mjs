@@ -28,6 +28,10 @@ import { KEY, KEY2, RFC3339_UTC, URL_, name, rejects } from './lib.mjs';
 
 const RUNDIR = process.env.TERRARIUM_RUN || '';
 const NO_SQL = !RUNDIR && 'TERRARIUM_RUN not set (the agent events are written with SQL)';
+// A shared host's mod_fcgid keeps its default FcgidOutputBufferSize (server configuration, out of
+// a user's reach): a stream's frames reach the client only past that buffer (docs/hosting.md).
+const BUFFERED = !!process.env.TERRARIUM_STREAMS_BUFFERED &&
+  "the web server buffers FastCGI answers (a shared host's mod_fcgid): no stream's frames arrive in time";
 const SEVT_ID = /^sevt_[0-9A-Za-z]{24}$/;
 const WAIT_MS = 10000;       // an event reaches a stream within this (tailer: 20 ms a read)
 const QUIET_MS = 500;        // nothing more arrives on a stream within this
@@ -179,7 +183,7 @@ describe('send, list, stream', () => {
     assert.equal((await client.beta.sessions.retrieve(s)).status, 'running');
   });
 
-  test('a stream opened before the send receives the echo: user.message, then session.status_running', async () => {
+  test('a stream opened before the send receives the echo: user.message, then session.status_running', { skip: BUFFERED }, async () => {
     const s = await mksession();
     const w = await watch(s);
     const sent = await send(s, [message('echo me')]);
@@ -194,7 +198,7 @@ describe('send, list, stream', () => {
     assert.equal(w.error, null);
   });
 
-  test('no replay: a stream starts after the latest event', async () => {
+  test('no replay: a stream starts after the latest event', { skip: BUFFERED }, async () => {
     const s = await mksession();
     await send(s, [message('before the stream')]);
     // the tailer has published them (a stream opened within its interval of a commit may
@@ -208,7 +212,7 @@ describe('send, list, stream', () => {
     await w.close();
   });
 
-  test('a second user.message is queued (processed_at null) and listed last', async () => {
+  test('a second user.message is queued (processed_at null) and listed last', { skip: BUFFERED }, async () => {
     const s = await mksession();
     const w = await watch(s);
     await send(s, [message('first')]);
@@ -228,7 +232,7 @@ describe('send, list, stream', () => {
     await w.close();
   });
 
-  test('event_deltas[] is accepted; any other stream parameter is refused', async () => {
+  test('event_deltas[] is accepted; any other stream parameter is refused', { skip: BUFFERED }, async () => {
     const s = await mksession();
     const w = await watch(s, client, { event_deltas: ['agent.message', 'agent.thinking'] });
     await send(s, [outcome('x')]);
@@ -514,7 +518,7 @@ describe('isolation and deletion', () => {
     assert.deepEqual(await listAll(s), [], 'nothing was stored');
   });
 
-  test("a watcher of session A never sees B's events", async () => {
+  test("a watcher of session A never sees B's events", { skip: BUFFERED }, async () => {
     const a = await mksession();
     const b = await mksession();
     const wa = await watch(a);
@@ -533,7 +537,7 @@ describe('isolation and deletion', () => {
     await wb.close();
   });
 
-  test('deleting a session while it streams: session.deleted, then the stream ends', async () => {
+  test('deleting a session while it streams: session.deleted, then the stream ends', { skip: BUFFERED }, async () => {
     const s = await mksession();
     const other = await mksession();
     const w = await watch(s);

@@ -234,8 +234,9 @@ if [ "${SERVERS[*]}" = "apache lighttpd" ] || [ -n "${SHARED:-}" ]; then
 		base="http://127.0.0.1:$PORT/~alice/terrarium/api.fcgi"
 		part "shared host: other files refused" check_error "shared host: .htaccess" 403 \
 			permission_error "http://127.0.0.1:$PORT/~alice/terrarium/.htaccess"
+		# mod_fcgid's defaults buffer answers: the suite's live-stream tests are skipped there
 		part "shared host: official SDK at $base" env TERRARIUM_URL="$base" \
-			bash "$ROOT/tests/sdk/run.sh"
+			TERRARIUM_STREAMS_BUFFERED=1 bash "$ROOT/tests/sdk/run.sh"
 		apache_stop "$RUN"
 	else
 		failed=$((failed + 1))
