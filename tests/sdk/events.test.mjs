@@ -545,6 +545,9 @@ describe('isolation and deletion', () => {
     const wOther = await watch(other);
     await send(s, [outcome('before the delete')]);
     await w.until((ev) => ev.length >= 1, 'the first event');
+    // a worker-held stream reads its session's log every [stream] poll_ms: the delete drops the
+    // log, so the second watcher must have read the event before it
+    await w2.until((ev) => ev.length >= 1, 'the first event on the second stream');
     await client.beta.sessions.delete(s);
     await until(() => w.ended && w2.ended, 'both streams to end');
     assert.equal(w.error, null, `the stream ended without an error (${w.error})`);
