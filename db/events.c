@@ -93,6 +93,16 @@ enum db_status evdb_lock_id(struct db *db, const char *id, const char *now, stru
 #define EV_ROW_PARAMS 8
 /* clang-format on */
 
+/* 1 (the failure recorded) when E's body does not start with its type, as every stored one
+ * must (BODY_PREFIX: what the list and the stream splice) */
+static int body_bad(struct db *db, const struct ev_session *s, const struct ev_new *e)
+{
+	if (!strncmp(e->body, BODY_PREFIX, sizeof(BODY_PREFIX) - 1))
+		return 0;
+	db_fail(db, DB_CORRUPT, "session %s: event %s does not start with its type", s->id, e->id);
+	return 1;
+}
+
 enum db_status evdb_append_rows(struct db *db, struct ev_session *s, const struct ev_new *e,
 				size_t n)
 {
@@ -114,11 +124,11 @@ enum db_status evdb_append_rows(struct db *db, struct ev_session *s, const struc
 			const struct ev_new *x = &e[done + i];
 			struct db_val *r = &p[i * EV_ROW_PARAMS];
 
-			if (x->queued || strncmp(x->body, BODY_PREFIX, sizeof(BODY_PREFIX) - 1))
-				return db_fail(db, DB_CORRUPT,
-					       "session %s: event %s is queued or does not start "
-					       "with its type",
-					       s->id, x->id);
+			if (x->queued || body_bad(db, s, x))
+				return x->queued ? db_fail(db, DB_CORRUPT,
+							   "session %s: event %s is queued", s->id,
+							   x->id)
+						 : DB_CORRUPT;
 			r[0] = DB_STR(x->id);
 			r[1] = DB_STR(s->id);
 			r[2] = DB_INT((long long)++s->event_pos);
@@ -146,9 +156,8 @@ enum db_status evdb_append(struct db *db, struct ev_session *s, const struct ev_
 
 	if (!e->queued)
 		return evdb_append_rows(db, s, e, 1);
-	if (strncmp(e->body, BODY_PREFIX, sizeof(BODY_PREFIX) - 1))
-		return db_fail(db, DB_CORRUPT, "session %s: event %s does not start with its type",
-			       s->id, e->id);
+	if (body_bad(db, s, e))
+		return DB_CORRUPT;
 	st = db_exec(db, queued,
 		     DB_PARAMS(DB_STR(e->id), DB_STR(s->id), DB_STR(e->type), db_opt(e->ref_id),
 			       DB_STR(s->now), DB_STR(e->body)),

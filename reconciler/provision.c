@@ -329,10 +329,15 @@ static long renew_every(const struct recon *r)
 	return every < 1 ? 1 : every;
 }
 
-/* renew when the last renewal is renew_every old (the watch may tick more often: r->also) */
+/* Renew when the last renewal is about renew_every old (the watch may tick more often: r->also).
+ * Half a tick counts as due: a tick that comes a hair early must not put the renewal off by a
+ * whole tick (with the reconciler's own watch, a tick is renew_every long). */
 static enum recon_outcome renew_due(struct job *j)
 {
-	if (clock_mono_s() < j->lease_end - (double)(j->r->cfg->lease_s - renew_every(j->r)))
+	double due = j->lease_end - (double)(j->r->cfg->lease_s - renew_every(j->r));
+	double half_tick = j->watch ? (double)j->watch->interval_ms / 2000.0 : 0;
+
+	if (clock_mono_s() + half_tick < due)
 		return RECON_DONE;
 	return renew(j, 0);
 }
