@@ -177,9 +177,7 @@ static void test_tool_use(void **state)
 /* Requests the real API refuses get its 400; the client does not retry them. */
 static void test_refused(void **state)
 {
-	static const struct {
-		const char *messages, *want;
-	} cases[] = {
+	static const struct unit_text_case cases[] = {
 		{ "[{\"role\":\"assistant\",\"content\":\"hi\"}]",
 		  "first message must use the \"user\"" },
 		{ "[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"user\",\"content\":\"b\"}]",
@@ -213,7 +211,7 @@ static void test_refused(void **state)
 	(void)state;
 	json_decref(control("POST", "/__fake/reset", NULL));
 	for (size_t i = 0; i < UNIT_LEN(cases); i++) {
-		json_object_set_new(body, "messages", json_loads(cases[i].messages, 0, NULL));
+		json_object_set_new(body, "messages", json_loads(cases[i].in, 0, NULL));
 		if (model_call(m, body, NULL, NULL, &r) != MODEL_FAILED || r.http_status != 400 ||
 		    strcmp(r.error_type, "invalid_request_error") ||
 		    !strstr(r.error_message, cases[i].want))

@@ -86,9 +86,7 @@ static void test_load(void **state)
 /* Errors name the section and key (and the first error wins: it is the line inih reports). */
 static void test_errors(void **state)
 {
-	static const struct {
-		const char *text, *needle;
-	} cases[] = {
+	static const struct unit_text_case cases[] = {
 		{ "[daytona]\napi_key = inline-secrets-are-refused\n",
 		  "daytona.api_key: unknown key" },
 		{ "[local]\nurl = http://x/\n", "local.url: unknown key" },
@@ -115,10 +113,10 @@ static void test_errors(void **state)
 	(void)state;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		assert_int_equal(load_text(&cfg, cases[i].text), -1);
-		if (!strstr(cfg.error, cases[i].needle))
-			fail_msg("%s: error '%s' lacks '%s'", cases[i].text, cfg.error,
-				 cases[i].needle);
+		assert_int_equal(load_text(&cfg, cases[i].in), -1);
+		if (!strstr(cfg.error, cases[i].want))
+			fail_msg("%s: error '%s' lacks '%s'", cases[i].in, cfg.error,
+				 cases[i].want);
 	}
 	/* inih (Debian's build) reads lines of at most 199 bytes: longer is a syntax error */
 	snprintf(big, sizeof(big), "[database]\nname = %0*d\n", CONFIG_STR_MAX, 0);

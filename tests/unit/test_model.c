@@ -351,9 +351,7 @@ static void test_cut(void **state)
 /* Streams the reader refuses: not worth again. */
 static void test_malformed(void **state)
 {
-	static const struct {
-		const char *body, *want;
-	} cases[] = {
+	static const struct unit_text_case cases[] = {
 		{ "event: message_start\ndata: {\"type\":\"message_start\",\n\n",
 		  "event message_start: data is not JSON" },
 		{ "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
@@ -407,7 +405,7 @@ static void test_malformed(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < UNIT_LEN(cases); i++) {
-		read_answer(SSE_HEADERS, cases[i].body, strlen(cases[i].body), NULL, 0, NULL, &got);
+		read_answer(SSE_HEADERS, cases[i].in, strlen(cases[i].in), NULL, 0, NULL, &got);
 		if (strncmp(strbuf_str(&got), "FAILED 200 ", 11) ||
 		    !strstr(strbuf_str(&got), "err=malformed_reply:") ||
 		    !strstr(strbuf_str(&got), cases[i].want))

@@ -14,6 +14,13 @@ struct unit_out_case {
 	const char *want;
 };
 
+/* A case of a test that gives IN to the code under test and looks for WANT in its answer (an
+ * error message, a reply); each test runs its cases its own way. */
+struct unit_text_case {
+	const char *in;
+	const char *want;
+};
+
 /* FN(IN, OUT, OUTSZ) for each of the N CASES, OUT a buffer of OUTSZ bytes (at most
  * UNIT_OUT_MAX), or NULL when OUTSZ is 0; a test failure naming the case on a mismatch. */
 void unit_out_cases(int (*fn)(const char *in, char *out, size_t outsz), size_t outsz,
