@@ -37,9 +37,10 @@ API_SRC := api/main.c api/tail.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC
 # Built as build/libterrarium-sandbox.a; of it only sandbox/ includes curl/curl.h.
 SANDBOX_SRC := sandbox/call.c sandbox/open.c sandbox/process.c sandbox/dir.c sandbox/local.c \
 	sandbox/bwrap.c
-# HTTP drivers (libcurl), E2B (also registered as cube) and Daytona; quote.c: argv -> command line
+# HTTP drivers (libcurl), E2B (also registered as cube) and Daytona; quote.c: argv -> command line;
+# transfer.c: what every libcurl client shares (header lists, a multi handle's steps)
 SANDBOX_SRC += sandbox/http.c sandbox/remote.c sandbox/opensandbox.c sandbox/docker.c \
-	sandbox/e2b.c sandbox/daytona.c sandbox/quote.c
+	sandbox/e2b.c sandbox/daytona.c sandbox/quote.c sandbox/transfer.c
 # sandbox-runtime (srt: bubblewrap + allowlisting proxies), installed into sandbox-runtime/
 SANDBOX_SRC += sandbox/srt.c sandbox/srt_hosts.c
 RECON_SRC := reconciler/main.c reconciler/metrics.c reconciler/provision.c reconciler/cache.c \
@@ -47,12 +48,13 @@ RECON_SRC := reconciler/main.c reconciler/metrics.c reconciler/provision.c recon
 	db/idempotency.c db/events.c $(COMMON_SRC)
 # the runner's parts the unit tests link alone: the model client (runner/model.c: libcurl,
 # runner/ may include curl/curl.h) and its answer reader, the agent toolset (runner/tools.c)
-MODEL_SRC := runner/model.c runner/model_stream.c runner/sse.c runner/http_header.c
+MODEL_SRC := runner/model.c runner/model_stream.c runner/sse.c runner/http_header.c \
+	sandbox/transfer.c
 TOOLS_SRC := runner/tools.c
 # the MCP client (runner/mcp.c, libcurl), its answer reader and what the model is offered of MCP
 # tools (docs/runner.md "MCP servers")
 MCP_SRC := runner/mcp.c runner/mcp_answer.c runner/mcp_tools.c runner/sse.c \
-	runner/http_header.c
+	runner/http_header.c sandbox/transfer.c
 
 # the runner (docs/runner.md): its claim loop and turns, the model client, the agent toolset and
 # the MCP client, the turns' claims (db/turns.c), and the reconciler's objects but its main (a
@@ -235,7 +237,7 @@ all: $(DRIVER_TEST_BINS)
 
 # HTTP driver helpers: shell quoting (against /bin/sh), output tail, HTTP client errors
 $(BUILD)/test_remote: $(call obj,tests/unit/test_remote.c sandbox/remote.c \
-	sandbox/quote.c sandbox/http.c sandbox/process.c \
+	sandbox/quote.c sandbox/http.c sandbox/transfer.c sandbox/process.c \
 	common/redact.c common/clock.c common/strbuf.c tests/unit/unit.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka -lcurl
 UNIT_TESTS += $(BUILD)/test_remote

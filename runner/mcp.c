@@ -13,6 +13,7 @@
 
 #include "../common/clock.h"
 #include "../common/redact.h"
+#include "../sandbox/transfer.h"
 
 #define MCP_PROTOCOLS "http,https"
 #define MCP_USER_AGENT MCP_CLIENT_NAME "/" MCP_CLIENT_VERSION
@@ -69,17 +70,6 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	return mcp_answer_feed(arg, data, size * nmemb) ? 0 : size * nmemb;
 }
 
-/* Append LINE (copied) to *LIST. -1 when out of memory. */
-static int add_line(struct curl_slist **list, const char *line)
-{
-	struct curl_slist *l = curl_slist_append(*list, line);
-
-	if (!l)
-		return -1;
-	*list = l;
-	return 0;
-}
-
 /* Append "NAME: VALUE" to *LIST. -1 when out of memory. */
 static int add_header(struct curl_slist **list, const char *name, const char *value)
 {
@@ -90,7 +80,7 @@ static int add_header(struct curl_slist **list, const char *name, const char *va
 	if (!line)
 		return -1;
 	snprintf(line, n, "%s: %s", name, value);
-	rc = add_line(list, line);
+	rc = transfer_list_add(list, line);
 	wipe(line, n);
 	free(line);
 	return rc;
@@ -114,7 +104,7 @@ static struct curl_slist *headers(const struct mcp_client *c, int post)
 	if (post)
 		rc = add_header(&list, "Content-Type", "application/json");
 	rc = rc || add_header(&list, "Accept", "application/json, text/event-stream");
-	rc = rc || add_line(&list, "Expect:"); /* no 100-continue round trip */
+	rc = rc || transfer_list_add(&list, "Expect:"); /* no 100-continue round trip */
 	if (!rc && c->bearer) {
 		size_t n = sizeof("Bearer ") + strlen(c->bearer);
 		if (!(auth = malloc(n)))
@@ -147,15 +137,10 @@ static enum run_end run(struct mcp_client *c, struct mcp_answer *a, long long de
 			CURLcode *rc)
 {
 	long long now = clock_mono_ms(), next_ask = now + MCP_CANCEL_POLL_MS, done_at = 0, due;
-	CURLMsg *msg;
-	int running = 1, left;
+	int running;
 
 	*rc = CURLE_OK;
-	while (running) {
-		if (curl_multi_perform(c->multi, &running) != CURLM_OK)
-			return RUN_BROKEN;
-		if (!running)
-			break;
+	while ((running = transfer_perform(c->multi)) > 0) {
 		now = clock_mono_ms();
 		if (mcp_answer_done(a)) {
 			if (!done_at)
@@ -173,14 +158,11 @@ static enum run_end run(struct mcp_client *c, struct mcp_answer *a, long long de
 			}
 			due = ask && c->cancel && next_ask < deadline ? next_ask : deadline;
 		}
-		due -= now;
-		if (due > MCP_CANCEL_POLL_MS)
-			due = MCP_CANCEL_POLL_MS;
-		curl_multi_poll(c->multi, NULL, 0, due > 0 ? (int)due : 1, NULL);
+		transfer_wait(c->multi, due - now, MCP_CANCEL_POLL_MS);
 	}
-	while ((msg = curl_multi_info_read(c->multi, &left)))
-		if (msg->msg == CURLMSG_DONE && msg->easy_handle == c->easy)
-			*rc = msg->data.result;
+	if (running < 0)
+		return RUN_BROKEN;
+	*rc = transfer_result(c->multi, c->easy);
 	return RUN_ENDED;
 }
 

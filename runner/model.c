@@ -11,6 +11,7 @@
 
 #include "../common/clock.h"
 #include "../common/config.h"
+#include "../sandbox/transfer.h"
 
 #define MODEL_PATH "/v1/messages"
 #define MODEL_PROTOCOLS "http,https"
@@ -62,17 +63,6 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	return model_stream_feed(&x->rd, data, size * nmemb) ? 0 : size * nmemb;
 }
 
-/* Append "NAME: VALUE" to the client's header list. -1 when out of memory. */
-static int add_header(struct model_client *m, const char *header)
-{
-	struct curl_slist *h = curl_slist_append(m->headers, header);
-
-	if (!h)
-		return -1;
-	m->headers = h;
-	return 0;
-}
-
 /* The configuration's problems, found once: a call with one of them fails at once. */
 static const char *check_conf(struct model_client *m)
 {
@@ -121,14 +111,15 @@ struct model_client *model_new(const struct model_conf *conf)
 		goto fail;
 	if (!m->conf_error && m->conf.api_key[0]) {
 		snprintf(key, sizeof(key), "%s%s", MODEL_HEADER_KEY, m->conf.api_key);
-		if (add_header(m, key))
+		if (transfer_list_add(&m->headers, key))
 			goto fail;
 	}
 	wipe(key, sizeof(key));
 	/* "Expect:": no 100-continue round trip before a large body */
-	if (add_header(m, "anthropic-version: " MODEL_API_VERSION) ||
-	    add_header(m, "content-type: application/json") ||
-	    add_header(m, "accept: text/event-stream") || add_header(m, "Expect:"))
+	if (transfer_list_add(&m->headers, "anthropic-version: " MODEL_API_VERSION) ||
+	    transfer_list_add(&m->headers, "content-type: application/json") ||
+	    transfer_list_add(&m->headers, "accept: text/event-stream") ||
+	    transfer_list_add(&m->headers, "Expect:"))
 		goto fail;
 	curl_easy_setopt(e, CURLOPT_URL, m->url);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, MODEL_PROTOCOLS);
@@ -231,15 +222,9 @@ static CURLcode run(struct model_client *m, struct model_xfer *x, int (*cancel)(
 	long idle_s = m->conf.idle_timeout_s;
 	long long next_ask = clock_mono_ms() + MODEL_CANCEL_POLL_MS, now, due;
 	curl_off_t sent = 0, up;
-	CURLcode rc = CURLE_OK;
-	CURLMsg *msg;
-	int running = 1, left;
+	int running;
 
-	while (running) {
-		if (curl_multi_perform(m->multi, &running) != CURLM_OK)
-			return CURLE_OUT_OF_MEMORY;
-		if (!running)
-			break;
+	while ((running = transfer_perform(m->multi)) > 0) {
 		now = clock_mono_ms();
 		/* a large request takes a while to send: bytes going out are not silence */
 		if (!curl_easy_getinfo(m->easy, CURLINFO_SIZE_UPLOAD_T, &up) && up != sent) {
@@ -261,15 +246,11 @@ static CURLcode run(struct model_client *m, struct model_xfer *x, int (*cancel)(
 		due = x->last_ms + idle_s * 1000;
 		if (cancel && next_ask < due)
 			due = next_ask;
-		due -= now;
-		if (due > MODEL_CANCEL_POLL_MS)
-			due = MODEL_CANCEL_POLL_MS;
-		curl_multi_poll(m->multi, NULL, 0, due > 0 ? (int)due : 1, NULL);
+		transfer_wait(m->multi, due - now, MODEL_CANCEL_POLL_MS);
 	}
-	while ((msg = curl_multi_info_read(m->multi, &left)))
-		if (msg->msg == CURLMSG_DONE && msg->easy_handle == m->easy)
-			rc = msg->data.result;
-	return rc;
+	if (running < 0)
+		return CURLE_OUT_OF_MEMORY;
+	return transfer_result(m->multi, m->easy);
 }
 
 enum model_outcome model_call(struct model_client *m, const json_t *body, int (*cancel)(void *),

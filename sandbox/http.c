@@ -16,6 +16,7 @@
 #include "../common/clock.h"
 #include "../common/redact.h"
 #include "../common/strbuf.h"
+#include "transfer.h"
 
 #define HTTP_PROTOCOLS "http,https"
 #define HTTP_DEFAULT_SOCKET_BASE "http://localhost"
@@ -508,17 +509,6 @@ static void prepared_release(struct prepared *p)
 	free(p->payload);
 }
 
-/* Append header LINE to P's list. 0, or -1 out of memory. */
-static int add_header(struct prepared *p, const char *line)
-{
-	struct curl_slist *h = curl_slist_append(p->hdrs, line);
-
-	if (!h)
-		return -1;
-	p->hdrs = h;
-	return 0;
-}
-
 /* RQ's body (JSON or raw) and its Content-Type into P (PATH names the request in ERR). 0, or -1
  * with ERR set. */
 static int prepare_body(const struct http_request *rq, const char *path, struct prepared *p,
@@ -534,18 +524,18 @@ static int prepare_body(const struct http_request *rq, const char *path, struct 
 				 path);
 			return -1;
 		}
-		rc = add_header(p, "Content-Type: application/json");
+		rc = transfer_list_add(&p->hdrs, "Content-Type: application/json");
 		p->body = p->payload;
 		p->len = strlen(p->payload);
 	} else if (rq->raw_body) {
 		snprintf(ctype, sizeof(ctype), "Content-Type: %s",
 			 rq->content_type ? rq->content_type : "application/octet-stream");
-		rc = add_header(p, ctype);
+		rc = transfer_list_add(&p->hdrs, ctype);
 		p->body = rq->raw_body;
 		p->len = rq->raw_len;
 	} else if (!strcmp(rq->method, "POST")) {
 		/* an empty POST: not libcurl's default form-urlencoded Content-Type */
-		rc = add_header(p, "Content-Type:");
+		rc = transfer_list_add(&p->hdrs, "Content-Type:");
 	}
 	if (rc)
 		snprintf(err, errsz, "%s %s: out of memory", rq->method, path);
@@ -570,13 +560,13 @@ static int prepare(const struct http_client *c, const struct http_request *rq, c
 	if (prepare_body(rq, path, p, err, errsz))
 		return -1;
 	/* no "Expect: 100-continue" round trip for larger bodies */
-	rc = add_header(p, "Expect:") ||
-	     add_header(p, "Accept: application/json, text/event-stream, */*");
+	rc = transfer_list_add(&p->hdrs, "Expect:") ||
+	     transfer_list_add(&p->hdrs, "Accept: application/json, text/event-stream, */*");
 	for (int i = 0; !rc && i < HTTP_HEADERS_EXTRA_MAX && rq->headers[i]; i++)
-		rc = add_header(p, rq->headers[i]);
+		rc = transfer_list_add(&p->hdrs, rq->headers[i]);
 	if (!rc && !rq->no_auth && c->key[0] && c->auth_name[0]) {
 		snprintf(auth, sizeof(auth), "%s: %s%s", c->auth_name, c->auth_prefix, c->key);
-		rc = add_header(p, auth);
+		rc = transfer_list_add(&p->hdrs, auth);
 		wipe(auth, sizeof(auth));
 	}
 	if (rc)
