@@ -15,187 +15,197 @@
 
 #define F(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
 #define R(field) offsetof(struct remote_conf, field), sizeof(((struct remote_conf *)0)->field)
+/* Rows of keys[] by kind: a string (default DEF, FLAGS); a number of TYPE in MIN..MAX whose
+ * default DEF is a constant, spelled as the INI file would; a string of every HTTP backend's own
+ * section (struct remote_conf), empty by default. */
+#define KEY_STR(section, name, field, def, flags, doc)                                             \
+	{                                                                                          \
+		section, name, CONFIG_STRING, F(field), 0, 0, def, flags, doc                      \
+	}
+#define KEY_NUM(section, name, type, field, min, max, def, doc)                                    \
+	{                                                                                          \
+		section, name, type, F(field), min, max, CONFIG_Q(def), 0, doc                     \
+	}
+#define REMOTE_STR(name, field, doc)                                                               \
+	{                                                                                          \
+		NULL, name, CONFIG_STRING, R(field), 0, 0, "", 0, doc                              \
+	}
 
 static const char *const levels[] = { "debug", "info", "warn", "error" };
 #define LEVEL_COUNT (sizeof(levels) / sizeof(levels[0]))
 
 /* Every key (docs/config.md lists them in this order). */
 static const struct config_key keys[] = {
-	{ "database", "socket", CONFIG_STRING, F(db_socket), 0, 0, "", 0,
-	  "MariaDB's unix socket; empty: connect to host and port" },
-	{ "database", "host", CONFIG_STRING, F(db_host), 0, 0, "localhost", 0,
-	  "MariaDB's host when socket is empty" },
-	{ "database", "port", CONFIG_UINT, F(db_port), 0, 65535, "0", 0,
-	  "MariaDB's TCP port; 0: the client library's default (3306)" },
-	{ "database", "user", CONFIG_STRING, F(db_user), 0, 0, "terrarium", 0,
-	  "the database account" },
-	{ "database", "password", CONFIG_STRING, F(db_password), 0, 0, "", CONFIG_SECRET,
-	  "the database account's password; TERRARIUM_DB_PASSWORD overrides it" },
-	{ "database", "name", CONFIG_STRING, F(db_name), 0, 0, "terrarium", 0,
-	  "the database (schema) name" },
-	{ "database", "migrations", CONFIG_STRING, F(db_migrations), 0, 0,
-	  CONFIG_DEFAULT_MIGRATIONS, 0,
-	  "the directory of numbered .sql files `terrarium-api migrate` applies" },
+	KEY_STR("database", "socket", db_socket, "", 0,
+		"MariaDB's unix socket; empty: connect to host and port"),
+	KEY_STR("database", "host", db_host, "localhost", 0, "MariaDB's host when socket is empty"),
+	KEY_NUM("database", "port", CONFIG_UINT, db_port, 0, 65535, 0,
+		"MariaDB's TCP port; 0: the client library's default (3306)"),
+	KEY_STR("database", "user", db_user, "terrarium", 0, "the database account"),
+	KEY_STR("database", "password", db_password, "", CONFIG_SECRET,
+		"the database account's password; TERRARIUM_DB_PASSWORD overrides it"),
+	KEY_STR("database", "name", db_name, "terrarium", 0, "the database (schema) name"),
+	KEY_STR("database", "migrations", db_migrations, CONFIG_DEFAULT_MIGRATIONS, 0,
+		"the directory of numbered .sql files `terrarium-api migrate` applies"),
 
-	{ "api", "socket", CONFIG_STRING, F(api_socket), 0, 0, "var/api.sock", 0,
-	  "the FastCGI socket: a unix socket path, or HOST:PORT for FastCGI over TCP" },
-	{ "api", "socket_group", CONFIG_STRING, F(api_socket_group), 0, 0, "", 0,
-	  "the group given the unix socket (the web server's); empty: the process's own" },
-	{ "api", "socket_mode", CONFIG_MODE, F(api_socket_mode), 0, 0777,
-	  CONFIG_Q(CONFIG_DEFAULT_SOCKET_MODE), 0, "the unix socket's mode (octal)" },
-	{ "api", "workers", CONFIG_INT, F(api_workers), 0, CONFIG_MAX_WORKERS, "0", 0,
-	  "prefork workers on socket; 0: two per core" },
-	{ "api", "max_requests", CONFIG_LONG, F(api_max_requests), 0, CONFIG_MAX_MAX_REQUESTS,
-	  CONFIG_Q(CONFIG_DEFAULT_MAX_REQUESTS), 0,
-	  "a worker is recycled after this many requests; 0: never" },
-	{ "api", "max_rss_mb", CONFIG_LONG, F(api_max_rss_mb), 1, CONFIG_MAX_RSS_MB_MAX,
-	  CONFIG_Q(CONFIG_DEFAULT_MAX_RSS_MB), 0,
-	  "a worker whose peak RSS passed this many MiB is recycled after its request" },
-	{ "api", "user", CONFIG_STRING, F(api_user), 0, 0, CONFIG_DEFAULT_API_USER, 0,
-	  "the account workers run as when the supervisor is started as root" },
-	{ "api", "poll_socket", CONFIG_STRING, F(api_poll_socket), 0, 0, "", 0,
-	  "a second FastCGI socket with its own workers for the work queue's long polls; "
-	  "empty: none, polls share socket's workers" },
-	{ "api", "poll_workers", CONFIG_INT, F(api_poll_workers), 1, CONFIG_MAX_WORKERS,
-	  CONFIG_Q(CONFIG_DEFAULT_POLL_WORKERS), 0, "workers on poll_socket" },
-	{ "api", "poll_recheck_ms", CONFIG_LONG, F(api_poll_recheck_ms), 0,
-	  CONFIG_POLL_RECHECK_MS_MAX, "0", 0,
-	  "a blocked long poll also reads the queue again after this many ms, for queueings its "
-	  "database server cannot wake it from (a Galera cluster: docs/cluster.md); 0: only when "
-	  "woken" },
+	KEY_STR("api", "socket", api_socket, "var/api.sock", 0,
+		"the FastCGI socket: a unix socket path, or HOST:PORT for FastCGI over TCP"),
+	KEY_STR("api", "socket_group", api_socket_group, "", 0,
+		"the group given the unix socket (the web server's); empty: the process's own"),
+	KEY_NUM("api", "socket_mode", CONFIG_MODE, api_socket_mode, 0, 0777,
+		CONFIG_DEFAULT_SOCKET_MODE, "the unix socket's mode (octal)"),
+	KEY_NUM("api", "workers", CONFIG_INT, api_workers, 0, CONFIG_MAX_WORKERS, 0,
+		"prefork workers on socket; 0: two per core"),
+	KEY_NUM("api", "max_requests", CONFIG_LONG, api_max_requests, 0, CONFIG_MAX_MAX_REQUESTS,
+		CONFIG_DEFAULT_MAX_REQUESTS,
+		"a worker is recycled after this many requests; 0: never"),
+	KEY_NUM("api", "max_rss_mb", CONFIG_LONG, api_max_rss_mb, 1, CONFIG_MAX_RSS_MB_MAX,
+		CONFIG_DEFAULT_MAX_RSS_MB,
+		"a worker whose peak RSS passed this many MiB is recycled after its request"),
+	KEY_STR("api", "user", api_user, CONFIG_DEFAULT_API_USER, 0,
+		"the account workers run as when the supervisor is started as root"),
+	KEY_STR("api", "poll_socket", api_poll_socket, "", 0,
+		"a second FastCGI socket with its own workers for the work queue's long polls; "
+		"empty: none, polls share socket's workers"),
+	KEY_NUM("api", "poll_workers", CONFIG_INT, api_poll_workers, 1, CONFIG_MAX_WORKERS,
+		CONFIG_DEFAULT_POLL_WORKERS, "workers on poll_socket"),
+	KEY_NUM("api", "poll_recheck_ms", CONFIG_LONG, api_poll_recheck_ms, 0,
+		CONFIG_POLL_RECHECK_MS_MAX, 0,
+		"a blocked long poll also reads the queue again after this many ms, for queueings "
+		"its database server cannot wake it from (a Galera cluster: docs/cluster.md); 0: "
+		"only when woken"),
 
-	{ "stream", "publish_socket", CONFIG_STRING, F(stream_publish_socket), 0, 0, "", 0,
-	  "the unix socket of nginx's event publisher (nchan) the supervisor's tailer publishes "
-	  "new events to; empty: no tailer, streams are served by workers (hold_seconds)" },
-	{ "stream", "tail_ms", CONFIG_LONG, F(stream_tail_ms), 1, CONFIG_TAIL_MS_MAX,
-	  CONFIG_Q(CONFIG_DEFAULT_TAIL_MS), 0,
-	  "how often the tailer reads the events appended since its last read" },
-	{ "stream", "hold_seconds", CONFIG_LONG, F(stream_hold_s), 1, CONFIG_STREAM_HOLD_S_MAX,
-	  CONFIG_Q(CONFIG_DEFAULT_STREAM_HOLD_S), 0,
-	  "without a publisher, a worker holds a stream this long before it ends it (the client "
-	  "reconnects)" },
-	{ "stream", "poll_ms", CONFIG_LONG, F(stream_poll_ms), 1, CONFIG_STREAM_POLL_MS_MAX,
-	  CONFIG_Q(CONFIG_DEFAULT_STREAM_POLL_MS), 0,
-	  "without a publisher, how often a held stream reads its session's new events" },
-	{ "stream", "ping_seconds", CONFIG_LONG, F(stream_ping_s), 1, CONFIG_STREAM_PING_S_MAX,
-	  CONFIG_Q(CONFIG_DEFAULT_STREAM_PING_S), 0,
-	  "without a publisher, a held stream sends a keep-alive comment this often (under Apache "
-	  "and lighttpd, a client that left frees its process at the next one)" },
-	{ "stream", "max_held", CONFIG_INT, F(stream_max_held), 0, CONFIG_MAX_WORKERS, "0", 0,
-	  "without a publisher, the streams held at once by the supervisor's workers (beyond: "
-	  "503); 0: half of those that take them (the long-poll pool's when `[api] poll_socket` "
-	  "is set)" },
+	KEY_STR("stream", "publish_socket", stream_publish_socket, "", 0,
+		"the unix socket of nginx's event publisher (nchan) the supervisor's tailer "
+		"publishes new events to; empty: no tailer, streams are served by workers "
+		"(hold_seconds)"),
+	KEY_NUM("stream", "tail_ms", CONFIG_LONG, stream_tail_ms, 1, CONFIG_TAIL_MS_MAX,
+		CONFIG_DEFAULT_TAIL_MS,
+		"how often the tailer reads the events appended since its last read"),
+	KEY_NUM("stream", "hold_seconds", CONFIG_LONG, stream_hold_s, 1, CONFIG_STREAM_HOLD_S_MAX,
+		CONFIG_DEFAULT_STREAM_HOLD_S,
+		"without a publisher, a worker holds a stream this long before it ends it (the "
+		"client reconnects)"),
+	KEY_NUM("stream", "poll_ms", CONFIG_LONG, stream_poll_ms, 1, CONFIG_STREAM_POLL_MS_MAX,
+		CONFIG_DEFAULT_STREAM_POLL_MS,
+		"without a publisher, how often a held stream reads its session's new events"),
+	KEY_NUM("stream", "ping_seconds", CONFIG_LONG, stream_ping_s, 1, CONFIG_STREAM_PING_S_MAX,
+		CONFIG_DEFAULT_STREAM_PING_S,
+		"without a publisher, a held stream sends a keep-alive comment this often (under "
+		"Apache and lighttpd, a client that left frees its process at the next one)"),
+	KEY_NUM("stream", "max_held", CONFIG_INT, stream_max_held, 0, CONFIG_MAX_WORKERS, 0,
+		"without a publisher, the streams held at once by the supervisor's workers "
+		"(beyond: 503); 0: half of those that take them (the long-poll pool's when `[api] "
+		"poll_socket` is set)"),
 
 	{ "sandbox", "backend", CONFIG_BACKEND, F(backend), 0, 0, "local", 0,
 	  "the sandbox backend: a name in the backend table (common/backend.c)" },
-	{ "sandbox", "root", CONFIG_STRING, F(sandbox_root), 0, 0, CONFIG_DEFAULT_SANDBOX_ROOT, 0,
-	  "the directory holding one workspace per sandbox (local, bwrap, srt)" },
-	{ "sandbox", "srt_dir", CONFIG_STRING, F(srt_dir), 0, 0, "", 0,
-	  "the directory npm ci installed sandbox-runtime into; empty: sandbox-runtime/ of the "
-	  "checkout the reconciler binary was built in" },
-	{ "sandbox", "path", CONFIG_STRING, F(sandbox_path), 0, 0, "", 0,
-	  "PATH for package-manager commands; empty: the reconciler's own" },
-	{ "sandbox", "pass_env", CONFIG_STRING, F(sandbox_pass_env), 0, 0, CONFIG_DEFAULT_PASS_ENV,
-	  0, "the variables (comma-separated) install and --exec commands inherit" },
-	{ "sandbox", "pass_env_extra", CONFIG_STRING, F(sandbox_pass_env_extra), 0, 0, "", 0,
-	  "more variables, added to pass_env" },
-	{ "sandbox", "ca_bundle", CONFIG_STRING, F(sandbox_ca_bundle), 0, 0,
-	  CONFIG_DEFAULT_CA_BUNDLE, CONFIG_ABSOLUTE | CONFIG_IF_EXISTS,
-	  "a PEM file of CA certificates, mounted read-only into bwrap sandboxes, bind-mounted "
-	  "into "
-	  "docker containers and named by SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, PIP_CERT, "
-	  "REQUESTS_CA_BUNDLE, CARGO_HTTP_CAINFO and GIT_SSL_CAINFO; the default applies when "
-	  "that file exists; empty: none" },
-	{ "sandbox", "cache_max_age_days", CONFIG_LONG, F(cache_max_age_days), 0,
-	  CONFIG_MAX_CACHE_AGE_DAYS, CONFIG_Q(CONFIG_DEFAULT_CACHE_MAX_AGE_DAYS), 0,
-	  "package cache entries unused this long are removed; 0 disables the cache" },
+	KEY_STR("sandbox", "root", sandbox_root, CONFIG_DEFAULT_SANDBOX_ROOT, 0,
+		"the directory holding one workspace per sandbox (local, bwrap, srt)"),
+	KEY_STR("sandbox", "srt_dir", srt_dir, "", 0,
+		"the directory npm ci installed sandbox-runtime into; empty: sandbox-runtime/ of "
+		"the checkout the reconciler binary was built in"),
+	KEY_STR("sandbox", "path", sandbox_path, "", 0,
+		"PATH for package-manager commands; empty: the reconciler's own"),
+	KEY_STR("sandbox", "pass_env", sandbox_pass_env, CONFIG_DEFAULT_PASS_ENV, 0,
+		"the variables (comma-separated) install and --exec commands inherit"),
+	KEY_STR("sandbox", "pass_env_extra", sandbox_pass_env_extra, "", 0,
+		"more variables, added to pass_env"),
+	KEY_STR("sandbox", "ca_bundle", sandbox_ca_bundle, CONFIG_DEFAULT_CA_BUNDLE,
+		CONFIG_ABSOLUTE | CONFIG_IF_EXISTS,
+		"a PEM file of CA certificates, mounted read-only into bwrap sandboxes, "
+		"bind-mounted into docker containers and named by SSL_CERT_FILE, "
+		"NODE_EXTRA_CA_CERTS, PIP_CERT, REQUESTS_CA_BUNDLE, CARGO_HTTP_CAINFO and "
+		"GIT_SSL_CAINFO; the default applies when that file exists; empty: none"),
+	KEY_NUM("sandbox", "cache_max_age_days", CONFIG_LONG, cache_max_age_days, 0,
+		CONFIG_MAX_CACHE_AGE_DAYS, CONFIG_DEFAULT_CACHE_MAX_AGE_DAYS,
+		"package cache entries unused this long are removed; 0 disables the cache"),
 
-	{ "reconciler", "user", CONFIG_STRING, F(reconciler_user), 0, 0,
-	  CONFIG_DEFAULT_RECONCILER_USER, CONFIG_NONEMPTY,
-	  "the account the reconciler works as when started as root" },
-	{ "reconciler", "lease_seconds", CONFIG_LONG, F(lease_s), 1, CONFIG_MAX_LEASE_S,
-	  CONFIG_Q(CONFIG_DEFAULT_LEASE_S), 0,
-	  "how long a claim on an intent lasts unless renewed; renewed every third of it (at least "
-	  "every second) while a backend works on the intent, on every backend (docs/sandbox.md)" },
-	{ "reconciler", "max_attempts", CONFIG_LONG, F(max_attempts), 1, CONFIG_MAX_MAX_ATTEMPTS,
-	  CONFIG_Q(CONFIG_DEFAULT_MAX_ATTEMPTS), 0,
-	  "failed attempts after which an intent is terminated until --retry" },
-	{ "reconciler", "backoff_base_seconds", CONFIG_LONG, F(backoff_base_s), 0,
-	  CONFIG_MAX_BACKOFF_BASE_S, CONFIG_Q(CONFIG_DEFAULT_BACKOFF_BASE_S), 0,
-	  "the first retry's delay, doubled on every attempt" },
-	{ "reconciler", "backoff_cap_seconds", CONFIG_LONG, F(backoff_cap_s), 0,
-	  CONFIG_MAX_BACKOFF_CAP_S, CONFIG_Q(CONFIG_DEFAULT_BACKOFF_CAP_S), 0,
-	  "the longest retry delay" },
-	{ "reconciler", "command_timeout_seconds", CONFIG_LONG, F(command_timeout_s), 1,
-	  CONFIG_MAX_COMMAND_TIMEOUT_S, CONFIG_Q(CONFIG_DEFAULT_COMMAND_TIMEOUT_S), 0,
-	  "the time limit of one install command" },
-	{ "reconciler", "output_max_bytes", CONFIG_LONG, F(output_max), CONFIG_MIN_OUTPUT_MAX,
-	  CONFIG_MAX_OUTPUT_MAX, CONFIG_Q(CONFIG_DEFAULT_OUTPUT_MAX), 0,
-	  "output captured per command" },
-	{ "reconciler", "last_error_max_bytes", CONFIG_LONG, F(last_error_max),
-	  CONFIG_MIN_LAST_ERROR_MAX, CONFIG_MAX_LAST_ERROR_MAX,
-	  CONFIG_Q(CONFIG_DEFAULT_LAST_ERROR_MAX), 0, "the longest last_error kept on an intent" },
+	KEY_STR("reconciler", "user", reconciler_user, CONFIG_DEFAULT_RECONCILER_USER,
+		CONFIG_NONEMPTY, "the account the reconciler works as when started as root"),
+	KEY_NUM("reconciler", "lease_seconds", CONFIG_LONG, lease_s, 1, CONFIG_MAX_LEASE_S,
+		CONFIG_DEFAULT_LEASE_S,
+		"how long a claim on an intent lasts unless renewed; renewed every third of it (at "
+		"least every second) while a backend works on the intent, on every backend "
+		"(docs/sandbox.md)"),
+	KEY_NUM("reconciler", "max_attempts", CONFIG_LONG, max_attempts, 1, CONFIG_MAX_MAX_ATTEMPTS,
+		CONFIG_DEFAULT_MAX_ATTEMPTS,
+		"failed attempts after which an intent is terminated until --retry"),
+	KEY_NUM("reconciler", "backoff_base_seconds", CONFIG_LONG, backoff_base_s, 0,
+		CONFIG_MAX_BACKOFF_BASE_S, CONFIG_DEFAULT_BACKOFF_BASE_S,
+		"the first retry's delay, doubled on every attempt"),
+	KEY_NUM("reconciler", "backoff_cap_seconds", CONFIG_LONG, backoff_cap_s, 0,
+		CONFIG_MAX_BACKOFF_CAP_S, CONFIG_DEFAULT_BACKOFF_CAP_S, "the longest retry delay"),
+	KEY_NUM("reconciler", "command_timeout_seconds", CONFIG_LONG, command_timeout_s, 1,
+		CONFIG_MAX_COMMAND_TIMEOUT_S, CONFIG_DEFAULT_COMMAND_TIMEOUT_S,
+		"the time limit of one install command"),
+	KEY_NUM("reconciler", "output_max_bytes", CONFIG_LONG, output_max, CONFIG_MIN_OUTPUT_MAX,
+		CONFIG_MAX_OUTPUT_MAX, CONFIG_DEFAULT_OUTPUT_MAX, "output captured per command"),
+	KEY_NUM("reconciler", "last_error_max_bytes", CONFIG_LONG, last_error_max,
+		CONFIG_MIN_LAST_ERROR_MAX, CONFIG_MAX_LAST_ERROR_MAX, CONFIG_DEFAULT_LAST_ERROR_MAX,
+		"the longest last_error kept on an intent"),
 
-	{ "model", "base_url", CONFIG_STRING, F(model_base_url), 0, 0, CONFIG_DEFAULT_MODEL_URL,
-	  CONFIG_NONEMPTY, "the Messages API the runner calls ({base_url}/v1/messages)" },
-	{ "model", "api_key_file", CONFIG_STRING, F(model_api_key_file), 0, 0, "", 0,
-	  "a file holding the model API key (mode 0600); empty: the ANTHROPIC_API_KEY variable" },
-	{ "model", "idle_timeout_seconds", CONFIG_LONG, F(model_idle_timeout_s), 1,
-	  CONFIG_MODEL_IDLE_S_MAX, CONFIG_Q(CONFIG_DEFAULT_MODEL_IDLE_S), 0,
-	  "a model stream silent this long is aborted and the request retried" },
-	{ "model", "max_retries", CONFIG_LONG, F(model_max_retries), 0, CONFIG_MODEL_RETRIES_MAX,
-	  CONFIG_Q(CONFIG_DEFAULT_MODEL_RETRIES), 0,
-	  "retries of a model request that failed transiently (429, 529, 5xx, a timeout) before "
-	  "the turn ends with retries_exhausted" },
-	{ "model", "backoff_ms", CONFIG_LONG, F(model_backoff_ms), 0, CONFIG_MODEL_BACKOFF_MS_MAX,
-	  CONFIG_Q(CONFIG_DEFAULT_MODEL_BACKOFF_MS), 0,
-	  "the first retry's delay, doubled on every retry (a retry-after answer wins)" },
-	{ "model", "backoff_cap_ms", CONFIG_LONG, F(model_backoff_cap_ms), 0,
-	  CONFIG_MODEL_BACKOFF_MS_MAX, CONFIG_Q(CONFIG_DEFAULT_MODEL_BACKOFF_CAP_MS), 0,
-	  "the longest retry delay" },
-	{ "model", "max_tokens", CONFIG_LONG, F(model_max_tokens), 1, CONFIG_MODEL_MAX_TOKENS_MAX,
-	  CONFIG_Q(CONFIG_DEFAULT_MODEL_MAX_TOKENS), 0, "max_tokens of every model request" },
+	KEY_STR("model", "base_url", model_base_url, CONFIG_DEFAULT_MODEL_URL, CONFIG_NONEMPTY,
+		"the Messages API the runner calls ({base_url}/v1/messages)"),
+	KEY_STR("model", "api_key_file", model_api_key_file, "", 0,
+		"a file holding the model API key (mode 0600); empty: the ANTHROPIC_API_KEY "
+		"variable"),
+	KEY_NUM("model", "idle_timeout_seconds", CONFIG_LONG, model_idle_timeout_s, 1,
+		CONFIG_MODEL_IDLE_S_MAX, CONFIG_DEFAULT_MODEL_IDLE_S,
+		"a model stream silent this long is aborted and the request retried"),
+	KEY_NUM("model", "max_retries", CONFIG_LONG, model_max_retries, 0, CONFIG_MODEL_RETRIES_MAX,
+		CONFIG_DEFAULT_MODEL_RETRIES,
+		"retries of a model request that failed transiently (429, 529, 5xx, a timeout) "
+		"before the turn ends with retries_exhausted"),
+	KEY_NUM("model", "backoff_ms", CONFIG_LONG, model_backoff_ms, 0,
+		CONFIG_MODEL_BACKOFF_MS_MAX, CONFIG_DEFAULT_MODEL_BACKOFF_MS,
+		"the first retry's delay, doubled on every retry (a retry-after answer wins)"),
+	KEY_NUM("model", "backoff_cap_ms", CONFIG_LONG, model_backoff_cap_ms, 0,
+		CONFIG_MODEL_BACKOFF_MS_MAX, CONFIG_DEFAULT_MODEL_BACKOFF_CAP_MS,
+		"the longest retry delay"),
+	KEY_NUM("model", "max_tokens", CONFIG_LONG, model_max_tokens, 1,
+		CONFIG_MODEL_MAX_TOKENS_MAX, CONFIG_DEFAULT_MODEL_MAX_TOKENS,
+		"max_tokens of every model request"),
 
-	{ "runner", "max_turns", CONFIG_INT, F(runner_max_turns), 1, CONFIG_MAX_TURNS_MAX,
-	  CONFIG_Q(CONFIG_DEFAULT_MAX_TURNS), 0, "turns one runner runs at once" },
-	{ "runner", "lease_seconds", CONFIG_LONG, F(runner_lease_s), 1, CONFIG_MAX_LEASE_S,
-	  CONFIG_Q(CONFIG_DEFAULT_RUNNER_LEASE_S), 0,
-	  "how long a runner's claim on a turn lasts unless renewed (every third of it): a turn "
-	  "whose runner died is taken up again after it" },
-	{ "runner", "poll_ms", CONFIG_LONG, F(runner_poll_ms), 1, CONFIG_RUNNER_POLL_MS_MAX,
-	  CONFIG_Q(CONFIG_DEFAULT_RUNNER_POLL_MS), 0,
-	  "how often an idle runner looks for turns to take" },
-	{ "runner", "tool_result_timeout_seconds", CONFIG_LONG, F(runner_tool_result_timeout_s), 1,
-	  CONFIG_MAX_LEASE_S, CONFIG_Q(CONFIG_DEFAULT_TOOL_RESULT_TIMEOUT_S), 0,
-	  "a self_hosted session waiting longer than this for a tool's result ends its turn with "
-	  "an error result to the model" },
-	{ "runner", "max_round_trips", CONFIG_LONG, F(runner_max_round_trips), 1,
-	  CONFIG_MAX_ROUND_TRIPS_MAX, CONFIG_Q(CONFIG_DEFAULT_MAX_ROUND_TRIPS), 0,
-	  "model requests one turn makes at most before it ends (tool_use_limit_reached_error)" },
-	{ "runner", "mcp_call_timeout_seconds", CONFIG_LONG, F(runner_mcp_call_timeout_s), 1,
-	  CONFIG_MCP_CALL_TIMEOUT_S_MAX, CONFIG_Q(CONFIG_DEFAULT_MCP_CALL_TIMEOUT_S), 0,
-	  "the time limit of one MCP tool call: a server that has not answered by then fails the "
-	  "call with a timeout (the model gets an error result)" },
-	{ "runner", "host_tools", CONFIG_INT, F(runner_host_tools), 0, 1, "0", 0,
-	  "1 lets the model's built-in tools run on a backend without isolation (local: host "
-	  "processes of the runner's account, which read what it can read: for tests and "
-	  "development only); 0 answers each with an error result naming this setting" },
+	KEY_NUM("runner", "max_turns", CONFIG_INT, runner_max_turns, 1, CONFIG_MAX_TURNS_MAX,
+		CONFIG_DEFAULT_MAX_TURNS, "turns one runner runs at once"),
+	KEY_NUM("runner", "lease_seconds", CONFIG_LONG, runner_lease_s, 1, CONFIG_MAX_LEASE_S,
+		CONFIG_DEFAULT_RUNNER_LEASE_S,
+		"how long a runner's claim on a turn lasts unless renewed (every third of it): a "
+		"turn whose runner died is taken up again after it"),
+	KEY_NUM("runner", "poll_ms", CONFIG_LONG, runner_poll_ms, 1, CONFIG_RUNNER_POLL_MS_MAX,
+		CONFIG_DEFAULT_RUNNER_POLL_MS, "how often an idle runner looks for turns to take"),
+	KEY_NUM("runner", "tool_result_timeout_seconds", CONFIG_LONG, runner_tool_result_timeout_s,
+		1, CONFIG_MAX_LEASE_S, CONFIG_DEFAULT_TOOL_RESULT_TIMEOUT_S,
+		"a self_hosted session waiting longer than this for a tool's result ends its turn "
+		"with an error result to the model"),
+	KEY_NUM("runner", "max_round_trips", CONFIG_LONG, runner_max_round_trips, 1,
+		CONFIG_MAX_ROUND_TRIPS_MAX, CONFIG_DEFAULT_MAX_ROUND_TRIPS,
+		"model requests one turn makes at most before it ends "
+		"(tool_use_limit_reached_error)"),
+	KEY_NUM("runner", "mcp_call_timeout_seconds", CONFIG_LONG, runner_mcp_call_timeout_s, 1,
+		CONFIG_MCP_CALL_TIMEOUT_S_MAX, CONFIG_DEFAULT_MCP_CALL_TIMEOUT_S,
+		"the time limit of one MCP tool call: a server that has not answered by then fails "
+		"the call with a timeout (the model gets an error result)"),
+	KEY_NUM("runner", "host_tools", CONFIG_INT, runner_host_tools, 0, 1, 0,
+		"1 lets the model's built-in tools run on a backend without isolation (local: host "
+		"processes of the runner's account, which read what it can read: for tests and "
+		"development only); 0 answers each with an error result naming this setting"),
 
-	{ "vault", "key_file", CONFIG_STRING, F(vault_key_file), 0, 0, "", CONFIG_ABSOLUTE,
-	  "the vault key: a file of exactly 32 random bytes, readable by the API and the runner "
-	  "only, that seals the secrets of vault credentials (docs/vaults.md); empty: "
-	  "credentials are refused" },
+	KEY_STR("vault", "key_file", vault_key_file, "", CONFIG_ABSOLUTE,
+		"the vault key: a file of exactly 32 random bytes, readable by the API and the "
+		"runner only, that seals the secrets of vault credentials (docs/vaults.md); empty: "
+		"credentials are refused"),
 
 	{ "log", "level", CONFIG_LEVEL, F(log_level), 0, 0, CONFIG_DEFAULT_LOG_LEVEL, 0,
 	  "the least severe message logged" },
 
-	{ NULL, "url", CONFIG_STRING, R(url), 0, 0, "", 0,
-	  "the service's base URL (docker with socket: http://localhost)" },
-	{ NULL, "socket", CONFIG_STRING, R(socket), 0, 0, "", 0,
-	  "a unix socket to reach the service through (docker: the Engine's)" },
-	{ NULL, "api_key_file", CONFIG_STRING, R(api_key_file), 0, 0, "", 0,
-	  "a file holding the service's credential (never logged)" },
-	{ NULL, "image", CONFIG_STRING, R(image), 0, 0, "", 0, "the sandbox image or template" },
+	REMOTE_STR("url", url, "the service's base URL (docker with socket: http://localhost)"),
+	REMOTE_STR("socket", socket,
+		   "a unix socket to reach the service through (docker: the Engine's)"),
+	REMOTE_STR("api_key_file", api_key_file,
+		   "a file holding the service's credential (never logged)"),
+	REMOTE_STR("image", image, "the sandbox image or template"),
 	{ NULL, "timeout_seconds", CONFIG_LONG, R(timeout_s), 1, CONFIG_MAX_HTTP_TIMEOUT_S,
 	  CONFIG_Q(CONFIG_DEFAULT_HTTP_TIMEOUT_S), 0, "the time limit of one HTTP call" },
 
