@@ -15,6 +15,8 @@
 void text_put_str(struct strbuf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
+	/* the characters with a short escape, and the letter of each after its backslash */
+	static const char short_char[] = "\"\\\b\f\n\r\t", short_letter[] = "\"\\bfnrt";
 
 	if (strbuf_grow(b, 2 + 6 * n))
 		return;
@@ -22,41 +24,24 @@ void text_put_str(struct strbuf *b, const char *s, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		char *o = b->buf + b->len;
+		const char *e;
+
 		if (c >= 0x20 && c != '"' && c != '\\') {
 			*o = (char)c;
 			b->len++;
 			continue;
 		}
 		o[0] = '\\';
-		switch (c) {
-		case '"':
-			o[1] = '"';
-			break;
-		case '\\':
-			o[1] = '\\';
-			break;
-		case '\b':
-			o[1] = 'b';
-			break;
-		case '\f':
-			o[1] = 'f';
-			break;
-		case '\n':
-			o[1] = 'n';
-			break;
-		case '\r':
-			o[1] = 'r';
-			break;
-		case '\t':
-			o[1] = 't';
-			break;
-		default:
+		e = memchr(short_char, c, sizeof(short_char) - 1);
+		if (e) {
+			o[1] = short_letter[e - short_char];
+			b->len += 2;
+		} else {
 			memcpy(o + 1, "u00", 3);
 			o[4] = hex[c >> 4];
 			o[5] = hex[c & 15];
-			b->len += 4;
+			b->len += 6;
 		}
-		b->len += 2;
 	}
 	b->buf[b->len++] = '"';
 	b->buf[b->len] = '\0';
