@@ -7,6 +7,7 @@
 
 #include "../common/log.h"
 #include "cursor.h"
+#include "env_validate.h"
 
 /* ---- text bodies ---- */
 
@@ -315,6 +316,29 @@ void resource_archive(struct worker *w, struct request *req, struct response *re
 		return;
 	}
 	change_answer(res, w, req, resp, &k, archive_change, (void *)res, 0);
+}
+
+enum db_status meta_change_load(struct db *db, const char *stored, const char *kind, const char *id,
+				json_t *patch, struct meta_change *m, struct verr *err)
+{
+	enum db_status st;
+
+	memset(m, 0, sizeof(*m));
+	st = db_json_load(db, stored, kind, id, "metadata", &m->old);
+	if (st)
+		return st;
+	m->meta = meta_patch(m->old, patch, "metadata", err);
+	if (!m->meta)
+		return DB_OK;
+	m->changed = !json_equal(m->meta, m->old);
+	return db_json_dump(db, m->meta, kind, id, "metadata", &m->text);
+}
+
+void meta_change_release(struct meta_change *m)
+{
+	json_decref(m->old);
+	json_decref(m->meta);
+	free(m->text);
 }
 
 /* ---- delete ---- */

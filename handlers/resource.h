@@ -112,6 +112,22 @@ typedef enum db_status (*resource_change)(struct db *db, const struct db_key *k,
 					  const struct db_rows *rows, void *arg, int *wrote,
 					  struct verr *err);
 
+/* The metadata of a row an update patches (vaults, credentials, work items, sessions). */
+struct meta_change {
+	json_t *old;  /* the stored object */
+	json_t *meta; /* patched; NULL when the patch was refused */
+	char *text;   /* META serialised, for the write */
+	int changed;  /* META differs from OLD */
+};
+
+/* STORED, the metadata cell of the row of KIND ID, patched per key with PATCH (meta_patch;
+ * NULL: unchanged) into M, which meta_change_release frees whatever the outcome. DB_OK with
+ * M->meta NULL and ERR set when the patch is refused; DB_CORRUPT when STORED does not parse,
+ * DB_NOMEM when the result cannot be serialised (db_json_load, db_json_dump). */
+enum db_status meta_change_load(struct db *db, const char *stored, const char *kind, const char *id,
+				json_t *patch, struct meta_change *m, struct verr *err);
+void meta_change_release(struct meta_change *m);
+
 /* Update the row the request names (route and id already checked) in one transaction: the row
  * read locked, 400 when archived, CHANGE, the row read again when written. Answered with the
  * refusal, a database failure, RES's 404 or RES's object of the row. */

@@ -532,26 +532,18 @@ static enum db_status update_change(struct db *db, const struct db_key *k,
 				    const struct db_rows *rows, void *arg, int *wrote,
 				    struct verr *err)
 {
-	json_t *old, *merged;
-	char now[CLOCK_DB_LEN], *text = NULL;
-	enum db_status st = DB_OK;
+	char now[CLOCK_DB_LEN];
+	struct meta_change m;
+	enum db_status st;
 
-	st = db_json_load(db, db_cell(rows, 0, WORK_C_METADATA), "work", k->id, "metadata", &old);
-	if (st)
-		return st;
-	merged = meta_patch(old, arg, "metadata", err);
-	if (!merged || json_equal(merged, old))
-		goto out;
-	st = db_json_dump(db, merged, "work", k->id, "metadata", &text);
-	if (st)
+	st = meta_change_load(db, db_cell(rows, 0, WORK_C_METADATA), "work", k->id, arg, &m, err);
+	if (st || !m.meta || !m.changed)
 		goto out;
 	clock_now(now, NULL);
-	st = workdb_set_metadata(db, k->id, text, now);
+	st = workdb_set_metadata(db, k->id, m.text, now);
 	*wrote = 1;
 out:
-	json_decref(old);
-	json_decref(merged);
-	free(text);
+	meta_change_release(&m);
 	return st;
 }
 
