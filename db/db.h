@@ -165,6 +165,11 @@ struct json_t;
 enum db_status db_json_load(struct db *db, const char *text, const char *kind, const char *id,
 			    const char *what, struct json_t **out);
 
+/* db_json_load for a cell that holds an object: an array is DB_CORRUPT too (*OUT = NULL),
+ * with the message "KIND ID: stored WHAT is not an object". */
+enum db_status db_json_load_object(struct db *db, const char *text, const char *kind,
+				   const char *id, const char *what, struct json_t **out);
+
 /* Serialise V, an object or array, for writing to the row of KIND ID (json_dumps, JSON_COMPACT)
  * into *OUT (the caller frees). DB_OK, or DB_NOMEM with *OUT = NULL and the message "KIND ID:
  * serialising the WHAT" when json_dumps fails: out of memory, or V NULL (a json_pack that ran out

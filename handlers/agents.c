@@ -30,15 +30,9 @@ static json_t *agent_object(struct db *db, const struct db_rows *rows, unsigned 
 	const char *archived = db_cell(rows, r, AGENT_C_ARCHIVED);
 	json_t *def, *obj;
 
-	if (db_json_load(db, db_cell(rows, r, AGENT_C_DEFINITION), "agent",
-			 db_cell(rows, r, AGENT_C_ID), "definition", &def))
+	if (db_json_load_object(db, db_cell(rows, r, AGENT_C_DEFINITION), "agent",
+				db_cell(rows, r, AGENT_C_ID), "definition", &def))
 		return NULL;
-	if (!json_is_object(def)) {
-		json_decref(def);
-		db_fail(db, DB_CORRUPT, "agent %s: stored definition is not an object",
-			db_cell(rows, r, AGENT_C_ID));
-		return NULL;
-	}
 	obj = json_pack("{s:s, s:s}", "id", db_cell(rows, r, AGENT_C_ID), "type", "agent");
 	if (obj && (json_object_update(obj, def) ||
 		    json_object_set_new(obj, "version",

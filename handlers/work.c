@@ -58,15 +58,9 @@ static json_t *work_object(struct db *db, const struct db_rows *rows, unsigned r
 {
 	json_t *meta;
 
-	if (db_json_load(db, db_cell(rows, r, WORK_C_METADATA), "work", db_cell(rows, r, WORK_C_ID),
-			 "metadata", &meta))
+	if (db_json_load_object(db, db_cell(rows, r, WORK_C_METADATA), "work",
+				db_cell(rows, r, WORK_C_ID), "metadata", &meta))
 		return NULL;
-	if (!json_is_object(meta)) {
-		json_decref(meta);
-		db_fail(db, DB_CORRUPT, "work %s: stored metadata is not an object",
-			db_cell(rows, r, WORK_C_ID));
-		return NULL;
-	}
 	return json_pack("{s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:o, s:n, s:o, s:o, s:o, s:o, s:o,"
 			 " s:o}",
 			 "type", "work", "id", db_cell(rows, r, WORK_C_ID), "environment_id",
