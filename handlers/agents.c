@@ -230,10 +230,7 @@ void agent_versions(struct worker *w, struct request *req, struct response *resp
 			      limit + 1, &rows);
 	if (!st && !rows.nrows) {    /* every agent has a version: no rows means no such agent */
 		db_rows_free(&rows); /* an empty result set still holds its arena */
-		st = agentdb_get(w->db,
-				 &(struct db_key){ .workspace_id = req->principal->workspace_id,
-						   .id = req->params[0] },
-				 0, &rows);
+		st = resource_get(&RES_AGENT, w->db, req, req->params[0], 0, &rows);
 	}
 	if (st) {
 		handle_db_error(w, req, resp, st);

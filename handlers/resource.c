@@ -101,15 +101,23 @@ static int res_put(const struct resource *res, struct db *db, struct strbuf *b,
 
 /* ---- pieces ---- */
 
-/* The key of the row the request names (ID), by RES's visibility rule. */
-static void key_make(const struct resource *res, const struct request *req, const char *id,
-		     struct db_key *k)
+void resource_key(const struct resource *res, const struct request *req, const char *id,
+		  struct db_key *k)
 {
 	memset(k, 0, sizeof(*k));
 	k->workspace_id = req->principal->workspace_id;
 	k->account_id = res->visibility == RES_VIS_ACCOUNT ? req->principal->account_id : NULL;
 	k->parent_id = res->visibility == RES_VIS_PARENT ? req->params[0] : NULL;
 	k->id = id;
+}
+
+enum db_status resource_get(const struct resource *res, struct db *db, const struct request *req,
+			    const char *id, int for_update, struct db_rows *rows)
+{
+	struct db_key k;
+
+	resource_key(res, req, id, &k);
+	return res->db.get(db, &k, for_update, rows);
 }
 
 /* RES's 404 naming ID (its first 64 bytes: an id not yet checked may be anything). */
@@ -163,7 +171,7 @@ static const struct resource *res_route(struct worker *w, struct request *req,
 		return NULL;
 	if (resource_check(res, req, resp, req->params[res->id_param]))
 		return NULL;
-	key_make(res, req, req->params[res->id_param], k);
+	resource_key(res, req, req->params[res->id_param], k);
 	return res;
 }
 
@@ -272,7 +280,7 @@ enum db_status resource_change_run(const struct resource *res, struct worker *w,
 {
 	struct db_key k;
 
-	key_make(res, req, req->params[res->id_param], &k);
+	resource_key(res, req, req->params[res->id_param], &k);
 	return change_in_tx(res, w, &k, change, arg, 1, rows, err);
 }
 
@@ -281,7 +289,7 @@ void resource_update(const struct resource *res, struct worker *w, struct reques
 {
 	struct db_key k;
 
-	key_make(res, req, req->params[res->id_param], &k);
+	resource_key(res, req, req->params[res->id_param], &k);
 	change_answer(res, w, req, resp, &k, change, arg, 1);
 }
 
@@ -445,7 +453,7 @@ void resource_list(struct worker *w, struct request *req, struct response *resp)
 		l.page.after_created = created;
 		l.page.after_id = id;
 	}
-	key_make(res, req, NULL, &k);
+	resource_key(res, req, NULL, &k);
 	st = res->db.list(w->db, &k, &l.page, &rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);

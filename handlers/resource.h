@@ -105,6 +105,16 @@ extern const struct resource RES_ENVIRONMENT, RES_AGENT, RES_SESSION, RES_WORK, 
 /* The generic handlers: the resource is the route's data (req->route_data). */
 handler_func resource_retrieve, resource_list, resource_archive, resource_delete;
 
+/* The key of RES's row ID as the request's principal sees it: RES's visibility rule (the
+ * parent is the route's first capture). */
+void resource_key(const struct resource *res, const struct request *req, const char *id,
+		  struct db_key *k);
+
+/* RES's row ID under resource_key's key, read by RES's get (FOR_UPDATE: locked, inside a
+ * transaction) into ROWS (0 or 1 rows; the caller frees). */
+enum db_status resource_get(const struct resource *res, struct db *db, const struct request *req,
+			    const char *id, int for_update, struct db_rows *rows);
+
 /* A change to one row inside resource_update's transaction: ROWS holds the row, read locked
  * (visible, not archived). It writes the change (*WROTE = 1), leaves the row as it is (*WROTE
  * stays 0), or refuses with ERR set (and DB_OK). ARG is resource_update's. */

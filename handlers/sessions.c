@@ -399,11 +399,7 @@ static enum db_status create_tx(struct db *db, void *arg)
 		st = create_runner(db, c, config, &env);
 	if (st)
 		goto out;
-	st = sesdb_get(db,
-		       &(struct db_key){ .workspace_id = a->workspace_id,
-					 .account_id = a->account_id,
-					 .id = c->id },
-		       0, &c->rows);
+	st = resource_get(&RES_SESSION, db, c->req, c->id, 0, &c->rows);
 out:
 	db_rows_free(&env);
 	json_decref(snapshot);

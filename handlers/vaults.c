@@ -155,10 +155,7 @@ static enum db_status vault_create_tx(struct db *db, void *arg)
 						    .metadata = c->meta_text,
 						    .now = now });
 	if (!st)
-		st = vaultdb_get(db,
-				 &(struct db_key){ .workspace_id = c->req->principal->workspace_id,
-						   .id = c->id },
-				 0, &c->rows);
+		st = resource_get(&RES_VAULT, db, c->req, c->id, 0, &c->rows);
 	return st;
 }
 
@@ -281,10 +278,7 @@ static int cred_vault(struct worker *w, struct request *req, struct response *re
 
 	if (vault_check(req, resp))
 		return -1;
-	st = vaultdb_get(w->db,
-			 &(struct db_key){ .workspace_id = req->principal->workspace_id,
-					   .id = req->params[0] },
-			 0, &rows);
+	st = resource_get(&RES_VAULT, w->db, req, req->params[0], 0, &rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return -1;
@@ -361,7 +355,6 @@ static enum db_status cred_create_tx(struct db *db, void *arg)
 {
 	struct cred_create *c = arg;
 	const char *ws = c->req->principal->workspace_id, *vault_id = c->req->params[0];
-	struct db_key k = { .workspace_id = ws, .id = vault_id };
 	char now[CLOCK_DB_LEN], same[VAULT_ID_MAX];
 	struct db_rows vault;
 	long long live;
@@ -372,7 +365,7 @@ static enum db_status cred_create_tx(struct db *db, void *arg)
 	memset(&c->err, 0, sizeof(c->err));
 	/* the vault row locked: creations in one vault (and its archive, its delete) serialise,
 	 * so the count and the URL check below hold when the row is written */
-	st = vaultdb_get(db, &k, 1, &vault);
+	st = resource_get(&RES_VAULT, db, c->req, vault_id, 1, &vault);
 	if (st)
 		return st;
 	if (!vault.nrows) {
@@ -412,10 +405,7 @@ static enum db_status cred_create_tx(struct db *db, void *arg)
 						      .secret = c->sealed,
 						      .now = now });
 	if (!st)
-		st = creddb_get(
-			db,
-			&(struct db_key){ .workspace_id = ws, .parent_id = vault_id, .id = c->id },
-			0, &c->rows);
+		st = resource_get(&RES_VAULT_CREDENTIAL, db, c->req, c->id, 0, &c->rows);
 out:
 	db_rows_free(&vault);
 	return st;

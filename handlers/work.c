@@ -105,8 +105,7 @@ static int work_env(struct worker *w, struct request *req, struct response *resp
 			   req->params[0]);
 		return -1;
 	}
-	st = envdb_get(w->db, req->params[0], req->principal->workspace_id,
-		       req->principal->account_id, ENVDB_NO_LOCK, &env);
+	st = resource_get(&RES_ENVIRONMENT, w->db, req, req->params[0], 0, &env);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return -1;
