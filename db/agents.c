@@ -16,17 +16,17 @@
 enum db_status agentdb_get(struct db *db, const struct db_key *k, int for_update,
 			   struct db_rows *rows)
 {
-	static const char current[] =
-		AGENT_SELECT "WHERE a.workspace_id = ? AND a.id = ? AND v.version = a.version";
-	static const char current_lock[] = AGENT_SELECT
-		"WHERE a.workspace_id = ? AND a.id = ? AND v.version = a.version FOR UPDATE";
 	static const char at[] =
 		AGENT_SELECT "WHERE a.workspace_id = ? AND a.id = ? AND v.version = ?";
 	struct db_val ws = DB_STR(k->workspace_id), id = DB_STR(k->id);
 
 	if (k->version > 0)
 		return db_exec(db, at, DB_PARAMS(ws, id, DB_INT(k->version)), rows, NULL);
-	return db_exec(db, for_update ? current_lock : current, DB_PARAMS(ws, id), rows, NULL);
+	return db_exec(db,
+		       DB_FOR_UPDATE_IF(for_update,
+					AGENT_SELECT "WHERE a.workspace_id = ? AND a.id = ?"
+						     " AND v.version = a.version"),
+		       DB_PARAMS(ws, id), rows, NULL);
 }
 
 enum db_status agentdb_insert(struct db *db, const struct agent_row_in *in)

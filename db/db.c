@@ -135,6 +135,18 @@ enum db_status db_json_load(struct db *db, const char *text, const char *kind, c
 	return DB_OK;
 }
 
+enum db_status db_json_load_object(struct db *db, const char *text, const char *kind,
+				   const char *id, const char *what, json_t **out)
+{
+	enum db_status st = db_json_load(db, text, kind, id, what, out);
+
+	if (st || json_is_object(*out))
+		return st;
+	json_decref(*out);
+	*out = NULL;
+	return db_fail(db, DB_CORRUPT, "%s %s: stored %s is not an object", kind, id, what);
+}
+
 enum db_status db_json_dump(struct db *db, const json_t *v, const char *kind, const char *id,
 			    const char *what, char **out)
 {

@@ -88,6 +88,11 @@ void db_free(struct db *db);
 /* Connect if not connected. DB_OK or DB_GONE / DB_FATAL / DB_NOMEM. */
 enum db_status db_connect(struct db *db);
 
+/* TEXT, a string literal reading rows by key, or when LOCK the same read locking the rows it
+ * returns (FOR UPDATE, inside a transaction): a get and its locking twin written once, each a
+ * literal as db_exec wants. */
+#define DB_FOR_UPDATE_IF(lock, text) ((lock) ? text " FOR UPDATE" : text)
+
 /* Execute SQL (a string literal or a static const array: its address keys the statement cache;
  * text made at run time is refused with DB_FATAL before anything runs) with PARAMS, passed as
  * DB_PARAMS(...), DB_ARRAY(p) or DB_NONE: NPARAMS must be the number of `?` in SQL, which the
@@ -159,6 +164,11 @@ struct json_t;
  * TEXT NULL, counts as not parsing). */
 enum db_status db_json_load(struct db *db, const char *text, const char *kind, const char *id,
 			    const char *what, struct json_t **out);
+
+/* db_json_load for a cell that holds an object: an array is DB_CORRUPT too (*OUT = NULL),
+ * with the message "KIND ID: stored WHAT is not an object". */
+enum db_status db_json_load_object(struct db *db, const char *text, const char *kind,
+				   const char *id, const char *what, struct json_t **out);
 
 /* Serialise V, an object or array, for writing to the row of KIND ID (json_dumps, JSON_COMPACT)
  * into *OUT (the caller frees). DB_OK, or DB_NOMEM with *OUT = NULL and the message "KIND ID:

@@ -28,14 +28,13 @@
 enum db_status sesdb_get(struct db *db, const struct db_key *k, int for_update,
 			 struct db_rows *rows)
 {
-	static const char sql[] = SES_SELECT
-		"WHERE s.id = ? AND s.workspace_id = ? AND s.deleted_at IS NULL" SES_VISIBLE;
-	static const char sql_lock[] = SES_SELECT
-		"WHERE s.id = ? AND s.workspace_id = ? AND s.deleted_at IS NULL" SES_VISIBLE
-		"FOR UPDATE";
 	struct db_val p[] = { DB_STR(k->id), DB_STR(k->workspace_id), DB_STR(k->account_id) };
 
-	return db_exec(db, for_update ? sql_lock : sql, DB_ARRAY(p), rows, NULL);
+	return db_exec(db,
+		       DB_FOR_UPDATE_IF(for_update,
+					SES_SELECT "WHERE s.id = ? AND s.workspace_id = ?"
+						   " AND s.deleted_at IS NULL" SES_VISIBLE),
+		       DB_ARRAY(p), rows, NULL);
 }
 
 enum db_status sesdb_insert(struct db *db, const struct session_row_in *in)

@@ -25,12 +25,10 @@
 enum db_status vaultdb_get(struct db *db, const struct db_key *k, int for_update,
 			   struct db_rows *rows)
 {
-	static const char sql[] = VAULT_SELECT "WHERE v.id = ? AND v.workspace_id = ?";
-	static const char sql_lock[] =
-		VAULT_SELECT "WHERE v.id = ? AND v.workspace_id = ? FOR UPDATE";
-
-	return db_exec(db, for_update ? sql_lock : sql,
-		       DB_PARAMS(DB_STR(k->id), DB_STR(k->workspace_id)), rows, NULL);
+	return db_exec(
+		db,
+		DB_FOR_UPDATE_IF(for_update, VAULT_SELECT "WHERE v.id = ? AND v.workspace_id = ?"),
+		DB_PARAMS(DB_STR(k->id), DB_STR(k->workspace_id)), rows, NULL);
 }
 
 enum db_status vaultdb_hold(struct db *db, const char *ws, const char *id, struct db_rows *rows)
@@ -126,12 +124,9 @@ out:
 enum db_status creddb_get(struct db *db, const struct db_key *k, int for_update,
 			  struct db_rows *rows)
 {
-	static const char sql[] =
-		CRED_SELECT "WHERE c.id = ? AND c.vault_id = ? AND c.workspace_id = ?";
-	static const char sql_lock[] =
-		CRED_SELECT "WHERE c.id = ? AND c.vault_id = ? AND c.workspace_id = ? FOR UPDATE";
-
-	return db_exec(db, for_update ? sql_lock : sql,
+	return db_exec(db,
+		       DB_FOR_UPDATE_IF(for_update, CRED_SELECT "WHERE c.id = ? AND c.vault_id = ?"
+								" AND c.workspace_id = ?"),
 		       DB_PARAMS(DB_STR(k->id), DB_STR(k->parent_id), DB_STR(k->workspace_id)),
 		       rows, NULL);
 }

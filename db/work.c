@@ -84,13 +84,13 @@ enum db_status workdb_requeue(struct db *db, const char *id, const char *ws, con
 enum db_status workdb_get(struct db *db, const struct db_key *k, int for_update,
 			  struct db_rows *rows)
 {
-	static const char sql[] =
-		WORK_SELECT "WHERE id = ? AND environment_id = ? AND workspace_id = ?";
-	static const char sql_lock[] =
-		WORK_SELECT "WHERE id = ? AND environment_id = ? AND workspace_id = ? FOR UPDATE";
 	struct db_val p[] = { DB_STR(k->id), DB_STR(k->parent_id), DB_STR(k->workspace_id) };
 
-	return db_exec(db, for_update ? sql_lock : sql, DB_ARRAY(p), rows, NULL);
+	return db_exec(db,
+		       DB_FOR_UPDATE_IF(for_update,
+					WORK_SELECT "WHERE id = ? AND environment_id = ?"
+						    " AND workspace_id = ?"),
+		       DB_ARRAY(p), rows, NULL);
 }
 
 enum db_status workdb_write(struct db *db, const char *work_id, const struct work_row *row,

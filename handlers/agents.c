@@ -30,15 +30,9 @@ static json_t *agent_object(struct db *db, const struct db_rows *rows, unsigned 
 	const char *archived = db_cell(rows, r, AGENT_C_ARCHIVED);
 	json_t *def, *obj;
 
-	if (db_json_load(db, db_cell(rows, r, AGENT_C_DEFINITION), "agent",
-			 db_cell(rows, r, AGENT_C_ID), "definition", &def))
+	if (db_json_load_object(db, db_cell(rows, r, AGENT_C_DEFINITION), "agent",
+				db_cell(rows, r, AGENT_C_ID), "definition", &def))
 		return NULL;
-	if (!json_is_object(def)) {
-		json_decref(def);
-		db_fail(db, DB_CORRUPT, "agent %s: stored definition is not an object",
-			db_cell(rows, r, AGENT_C_ID));
-		return NULL;
-	}
 	obj = json_pack("{s:s, s:s}", "id", db_cell(rows, r, AGENT_C_ID), "type", "agent");
 	if (obj && (json_object_update(obj, def) ||
 		    json_object_set_new(obj, "version",
@@ -236,10 +230,7 @@ void agent_versions(struct worker *w, struct request *req, struct response *resp
 			      limit + 1, &rows);
 	if (!st && !rows.nrows) {    /* every agent has a version: no rows means no such agent */
 		db_rows_free(&rows); /* an empty result set still holds its arena */
-		st = agentdb_get(w->db,
-				 &(struct db_key){ .workspace_id = req->principal->workspace_id,
-						   .id = req->params[0] },
-				 0, &rows);
+		st = resource_get(&RES_AGENT, w->db, req, req->params[0], 0, &rows);
 	}
 	if (st) {
 		handle_db_error(w, req, resp, st);

@@ -227,8 +227,7 @@ static int update_once(struct worker *w, struct request *req, struct response *r
 	enum db_status st;
 	int changed = 0, answered = 1;
 
-	st = envdb_get(w->db, req->params[0], req->principal->workspace_id,
-		       req->principal->account_id, ENVDB_NO_LOCK, &rows);
+	st = resource_get(&RES_ENVIRONMENT, w->db, req, req->params[0], 0, &rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return 1;

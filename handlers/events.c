@@ -247,14 +247,13 @@ static enum db_status send_tx(struct db *db, void *arg)
 {
 	struct send_ctx *c = arg;
 	struct request *req = c->req;
-	struct db_key k = { .workspace_id = req->principal->workspace_id,
-			    .account_id = req->principal->account_id,
-			    .id = req->params[0] };
+	struct db_key k;
 	struct ev_session s;
 	enum db_status st;
 	int answered = 0;
 
 	c->err.status = 0;
+	resource_key(&RES_SESSION, req, req->params[0], &k);
 	st = evdb_lock(db, &k, c->now_db, &s, &c->found);
 	if (st || !c->found)
 		goto out;
@@ -328,11 +327,8 @@ void event_put(struct strbuf *b, const char *id, const char *processed_at, const
 
 int event_session_found(struct worker *w, struct request *req, struct response *resp)
 {
-	struct db_key k = { .workspace_id = req->principal->workspace_id,
-			    .account_id = req->principal->account_id,
-			    .id = req->params[0] };
 	struct db_rows ses = { 0 };
-	enum db_status st = sesdb_get(w->db, &k, 0, &ses);
+	enum db_status st = resource_get(&RES_SESSION, w->db, req, req->params[0], 0, &ses);
 	int found = !st && ses.nrows;
 
 	db_rows_free(&ses);
@@ -465,9 +461,6 @@ void events_list(struct worker *w, struct request *req, struct response *resp)
 	const char *order = req_query(req, "order");
 	struct ev_query q = { .session_id = req->params[0] };
 	struct db_rows rows = { 0 }, ses = { 0 };
-	struct db_key k = { .workspace_id = req->principal->workspace_id,
-			    .account_id = req->principal->account_id,
-			    .id = req->params[0] };
 	struct strbuf b = STRBUF_INIT;
 	long long limit;
 	enum db_status st;
@@ -512,7 +505,7 @@ void events_list(struct worker *w, struct request *req, struct response *resp)
 	q.lt = times[2][0] ? times[2] : NULL;
 	q.lte = times[3][0] ? times[3] : NULL;
 	/* the session first: another workspace's (or account's) session is a 404, like none */
-	st = sesdb_get(w->db, &k, 0, &ses);
+	st = resource_get(&RES_SESSION, w->db, req, req->params[0], 0, &ses);
 	if (!st && ses.nrows)
 		st = evdb_list(w->db, &q, &rows);
 	if (st) {

@@ -7,6 +7,7 @@
 
 #include "../common/log.h"
 #include "cursor.h"
+#include "env_validate.h"
 
 /* ---- text bodies ---- */
 
@@ -15,6 +16,8 @@
 void text_put_str(struct strbuf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
+	/* the characters with a short escape, and the letter of each after its backslash */
+	static const char short_char[] = "\"\\\b\f\n\r\t", short_letter[] = "\"\\bfnrt";
 
 	if (strbuf_grow(b, 2 + 6 * n))
 		return;
@@ -22,41 +25,24 @@ void text_put_str(struct strbuf *b, const char *s, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		char *o = b->buf + b->len;
+		const char *e;
+
 		if (c >= 0x20 && c != '"' && c != '\\') {
 			*o = (char)c;
 			b->len++;
 			continue;
 		}
 		o[0] = '\\';
-		switch (c) {
-		case '"':
-			o[1] = '"';
-			break;
-		case '\\':
-			o[1] = '\\';
-			break;
-		case '\b':
-			o[1] = 'b';
-			break;
-		case '\f':
-			o[1] = 'f';
-			break;
-		case '\n':
-			o[1] = 'n';
-			break;
-		case '\r':
-			o[1] = 'r';
-			break;
-		case '\t':
-			o[1] = 't';
-			break;
-		default:
+		e = memchr(short_char, c, sizeof(short_char) - 1);
+		if (e) {
+			o[1] = short_letter[e - short_char];
+			b->len += 2;
+		} else {
 			memcpy(o + 1, "u00", 3);
 			o[4] = hex[c >> 4];
 			o[5] = hex[c & 15];
-			b->len += 4;
+			b->len += 6;
 		}
-		b->len += 2;
 	}
 	b->buf[b->len++] = '"';
 	b->buf[b->len] = '\0';
@@ -115,15 +101,23 @@ static int res_put(const struct resource *res, struct db *db, struct strbuf *b,
 
 /* ---- pieces ---- */
 
-/* The key of the row the request names (ID), by RES's visibility rule. */
-static void key_make(const struct resource *res, const struct request *req, const char *id,
-		     struct db_key *k)
+void resource_key(const struct resource *res, const struct request *req, const char *id,
+		  struct db_key *k)
 {
 	memset(k, 0, sizeof(*k));
 	k->workspace_id = req->principal->workspace_id;
 	k->account_id = res->visibility == RES_VIS_ACCOUNT ? req->principal->account_id : NULL;
 	k->parent_id = res->visibility == RES_VIS_PARENT ? req->params[0] : NULL;
 	k->id = id;
+}
+
+enum db_status resource_get(const struct resource *res, struct db *db, const struct request *req,
+			    const char *id, int for_update, struct db_rows *rows)
+{
+	struct db_key k;
+
+	resource_key(res, req, id, &k);
+	return res->db.get(db, &k, for_update, rows);
 }
 
 /* RES's 404 naming ID (its first 64 bytes: an id not yet checked may be anything). */
@@ -177,7 +171,7 @@ static const struct resource *res_route(struct worker *w, struct request *req,
 		return NULL;
 	if (resource_check(res, req, resp, req->params[res->id_param]))
 		return NULL;
-	key_make(res, req, req->params[res->id_param], k);
+	resource_key(res, req, req->params[res->id_param], k);
 	return res;
 }
 
@@ -286,7 +280,7 @@ enum db_status resource_change_run(const struct resource *res, struct worker *w,
 {
 	struct db_key k;
 
-	key_make(res, req, req->params[res->id_param], &k);
+	resource_key(res, req, req->params[res->id_param], &k);
 	return change_in_tx(res, w, &k, change, arg, 1, rows, err);
 }
 
@@ -295,7 +289,7 @@ void resource_update(const struct resource *res, struct worker *w, struct reques
 {
 	struct db_key k;
 
-	key_make(res, req, req->params[res->id_param], &k);
+	resource_key(res, req, req->params[res->id_param], &k);
 	change_answer(res, w, req, resp, &k, change, arg, 1);
 }
 
@@ -330,6 +324,29 @@ void resource_archive(struct worker *w, struct request *req, struct response *re
 		return;
 	}
 	change_answer(res, w, req, resp, &k, archive_change, (void *)res, 0);
+}
+
+enum db_status meta_change_load(struct db *db, const char *stored, const char *kind, const char *id,
+				json_t *patch, struct meta_change *m, struct verr *err)
+{
+	enum db_status st;
+
+	memset(m, 0, sizeof(*m));
+	st = db_json_load(db, stored, kind, id, "metadata", &m->old);
+	if (st)
+		return st;
+	m->meta = meta_patch(m->old, patch, "metadata", err);
+	if (!m->meta)
+		return DB_OK;
+	m->changed = !json_equal(m->meta, m->old);
+	return db_json_dump(db, m->meta, kind, id, "metadata", &m->text);
+}
+
+void meta_change_release(struct meta_change *m)
+{
+	json_decref(m->old);
+	json_decref(m->meta);
+	free(m->text);
 }
 
 /* ---- delete ---- */
@@ -436,7 +453,7 @@ void resource_list(struct worker *w, struct request *req, struct response *resp)
 		l.page.after_created = created;
 		l.page.after_id = id;
 	}
-	key_make(res, req, NULL, &k);
+	resource_key(res, req, NULL, &k);
 	st = res->db.list(w->db, &k, &l.page, &rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);

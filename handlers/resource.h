@@ -105,12 +105,38 @@ extern const struct resource RES_ENVIRONMENT, RES_AGENT, RES_SESSION, RES_WORK, 
 /* The generic handlers: the resource is the route's data (req->route_data). */
 handler_func resource_retrieve, resource_list, resource_archive, resource_delete;
 
+/* The key of RES's row ID as the request's principal sees it: RES's visibility rule (the
+ * parent is the route's first capture). */
+void resource_key(const struct resource *res, const struct request *req, const char *id,
+		  struct db_key *k);
+
+/* RES's row ID under resource_key's key, read by RES's get (FOR_UPDATE: locked, inside a
+ * transaction) into ROWS (0 or 1 rows; the caller frees). */
+enum db_status resource_get(const struct resource *res, struct db *db, const struct request *req,
+			    const char *id, int for_update, struct db_rows *rows);
+
 /* A change to one row inside resource_update's transaction: ROWS holds the row, read locked
  * (visible, not archived). It writes the change (*WROTE = 1), leaves the row as it is (*WROTE
  * stays 0), or refuses with ERR set (and DB_OK). ARG is resource_update's. */
 typedef enum db_status (*resource_change)(struct db *db, const struct db_key *k,
 					  const struct db_rows *rows, void *arg, int *wrote,
 					  struct verr *err);
+
+/* The metadata of a row an update patches (vaults, credentials, work items, sessions). */
+struct meta_change {
+	json_t *old;  /* the stored object */
+	json_t *meta; /* patched; NULL when the patch was refused */
+	char *text;   /* META serialised, for the write */
+	int changed;  /* META differs from OLD */
+};
+
+/* STORED, the metadata cell of the row of KIND ID, patched per key with PATCH (meta_patch;
+ * NULL: unchanged) into M, which meta_change_release frees whatever the outcome. DB_OK with
+ * M->meta NULL and ERR set when the patch is refused; DB_CORRUPT when STORED does not parse,
+ * DB_NOMEM when the result cannot be serialised (db_json_load, db_json_dump). */
+enum db_status meta_change_load(struct db *db, const char *stored, const char *kind, const char *id,
+				json_t *patch, struct meta_change *m, struct verr *err);
+void meta_change_release(struct meta_change *m);
 
 /* Update the row the request names (route and id already checked) in one transaction: the row
  * read locked, 400 when archived, CHANGE, the row read again when written. Answered with the

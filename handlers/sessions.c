@@ -399,11 +399,7 @@ static enum db_status create_tx(struct db *db, void *arg)
 		st = create_runner(db, c, config, &env);
 	if (st)
 		goto out;
-	st = sesdb_get(db,
-		       &(struct db_key){ .workspace_id = a->workspace_id,
-					 .account_id = a->account_id,
-					 .id = c->id },
-		       0, &c->rows);
+	st = resource_get(&RES_SESSION, db, c->req, c->id, 0, &c->rows);
 out:
 	db_rows_free(&env);
 	json_decref(snapshot);
@@ -527,9 +523,10 @@ static enum db_status update_change(struct db *db, const struct db_key *k,
 				    struct verr *err)
 {
 	struct update_ctx *c = arg;
-	json_t *meta = NULL, *patch, *old_meta = NULL, *title;
-	char *meta_text = NULL, *mcp_text = NULL, now_db[CLOCK_DB_LEN];
+	json_t *title;
+	char *mcp_text = NULL, now_db[CLOCK_DB_LEN];
 	const char *new_title, *old_title = db_cell(rows, 0, SES_C_TITLE), *old_mcp;
+	struct meta_change m;
 	enum db_status st = DB_OK;
 	int changed;
 
@@ -538,37 +535,29 @@ static enum db_status update_change(struct db *db, const struct db_key *k,
 		if (st || err->status)
 			return st;
 	}
-	st = db_json_load(db, db_cell(rows, 0, SES_C_METADATA), "session", k->id, "metadata",
-			  &old_meta);
-	if (st)
-		goto out;
-	patch = json_object_get(c->body, "metadata");
-	meta = patch && !json_is_null(patch) ? meta_patch(old_meta, patch, "metadata", err)
-					     : json_incref(old_meta);
-	if (!meta)
+	st = meta_change_load(db, db_cell(rows, 0, SES_C_METADATA), "session", k->id,
+			      json_object_get(c->body, "metadata"), &m, err);
+	if (st || !m.meta)
 		goto out;
 	title = json_object_get(c->body, "title");
 	new_title = title ? json_string_value(title) : old_title;
 	old_mcp = db_cell(rows, 0, SES_C_MCP);
-	st = db_json_dump(db, meta, "session", k->id, "metadata", &meta_text);
-	if (!st && c->mcp)
+	if (c->mcp)
 		st = db_json_dump(db, c->mcp, "session", k->id, "MCP servers", &mcp_text);
 	if (st)
 		goto out;
-	changed = !json_equal(meta, old_meta) ||
+	changed = m.changed ||
 		  (title && ((new_title == NULL) != (old_title == NULL) ||
 			     (new_title && strcmp(new_title, old_title)))) ||
 		  (c->mcp && (!old_mcp || strcmp(mcp_text, old_mcp)));
 	if (!changed)
 		goto out;
 	clock_now(now_db, NULL);
-	st = sesdb_update(db, k->id, k->workspace_id, new_title, meta_text,
+	st = sesdb_update(db, k->id, k->workspace_id, new_title, m.text,
 			  c->mcp ? mcp_text : old_mcp, now_db);
 	*wrote = 1;
 out:
-	json_decref(old_meta);
-	json_decref(meta);
-	free(meta_text);
+	meta_change_release(&m);
 	free(mcp_text);
 	return st;
 }

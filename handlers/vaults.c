@@ -155,10 +155,7 @@ static enum db_status vault_create_tx(struct db *db, void *arg)
 						    .metadata = c->meta_text,
 						    .now = now });
 	if (!st)
-		st = vaultdb_get(db,
-				 &(struct db_key){ .workspace_id = c->req->principal->workspace_id,
-						   .id = c->id },
-				 0, &c->rows);
+		st = resource_get(&RES_VAULT, db, c->req, c->id, 0, &c->rows);
 	return st;
 }
 
@@ -201,29 +198,23 @@ static enum db_status vault_change(struct db *db, const struct db_key *k,
 				   const struct db_rows *rows, void *arg, int *wrote,
 				   struct verr *err)
 {
-	json_t *body = arg, *old = NULL, *meta = NULL;
+	json_t *body = arg;
 	const char *name = json_string_value(json_object_get(body, "display_name"));
-	char now[CLOCK_DB_LEN], *text = NULL;
+	char now[CLOCK_DB_LEN];
+	struct meta_change m;
 	enum db_status st;
 
 	if (!name)
 		name = db_cell(rows, 0, VAULT_C_NAME);
-	st = db_json_load(db, db_cell(rows, 0, VAULT_C_METADATA), "vault", k->id, "metadata", &old);
-	if (st)
-		return st;
-	meta = meta_patch(old, json_object_get(body, "metadata"), "metadata", err);
-	if (!meta || (json_equal(meta, old) && !strcmp(name, db_cell(rows, 0, VAULT_C_NAME))))
+	st = meta_change_load(db, db_cell(rows, 0, VAULT_C_METADATA), "vault", k->id,
+			      json_object_get(body, "metadata"), &m, err);
+	if (st || !m.meta || (!m.changed && !strcmp(name, db_cell(rows, 0, VAULT_C_NAME))))
 		goto out; /* refused, or nothing changes */
-	st = db_json_dump(db, meta, "vault", k->id, "metadata", &text);
-	if (st)
-		goto out;
 	clock_now(now, NULL);
-	st = vaultdb_update(db, k->id, k->workspace_id, name, text, now);
+	st = vaultdb_update(db, k->id, k->workspace_id, name, m.text, now);
 	*wrote = 1;
 out:
-	free(text);
-	json_decref(meta);
-	json_decref(old);
+	meta_change_release(&m);
 	return st;
 }
 
@@ -287,10 +278,7 @@ static int cred_vault(struct worker *w, struct request *req, struct response *re
 
 	if (vault_check(req, resp))
 		return -1;
-	st = vaultdb_get(w->db,
-			 &(struct db_key){ .workspace_id = req->principal->workspace_id,
-					   .id = req->params[0] },
-			 0, &rows);
+	st = resource_get(&RES_VAULT, w->db, req, req->params[0], 0, &rows);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return -1;
@@ -367,7 +355,6 @@ static enum db_status cred_create_tx(struct db *db, void *arg)
 {
 	struct cred_create *c = arg;
 	const char *ws = c->req->principal->workspace_id, *vault_id = c->req->params[0];
-	struct db_key k = { .workspace_id = ws, .id = vault_id };
 	char now[CLOCK_DB_LEN], same[VAULT_ID_MAX];
 	struct db_rows vault;
 	long long live;
@@ -378,7 +365,7 @@ static enum db_status cred_create_tx(struct db *db, void *arg)
 	memset(&c->err, 0, sizeof(c->err));
 	/* the vault row locked: creations in one vault (and its archive, its delete) serialise,
 	 * so the count and the URL check below hold when the row is written */
-	st = vaultdb_get(db, &k, 1, &vault);
+	st = resource_get(&RES_VAULT, db, c->req, vault_id, 1, &vault);
 	if (st)
 		return st;
 	if (!vault.nrows) {
@@ -418,10 +405,7 @@ static enum db_status cred_create_tx(struct db *db, void *arg)
 						      .secret = c->sealed,
 						      .now = now });
 	if (!st)
-		st = creddb_get(
-			db,
-			&(struct db_key){ .workspace_id = ws, .parent_id = vault_id, .id = c->id },
-			0, &c->rows);
+		st = resource_get(&RES_VAULT_CREDENTIAL, db, c->req, c->id, 0, &c->rows);
 out:
 	db_rows_free(&vault);
 	return st;
@@ -513,21 +497,19 @@ static enum db_status cred_change(struct db *db, const struct db_key *k, const s
 				  void *arg, int *wrote, struct verr *err)
 {
 	struct cred_update *u = arg;
-	json_t *old = NULL, *meta = NULL, *name_v = json_object_get(u->body, "display_name");
+	json_t *name_v = json_object_get(u->body, "display_name");
 	const char *old_name = db_cell(rows, 0, CRED_C_NAME), *name = old_name;
-	char now[CLOCK_DB_LEN], *text = NULL, *sealed = NULL, why[VAULT_ERROR_MAX];
+	char now[CLOCK_DB_LEN], *sealed = NULL, why[VAULT_ERROR_MAX];
+	struct meta_change m;
 	enum db_status st;
 
 	if (name_v)
 		name_parse(name_v, "display_name", 1, &name, err); /* checked before: cannot fail */
-	st = db_json_load(db, db_cell(rows, 0, CRED_C_METADATA), "vault credential", k->id,
-			  "metadata", &old);
-	if (st)
-		return st;
-	meta = meta_patch(old, json_object_get(u->body, "metadata"), "metadata", err);
-	if (!meta)
+	st = meta_change_load(db, db_cell(rows, 0, CRED_C_METADATA), "vault credential", k->id,
+			      json_object_get(u->body, "metadata"), &m, err);
+	if (st || !m.meta)
 		goto out;
-	if (!u->token && json_equal(meta, old) &&
+	if (!u->token && !m.changed &&
 	    (name == old_name || (name && old_name && !strcmp(name, old_name))))
 		goto out; /* nothing changes */
 	if (u->token && vault_seal(u->key, VAULT_CRED_BIND(k->id, db_cell(rows, 0, CRED_C_URL)),
@@ -535,17 +517,12 @@ static enum db_status cred_change(struct db *db, const struct db_key *k, const s
 		st = db_fail(db, DB_NOMEM, "vault credential %s: %s", k->id, why);
 		goto out;
 	}
-	st = db_json_dump(db, meta, "vault credential", k->id, "metadata", &text);
-	if (st)
-		goto out;
 	clock_now(now, NULL);
-	st = creddb_update(db, k->id, k->workspace_id, name, text, sealed, now);
+	st = creddb_update(db, k->id, k->workspace_id, name, m.text, sealed, now);
 	*wrote = 1;
 out:
 	free(sealed);
-	free(text);
-	json_decref(meta);
-	json_decref(old);
+	meta_change_release(&m);
 	return st;
 }
 

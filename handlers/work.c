@@ -58,15 +58,9 @@ static json_t *work_object(struct db *db, const struct db_rows *rows, unsigned r
 {
 	json_t *meta;
 
-	if (db_json_load(db, db_cell(rows, r, WORK_C_METADATA), "work", db_cell(rows, r, WORK_C_ID),
-			 "metadata", &meta))
+	if (db_json_load_object(db, db_cell(rows, r, WORK_C_METADATA), "work",
+				db_cell(rows, r, WORK_C_ID), "metadata", &meta))
 		return NULL;
-	if (!json_is_object(meta)) {
-		json_decref(meta);
-		db_fail(db, DB_CORRUPT, "work %s: stored metadata is not an object",
-			db_cell(rows, r, WORK_C_ID));
-		return NULL;
-	}
 	return json_pack("{s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:o, s:n, s:o, s:o, s:o, s:o, s:o,"
 			 " s:o}",
 			 "type", "work", "id", db_cell(rows, r, WORK_C_ID), "environment_id",
@@ -111,8 +105,7 @@ static int work_env(struct worker *w, struct request *req, struct response *resp
 			   req->params[0]);
 		return -1;
 	}
-	st = envdb_get(w->db, req->params[0], req->principal->workspace_id,
-		       req->principal->account_id, ENVDB_NO_LOCK, &env);
+	st = resource_get(&RES_ENVIRONMENT, w->db, req, req->params[0], 0, &env);
 	if (st) {
 		handle_db_error(w, req, resp, st);
 		return -1;
@@ -532,26 +525,18 @@ static enum db_status update_change(struct db *db, const struct db_key *k,
 				    const struct db_rows *rows, void *arg, int *wrote,
 				    struct verr *err)
 {
-	json_t *old, *merged;
-	char now[CLOCK_DB_LEN], *text = NULL;
-	enum db_status st = DB_OK;
+	char now[CLOCK_DB_LEN];
+	struct meta_change m;
+	enum db_status st;
 
-	st = db_json_load(db, db_cell(rows, 0, WORK_C_METADATA), "work", k->id, "metadata", &old);
-	if (st)
-		return st;
-	merged = meta_patch(old, arg, "metadata", err);
-	if (!merged || json_equal(merged, old))
-		goto out;
-	st = db_json_dump(db, merged, "work", k->id, "metadata", &text);
-	if (st)
+	st = meta_change_load(db, db_cell(rows, 0, WORK_C_METADATA), "work", k->id, arg, &m, err);
+	if (st || !m.meta || !m.changed)
 		goto out;
 	clock_now(now, NULL);
-	st = workdb_set_metadata(db, k->id, text, now);
+	st = workdb_set_metadata(db, k->id, m.text, now);
 	*wrote = 1;
 out:
-	json_decref(old);
-	json_decref(merged);
-	free(text);
+	meta_change_release(&m);
 	return st;
 }
 

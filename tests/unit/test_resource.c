@@ -407,7 +407,66 @@ static void test_corrupt_row(void **state)
 	json_decref(b);
 }
 
+/* resource_get reads the row as the request's principal sees it (the visibility rule). */
+static void test_get(void **state)
+{
+	struct auth_principal who = { .kind = AUTH_WORKSPACE_KEY, .workspace_id = "ws1" };
+	struct request req = { .principal = &who };
+	struct db_rows rows;
+
+	(void)state;
+	assert_int_equal(resource_get(&RES_THING, w.db, &req, "thg_a2", 0, &rows), DB_OK);
+	assert_int_equal(rows.nrows, 1);
+	assert_string_equal(db_cell(&rows, 0, C_ID), "thg_a2");
+	db_rows_free(&rows);
+	/* another workspace's row is not there */
+	assert_int_equal(resource_get(&RES_THING, w.db, &req, "thg_b1", 0, &rows), DB_OK);
+	assert_int_equal(rows.nrows, 0);
+	db_rows_free(&rows);
+}
+
+/* An update's metadata: the stored cell patched per key, compared and serialised. */
+static void test_meta_change(void **state)
+{
+	static const struct {
+		const char *stored, *patch; /* patch: JSON text, or NULL for none */
+		enum db_status st;
+		int refused, changed;
+		const char *text;
+	} cases[] = {
+		{ "{\"a\":\"1\"}", "{\"b\":\"2\"}", DB_OK, 0, 1, "{\"a\":\"1\",\"b\":\"2\"}" },
+		{ "{\"a\":\"1\"}", "{\"a\":\"1\"}", DB_OK, 0, 0, "{\"a\":\"1\"}" },
+		{ "{\"a\":\"1\"}", NULL, DB_OK, 0, 0, "{\"a\":\"1\"}" },
+		{ "{\"a\":\"1\"}", "{\"a\":null}", DB_OK, 0, 1, "{}" },
+		{ "{\"a\":\"1\"}", "[1]", DB_OK, 1, 0, NULL }, /* not an object: 400 */
+		{ "{\"cut", "{}", DB_CORRUPT, 0, 0, NULL },    /* the stored cell does not parse */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *patch = cases[i].patch ? json_loads(cases[i].patch, 0, NULL) : NULL;
+		struct verr err = { 0 };
+		struct meta_change m;
+
+		assert_int_equal(
+			meta_change_load(w.db, cases[i].stored, "thing", "thg_a1", patch, &m, &err),
+			cases[i].st);
+		assert_int_equal(m.meta == NULL, cases[i].refused || cases[i].st);
+		assert_int_equal(err.status, cases[i].refused ? 400 : 0);
+		assert_int_equal(m.changed, cases[i].changed);
+		if (cases[i].text)
+			assert_string_equal(m.text, cases[i].text);
+		else
+			assert_null(m.text);
+		meta_change_release(&m);
+		json_decref(patch);
+	}
+	assert_string_equal(db_error(w.db), "thing thg_a1: stored metadata does not parse");
+}
+
 UNIT_MAIN(cmocka_unit_test_setup_teardown(test_retrieve, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_get, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_meta_change, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_corrupt_row, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_archive, setup, teardown),
