@@ -36,7 +36,7 @@ API_SRC := api/main.c api/tail.c $(FCGI_SRC) $(HTTP_SRC) $(HANDLER_SRC) $(DB_SRC
 # the reconciler and the runner make into a sandbox: create or attach, run, egress, teardown.
 # Built as build/libterrarium-sandbox.a; of it only sandbox/ includes curl/curl.h.
 SANDBOX_SRC := sandbox/call.c sandbox/open.c sandbox/process.c sandbox/dir.c sandbox/local.c \
-	sandbox/bwrap.c
+	sandbox/bwrap.c sandbox/bwrap_view.c
 # HTTP drivers (libcurl), E2B (also registered as cube) and Daytona; quote.c: argv -> command line;
 # transfer.c: what every libcurl client shares (header lists, a multi handle's steps)
 SANDBOX_SRC += sandbox/http.c sandbox/remote.c sandbox/opensandbox.c sandbox/docker.c \

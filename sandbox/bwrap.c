@@ -5,7 +5,8 @@
  *     keyctl, namespace and module calls (bwrap_filter);
  *   - in a mount view built from a short list of host trees (SBX_VIEW_ROOTS, read-only) from
  *     which the hidden paths (the configuration directory, the sandbox root, home directories)
- *     are left out rather than covered: there is nothing underneath to unmount to;
+ *     are left out rather than covered: there is nothing underneath to unmount to
+ *     (bwrap_view.h);
  *   - with its workspace, the only writable place, at BWRAP_WORKSPACE, and a private /tmp;
  *   - in its own network namespace: none at all, or (unrestricted) outbound access through
  *     slirp4netns, which refuses connections to the host's loopback;
@@ -20,6 +21,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,25 +42,18 @@
 #include "../common/log.h"
 #include "../common/clock.h"
 #include "backend.h"
+#include "bwrap_view.h"
 
 #define BWRAP_BIN "bwrap"
 #define BWRAP_SLIRP_BIN "slirp4netns"
 #define BWRAP_UID "1000" /* the uid and gid commands see; never 0 */
 #define BWRAP_WORKSPACE SBX_WORKSPACE
-#define BWRAP_VIEW_DEPTH 8	 /* hidden paths are looked for this deep */
-#define BWRAP_VIEW_ARGS_MAX 4096 /* bwrap options making the view */
-#define BWRAP_OWN_ARGS 64	 /* bwrap's other options */
+#define BWRAP_OWN_ARGS 64					    /* bwrap's other options */
 #define BWRAP_ARGV_MAX (BWRAP_VIEW_ARGS_MAX + BWRAP_OWN_ARGS + 320) /* + an install of 256 */
-#define BWRAP_RESOLV "/etc/resolv.conf"
-/* host files left out of the view although their mode already refuses the sandbox's user */
-#define BWRAP_HOST_SECRETS                                                                         \
-	{                                                                                          \
-		"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-"                     \
-	}
 #define BWRAP_DNS "nameserver 10.0.2.3\n" /* slirp4netns's DNS forwarder */
 #define BWRAP_SLIRP_MTU "--mtu=65520"
 #define BWRAP_NET_WAIT_MS 10000 /* for the sandbox's pid, then for slirp4netns to be ready */
-#define BWRAP_NET_POLL_MS 2	/* between looks at the sandbox's loopback */
+#define BWRAP_NET_POLL_MS 1	/* between looks at the sandbox's loopback */
 #define BWRAP_FIB_READ_MAX                                                                         \
 	8192 /* bytes of /proc/PID/net/fib_trie read: a new namespace's is short */
 #define BWRAP_SLIRP_OUT_MAX 4096
@@ -73,8 +68,7 @@ struct bwrap_state {
 	char bwrap[PATH_MAX], slirp[PATH_MAX];
 	unsigned char *bpf; /* the seccomp filter, compiled */
 	size_t bpf_len;
-	char *view[BWRAP_VIEW_ARGS_MAX]; /* owned strings */
-	int nview;
+	struct bwrap_view view;	    /* the host trees a command sees (bwrap_view.h) */
 	int overlay;		    /* layered sandboxes: 0 not probed yet, 1 usable here, -1 not */
 	pthread_mutex_t probe_lock; /* the probe of overlay, once for every thread */
 };
@@ -191,95 +185,11 @@ out:
 	return rc;
 }
 
-static int view_push(struct bwrap_state *st, const char *a, const char *b, const char *c)
-{
-	const char *args[] = { a, b, c };
-	int n = c ? 3 : 2;
-
-	if (st->nview + n > BWRAP_VIEW_ARGS_MAX)
-		return -1;
-	for (int i = 0; i < n; i++)
-		if (!(st->view[st->nview++] = strdup(args[i])))
-			return -1;
-	return 0;
-}
-
-static int hidden_as(const char *hide, const char *path, size_t len)
-{
-	if (!strcmp(hide, path))
-		return 1;
-	return !strncmp(hide, path, len) && hide[len] == '/' ? 2 : 0;
-}
-
-/* PATH is hidden itself (1), holds a hidden path below it (2), or neither (0). Hidden: the
- * masks, the host's secrets, and the resolver configuration (replaced when the sandbox has a
- * network). */
-static int hidden(const struct sbx *s, const char *path)
-{
-	static const char *const secrets[] = BWRAP_HOST_SECRETS;
-	size_t len = strlen(path);
-	int h = hidden_as(BWRAP_RESOLV, path, len);
-
-	for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]) && h != 1; i++) {
-		int k = hidden_as(secrets[i], path, len);
-		if (k > h)
-			h = k;
-	}
-	for (int i = 0; i < s->nmasks && h != 1; i++) {
-		int k = hidden_as(s->masks[i], path, len);
-		if (k > h)
-			h = k;
-	}
-	return h;
-}
-
-/* Add PATH to the view: a symlink as itself, a tree without hidden paths as one read-only
- * bind, a directory holding one entry by entry. Other file types are left out. */
-static int view_add(struct sbx *s, struct bwrap_state *st, const char *path, int depth)
-{
-	char target[PATH_MAX], child[PATH_MAX];
-	struct stat sb;
-	struct dirent *e;
-	DIR *d;
-	ssize_t n;
-	int h = hidden(s, path), rc = 0;
-
-	if (h == 1 || lstat(path, &sb))
-		return 0;
-	if (S_ISLNK(sb.st_mode)) {
-		n = readlink(path, target, sizeof(target) - 1);
-		if (n < 0)
-			return 0;
-		target[n] = '\0';
-		return view_push(st, "--symlink", target, path);
-	}
-	if (S_ISDIR(sb.st_mode) && h == 2 && depth < BWRAP_VIEW_DEPTH) {
-		if (view_push(st, "--dir", path, NULL) || !(d = opendir(path)))
-			return -1;
-		while (!rc && (e = readdir(d))) {
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-				continue;
-			if (snprintf(child, sizeof(child), "%s/%s", path, e->d_name) >=
-			    (int)sizeof(child))
-				continue;
-			rc = view_add(s, st, child, depth + 1);
-		}
-		closedir(d);
-		return rc;
-	}
-	if (h == 2) /* deeper than we look: leave it out */
-		return 0;
-	if (S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode))
-		return view_push(st, "--ro-bind", path, path);
-	return 0;
-}
-
 void bwrap_close(struct sbx *s)
 {
 	struct bwrap_state *st = s->priv;
 
-	for (int i = 0; i < st->nview; i++)
-		free(st->view[i]);
+	bwrap_view_release(&st->view);
 	free(st->bpf);
 	pthread_mutex_destroy(&st->probe_lock);
 	free(st);
@@ -309,8 +219,6 @@ static int first_child(pid_t pid, pid_t *child)
 
 int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
 {
-	/* the host trees a sandbox sees, read-only (those that exist; symlinks stay symlinks) */
-	static const char *const roots[] = SBX_VIEW_ROOTS;
 	struct bwrap_state *st = calloc(1, sizeof(*st));
 
 	if (!st) {
@@ -331,12 +239,9 @@ int bwrap_prepare(struct sbx *s, char *err, size_t errsz)
 	}
 	if (build_filter(st, err, errsz))
 		goto fail;
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
-		if (view_add(s, st, roots[i], 0)) {
-			snprintf(err, errsz, "the sandbox view has more than %d entries",
-				 BWRAP_VIEW_ARGS_MAX);
-			goto fail;
-		}
+	/* the host trees a sandbox sees, read-only (those that exist; symlinks stay symlinks) */
+	if (bwrap_view_prepare(&st->view, s, s->cfg->sandbox_ca_bundle, err, errsz))
+		goto fail;
 	return 0;
 fail:
 	bwrap_close(s);
@@ -549,6 +454,16 @@ out:
 	return rc;
 }
 
+/* Reap slirp4netns (process ARG), killed. */
+static void *slirp_reap(void *arg)
+{
+	pid_t pid = (pid_t)(intptr_t)arg;
+
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
 static void net_stop(struct net *n)
 {
 	close_fd(&n->info[0]);
@@ -558,18 +473,18 @@ static void net_stop(struct net *n)
 	close_fd(&n->resolv);
 	close_fd(&n->slirp_exit);
 	if (n->slirp_started) {
-		struct proc_result sres;
-		memset(&sres, 0, sizeof(sres));
-		sres.output = malloc(BWRAP_SLIRP_OUT_MAX + 1);
-		if (sres.output) {
-			sres.output[0] = '\0';
-			proc_wait(&n->slirp, BWRAP_SLIRP_STOP_S, NULL, &sres);
-		} else {
-			kill(-n->slirp.pid, SIGKILL);
-			waitpid(n->slirp.pid, NULL, 0);
-			close(n->slirp.out_fd);
-		}
-		proc_result_release(&sres);
+		pthread_t t;
+		pthread_attr_t attr;
+		/* the command is over, and its network namespace with it: slirp4netns has nothing
+		 * left to do. Its exit (the tap device's teardown) takes tens of milliseconds,
+		 * which the command's caller need not wait for: a thread of its own reaps it */
+		kill(-n->slirp.pid, SIGKILL);
+		close_fd(&n->slirp.out_fd);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, slirp_reap, (void *)(intptr_t)n->slirp.pid))
+			slirp_reap((void *)(intptr_t)n->slirp.pid);
+		pthread_attr_destroy(&attr);
 		n->slirp_started = 0;
 	}
 }
@@ -612,14 +527,17 @@ struct bwrap_ns {
 	pid_t caller; /* the reconciler: F's parent, or F is an orphan */
 	char uid_map[64], gid_map[64];
 	const struct overlay_mount *om; /* the workspace overlay to mount, or NULL */
+	const struct bwrap_view *view;	/* the view's entries to mount, or NULL */
 };
 
-static void ns_prepare(struct bwrap_ns *ns, const struct overlay_mount *om)
+static void ns_prepare(struct bwrap_ns *ns, const struct overlay_mount *om,
+		       const struct bwrap_view *view)
 {
 	ns->caller = getpid();
 	snprintf(ns->uid_map, sizeof(ns->uid_map), "%s %u 1", BWRAP_UID, (unsigned)getuid());
 	snprintf(ns->gid_map, sizeof(ns->gid_map), "%s %u 1", BWRAP_UID, (unsigned)getgid());
 	ns->om = om;
+	ns->view = view;
 }
 
 /* Write TEXT to PATH (a /proc file), in the child. */
@@ -687,7 +605,7 @@ __attribute__((noreturn)) static void ns_relay(const struct bwrap_ns *ns, int ac
 static int ns_setup(void *arg)
 {
 	const struct bwrap_ns *ns = arg;
-	const char *fail = NULL;
+	const char *fail = NULL, *what = NULL;
 	int ack[2];
 	pid_t g = -1;
 
@@ -709,10 +627,13 @@ static int ns_setup(void *arg)
 	else if (ns->om &&
 		 mount("overlay", ns->om->target, "overlay", MS_NOSUID | MS_NODEV, ns->om->opts))
 		fail = "mounting the workspace overlay";
+	else if (ns->view && bwrap_view_mount(ns->view, &what))
+		fail = "mounting the view";
 	else if (pipe2(ack, O_CLOEXEC) || (g = fork()) < 0)
 		fail = "starting the sandbox's pid 1";
 	if (fail) {
-		dprintf(2, "bwrap: sandbox setup: %s: %s\n", fail, strerror(errno));
+		dprintf(2, "bwrap: sandbox setup: %s%s%s: %s\n", fail, what ? " at " : "",
+			what ? what : "", strerror(errno));
 		ns_exit(PROC_SETUP_FAILED);
 	}
 	if (g == 0)
@@ -813,7 +734,7 @@ static int overlay_usable(struct sbx *s, struct bwrap_state *st)
 		}
 	}
 	memset(&res, 0, sizeof(res));
-	ns_prepare(&ns, &m);
+	ns_prepare(&ns, &m, NULL);
 	if (ok && !overlay_prepare(&m, l) &&
 	    !proc_start_setup(&p, argv, "/", envp, NULL, 0, &setup, -1, BWRAP_SLIRP_OUT_MAX,
 			      &res)) {
@@ -905,8 +826,8 @@ static void cmd_view(struct sbx *s, struct bwrap_state *st, struct bwrap_cmd *c,
 	ARG("--cap-drop"), ARG("ALL");
 	ARG("--die-with-parent");
 	ARG("--new-session");
-	for (int i = 0; i < st->nview; i++)
-		ARG(st->view[i]);
+	for (int i = 0; i < st->view.nargs; i++)
+		ARG(st->view.args[i]);
 	ARG("--proc"), ARG("/proc");
 	/* pid 1 is bubblewrap's init: its environment is the command's own, but no process's
 	 * environment but a command's own is to be read */
@@ -1031,7 +952,7 @@ int bwrap_run(struct sbx *s, const char *id, const struct sbx_exec *ex, struct p
 	}
 	if (cmd_layers(s, &c, id, res) || cmd_build(s, st, &c, dir, ex, res))
 		goto out;
-	ns_prepare(&ns, c.layered ? c.om : NULL);
+	ns_prepare(&ns, c.layered ? c.om : NULL, &st->view);
 	if (proc_start_setup(&p, (char *const *)c.args, dir, ex->envp, c.keep, c.nkeep, &setup,
 			     c.stdin_fd, ex->output_max, res))
 		goto out;

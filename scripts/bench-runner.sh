@@ -165,7 +165,10 @@ done
 export MODEL_BASE_URL=$FAKE
 tailer=1
 for b in "${MEASURED[@]}"; do
-	API_TAILER=$tailer WORKERS=${BENCH_WORKERS:-0} MAX_REQUESTS=1000000 api_config "$RUN" "$b" "$b" ||
+	# local runs the model's tools as host processes: only with [runner] host_tools
+	host_tools=; [ "$b" = local ] && host_tools=1
+	RUNNER_HOST_TOOLS=$host_tools API_TAILER=$tailer WORKERS=${BENCH_WORKERS:-0} \
+		MAX_REQUESTS=1000000 api_config "$RUN" "$b" "$b" ||
 		die "api_config $b failed"
 	tailer=0
 done

@@ -140,6 +140,9 @@ try "mount --bind / /tmp" mount --bind / /tmp
 try "remount / read-write" mount -o remount,rw /
 try "remount /usr read-write" mount -o remount,bind,rw /usr
 try "write to /usr" touch /usr/escaped
+try "write to /etc" touch /etc/escaped
+try "write to a host file in /etc" sh -c "echo x >>/etc/hostname"
+try "remount /etc read-write" mount -o remount,bind,rw /etc
 try "chattr +i in the workspace" chattr +i victim
 try "nested user namespace" unshare -U -r true
 try "read the configuration" cat "$1"
