@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -19,6 +20,9 @@
 		"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-"                     \
 	}
 #define VIEW_TMPFS_OPTS "mode=0755"
+#define VIEW_TOP "/.top"	   /* under the view's tmpfs: the layers above the host's roots */
+#define VIEW_OVERLAY_OPTS_MAX 4000 /* an overlay's mount options: they must fit in a page */
+#define HIDDEN_MAX (1 + 4 + SBX_MASKS_MAX) /* the resolver file, the secrets, the masks */
 
 static int hidden_as(const char *hide, const char *path, size_t len)
 {
@@ -27,22 +31,30 @@ static int hidden_as(const char *hide, const char *path, size_t len)
 	return !strncmp(hide, path, len) && hide[len] == '/' ? 2 : 0;
 }
 
-/* PATH is hidden itself (1), holds a hidden path below it (2), or neither (0). Hidden: the
- * masks, the host's secrets, and the resolver configuration (replaced when the sandbox has a
- * network). */
-static int hidden(const struct sbx *s, const char *path)
+/* The hidden paths into OUT (HIDDEN_MAX at most): the masks, the host's secrets, and the
+ * resolver configuration (replaced when the sandbox has a network). Their number. */
+static int hidden_paths(const struct sbx *s, const char *out[HIDDEN_MAX])
 {
 	static const char *const secrets[] = BWRAP_HOST_SECRETS;
-	size_t len = strlen(path);
-	int h = hidden_as(BWRAP_RESOLV, path, len);
+	int n = 0;
 
-	for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]) && h != 1; i++) {
-		int k = hidden_as(secrets[i], path, len);
-		if (k > h)
-			h = k;
-	}
-	for (int i = 0; i < s->nmasks && h != 1; i++) {
-		int k = hidden_as(s->masks[i], path, len);
+	out[n++] = BWRAP_RESOLV;
+	for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+		out[n++] = secrets[i];
+	for (int i = 0; i < s->nmasks; i++)
+		out[n++] = s->masks[i];
+	return n;
+}
+
+/* PATH is hidden itself (1), holds a hidden path below it (2), or neither (0). */
+static int hidden(const struct sbx *s, const char *path)
+{
+	const char *hide[HIDDEN_MAX];
+	int n = hidden_paths(s, hide), h = 0;
+	size_t len = strlen(path);
+
+	for (int i = 0; i < n && h != 1; i++) {
+		int k = hidden_as(hide[i], path, len);
 		if (k > h)
 			h = k;
 	}
@@ -61,18 +73,18 @@ static int arg_push(struct bwrap_view *v, const char *a, const char *b, const ch
 	return 0;
 }
 
-/* The step KIND for PATH (the path the sandbox sees; SRC its host source or link target). */
-static int op_push(struct bwrap_view *v, enum bwrap_view_kind kind, const char *src,
-		   const char *path)
+/* The step KIND at the view's PATH onto L (SRC: a host source, link target or options). */
+static int op_push(struct bwrap_view *v, struct bwrap_view_ops *l, enum bwrap_view_kind kind,
+		   const char *src, const char *path)
 {
 	struct bwrap_view_op *op;
 	size_t n;
 
-	if (v->nops >= BWRAP_VIEW_OPS_MAX)
+	if (l->n >= BWRAP_VIEW_OPS_MAX)
 		return -1;
-	if (!v->ops && !(v->ops = calloc(BWRAP_VIEW_OPS_MAX, sizeof(*v->ops))))
+	if (!l->op && !(l->op = calloc(BWRAP_VIEW_OPS_MAX, sizeof(*l->op))))
 		return -1;
-	op = &v->ops[v->nops++];
+	op = &l->op[l->n++];
 	op->kind = kind;
 	n = strlen(v->dir) + strlen(path) + 1;
 	if ((src && !(op->src = strdup(src))) || !(op->dst = malloc(n)))
@@ -81,14 +93,14 @@ static int op_push(struct bwrap_view *v, enum bwrap_view_kind kind, const char *
 	return 0;
 }
 
-/* The step whose destination is PATH, or NULL. */
+/* The step of the entry-by-entry view whose destination is PATH, or NULL. */
 static const struct bwrap_view_op *op_at(const struct bwrap_view *v, const char *path)
 {
 	size_t dl = strlen(v->dir);
 
-	for (int i = v->nops - 1; i >= 0; i--)
-		if (!strncmp(v->ops[i].dst, v->dir, dl) && !strcmp(v->ops[i].dst + dl, path))
-			return &v->ops[i];
+	for (int i = v->binds.n - 1; i >= 0; i--)
+		if (!strcmp(v->binds.op[i].dst + dl, path))
+			return &v->binds.op[i];
 	return NULL;
 }
 
@@ -130,9 +142,9 @@ static int entry_add(struct bwrap_view *v, const struct sbx *s, const char *path
 	if (S_ISLNK(sb.st_mode))
 		return link_read(path, target, sizeof(target))
 			       ? 0
-			       : op_push(v, VIEW_LINK, target, path);
+			       : op_push(v, &v->binds, VIEW_LINK, target, path);
 	if (S_ISDIR(sb.st_mode) && h == 2 && depth < BWRAP_VIEW_DEPTH) {
-		if (op_push(v, VIEW_DIR, NULL, path) || !(d = opendir(path)))
+		if (op_push(v, &v->binds, VIEW_DIR, NULL, path) || !(d = opendir(path)))
 			return -1;
 		while (!rc && (e = readdir(d))) {
 			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
@@ -148,13 +160,75 @@ static int entry_add(struct bwrap_view *v, const struct sbx *s, const char *path
 	if (h == 2) /* deeper than we look: leave it out */
 		return 0;
 	if (S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode))
-		return op_push(v, VIEW_BIND, path, path);
+		return op_push(v, &v->binds, VIEW_BIND, path, path);
 	return 0;
+}
+
+/* A directory step for every directory of the view's PATH below FROM (an offset into it). */
+static int dirs_push(struct bwrap_view *v, struct bwrap_view_ops *l, const char *path, size_t from)
+{
+	char dir[PATH_MAX];
+
+	for (size_t i = from; path[i]; i++)
+		if (path[i] == '/' && i > 0) {
+			if (i >= sizeof(dir))
+				return -1;
+			memcpy(dir, path, i);
+			dir[i] = '\0';
+			if (op_push(v, l, VIEW_DIR, NULL, dir))
+				return -1;
+		}
+	return 0;
+}
+
+/* The overlay of ROOT under its layer of whiteouts (VIEW_TOP ROOT): its steps onto v->layers.
+ * v->layered becomes 0 when it cannot be made here: a path overlay's options cannot name, or
+ * CA (the CA bundle bwrap binds, "" none) under a hidden path, where the layer has a whiteout. */
+static int layer_add(struct bwrap_view *v, const struct sbx *s, const char *root, const char *ca)
+{
+	const char *hide[HIDDEN_MAX];
+	char top[PATH_MAX], opts[VIEW_OVERLAY_OPTS_MAX];
+	size_t rl = strlen(root);
+	int n = hidden_paths(s, hide);
+
+	/* options relative to the view (the child is there when it mounts): the sandbox root's
+	 * path is not in them, nor in the sandbox's /proc/self/mountinfo */
+	if (snprintf(top, sizeof(top), "%s%s", VIEW_TOP, root) >= (int)sizeof(top) ||
+	    snprintf(opts, sizeof(opts), "lowerdir=%s:%s", top + 1, root) >= (int)sizeof(opts) ||
+	    strpbrk(root, ",:\\")) {
+		v->layered = 0;
+		return 0;
+	}
+	if (op_push(v, &v->layers, VIEW_DIR, NULL, VIEW_TOP) || dirs_push(v, &v->layers, top, 1) ||
+	    op_push(v, &v->layers, VIEW_DIR, NULL, top) ||
+	    op_push(v, &v->layers, VIEW_DIR, NULL, root))
+		return -1;
+	for (int i = 0; i < n; i++) {
+		char at[PATH_MAX];
+		int covered = 0;
+
+		if (strncmp(hide[i], root, rl) || hide[i][rl] != '/')
+			continue;
+		/* one below another hidden path is gone with it */
+		for (int j = 0; j < n; j++)
+			covered |= hidden_as(hide[i], hide[j], strlen(hide[j])) == 2;
+		if (ca[0] && hidden_as(ca, hide[i], strlen(hide[i])) &&
+		    strcmp(hide[i], BWRAP_RESOLV))
+			v->layered = 0;
+		if (covered)
+			continue;
+		if (snprintf(at, sizeof(at), "%s%s", VIEW_TOP, hide[i]) >= (int)sizeof(at) ||
+		    dirs_push(v, &v->layers, at, strlen(top)) ||
+		    op_push(v, &v->layers,
+			    strcmp(hide[i], BWRAP_RESOLV) ? VIEW_WHITEOUT : VIEW_FILE, NULL, at))
+			return -1;
+	}
+	return op_push(v, &v->layers, VIEW_OVERLAY, opts, root);
 }
 
 /* Add root PATH: a symlink, one bwrap bind, or (holding a hidden path) a tree of steps that
  * bwrap binds from the view's tmpfs. */
-static int root_add(struct bwrap_view *v, const struct sbx *s, const char *path)
+static int root_add(struct bwrap_view *v, const struct sbx *s, const char *path, const char *ca)
 {
 	char target[PATH_MAX], from[PATH_MAX];
 	struct stat sb;
@@ -169,7 +243,8 @@ static int root_add(struct bwrap_view *v, const struct sbx *s, const char *path)
 	if (h == 2 && S_ISDIR(sb.st_mode)) {
 		if (snprintf(from, sizeof(from), "%s%s", v->dir, path) >= (int)sizeof(from))
 			return -1;
-		return entry_add(v, s, path, 0) || arg_push(v, "--ro-bind", from, path);
+		return layer_add(v, s, path, ca) || entry_add(v, s, path, 0) ||
+		       arg_push(v, "--ro-bind", from, path);
 	}
 	if (h == 0 && (S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode)))
 		return arg_push(v, "--ro-bind", path, path);
@@ -186,7 +261,7 @@ static int dir_ensure(struct bwrap_view *v, const char *path)
 	if (op)
 		return op->kind == VIEW_DIR;
 	return !parent_of(path, parent) && dir_ensure(v, parent) &&
-	       !op_push(v, VIEW_DIR, NULL, path);
+	       !op_push(v, &v->binds, VIEW_DIR, NULL, path);
 }
 
 /* Where bwrap binds a file of its own (PATH) inside a root bound from the view, the view has an
@@ -197,7 +272,7 @@ static int mount_point(struct bwrap_view *v, const char *path)
 
 	if (!path[0] || op_at(v, path) || parent_of(path, parent) || !dir_ensure(v, parent))
 		return 0;
-	return op_push(v, VIEW_FILE, NULL, path);
+	return op_push(v, &v->binds, VIEW_FILE, NULL, path);
 }
 
 int bwrap_view_prepare(struct bwrap_view *v, const struct sbx *s, const char *ca, char *err,
@@ -206,13 +281,14 @@ int bwrap_view_prepare(struct bwrap_view *v, const struct sbx *s, const char *ca
 	static const char *const roots[] = SBX_VIEW_ROOTS;
 
 	memset(v, 0, sizeof(*v));
+	v->layered = 1;
 	if (snprintf(v->dir, sizeof(v->dir), "%s/%s", s->root, BWRAP_VIEW_DIR) >=
 	    (int)sizeof(v->dir)) {
 		snprintf(err, errsz, "the sandbox root's path is too long");
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
-		if (root_add(v, s, roots[i])) {
+		if (root_add(v, s, roots[i], ca)) {
 			snprintf(err, errsz,
 				 "the sandbox view has more than %d entries (or memory ran out)",
 				 BWRAP_VIEW_OPS_MAX);
@@ -269,50 +345,80 @@ static int bind_ro(const char *src, const char *dst, const char **what)
 	return mount(NULL, dst, NULL, flags, NULL) ? -1 : 0;
 }
 
+/* Run L's steps: 0, or -1 with errno set, *WHAT naming the step and *DONE how many ran. */
+static int ops_run(const struct bwrap_view_ops *l, const char **what, int *done)
+{
+	for (*done = 0; *done < l->n; ++*done) {
+		const struct bwrap_view_op *op = &l->op[*done];
+		int rc = 0;
+
+		*what = op->dst;
+		switch (op->kind) {
+		case VIEW_DIR: /* the layers and the entries share their roots' directories */
+			rc = mkdir(op->dst, 0755) && errno != EEXIST;
+			break;
+		case VIEW_LINK:
+			rc = symlink(op->src, op->dst);
+			break;
+		case VIEW_BIND:
+			rc = bind_ro(op->src, op->dst, what) < 0;
+			break;
+		case VIEW_FILE:
+			rc = file_make(op->dst);
+			break;
+		case VIEW_WHITEOUT:
+			rc = mknod(op->dst, S_IFCHR, makedev(0, 0));
+			break;
+		case VIEW_OVERLAY:
+			rc = mount("overlay", op->dst, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV,
+				   op->src);
+			break;
+		}
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
 int bwrap_view_mount(const struct bwrap_view *v, const char **what)
 {
+	int done = 0;
+
 	*what = NULL;
-	if (!v->nops)
+	if (!v->layers.n && !v->binds.n)
 		return 0;
 	*what = v->dir;
 	if ((mkdir(v->dir, 0755) && errno != EEXIST) ||
 	    mount("tmpfs", v->dir, "tmpfs", MS_NOSUID | MS_NODEV, VIEW_TMPFS_OPTS))
 		return -1;
-	for (int i = 0; i < v->nops; i++) {
-		const struct bwrap_view_op *op = &v->ops[i];
-
-		*what = op->dst;
-		switch (op->kind) {
-		case VIEW_DIR:
-			if (mkdir(op->dst, 0755))
-				return -1;
-			break;
-		case VIEW_LINK:
-			if (symlink(op->src, op->dst))
-				return -1;
-			break;
-		case VIEW_BIND:
-			if (bind_ro(op->src, op->dst, what) < 0)
-				return -1;
-			break;
-		case VIEW_FILE:
-			if (file_make(op->dst))
-				return -1;
-			break;
-		}
+	if (v->layered && !chdir(v->dir) && !ops_run(&v->layers, what, &done)) {
+		*what = NULL;
+		return 0;
 	}
+	/* no overlay here: what of them was mounted goes, the entries come one by one */
+	for (int i = 0; v->layered && i < v->layers.n && i < done; i++)
+		if (v->layers.op[i].kind == VIEW_OVERLAY)
+			umount2(v->layers.op[i].dst, MNT_DETACH);
+	if (ops_run(&v->binds, what, &done))
+		return -1;
 	*what = NULL;
 	return 0;
+}
+
+static void ops_release(struct bwrap_view_ops *l)
+{
+	for (int i = 0; i < l->n; i++) {
+		free(l->op[i].src);
+		free(l->op[i].dst);
+	}
+	free(l->op);
 }
 
 void bwrap_view_release(struct bwrap_view *v)
 {
 	for (int i = 0; i < v->nargs; i++)
 		free(v->args[i]);
-	for (int i = 0; i < v->nops; i++) {
-		free(v->ops[i].src);
-		free(v->ops[i].dst);
-	}
-	free(v->ops);
+	ops_release(&v->layers);
+	ops_release(&v->binds);
 	memset(v, 0, sizeof(*v));
 }

@@ -303,9 +303,12 @@ check "layers: the first session does not see them ($out)" \
 out=$("$RECON" -c "$INI_BWRAP" --exec "$SL2" -- sh -c 'cat /proc/self/mountinfo | grep -c " /workspace "; id -u; touch /usr/x 2>/dev/null || echo ro' 2>&1)
 check "layers: /workspace is one mount, the command uid 1000, the view read-only ($out)" \
 	test "$out" = "$(printf '1\n1000\nro')"
-# /etc is bound entry by entry from the view's tmpfs (sandbox/bwrap_view.h): every entry is
-# read-only, the tmpfs too, the secrets are not there, and nothing of it stays on the host
-out=$("$RECON" -c "$INI_BWRAP" --exec "$SL2" -- sh -c 'for f in /etc/escaped /etc/hostname /etc/ssl/escaped; do { echo x >>"$f"; } 2>/dev/null && echo "wrote $f"; done; ls /etc/shadow 2>/dev/null; ls /etc | wc -l' 2>&1)
+# /etc is a read-only overlay of the host's under a layer of whiteouts (sandbox/bwrap_view.h):
+# one mount, every entry read-only, the secrets not there, and nothing of it stays on the host
+# shellcheck disable=SC2016 # awk's fields: the file system type follows the "-"
+out=$("$RECON" -c "$INI_BWRAP" --exec "$SL2" -- awk '$5 == "/etc" { for (i = 7; i < NF; i++) if ($i == "-") print $(i + 1) }' /proc/self/mountinfo 2>&1)
+check "view: /etc is one overlay mount ($out)" test "$out" = overlay
+out=$("$RECON" -c "$INI_BWRAP" --exec "$SL2" -- sh -c 'for f in /etc/escaped /etc/hostname /etc/ssl/escaped; do { echo x >>"$f"; } 2>/dev/null && echo "wrote $f"; done; ls /etc/shadow 2>/dev/null; ls -A /etc | wc -l' 2>&1)
 check "view: /etc and its entries are read-only, without the secrets, as many entries as the host's but those ($out)" \
 	test "$out" = "$(find /etc -mindepth 1 -maxdepth 1 ! -name shadow ! -name shadow- ! -name gshadow ! -name gshadow- | wc -l)"
 check "view: nothing stays mounted on the host, its mount point is empty" \
