@@ -305,21 +305,36 @@ static int result_fmt(struct tool_result *res, int is_error, const char *fmt, ..
 	return rc;
 }
 
+/* INPUT's member KEY in *V: 1 when it is of type TYPE (JSON_STRING, or JSON_TRUE for a
+ * boolean), 0 when absent or null, -1 (RES "TOOL: KEY must be a string|boolean") otherwise. */
+static int in_member(const json_t *input, const char *key, json_type type, const char *tool,
+		     const json_t **v, struct tool_result *res)
+{
+	json_type t;
+
+	*v = json_object_get(input, key);
+	if (!*v || json_is_null(*v))
+		return 0;
+	t = json_typeof(*v);
+	if (t == type || (type == JSON_TRUE && t == JSON_FALSE))
+		return 1;
+	result_fmt(res, 1, "%s: %s must be a %s", tool, key,
+		   type == JSON_TRUE ? "boolean" : "string");
+	return -1;
+}
+
 /* INPUT's member KEY as a string: 1 with *S and *LEN set; 0 when absent or null; -1 (RES set)
  * when it is not a string, or holds a NUL byte and NUL_OK is 0 (it would become an argument). */
 static int in_str(const json_t *input, const char *key, const char *tool, int nul_ok,
 		  const char **s, size_t *len, struct tool_result *res)
 {
-	const json_t *v = json_object_get(input, key);
+	const json_t *v;
+	int rc = in_member(input, key, JSON_STRING, tool, &v, res);
 
 	*s = NULL;
 	*len = 0;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v)) {
-		result_fmt(res, 1, "%s: %s must be a string", tool, key);
-		return -1;
-	}
+	if (rc <= 0)
+		return rc;
 	*s = json_string_value(v);
 	*len = json_string_length(v);
 	if (!nul_ok && strlen(*s) != *len) {
@@ -333,15 +348,10 @@ static int in_str(const json_t *input, const char *key, const char *tool, int nu
  * boolean). */
 static int in_bool(const json_t *input, const char *key, const char *tool, struct tool_result *res)
 {
-	const json_t *v = json_object_get(input, key);
+	const json_t *v;
+	int rc = in_member(input, key, JSON_TRUE, tool, &v, res);
 
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v)) {
-		result_fmt(res, 1, "%s: %s must be a boolean", tool, key);
-		return -1;
-	}
-	return json_is_true(v);
+	return rc <= 0 ? rc : json_is_true(v);
 }
 
 /* A required non-empty string member: 1, or -1 with RES "TOOL: KEY is required" (the SDK's

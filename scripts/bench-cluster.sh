@@ -22,12 +22,8 @@ set -uo pipefail
 # shellcheck source=scripts/lib-stack.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && script_init bench-cluster || exit 1
 
-DURATION=${BENCH_DURATION:-5}
-RUNS=${BENCH_RUNS:-3}
-CONC=${BENCH_CONC:-16}
-NENVS=${BENCH_ENVS:-200}
-HOST_WORKERS=${BENCH_WORKERS:-2}
-NSESSIONS=${BENCH_SESSIONS:-300}
+bench_env DURATION=BENCH_DURATION:5 RUNS=BENCH_RUNS:3 CONC=BENCH_CONC:16 NENVS=BENCH_ENVS:200 \
+	HOST_WORKERS=BENCH_WORKERS:2 NSESSIONS=BENCH_SESSIONS:300
 BENCH_RECON_LIMIT_S=300 # the reconcilers' drain, at most
 CLUSTER="$ROOT/scripts/cluster.sh"
 

@@ -30,11 +30,9 @@ set -uo pipefail
 # shellcheck source=scripts/lib-stack.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && bench_init bench-provision provision- || exit 1
 RECON="$BUILD/terrarium-reconciler"
-PARTS=" ${BENCH_PARTS:-1 2 3} "
-REPEAT=${BENCH_REPEAT:-3}
-NSBX=${BENCH_SANDBOXES:-40}
-NLAT=${BENCH_LATENCY:-100}
-IDLE_S=${BENCH_IDLE_S:-10}
+bench_env PARTS=BENCH_PARTS:"1 2 3" REPEAT=BENCH_REPEAT:3 NSBX=BENCH_SANDBOXES:40 \
+	NLAT=BENCH_LATENCY:100 IDLE_S=BENCH_IDLE_S:10
+PARTS=" $PARTS "
 BENCH_WAIT_S=900          # longest wait for one session to be ready
 BENCH_POLL_S=0.01         # status polling interval of the latency samples
 mkdir -p "$OUT"

@@ -25,9 +25,7 @@ set -uo pipefail
 # shellcheck source=scripts/lib-stack.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && bench_init bench-reconciler || exit 1
 
-NINTENTS=${BENCH_INTENTS:-10000}
-NRECON=${BENCH_RECONCILERS:-4}
-TIMEOUT=${BENCH_RECON_TIMEOUT:-300}
+bench_env NINTENTS=BENCH_INTENTS:10000 NRECON=BENCH_RECONCILERS:4 TIMEOUT=BENCH_RECON_TIMEOUT:300
 BENCH_TARGET_RATE=500 # intents per second
 
 

@@ -61,10 +61,8 @@ set -uo pipefail
 # shellcheck source=scripts/lib-stack.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && bench_init bench-runner || exit 1
 
-SAMPLES=${BENCH_RUNNER_SAMPLES:-200}
-ROUNDS=${BENCH_RUNNER_ROUNDS:-50}
-CONC_SESSIONS=${BENCH_RUNNER_CONC_SESSIONS:-100}
-DELAY_MS=${BENCH_RUNNER_DELAY_MS:-200}
+bench_env SAMPLES=BENCH_RUNNER_SAMPLES:200 ROUNDS=BENCH_RUNNER_ROUNDS:50 \
+	CONC_SESSIONS=BENCH_RUNNER_CONC_SESSIONS:100 DELAY_MS=BENCH_RUNNER_DELAY_MS:200
 read -ra BACKENDS <<<"${BENCH_RUNNER_BACKENDS:-local bwrap docker}"
 BENCH_RUNNER_STATUS_SESSIONS=20  # figure 1: the samples go round these
 BENCH_RUNNER_SEQ_SESSIONS=4      # figures 2 and 3: sessions, one after another

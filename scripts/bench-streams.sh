@@ -28,12 +28,8 @@ set -uo pipefail
 # shellcheck source=scripts/lib-stack.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && bench_init bench-streams || exit 1
 
-RUNS=${BENCH_RUNS:-5}
-DURATION=${BENCH_DURATION:-5}
-CONC=${BENCH_STREAMS_CONC:-32}
-NSTREAMS=${BENCH_STREAMS_N:-1000}
-HOLD_S=${BENCH_STREAMS_HOLD_S:-60}
-ROUNDS=${BENCH_STREAMS_ROUNDS:-10}
+bench_env RUNS=BENCH_RUNS:5 DURATION=BENCH_DURATION:5 CONC=BENCH_STREAMS_CONC:32 \
+	NSTREAMS=BENCH_STREAMS_N:1000 HOLD_S=BENCH_STREAMS_HOLD_S:60 ROUNDS=BENCH_STREAMS_ROUNDS:10
 BENCH_STREAMS_PER_SESSION=10     # the held streams: ten watchers on each session
 BENCH_LAT_SESSIONS=50            # the latency runs: 50 sessions x 20 watchers
 BENCH_LAT_WATCHERS=20

@@ -17,9 +17,7 @@ set -uo pipefail
 # shellcheck source=scripts/lib-stack.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib-stack.sh" && bench_init bench-work || exit 1
 
-RUNS=${BENCH_RUNS:-5}
-DURATION=${BENCH_DURATION:-5}
-CONC=${BENCH_WORK_CONC:-32}
+bench_env RUNS=BENCH_RUNS:5 DURATION=BENCH_DURATION:5 CONC=BENCH_WORK_CONC:32
 BENCH_WORK_POLLERS=16          # the issue's 16 pollers
 BENCH_WORK_POLL_WORKERS=24     # [api] poll_workers: more than the pollers
 BENCH_WORK_TARGET_RATIO=0.8

@@ -11,7 +11,7 @@
 #   nginx.sh    nginx_start, nginx_stop
 #   servers.sh  Apache (mod_fcgid) and lighttpd (mod_fastcgi) instead of nginx
 #   docker.sh   a Docker Engine for the docker backend
-#   bench.sh    bench_init, median
+#   bench.sh    bench_init, bench_env, median
 # Each part documents the environment variables it reads.
 #
 # Every function takes RUN (an absolute path) first, prints progress on stderr, returns 0 on

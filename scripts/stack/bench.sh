@@ -14,6 +14,17 @@ bench_init() {
 	OUT=${BENCH_OUT:-$ROOT/var/bench/${2:-}$(date -u +%Y%m%dT%H%M%SZ)}
 }
 
+# bench_env NAME=VARIABLE:DEFAULT...: the settings a benchmark script reads from its environment
+# (its header lists them): each NAME set to $VARIABLE, or to DEFAULT when that is unset or empty.
+bench_env() {
+	local a name var
+	for a; do
+		name=${a%%=*} var=${a#*=}
+		var=${var%%:*}
+		printf -v "$name" '%s' "${!var:-${a#*:}}"
+	done
+}
+
 # bench_stack NAME: the stack a benchmark of one API measures, in a scratch directory
 # (stack_scratch NAME: RUN): MariaDB, the API supervisor `api` (backend local, BENCH_WORKERS
 # workers, 1,000,000 requests a worker; api_config reads what else the caller's environment

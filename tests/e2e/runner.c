@@ -1229,13 +1229,28 @@ static char *split_path(char *s)
 	return s;
 }
 
+/* PATH in R's JSON body: *PR what path_eval found there (*V its value). CHECK_OK, or CHECK_FAIL
+ * (the body is not JSON) or CHECK_BAD (PATH's syntax) with WHY said. */
+static enum check body_path(struct response *r, const char *path, json_t **v, enum path_res *pr,
+			    struct strbuf *why)
+{
+	json_t *root = response_json(r);
+
+	if (!root) {
+		buf_adds(why, r->json_err);
+		return CHECK_FAIL;
+	}
+	*pr = path_eval(root, path, v, why);
+	return *pr == PATH_SYNTAX ? CHECK_BAD : CHECK_OK;
+}
+
 /* `json PATH OP ARG`: see usage(). */
 static enum check check_json(char *arg, struct response *r, struct strbuf *why)
 {
 	char *path = arg, *op, *val;
-	json_t *root, *v = NULL, *lit = NULL;
+	json_t *v = NULL, *lit = NULL;
 	enum path_res pr;
-	enum check ret = CHECK_FAIL;
+	enum check ret = CHECK_FAIL, found;
 	int cmp;
 
 	op = split_path(arg);
@@ -1249,14 +1264,9 @@ static enum check check_json(char *arg, struct response *r, struct strbuf *why)
 		buf_adds(why, "missing operator");
 		return CHECK_BAD;
 	}
-	root = response_json(r);
-	if (!root) {
-		buf_adds(why, r->json_err);
-		return CHECK_FAIL;
-	}
-	pr = path_eval(root, path, &v, why);
-	if (pr == PATH_SYNTAX)
-		return CHECK_BAD;
+	found = body_path(r, path, &v, &pr, why);
+	if (found != CHECK_OK)
+		return found;
 
 	if (strcmp(op, "absent") == 0 || strcmp(op, "present") == 0) {
 		if (*val) {
@@ -1478,16 +1488,12 @@ static enum check check_capture(char *arg, struct vars *vs, struct response *r, 
 		snprintf(status, sizeof(status), "%ld", r->status);
 		value = status;
 	} else {
-		json_t *root = response_json(r), *v = NULL;
+		json_t *v = NULL;
 		enum path_res pr;
+		enum check found = body_path(r, what, &v, &pr, why);
 
-		if (!root) {
-			buf_adds(why, r->json_err);
-			return CHECK_FAIL;
-		}
-		pr = path_eval(root, what, &v, why);
-		if (pr == PATH_SYNTAX)
-			return CHECK_BAD;
+		if (found != CHECK_OK)
+			return found;
 		if (pr == PATH_ABSENT) {
 			buf_adds(why, "absent");
 			return CHECK_FAIL;

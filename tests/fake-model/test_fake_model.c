@@ -485,12 +485,9 @@ static int setup(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_text),	      cmocka_unit_test(test_tool_use),
-		cmocka_unit_test(test_refused),	      cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_wrong_key),     cmocka_unit_test(test_idle),
-		cmocka_unit_test(test_cancel),	      cmocka_unit_test(test_cut),
-		cmocka_unit_test(test_json_answer),   cmocka_unit_test(test_reuse),
-		cmocka_unit_test(test_default_rules),
+		UNIT_TESTS(test_text, test_tool_use, test_refused, test_errors, test_wrong_key,
+			   test_idle, test_cancel, test_cut, test_json_answer, test_reuse,
+			   test_default_rules),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

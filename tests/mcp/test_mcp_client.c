@@ -659,15 +659,10 @@ static void test_offered(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sse),	  cmocka_unit_test(test_json),
-		cmocka_unit_test(test_stateless), cmocka_unit_test(test_session_forgotten),
-		cmocka_unit_test(test_results),	  cmocka_unit_test(test_rpc_errors),
-		cmocka_unit_test(test_bearer),	  cmocka_unit_test(test_invalid),
-		cmocka_unit_test(test_refused),	  cmocka_unit_test(test_stall),
-		cmocka_unit_test(test_version),	  cmocka_unit_test(test_hang_sse),
-		cmocka_unit_test(test_hang_json), cmocka_unit_test(test_cancel),
-		cmocka_unit_test(test_text_cap),  cmocka_unit_test(test_answer_cap),
-		cmocka_unit_test(test_tools_cap), cmocka_unit_test(test_offered),
+		UNIT_TESTS(test_sse, test_json, test_stateless, test_session_forgotten,
+			   test_results, test_rpc_errors, test_bearer, test_invalid, test_refused,
+			   test_stall, test_version, test_hang_sse, test_hang_json, test_cancel,
+			   test_text_cap, test_answer_cap, test_tools_cap, test_offered),
 	};
 
 	base_url = getenv("MCP_TEST_URL");

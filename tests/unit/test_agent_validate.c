@@ -710,14 +710,9 @@ static void test_rfc3339(void **state)
 			fail_msg("accepted '%s' as %s", bad[i], out);
 }
 
-UNIT_MAIN(cmocka_unit_test(test_create_minimal), cmocka_unit_test(test_create_full),
-	  cmocka_unit_test(test_create_body_and_unknown), cmocka_unit_test(test_create_required),
-	  cmocka_unit_test(test_name), cmocka_unit_test(test_model),
-	  cmocka_unit_test(test_description_and_system), cmocka_unit_test(test_metadata),
-	  cmocka_unit_test(test_mcp_servers_accepted), cmocka_unit_test(test_mcp_servers_refused),
-	  cmocka_unit_test(test_url_host), cmocka_unit_test(test_tools),
-	  cmocka_unit_test(test_skills), cmocka_unit_test(test_execution_identity),
-	  cmocka_unit_test(test_multiagent), cmocka_unit_test(test_update_noop),
-	  cmocka_unit_test(test_update_fields), cmocka_unit_test(test_update_refused),
-	  cmocka_unit_test(test_update_version), cmocka_unit_test(test_rfc3339),
-	  cmocka_unit_test(test_total_size))
+UNIT_MAIN(UNIT_TESTS(test_create_minimal, test_create_full, test_create_body_and_unknown,
+		     test_create_required, test_name, test_model, test_description_and_system,
+		     test_metadata, test_mcp_servers_accepted, test_mcp_servers_refused,
+		     test_url_host, test_tools, test_skills, test_execution_identity,
+		     test_multiagent, test_update_noop, test_update_fields, test_update_refused,
+		     test_update_version, test_rfc3339, test_total_size))

@@ -554,16 +554,11 @@ static void test_cursor_stored(void **state)
 	assert_string_equal(id, "sesn_0123456789ABCDEFabcdefgh");
 }
 
-UNIT_MAIN(cmocka_unit_test(test_unknown_route_404), cmocka_unit_test(test_error_message_not_utf8),
-	  cmocka_unit_test(test_wrong_method_405_allow),
-	  cmocka_unit_test(test_dispatch_reaches_handler),
-	  cmocka_unit_test(test_auth_failure_stops_dispatch),
-	  cmocka_unit_test(test_beta_header_required), cmocka_unit_test(test_version_header),
-	  cmocka_unit_test(test_health_needs_no_key_or_beta),
-	  cmocka_unit_test(test_server_error_redirect), cmocka_unit_test(test_script_name_prefix),
-	  cmocka_unit_test(test_body_json_rules), cmocka_unit_test(test_content_length_strict),
-	  cmocka_unit_test(test_request_id_from_nginx_or_new),
-	  cmocka_unit_test(test_header_parsing), cmocka_unit_test(test_query_parsing),
-	  cmocka_unit_test(test_error_mapping), cmocka_unit_test(test_sha256_vectors),
-	  cmocka_unit_test(test_ids), cmocka_unit_test(test_cursor),
-	  cmocka_unit_test(test_cursor_stored))
+UNIT_MAIN(UNIT_TESTS(test_unknown_route_404, test_error_message_not_utf8,
+		     test_wrong_method_405_allow, test_dispatch_reaches_handler,
+		     test_auth_failure_stops_dispatch, test_beta_header_required,
+		     test_version_header, test_health_needs_no_key_or_beta,
+		     test_server_error_redirect, test_script_name_prefix, test_body_json_rules,
+		     test_content_length_strict, test_request_id_from_nginx_or_new,
+		     test_header_parsing, test_query_parsing, test_error_mapping,
+		     test_sha256_vectors, test_ids, test_cursor, test_cursor_stored))

@@ -596,10 +596,7 @@ static void test_call_local(void **state)
 	json_decref(str);
 }
 
-UNIT_MAIN(cmocka_unit_test(test_text), cmocka_unit_test(test_tool_use),
-	  cmocka_unit_test(test_cr_and_nameless), cmocka_unit_test(test_json_message),
-	  cmocka_unit_test(test_redacted_and_empty), cmocka_unit_test(test_error_event),
-	  cmocka_unit_test(test_cut), cmocka_unit_test(test_malformed),
-	  cmocka_unit_test(test_error_answers), cmocka_unit_test(test_retry_after_date),
-	  cmocka_unit_test(test_classify), cmocka_unit_test(test_cap),
-	  cmocka_unit_test(test_call_local))
+UNIT_MAIN(UNIT_TESTS(test_text, test_tool_use, test_cr_and_nameless, test_json_message,
+		     test_redacted_and_empty, test_error_event, test_cut, test_malformed,
+		     test_error_answers, test_retry_after_date, test_classify, test_cap,
+		     test_call_local))

@@ -35,7 +35,7 @@ void unit_pred_cases(const char *name, int (*pred)(const char *), const char *co
  * most OUTSZ bytes). A test failure unless the shell exits 0. Returns the bytes printed. */
 size_t unit_sh(const char *script, const char *arg, char *out, size_t outsz);
 
-/* The main() of a unit test program: runs the cmocka tests given (cmocka_unit_test(f), ...)
+/* The main() of a unit test program: runs the cmocka tests given (UNIT_TESTS(f, ...), ...)
  * as one group; its exit status is the number that failed. */
 #define UNIT_MAIN(...)                                                                             \
 	int main(void)                                                                             \
@@ -43,6 +43,17 @@ size_t unit_sh(const char *script, const char *arg, char *out, size_t outsz);
 		const struct CMUnitTest tests[] = { __VA_ARGS__ };                                 \
 		return cmocka_run_group_tests(tests, NULL, NULL);                                  \
 	}
+
+/* UNIT_TESTS(f, g, ...): cmocka_unit_test(f), cmocka_unit_test(g), ... for up to 64 test
+ * functions (UNIT_MAIN(UNIT_TESTS(...), cmocka_unit_test_setup_teardown(...)) mixes them). */
+#define UNIT_TESTS(...) __VA_OPT__(UNIT_EXPAND3_(UNIT_EACH_(__VA_ARGS__)))
+#define UNIT_EACH_(f, ...) cmocka_unit_test(f) __VA_OPT__(, UNIT_AGAIN_ UNIT_PARENS_(__VA_ARGS__))
+#define UNIT_AGAIN_() UNIT_EACH_
+#define UNIT_PARENS_ ()
+#define UNIT_EXPAND3_(...) UNIT_EXPAND2_(UNIT_EXPAND2_(UNIT_EXPAND2_(UNIT_EXPAND2_(__VA_ARGS__))))
+#define UNIT_EXPAND2_(...) UNIT_EXPAND1_(UNIT_EXPAND1_(UNIT_EXPAND1_(UNIT_EXPAND1_(__VA_ARGS__))))
+#define UNIT_EXPAND1_(...) UNIT_EXPAND0_(UNIT_EXPAND0_(UNIT_EXPAND0_(UNIT_EXPAND0_(__VA_ARGS__))))
+#define UNIT_EXPAND0_(...) __VA_ARGS__
 
 #define UNIT_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
