@@ -265,7 +265,10 @@ for ((i = 0; i < BENCH_RUNNER_SEQ_SESSIONS; i++)); do
 	while IFS= read -r body; do
 		k=$((k + 1))
 		printf '%s' "$body" >"$RAW/replay/$tok-$k.json"
-		printf 'url = "%s/v1/messages"\nheader = "content-type: application/json"\nheader = "anthropic-version: 2023-06-01"\ndata-binary = "@%s"\noutput = "/dev/null"\nwrite-out = "%%{time_total}\\n"\nnext\n' \
+		# "next" between entries, not after the last: a trailing one is an entry without a
+		# URL, which makes curl exit 2 (and the pipeline below fail) after every request ran
+		[ "$k" = 1 ] || echo next >>"$RAW/replay/$tok.curl"
+		printf 'url = "%s/v1/messages"\nheader = "content-type: application/json"\nheader = "anthropic-version: 2023-06-01"\ndata-binary = "@%s"\noutput = "/dev/null"\nwrite-out = "%%{time_total}\\n"\n' \
 			"$FAKE" "$RAW/replay/$tok-$k.json" >>"$RAW/replay/$tok.curl"
 	done < <(jq -c --arg t "$tok" '[.requests[] | select(.path == "/v1/messages"
 		and (.body | tostring | contains($t))) | .body] | .[:-1][]' "$RAW/fake-requests.json")
