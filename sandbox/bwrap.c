@@ -14,7 +14,6 @@
  *     first instant (ns_setup): when the reconciler dies, at any point, the command and its
  *     sandbox die with it.
  * Packages go to prefixes inside the workspace. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

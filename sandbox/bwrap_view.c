@@ -15,14 +15,13 @@
 #include "bwrap_view.h"
 
 /* host files left out of the view although their mode already refuses the sandbox's user */
-#define BWRAP_HOST_SECRETS                                                                         \
-	{                                                                                          \
-		"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-"                     \
-	}
+static const char *const host_secrets[] = { "/etc/shadow", "/etc/shadow-", "/etc/gshadow",
+					    "/etc/gshadow-" };
+#define HOST_SECRETS (sizeof(host_secrets) / sizeof(host_secrets[0]))
 #define VIEW_TMPFS_OPTS "mode=0755"
 #define VIEW_TOP "/.top"	   /* under the view's tmpfs: the layers above the host's roots */
 #define VIEW_OVERLAY_OPTS_MAX 4000 /* an overlay's mount options: they must fit in a page */
-#define HIDDEN_MAX (1 + 4 + SBX_MASKS_MAX) /* the resolver file, the secrets, the masks */
+#define HIDDEN_MAX (1 + HOST_SECRETS + SBX_MASKS_MAX) /* the resolver file, secrets, masks */
 
 static int hidden_as(const char *hide, const char *path, size_t len)
 {
@@ -35,12 +34,11 @@ static int hidden_as(const char *hide, const char *path, size_t len)
  * resolver configuration (replaced when the sandbox has a network). Their number. */
 static int hidden_paths(const struct sbx *s, const char *out[HIDDEN_MAX])
 {
-	static const char *const secrets[] = BWRAP_HOST_SECRETS;
 	int n = 0;
 
 	out[n++] = BWRAP_RESOLV;
-	for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
-		out[n++] = secrets[i];
+	for (size_t i = 0; i < HOST_SECRETS; i++)
+		out[n++] = host_secrets[i];
 	for (int i = 0; i < s->nmasks; i++)
 		out[n++] = s->masks[i];
 	return n;
@@ -181,9 +179,10 @@ static int dirs_push(struct bwrap_view *v, struct bwrap_view_ops *l, const char 
 	return 0;
 }
 
-/* The overlay of ROOT under its layer of whiteouts (VIEW_TOP ROOT): its steps onto v->layers.
- * v->layered becomes 0 when it cannot be made here: a path overlay's options cannot name, or
- * CA (the CA bundle bwrap binds, "" none) under a hidden path, where the layer has a whiteout. */
+/* The overlay of ROOT (one of SBX_VIEW_ROOTS: nothing in it overlay's options cannot name)
+ * under its layer of whiteouts (VIEW_TOP ROOT): its steps onto v->layers. v->layered becomes 0
+ * when CA (the CA bundle bwrap binds, "" none) is under a hidden path, where the layer has a
+ * whiteout. */
 static int layer_add(struct bwrap_view *v, const struct sbx *s, const char *root, const char *ca)
 {
 	const char *hide[HIDDEN_MAX];
@@ -195,12 +194,7 @@ static int layer_add(struct bwrap_view *v, const struct sbx *s, const char *root
 	 * path is not in them, nor in the sandbox's /proc/self/mountinfo */
 	if (snprintf(top, sizeof(top), "%s%s", VIEW_TOP, root) >= (int)sizeof(top) ||
 	    snprintf(opts, sizeof(opts), "lowerdir=%s:%s", top + 1, root) >= (int)sizeof(opts) ||
-	    strpbrk(root, ",:\\")) {
-		v->layered = 0;
-		return 0;
-	}
-	if (op_push(v, &v->layers, VIEW_DIR, NULL, VIEW_TOP) || dirs_push(v, &v->layers, top, 1) ||
-	    op_push(v, &v->layers, VIEW_DIR, NULL, top) ||
+	    dirs_push(v, &v->layers, top, 1) || op_push(v, &v->layers, VIEW_DIR, NULL, top) ||
 	    op_push(v, &v->layers, VIEW_DIR, NULL, root))
 		return -1;
 	for (int i = 0; i < n; i++) {

@@ -7,8 +7,8 @@
  *   - layered: a read-only overlay of the host's root under a layer that holds a whiteout for
  *     each hidden path and an empty file where bwrap binds a file of its own (the resolver
  *     file). One mount, whatever the number of entries, and the host's tree as it is now.
- *   - entry by entry, where an overlay cannot be mounted (an older kernel, a sandbox root whose
- *     path overlay's options cannot name): each entry without the hidden ones bound into the
+ *   - entry by entry, where an overlay cannot be mounted (a kernel older than 5.11, or the CA
+ *     bundle configured under a hidden path): each entry without the hidden ones bound into the
  *     tmpfs, read-only at once.
  * Either way the hidden paths are nowhere in the sandbox's mounts: there is nothing beneath to
  * unmount to (and nothing in the sandbox may unmount). bwrap binding /etc's ~150 entries itself

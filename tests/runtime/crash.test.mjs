@@ -1,10 +1,11 @@
 // Crash safety (docs/runner.md, "at most once"): the runner killed -9 before, during and after
 // a tool, CRASH_ROUNDS times (default 20). tests/runtime/run.sh runs this file alone (no
-// other runner may take the turns): it starts its own runners of the local backend with
-// RUNTIME_CRASH_CONFIG, whose [runner] lease_seconds is short, one per round.
+// other runner may take the turns): it starts its own runners with RUNTIME_CRASH_CONFIG (the
+// local or the bwrap backend's), whose [runner] lease_seconds is short, one per round.
 //
 // Three sessions keep a turn of bash calls going; each call writes its own marker into
-// runs.log in the sandbox (read on this host: the local backend's sandbox is a directory) and
+// runs.log in the sandbox (read on this host: the sandbox is a directory, the one pwd names on
+// local, RUNTIME_CRASH_SANDBOX_ROOT/<session id> on bwrap, whose commands see it as /workspace) and
 // sleeps. Each round starts a runner and kills it -9 when the first session is
 //   before  asking the model for its next call (the fake holds the answer back),
 //   during  running a call (its marker is in runs.log, its result not in the log), or
@@ -27,6 +28,7 @@ import {
 
 const ROUNDS = Number(process.env.CRASH_ROUNDS || 20);
 const CONFIG = process.env.RUNTIME_CRASH_CONFIG;
+const SANDBOX_ROOT = process.env.RUNTIME_CRASH_SANDBOX_ROOT;
 const SESSIONS = 3;
 const AHEAD = 3; // calls queued ahead in the fake for each session
 // the most a round may wait for its moment: the killed runner's lease (1 s), then a model
@@ -52,7 +54,8 @@ test(`kill -9 of the runner before, during and after a tool, ${ROUNDS} rounds`, 
     const s = await mkSession(c, agent, env);
     await script(T, [use('bash', { command: 'pwd' }), say(`ready ${T}`)]);
     const evs = await turn(c, s.id, text(`start ${T}`), { until: idleWith('end_turn') });
-    const dir = resultText(evs.find((e) => e.type === 'agent.tool_result')).trim();
+    const pwd = resultText(evs.find((e) => e.type === 'agent.tool_result')).trim();
+    const dir = SANDBOX_ROOT ? `${SANDBOX_ROOT}/${s.id}` : pwd;
     assert.ok(fs.existsSync(dir), dir);
     S.push({ T, s, dir, next: 0 });
   }

@@ -11,6 +11,7 @@
 #            parallel calls, model retries, idle timeout), load.test.mjs (50 sessions),
 #            selfhosted.test.mjs (the SDK's EnvironmentWorker, tokens, result rules)
 #   crash    crash.test.mjs alone: it starts and kills -9 its own runners (a 1 s lease)
+#   crash-bwrap  the same with the bwrap backend's runners
 #   overdue  overdue.test.mjs, one runner with a 2 s [runner] tool_result_timeout_seconds
 #   hosttools  hosttools.test.mjs, one runner of the local API without [runner] host_tools: the
 #            model's tools are refused on a backend without isolation
@@ -28,7 +29,7 @@
 # TERRARIUM_CONFIG, FAKE_MODEL_URL (the fake the APIs' [model] base_url names). Installs the
 # locked dependencies (npm ci: the SDK, and Node 22 for the worker) when they are missing or
 # older than the lock. CRASH_ROUNDS (default 20), RUNTIME_LOAD_SESSIONS (default 50),
-# RUNTIME_PHASES (default "local crash overdue hosttools bwrap srt docker").
+# RUNTIME_PHASES (default "local crash crash-bwrap overdue hosttools bwrap srt docker").
 # Prints "N passed, N failed"; exits non-zero on any failure.
 set -uo pipefail
 
@@ -148,7 +149,7 @@ docker_clean() {
 	return 0
 }
 
-read -ra PHASES <<<"${RUNTIME_PHASES:-local crash overdue hosttools bwrap srt docker}"
+read -ra PHASES <<<"${RUNTIME_PHASES:-local crash crash-bwrap overdue hosttools bwrap srt docker}"
 for ph in "${PHASES[@]}"; do
 	case "$ph" in
 	local)
@@ -158,6 +159,20 @@ for ph in "${PHASES[@]}"; do
 		derived_config crash local '[runner]' "lease_seconds = $CRASH_LEASE_S" ||
 			{ not_ok "crash: its configuration"; continue; }
 		RUNTIME_CRASH_CONFIG=$RUN/runtime-crash.ini phase crash local runtime-crash 0 crash.test.mjs
+		;;
+	crash-bwrap)
+		# the same on bwrap: a tool killed with its runner is one whose sandbox (its view's
+		# overlay, slirp4netns) goes with it; the markers are read from the sandbox's directory
+		if [ -z "$(url_of bwrap)" ]; then
+			echo "# crash-bwrap skipped: TERRARIUM_URL_bwrap is not set"
+			continue
+		fi
+		derived_config crash-bwrap bwrap '[runner]' "lease_seconds = $CRASH_LEASE_S" ||
+			{ not_ok "crash-bwrap: its configuration"; continue; }
+		RUNTIME_CRASH_CONFIG=$RUN/runtime-crash-bwrap.ini \
+			RUNTIME_CRASH_SANDBOX_ROOT=$(awk -F ' *= *' '$1 == "root" { r = $2 } END { print r }' \
+				"$RUN/runtime-crash-bwrap.ini") \
+			phase crash-bwrap bwrap runtime-crash-bwrap 0 crash.test.mjs
 		;;
 	overdue)
 		derived_config overdue local '[runner]' "tool_result_timeout_seconds = $RESULT_TIMEOUT_S" ||
