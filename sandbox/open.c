@@ -36,81 +36,37 @@ static void add_mask(struct sbx *s, const char *path)
 
 /* The drivers, one row per backend the configuration may name, in common/backend.c's order: the
  * backend's name, then its operations (struct sandbox_backend, backend.h); an operation a row
- * leaves out is NULL, not supported. local, bwrap and srt keep their sandboxes in directories
- * under the sandbox root (dir.c). A row with an open operation is an HTTP driver: it gets its
- * [section] (config_remote), prepares its own state and is closed by sbx_http_close. e2b and
- * cube are one driver under two names (E2B_DRIVER), so that [cube] holds CubeSandbox's
- * settings. */
-#define E2B_DRIVER(backend)                                                                        \
-	{                                                                                          \
-		.name = backend, .open = e2b_open, .close = sbx_http_close, .create = e2b_create,  \
-		.workdir = e2b_workdir, .run = e2b_run, .destroy = e2b_destroy, .list = e2b_list   \
-	}
+ * leaves out is NULL, not supported. Two kinds of driver share most operations:
+ * - DIR_DRIVER: local, bwrap and srt keep their sandboxes in directories under the sandbox root
+ *   (dir.c) and pass a command's stdin on;
+ * - HTTP_DRIVER: a driver with an open operation (named P_open, like the rest of its own) gets
+ *   its [section] (config_remote), prepares its own state and is closed by sbx_http_close.
+ * A cache is three operations (CACHE_OPS). e2b and cube are one driver under two names, so that
+ * [cube] holds CubeSandbox's settings. */
+#define DIR_DRIVER(backend)                                                                        \
+	.name = backend, .destroy = sbx_dir_destroy, .list = sbx_dir_list, .has_stdin = 1
+#define HTTP_DRIVER(backend, p)                                                                    \
+	.name = backend, .open = p##_open, .close = sbx_http_close, .create = p##_create,          \
+	.run = p##_run, .destroy = p##_destroy, .list = p##_list
+#define CACHE_OPS(p)                                                                               \
+	.cache_lookup = p##_cache_lookup, .cache_store = p##_cache_store,                          \
+	.cache_remove = p##_cache_remove
 static const struct sandbox_backend drivers[] = {
-	{ .name = "local",
-	  .create = sbx_dir_make,
-	  .workdir = sbx_dir_workdir,
-	  .run = local_run,
-	  .destroy = sbx_dir_destroy,
-	  .list = sbx_dir_list,
-	  .has_stdin = 1 },
-	{ .name = "bwrap",
-	  .prepare = bwrap_prepare,
-	  .close = bwrap_close,
-	  .create = bwrap_create,
-	  .workdir = sbx_workspace_workdir,
-	  .run = bwrap_run,
-	  .destroy = sbx_dir_destroy,
-	  .exists = sbx_dir_exists,
-	  .list = sbx_dir_list,
-	  .cache_lookup = sbx_dir_cache_lookup,
-	  .cache_store = sbx_dir_cache_store,
-	  .cache_remove = sbx_dir_cache_remove,
-	  .has_stdin = 1 },
-	{ .name = "srt",
-	  .prepare = srt_prepare,
-	  .close = srt_close,
-	  .create = sbx_dir_make,
-	  .workdir = sbx_dir_workdir,
-	  .run = srt_run,
-	  .set_egress = srt_set_egress,
-	  .destroy = sbx_dir_destroy,
-	  .list = sbx_dir_list,
-	  .check = srt_check,
-	  .egress_per_command = 1,
-	  .has_stdin = 1 },
-	{ .name = "docker",
-	  .open = docker_open,
-	  .close = sbx_http_close,
-	  .create = docker_create,
-	  .workdir = sbx_workspace_workdir,
-	  .run = docker_run,
-	  .destroy = docker_destroy,
-	  .start = docker_start,
-	  .exists = docker_exists,
-	  .list = docker_list,
-	  .cache_lookup = docker_cache_lookup,
-	  .cache_store = docker_cache_store,
-	  .cache_remove = docker_cache_remove },
-	{ .name = "opensandbox",
-	  .open = osb_open,
-	  .close = sbx_http_close,
-	  .create = osb_create,
-	  .workdir = sbx_workspace_workdir,
-	  .run = osb_run,
-	  .set_egress = osb_set_egress,
-	  .destroy = osb_destroy,
-	  .list = osb_list },
-	E2B_DRIVER("e2b"),
-	E2B_DRIVER("cube"),
-	{ .name = "daytona",
-	  .open = daytona_open,
-	  .close = sbx_http_close,
-	  .create = daytona_create,
-	  .workdir = daytona_workdir,
-	  .run = daytona_run,
-	  .destroy = daytona_destroy,
-	  .list = daytona_list },
+	{ DIR_DRIVER("local"), .create = sbx_dir_make, .workdir = sbx_dir_workdir,
+	  .run = local_run },
+	{ DIR_DRIVER("bwrap"), .prepare = bwrap_prepare, .close = bwrap_close,
+	  .create = bwrap_create, .workdir = sbx_workspace_workdir, .run = bwrap_run,
+	  .exists = sbx_dir_exists, CACHE_OPS(sbx_dir) },
+	{ DIR_DRIVER("srt"), .prepare = srt_prepare, .close = srt_close, .create = sbx_dir_make,
+	  .workdir = sbx_dir_workdir, .run = srt_run, .set_egress = srt_set_egress,
+	  .check = srt_check, .egress_per_command = 1 },
+	{ HTTP_DRIVER("docker", docker), .workdir = sbx_workspace_workdir, .start = docker_start,
+	  .exists = docker_exists, CACHE_OPS(docker) },
+	{ HTTP_DRIVER("opensandbox", osb), .workdir = sbx_workspace_workdir,
+	  .set_egress = osb_set_egress },
+	{ HTTP_DRIVER("e2b", e2b), .workdir = e2b_workdir },
+	{ HTTP_DRIVER("cube", e2b), .workdir = e2b_workdir },
+	{ HTTP_DRIVER("daytona", daytona), .workdir = daytona_workdir },
 };
 _Static_assert(sizeof(drivers) / sizeof(drivers[0]) == BACKEND_TABLE_LEN,
 	       "one row per backend of common/backend.c");
