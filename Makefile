@@ -17,7 +17,7 @@ endif
 
 COMMON_SRC := common/config.c common/log.c common/crypto.c common/backend.c common/clock.c \
 	common/egress.c common/packages.c common/redact.c common/privs.c common/strbuf.c \
-	common/startup.c
+	common/startup.c common/hostaddr.c
 DB_SRC := db/db.c db/keys.c db/migrate.c db/environments.c db/agents.c db/sessions.c db/idempotency.c \
 	db/work.c db/intent_state.c db/events.c db/vaults.c
 # what links db/vaults.c also links the sealing it opens credentials with
@@ -160,7 +160,7 @@ $(eval $(call unit_test,clock,common/clock.c))
 # the package-manager table: install argv, spec rules, registries (common/packages.c)
 $(eval $(call unit_test,packages,common/packages.c tests/unit/unit.c,-ljansson))
 # the srt backend's allowlist as srt's allowedDomains (sandbox/srt_hosts.c)
-$(eval $(call unit_test,srt_hosts,sandbox/srt_hosts.c common/log.c \
+$(eval $(call unit_test,srt_hosts,sandbox/srt_hosts.c common/hostaddr.c common/log.c \
 	tests/unit/unit_json.c tests/unit/unit.c,-ljansson))
 
 # the model client's reader of Messages API answers, on recorded streams cut at every byte
@@ -175,7 +175,7 @@ $(BUILD)/test_model_fake: $(call obj,tests/fake-model/test_fake_model.c $(MODEL_
 
 # the MCP client's reader of answers, on recorded answers cut at every byte, the names the model
 # is offered and the results it gets (runner/mcp_answer.c, runner/mcp_tools.c)
-MCP_LIB_SRC := $(MCP_SRC) common/crypto.c common/strbuf.c common/clock.c
+MCP_LIB_SRC := $(MCP_SRC) common/crypto.c common/strbuf.c common/clock.c common/hostaddr.c
 $(eval $(call unit_test,mcp,$(MCP_LIB_SRC) tests/unit/unit.c,-ljansson -lcurl $(LDLIBS_CRYPTO)))
 
 # the MCP client against a real MCP server on the official TypeScript SDK: run by

@@ -2,56 +2,12 @@
 #define _XOPEN_SOURCE 700
 #include "srt_hosts.h"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../common/egress.h"
+#include "../common/hostaddr.h"
 #include "../common/log.h"
-
-/* Names are judged by srt's proxy when it resolves them; literals are not (an allowed literal
- * is dialled as it is). */
-int srt_names_this_host(const char *host)
-{
-	struct in6_addr a6;
-	struct in_addr a4;
-	struct ifaddrs *ifs, *i;
-	int v6 = 0, hit = 0;
-
-	if (inet_pton(AF_INET, host, &a4) == 1) {
-		uint32_t a = ntohl(a4.s_addr);
-		if ((a >> 24) == 127 || (a >> 24) == 0 || (a >> 16) == 0xa9fe || a >= 0xe0000000u)
-			return 1;
-	} else if (inet_pton(AF_INET6, host, &a6) == 1) {
-		v6 = 1;
-		if (IN6_IS_ADDR_LOOPBACK(&a6) || IN6_IS_ADDR_UNSPECIFIED(&a6) ||
-		    IN6_IS_ADDR_LINKLOCAL(&a6) || IN6_IS_ADDR_MULTICAST(&a6))
-			return 1;
-		if (IN6_IS_ADDR_V4MAPPED(&a6) || IN6_IS_ADDR_V4COMPAT(&a6)) {
-			char v4[INET_ADDRSTRLEN];
-			return inet_ntop(AF_INET, &a6.s6_addr[12], v4, sizeof(v4)) &&
-			       srt_names_this_host(v4);
-		}
-	} else {
-		return 0; /* a name */
-	}
-	if (getifaddrs(&ifs))
-		return 1; /* cannot tell: refuse */
-	for (i = ifs; i && !hit; i = i->ifa_next) {
-		if (!i->ifa_addr)
-			continue;
-		if (!v6 && i->ifa_addr->sa_family == AF_INET)
-			hit = !memcmp(&((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, &a4,
-				      sizeof(a4));
-		else if (v6 && i->ifa_addr->sa_family == AF_INET6)
-			hit = !memcmp(&((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, &a6,
-				      sizeof(a6));
-	}
-	freeifaddrs(ifs);
-	return hit;
-}
 
 /* Whether srt's allowedDomains grammar takes NAME: a dotted name, `localhost`, or `*.` and a
  * name of at least two labels (srt refuses `*.com` as too broad). */
@@ -85,7 +41,7 @@ json_t *srt_domains(json_t *hosts, char *err, size_t errsz)
 			snprintf(err, errsz, "srt: allowlist entry %zu is not a string", i);
 			goto fail;
 		}
-		if (srt_names_this_host(h) || !strcmp(h, "localhost") ||
+		if (hostaddr_literal_is_local(h) || !strcmp(h, "localhost") ||
 		    (strlen(h) > strlen(".localhost") &&
 		     !strcmp(h + strlen(h) - strlen(".localhost"), ".localhost"))) {
 			log_warn("srt: allowed host '%s' is this machine: left out", h);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/hostaddr.h"
 #include "../../sandbox/srt_hosts.h"
 #include "tests/unit/unit.h"
 #include "tests/unit/unit_json.h"
@@ -104,8 +105,8 @@ static void test_fixed_ranges(void **state)
 					     "*.example.org" };
 
 	(void)state;
-	unit_pred_cases("srt_names_this_host", srt_names_this_host, local, UNIT_LEN(local), other,
-			UNIT_LEN(other));
+	unit_pred_cases("hostaddr_literal_is_local", hostaddr_literal_is_local, local,
+			UNIT_LEN(local), other, UNIT_LEN(other));
 }
 
 static void test_own_addresses(void **state)
@@ -118,9 +119,9 @@ static void test_own_addresses(void **state)
 	if (!have4 && !have6)
 		skip(); /* only loopback here: the fixed ranges cover it */
 	if (have4)
-		assert_true(srt_names_this_host(v4));
+		assert_true(hostaddr_literal_is_local(v4));
 	if (have6)
-		assert_true(srt_names_this_host(v6));
+		assert_true(hostaddr_literal_is_local(v6));
 	snprintf(hosts, sizeof(hosts), "[\"%s\",\"%s\",\"pypi.org\"]", have4 ? v4 : v6,
 		 have6 ? v6 : v4);
 	domains_are_(__LINE__, hosts, "[\"pypi.org\"]");
