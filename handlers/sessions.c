@@ -676,6 +676,7 @@ const struct resource RES_SESSION = {
 	.visibility = RES_VIS_ACCOUNT,
 	.flags = RES_LIST_ARCHIVED | RES_LIST_PREV_PAGE,
 	.cursor_kind = SES_CURSOR_KIND,
+	.filters_text = "include_archived, order or agent_id",
 	.cols = { .id = SES_C_ID, .created_db = SES_C_CREATED_DB, .archived = SES_C_ARCHIVED },
 	.render = session_object,
 	.list_query = session_list_query,

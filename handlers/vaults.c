@@ -256,6 +256,7 @@ const struct resource RES_VAULT = {
 	.visibility = RES_VIS_WORKSPACE,
 	.flags = RES_LIST_ARCHIVED,
 	.cursor_kind = VAULT_CURSOR_KIND,
+	.filters_text = "include_archived",
 	.cols = { .id = VAULT_C_ID,
 		  .created_db = VAULT_C_CREATED_DB,
 		  .archived = VAULT_C_ARCHIVED },
