@@ -839,7 +839,7 @@ static void test_scope_create(void **state)
 
 /* --- admission -------------------------------------------------------------------------- */
 
-enum { ADMIT = 0 };
+#define ADMIT NULL /* in test_admission_table: the backend accepts the body */
 
 static void test_backend_table_known(void **state)
 {
@@ -851,55 +851,51 @@ static void test_backend_table_known(void **state)
 
 static void test_admission_table(void **state)
 {
-	static const char *const bodies[] = {
-		/* 0 */ "{\"name\":\"a\"}",
-		/* 1 */ "{\"name\":\"a\",\"config\":{\"packages\":{\"pip\":[\"numpy\"]}}}",
-		/* 2 */ "{\"name\":\"a\",\"config\":{\"packages\":{\"apt\":[\"curl\"]}}}",
-		/* 3 */ "{\"name\":\"a\",\"config\":{\"networking\":{\"type\":\"limited\"}}}",
-		/* 4 */
-		"{\"name\":\"a\",\"config\":{\"networking\":{\"type\":\"limited\","
-		"\"allowed_hosts\":[\"pypi.org\"],\"allow_package_managers\":false},"
-		"\"packages\":{\"pip\":[\"numpy\"]}}}",
-		/* 5 */
-		"{\"name\":\"a\",\"config\":{\"type\":\"self_hosted\"},"
-		"\"scope\":\"account\"}",
-		/* 6 */ "{\"name\":\"a\",\"config\":{\"packages\":{\"pip\":[],\"apt\":null}}}",
+#define PKGS "config.packages must be empty"
+#define APT "config.packages.apt"
+#define NET "config.networking"
+	/* each body with, per backend in all_backends' order (local, bwrap, srt, docker,
+	 * opensandbox, e2b, cube, daytona), the field its 422 must name, or ADMIT */
+	static const struct {
+		const char *body;
+		const char *expect[BACKEND_COUNT];
+	} cases[] = {
+		{ "{\"name\":\"a\"}", { ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT } },
+		{ "{\"name\":\"a\",\"config\":{\"packages\":{\"pip\":[\"numpy\"]}}}",
+		  { PKGS, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT } },
+		{ "{\"name\":\"a\",\"config\":{\"packages\":{\"apt\":[\"curl\"]}}}",
+		  { PKGS, APT, APT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT } },
+		{ "{\"name\":\"a\",\"config\":{\"networking\":{\"type\":\"limited\"}}}",
+		  { NET, NET, ADMIT, NET, ADMIT, NET, NET, NET } },
+		{ "{\"name\":\"a\",\"config\":{\"networking\":{\"type\":\"limited\","
+		  "\"allowed_hosts\":[\"pypi.org\"],\"allow_package_managers\":false},"
+		  "\"packages\":{\"pip\":[\"numpy\"]}}}",
+		  { PKGS, NET, ADMIT, NET, ADMIT, NET, NET, NET } },
+		{ "{\"name\":\"a\",\"config\":{\"type\":\"self_hosted\"},"
+		  "\"scope\":\"account\"}",
+		  { ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT } },
+		{ "{\"name\":\"a\",\"config\":{\"packages\":{\"pip\":[],\"apt\":null}}}",
+		  { ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT } },
 	};
-	/* the field each 422 must name; ADMIT (NULL) when accepted */
-	static const char *const expect[BACKEND_COUNT][7] = {
-		/* local */ { NULL, "config.packages must be empty",
-			      "config.packages must be empty", "config.networking",
-			      "config.packages must be empty", NULL, NULL },
-		/* bwrap */
-		{ NULL, NULL, "config.packages.apt", "config.networking", "config.networking", NULL,
-		  NULL },
-		/* srt */ { NULL, NULL, "config.packages.apt", NULL, NULL, NULL, NULL },
-		/* docker */
-		{ NULL, NULL, NULL, "config.networking", "config.networking", NULL, NULL },
-		/* opensandbox */ { NULL, NULL, NULL, NULL, NULL, NULL, NULL },
-		/* e2b */
-		{ NULL, NULL, NULL, "config.networking", "config.networking", NULL, NULL },
-		/* cube */
-		{ NULL, NULL, NULL, "config.networking", "config.networking", NULL, NULL },
-		/* daytona */
-		{ NULL, NULL, NULL, "config.networking", "config.networking", NULL, NULL },
-	};
+#undef PKGS
+#undef APT
+#undef NET
 	char needle[128];
 
 	(void)state;
 	for (size_t b = 0; b < BACKEND_COUNT; b++) {
-		for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		for (size_t i = 0; i < UNIT_LEN(cases); i++) {
 			struct env_fields f;
 			struct verr err;
 
-			if (!expect[b][i]) {
-				create_ok_((int)(b * 100 + i), unit_parse(__LINE__, bodies[i]),
+			if (!cases[i].expect[b]) {
+				create_ok_((int)(b * 100 + i), unit_parse(__LINE__, cases[i].body),
 					   all_backends[b], &f);
 				env_fields_release(&f);
 				continue;
 			}
-			err = create_err_((int)(b * 100 + i), unit_parse(__LINE__, bodies[i]),
-					  all_backends[b], 422, "", expect[b][i]);
+			err = create_err_((int)(b * 100 + i), unit_parse(__LINE__, cases[i].body),
+					  all_backends[b], 422, "", cases[i].expect[b]);
 			snprintf(needle, sizeof(needle), "backend '%s'", all_backends[b]);
 			assert_non_null(strstr(err.msg, needle));
 		}
