@@ -14,6 +14,7 @@
 #include "handlers/agent_validate.h"
 #include "tests/unit/unit.h"
 #include "tests/unit/unit_json.h"
+#include "tests/unit/unit_verr.h"
 
 #define MIN_BODY "\"name\":\"a\",\"model\":\"claude-opus-5-5\""
 
@@ -33,9 +34,7 @@ static json_t *create_ok_(int line, json_t *body)
 	struct verr err = { 0 };
 	json_t *def = agent_validate_create(body, &err);
 
-	if (!def)
-		fail_msg("line %d: expected success, got %d '%s': %s", line, err.status, err.code,
-			 err.msg);
+	unit_verr_ok(line, !def, &err);
 	json_decref(body);
 	return def;
 }
@@ -45,11 +44,7 @@ static void create_err_(int line, json_t *body, int status, const char *code, co
 	struct verr err = { 0 };
 	json_t *def = agent_validate_create(body, &err);
 
-	if (def)
-		fail_msg("line %d: expected %d, got success", line, status);
-	if (err.status != status || strcmp(err.code, code) || !strstr(err.msg, needle))
-		fail_msg("line %d: expected %d '%s' naming \"%s\", got %d '%s': %s", line, status,
-			 code, needle, err.status, err.code, err.msg);
+	unit_verr_refused(line, !def, &err, status, code, needle);
 	json_decref(body);
 }
 
@@ -101,9 +96,7 @@ static json_t *update_ok_(int line, json_t *cur, const char *text, int expect_ch
 	int changed = -1;
 
 	next = agent_validate_update(body, cur, &changed, &err);
-	if (!next)
-		fail_msg("line %d: expected success, got %d '%s': %s", line, err.status, err.code,
-			 err.msg);
+	unit_verr_ok(line, !next, &err);
 	if (changed != expect_changed)
 		fail_msg("line %d: changed=%d, expected %d", line, changed, expect_changed);
 	if (!json_equal(cur, before))
@@ -120,11 +113,8 @@ static void update_err_(int line, json_t *cur, const char *text, int status, con
 	struct verr err = { 0 };
 	int changed = -1;
 
-	if (agent_validate_update(body, cur, &changed, &err))
-		fail_msg("line %d: expected %d, got success", line, status);
-	if (err.status != status || strcmp(err.code, code) || !strstr(err.msg, needle))
-		fail_msg("line %d: expected %d '%s' naming \"%s\", got %d '%s': %s", line, status,
-			 code, needle, err.status, err.code, err.msg);
+	unit_verr_refused(line, !agent_validate_update(body, cur, &changed, &err), &err, status,
+			  code, needle);
 	if (!json_equal(cur, before))
 		fail_msg("line %d: CUR modified by a failed update", line);
 	json_decref(before);

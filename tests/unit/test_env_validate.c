@@ -12,6 +12,7 @@
 #include "handlers/env_validate.h"
 #include "tests/unit/unit.h"
 #include "tests/unit/unit_json.h"
+#include "tests/unit/unit_verr.h"
 
 #define SECRET "s3cr3t-t0ken"
 #define PERMISSIVE "opensandbox" /* the backend that admits everything */
@@ -42,9 +43,7 @@ static void create_ok_(int line, json_t *body, const char *backend, struct env_f
 	struct verr err = { 0 };
 
 	memset(out, 0, sizeof(*out));
-	if (env_validate_create(body, caps_of(backend), out, &err))
-		fail_msg("line %d: expected success, got %d '%s': %s", line, err.status, err.code,
-			 err.msg);
+	unit_verr_ok(line, env_validate_create(body, caps_of(backend), out, &err), &err);
 	json_decref(body);
 }
 
@@ -57,11 +56,8 @@ static struct verr create_err_(int line, json_t *body, const char *backend, int 
 	struct env_fields out = { 0 };
 
 	out.name = (char *)"untouched";
-	if (!env_validate_create(body, caps_of(backend), &out, &err))
-		fail_msg("line %d: expected %d, got success", line, status);
-	if (err.status != status || strcmp(err.code, code) || !strstr(err.msg, needle))
-		fail_msg("line %d: expected %d '%s' naming \"%s\", got %d '%s': %s", line, status,
-			 code, needle, err.status, err.code, err.msg);
+	unit_verr_refused(line, env_validate_create(body, caps_of(backend), &out, &err), &err,
+			  status, code, needle);
 	if (strcmp(out.name, "untouched") || out.description || out.metadata || out.config ||
 	    out.scope)
 		fail_msg("line %d: OUT modified on failure", line);
@@ -135,9 +131,7 @@ static void update_ok_(int line, struct env_fields *cur, const char *text, const
 	struct verr err = { 0 };
 	int changed = -1;
 
-	if (env_validate_update(body, caps_of(backend), cur, &changed, &err))
-		fail_msg("line %d: expected success, got %d '%s': %s", line, err.status, err.code,
-			 err.msg);
+	unit_verr_ok(line, env_validate_update(body, caps_of(backend), cur, &changed, &err), &err);
 	if (changed != expect_changed)
 		fail_msg("line %d: changed=%d, expected %d", line, changed, expect_changed);
 	json_decref(body);
@@ -152,11 +146,8 @@ static struct verr update_err_(int line, struct env_fields *cur, json_t *body, c
 	int changed = -1;
 
 	fields_copy(cur, &before);
-	if (!env_validate_update(body, caps_of(backend), cur, &changed, &err))
-		fail_msg("line %d: expected %d, got success", line, status);
-	if (err.status != status || strcmp(err.code, code) || !strstr(err.msg, needle))
-		fail_msg("line %d: expected %d '%s' naming \"%s\", got %d '%s': %s", line, status,
-			 code, needle, err.status, err.code, err.msg);
+	unit_verr_refused(line, env_validate_update(body, caps_of(backend), cur, &changed, &err),
+			  &err, status, code, needle);
 	if (!fields_equal(cur, &before))
 		fail_msg("line %d: CUR modified by a failed update", line);
 	env_fields_release(&before);
