@@ -104,7 +104,8 @@ $(E2E_RUNNER_BIN): $(call obj,tests/e2e/runner.c common/clock.c common/strbuf.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcurl -ljansson
 
 $(BUILD)/test_env_validate: $(call obj,tests/unit/test_env_validate.c handlers/env_validate.c \
-	handlers/verr.c common/backend.c common/packages.c tests/unit/unit_json.c tests/unit/unit.c)
+	handlers/verr.c common/backend.c common/packages.c tests/unit/unit_json.c tests/unit/unit.c \
+	tests/unit/unit_verr.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 # the API policy (handlers/dispatch.c) over a fake route table: tests/unit/stubs.c
@@ -118,7 +119,8 @@ $(BUILD)/test_egress: $(call obj,tests/unit/test_egress.c common/egress.c common
 
 $(BUILD)/test_agent_validate: $(call obj,tests/unit/test_agent_validate.c \
 	handlers/agent_validate.c handlers/env_validate.c handlers/verr.c common/backend.c \
-	common/packages.c common/clock.c tests/unit/unit_json.c tests/unit/unit.c)
+	common/packages.c common/clock.c tests/unit/unit_json.c tests/unit/unit.c \
+	tests/unit/unit_verr.c)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka
 
 # the reconciler's objects but main.c: provision.c links against db/ (no database is contacted)

@@ -14,6 +14,7 @@
 #include "handlers/agent_validate.h"
 #include "tests/unit/unit.h"
 #include "tests/unit/unit_json.h"
+#include "tests/unit/unit_verr.h"
 
 #define MIN_BODY "\"name\":\"a\",\"model\":\"claude-opus-5-5\""
 
@@ -33,9 +34,7 @@ static json_t *create_ok_(int line, json_t *body)
 	struct verr err = { 0 };
 	json_t *def = agent_validate_create(body, &err);
 
-	if (!def)
-		fail_msg("line %d: expected success, got %d '%s': %s", line, err.status, err.code,
-			 err.msg);
+	unit_verr_ok(line, !def, &err);
 	json_decref(body);
 	return def;
 }
@@ -45,11 +44,7 @@ static void create_err_(int line, json_t *body, int status, const char *code, co
 	struct verr err = { 0 };
 	json_t *def = agent_validate_create(body, &err);
 
-	if (def)
-		fail_msg("line %d: expected %d, got success", line, status);
-	if (err.status != status || strcmp(err.code, code) || !strstr(err.msg, needle))
-		fail_msg("line %d: expected %d '%s' naming \"%s\", got %d '%s': %s", line, status,
-			 code, needle, err.status, err.code, err.msg);
+	unit_verr_refused(line, !def, &err, status, code, needle);
 	json_decref(body);
 }
 
@@ -101,9 +96,7 @@ static json_t *update_ok_(int line, json_t *cur, const char *text, int expect_ch
 	int changed = -1;
 
 	next = agent_validate_update(body, cur, &changed, &err);
-	if (!next)
-		fail_msg("line %d: expected success, got %d '%s': %s", line, err.status, err.code,
-			 err.msg);
+	unit_verr_ok(line, !next, &err);
 	if (changed != expect_changed)
 		fail_msg("line %d: changed=%d, expected %d", line, changed, expect_changed);
 	if (!json_equal(cur, before))
@@ -120,11 +113,8 @@ static void update_err_(int line, json_t *cur, const char *text, int status, con
 	struct verr err = { 0 };
 	int changed = -1;
 
-	if (agent_validate_update(body, cur, &changed, &err))
-		fail_msg("line %d: expected %d, got success", line, status);
-	if (err.status != status || strcmp(err.code, code) || !strstr(err.msg, needle))
-		fail_msg("line %d: expected %d '%s' naming \"%s\", got %d '%s': %s", line, status,
-			 code, needle, err.status, err.code, err.msg);
+	unit_verr_refused(line, !agent_validate_update(body, cur, &changed, &err), &err, status,
+			  code, needle);
 	if (!json_equal(cur, before))
 		fail_msg("line %d: CUR modified by a failed update", line);
 	json_decref(before);
@@ -330,28 +320,47 @@ static void test_mcp_servers_accepted(void **state)
 		 "{\"type\":\"url\",\"name\":\"b\",\"url\":\"HTTPS://Mcp.Example.com?q=1#f\"}]");
 }
 
+/* MCP server URLs agent_url_host accepts and ones it refuses: test_url_host asks
+ * agent_url_host (no output buffer), test_mcp_servers_refused gives each refused one to create
+ * as mcp_servers[0].url. */
+static const char *const mcp_urls_ok[] = {
+	"https://a.io",
+	"https://a.io:65535",
+};
+static const char *const mcp_urls_bad[] = {
+	"https://a.io:99999",
+	"https://a.io:123456",
+	"mailto:x@a.io",
+	"https://a.io\t",
+	"https://caf\xc3\xa9.io",
+	"ftp://example.com",
+	"example.com",
+	"https://",
+	"https:///path",
+	"https://user:pw@example.com",
+	"https://a@example.com",
+	"https://exa mple.com",
+	"https://example.com/\x7f",
+	"https://[::1]/",
+	"https://example.com:0",
+	"https://example.com:65536",
+	"https://example.com:",
+	"https://example.com:80a",
+	"https://*.example.com",
+	"https://-bad.com",
+	"/relative",
+	"",
+	"https://ex_ample.com",
+};
+
+/* unit_pred_cases's predicate: agent_url_host accepts URL. */
+static int url_accepted(const char *url)
+{
+	return !agent_url_host(url, NULL, 0);
+}
+
 static void test_mcp_servers_refused(void **state)
 {
-	static const char *const bad_urls[] = {
-		"ftp://example.com",
-		"example.com",
-		"https://",
-		"https:///path",
-		"https://user:pw@example.com",
-		"https://a@example.com",
-		"https://exa mple.com",
-		"https://example.com/\x7f",
-		"https://[::1]/",
-		"https://example.com:0",
-		"https://example.com:65536",
-		"https://example.com:",
-		"https://example.com:80a",
-		"https://*.example.com",
-		"https://-bad.com",
-		"/relative",
-		"",
-		"https://ex_ample.com",
-	};
 	char text[8192];
 	char *long_path = unit_rep("p", 2048);
 
@@ -374,12 +383,12 @@ static void test_mcp_servers_refused(void **state)
 		  "{\"type\":\"url\",\"name\":\"b\",\"url\":\"https://b.com\"},"
 		  "{\"type\":\"url\",\"name\":\"a\",\"url\":\"https://c.com\"}]",
 		  "'mcp_servers[2].name' duplicates 'mcp_servers[0].name' ('a')");
-	for (size_t i = 0; i < sizeof(bad_urls) / sizeof(bad_urls[0]); i++) {
+	for (size_t i = 0; i < UNIT_LEN(mcp_urls_bad); i++) {
 		json_t *body = unit_parse(__LINE__, "{" MIN_BODY "}");
 
 		json_object_set_new(body, "mcp_servers",
 				    json_pack("[{s:s, s:s, s:s}]", "type", "url", "name", "a",
-					      "url", bad_urls[i]));
+					      "url", mcp_urls_bad[i]));
 		create_err_(__LINE__, body, 400, "", "'mcp_servers[0].url'");
 	}
 	snprintf(text, sizeof(text),
@@ -416,23 +425,14 @@ static void test_url_host(void **state)
 		{ "https://MCP.Example.COM:8443/x?y#z", 0, "mcp.example.com" },
 		{ "http://192.168.1.2", 0, "192.168.1.2" },
 	};
-	/* no output buffer: only whether the URL is accepted */
-	static const struct unit_out_case checked[] = {
-		{ "https://a.io", 0, NULL },
-		{ "https://a.io:65535", 0, NULL },
-		{ "https://a.io:99999", -1, NULL },
-		{ "https://a.io:123456", -1, NULL },
-		{ "mailto:x@a.io", -1, NULL },
-		{ "https://a.io\t", -1, NULL },
-		{ "https://caf\xc3\xa9.io", -1, NULL },
-	};
 	char small[4];
 
 	(void)state;
 	unit_out_cases(agent_url_host, 300, hosts, UNIT_LEN(hosts));
 	/* does not fit */
 	assert_int_equal(agent_url_host("https://a.io", small, sizeof(small)), -1);
-	unit_out_cases(agent_url_host, 0, checked, UNIT_LEN(checked));
+	unit_pred_cases("agent_url_host", url_accepted, mcp_urls_ok, UNIT_LEN(mcp_urls_ok),
+			mcp_urls_bad, UNIT_LEN(mcp_urls_bad));
 }
 
 static void test_tools(void **state)

@@ -12,6 +12,7 @@
 #include "handlers/env_validate.h"
 #include "tests/unit/unit.h"
 #include "tests/unit/unit_json.h"
+#include "tests/unit/unit_verr.h"
 
 #define SECRET "s3cr3t-t0ken"
 #define PERMISSIVE "opensandbox" /* the backend that admits everything */
@@ -42,9 +43,7 @@ static void create_ok_(int line, json_t *body, const char *backend, struct env_f
 	struct verr err = { 0 };
 
 	memset(out, 0, sizeof(*out));
-	if (env_validate_create(body, caps_of(backend), out, &err))
-		fail_msg("line %d: expected success, got %d '%s': %s", line, err.status, err.code,
-			 err.msg);
+	unit_verr_ok(line, env_validate_create(body, caps_of(backend), out, &err), &err);
 	json_decref(body);
 }
 
@@ -57,11 +56,8 @@ static struct verr create_err_(int line, json_t *body, const char *backend, int 
 	struct env_fields out = { 0 };
 
 	out.name = (char *)"untouched";
-	if (!env_validate_create(body, caps_of(backend), &out, &err))
-		fail_msg("line %d: expected %d, got success", line, status);
-	if (err.status != status || strcmp(err.code, code) || !strstr(err.msg, needle))
-		fail_msg("line %d: expected %d '%s' naming \"%s\", got %d '%s': %s", line, status,
-			 code, needle, err.status, err.code, err.msg);
+	unit_verr_refused(line, env_validate_create(body, caps_of(backend), &out, &err), &err,
+			  status, code, needle);
 	if (strcmp(out.name, "untouched") || out.description || out.metadata || out.config ||
 	    out.scope)
 		fail_msg("line %d: OUT modified on failure", line);
@@ -135,9 +131,7 @@ static void update_ok_(int line, struct env_fields *cur, const char *text, const
 	struct verr err = { 0 };
 	int changed = -1;
 
-	if (env_validate_update(body, caps_of(backend), cur, &changed, &err))
-		fail_msg("line %d: expected success, got %d '%s': %s", line, err.status, err.code,
-			 err.msg);
+	unit_verr_ok(line, env_validate_update(body, caps_of(backend), cur, &changed, &err), &err);
 	if (changed != expect_changed)
 		fail_msg("line %d: changed=%d, expected %d", line, changed, expect_changed);
 	json_decref(body);
@@ -152,11 +146,8 @@ static struct verr update_err_(int line, struct env_fields *cur, json_t *body, c
 	int changed = -1;
 
 	fields_copy(cur, &before);
-	if (!env_validate_update(body, caps_of(backend), cur, &changed, &err))
-		fail_msg("line %d: expected %d, got success", line, status);
-	if (err.status != status || strcmp(err.code, code) || !strstr(err.msg, needle))
-		fail_msg("line %d: expected %d '%s' naming \"%s\", got %d '%s': %s", line, status,
-			 code, needle, err.status, err.code, err.msg);
+	unit_verr_refused(line, env_validate_update(body, caps_of(backend), cur, &changed, &err),
+			  &err, status, code, needle);
 	if (!fields_equal(cur, &before))
 		fail_msg("line %d: CUR modified by a failed update", line);
 	env_fields_release(&before);
@@ -703,7 +694,11 @@ static void test_packages_shape(void **state)
 	    "'config.packages.go[0]' must be a string");
 }
 
-static void test_package_entries_refused(void **state)
+/* In test_package_entries: create keeps the entry as given (as pip[0]); else a case names why
+ * the entry is refused (as pip[3], after "a", "b", "c"), and the refusal must not echo SECRET. */
+#define ACCEPTED NULL
+
+static void test_package_entries(void **state)
 {
 	static const struct {
 		const char *entry;
@@ -725,13 +720,38 @@ static void test_package_entries_refused(void **state)
 		  "must not contain a URL with credentials" },
 		{ "pkg @ https://u:" SECRET "@files.example.com/pkg.whl",
 		  "must not contain a URL with credentials" },
+		{ "numpy", ACCEPTED },
+		{ "numpy==1.26.*", ACCEPTED },
+		{ "git+https://github.com/o/r.git", ACCEPTED },
+		{ "a-b", ACCEPTED },
+		{ "pkg @ https://files.example.com/x@y.whl", ACCEPTED },
+		{ "github.com/x/y@v1.2.3", ACCEPTED },
+		{ "@scope/pkg", ACCEPTED },
+		{ "lodash@^4", ACCEPTED },
+		{ "name with-inner-dash", ACCEPTED },
+		{ "\xc3\xbc-paket", ACCEPTED },
+		{ " numpy", ACCEPTED },
+		{ "https://example.com/path?user=a@b", ACCEPTED },
 	};
+	char *max = unit_rep("p", PKG_ENTRY_MAX);
+	struct env_fields f;
 	char needle[128];
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (size_t i = 0; i < UNIT_LEN(cases); i++) {
 		struct verr err;
+		json_t *pip;
 
+		if (cases[i].why == ACCEPTED) {
+			CREATE_OK_J(json_pack("{s:s,s:{s:{s:[s]}}}", "name", "a", "config",
+					      "packages", "pip", cases[i].entry),
+				    PERMISSIVE, &f);
+			pip = json_object_get(json_object_get(f.config, "packages"), "pip");
+			assert_string_equal(json_string_value(json_array_get(pip, 0)),
+					    cases[i].entry);
+			env_fields_release(&f);
+			continue;
+		}
 		snprintf(needle, sizeof(needle), "'config.packages.pip[3]' %s", cases[i].why);
 		err = BAD_J(json_pack("{s:s,s:{s:{s:[s,s,s,s]}}}", "name", "a", "config",
 				      "packages", "pip", "a", "b", "c", cases[i].entry),
@@ -743,38 +763,6 @@ static void test_package_entries_refused(void **state)
 	BAD_J(json_pack("{s:s,s:{s:{s:[s#]}}}", "name", "a", "config", "packages", "apt",
 			"curl\0-rf", (size_t)8),
 	      "'config.packages.apt[0]' must not contain control characters");
-}
-
-static void test_package_entries_accepted(void **state)
-{
-	static const char *const entries[] = {
-		"numpy",
-		"numpy==1.26.*",
-		"git+https://github.com/o/r.git",
-		"a-b",
-		"pkg @ https://files.example.com/x@y.whl",
-		"github.com/x/y@v1.2.3",
-		"@scope/pkg",
-		"lodash@^4",
-		"name with-inner-dash",
-		"\xc3\xbc-paket",
-		" numpy",
-		"https://example.com/path?user=a@b",
-	};
-	char *max = unit_rep("p", PKG_ENTRY_MAX);
-	struct env_fields f;
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
-		CREATE_OK_J(json_pack("{s:s,s:{s:{s:[s]}}}", "name", "a", "config", "packages",
-				      "pip", entries[i]),
-			    PERMISSIVE, &f);
-		assert_string_equal(
-			json_string_value(json_array_get(
-				json_object_get(json_object_get(f.config, "packages"), "pip"), 0)),
-			entries[i]);
-		env_fields_release(&f);
-	}
 	CREATE_OK_J(
 		json_pack("{s:s,s:{s:{s:[s]}}}", "name", "a", "config", "packages", "cargo", max),
 		PERMISSIVE, &f);
@@ -839,7 +827,7 @@ static void test_scope_create(void **state)
 
 /* --- admission -------------------------------------------------------------------------- */
 
-enum { ADMIT = 0 };
+#define ADMIT NULL /* in test_admission_table: the backend accepts the body */
 
 static void test_backend_table_known(void **state)
 {
@@ -851,55 +839,51 @@ static void test_backend_table_known(void **state)
 
 static void test_admission_table(void **state)
 {
-	static const char *const bodies[] = {
-		/* 0 */ "{\"name\":\"a\"}",
-		/* 1 */ "{\"name\":\"a\",\"config\":{\"packages\":{\"pip\":[\"numpy\"]}}}",
-		/* 2 */ "{\"name\":\"a\",\"config\":{\"packages\":{\"apt\":[\"curl\"]}}}",
-		/* 3 */ "{\"name\":\"a\",\"config\":{\"networking\":{\"type\":\"limited\"}}}",
-		/* 4 */
-		"{\"name\":\"a\",\"config\":{\"networking\":{\"type\":\"limited\","
-		"\"allowed_hosts\":[\"pypi.org\"],\"allow_package_managers\":false},"
-		"\"packages\":{\"pip\":[\"numpy\"]}}}",
-		/* 5 */
-		"{\"name\":\"a\",\"config\":{\"type\":\"self_hosted\"},"
-		"\"scope\":\"account\"}",
-		/* 6 */ "{\"name\":\"a\",\"config\":{\"packages\":{\"pip\":[],\"apt\":null}}}",
+#define PKGS "config.packages must be empty"
+#define APT "config.packages.apt"
+#define NET "config.networking"
+	/* each body with, per backend in all_backends' order (local, bwrap, srt, docker,
+	 * opensandbox, e2b, cube, daytona), the field its 422 must name, or ADMIT */
+	static const struct {
+		const char *body;
+		const char *expect[BACKEND_COUNT];
+	} cases[] = {
+		{ "{\"name\":\"a\"}", { ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT } },
+		{ "{\"name\":\"a\",\"config\":{\"packages\":{\"pip\":[\"numpy\"]}}}",
+		  { PKGS, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT } },
+		{ "{\"name\":\"a\",\"config\":{\"packages\":{\"apt\":[\"curl\"]}}}",
+		  { PKGS, APT, APT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT } },
+		{ "{\"name\":\"a\",\"config\":{\"networking\":{\"type\":\"limited\"}}}",
+		  { NET, NET, ADMIT, NET, ADMIT, NET, NET, NET } },
+		{ "{\"name\":\"a\",\"config\":{\"networking\":{\"type\":\"limited\","
+		  "\"allowed_hosts\":[\"pypi.org\"],\"allow_package_managers\":false},"
+		  "\"packages\":{\"pip\":[\"numpy\"]}}}",
+		  { PKGS, NET, ADMIT, NET, ADMIT, NET, NET, NET } },
+		{ "{\"name\":\"a\",\"config\":{\"type\":\"self_hosted\"},"
+		  "\"scope\":\"account\"}",
+		  { ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT } },
+		{ "{\"name\":\"a\",\"config\":{\"packages\":{\"pip\":[],\"apt\":null}}}",
+		  { ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT, ADMIT } },
 	};
-	/* the field each 422 must name; ADMIT (NULL) when accepted */
-	static const char *const expect[BACKEND_COUNT][7] = {
-		/* local */ { NULL, "config.packages must be empty",
-			      "config.packages must be empty", "config.networking",
-			      "config.packages must be empty", NULL, NULL },
-		/* bwrap */
-		{ NULL, NULL, "config.packages.apt", "config.networking", "config.networking", NULL,
-		  NULL },
-		/* srt */ { NULL, NULL, "config.packages.apt", NULL, NULL, NULL, NULL },
-		/* docker */
-		{ NULL, NULL, NULL, "config.networking", "config.networking", NULL, NULL },
-		/* opensandbox */ { NULL, NULL, NULL, NULL, NULL, NULL, NULL },
-		/* e2b */
-		{ NULL, NULL, NULL, "config.networking", "config.networking", NULL, NULL },
-		/* cube */
-		{ NULL, NULL, NULL, "config.networking", "config.networking", NULL, NULL },
-		/* daytona */
-		{ NULL, NULL, NULL, "config.networking", "config.networking", NULL, NULL },
-	};
+#undef PKGS
+#undef APT
+#undef NET
 	char needle[128];
 
 	(void)state;
 	for (size_t b = 0; b < BACKEND_COUNT; b++) {
-		for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		for (size_t i = 0; i < UNIT_LEN(cases); i++) {
 			struct env_fields f;
 			struct verr err;
 
-			if (!expect[b][i]) {
-				create_ok_((int)(b * 100 + i), unit_parse(__LINE__, bodies[i]),
+			if (!cases[i].expect[b]) {
+				create_ok_((int)(b * 100 + i), unit_parse(__LINE__, cases[i].body),
 					   all_backends[b], &f);
 				env_fields_release(&f);
 				continue;
 			}
-			err = create_err_((int)(b * 100 + i), unit_parse(__LINE__, bodies[i]),
-					  all_backends[b], 422, "", expect[b][i]);
+			err = create_err_((int)(b * 100 + i), unit_parse(__LINE__, cases[i].body),
+					  all_backends[b], 422, "", cases[i].expect[b]);
 			snprintf(needle, sizeof(needle), "backend '%s'", all_backends[b]);
 			assert_non_null(strstr(err.msg, needle));
 		}
@@ -1302,27 +1286,24 @@ static void test_update_failure_leaves_cur(void **state)
 	env_fields_release(&cur);
 }
 
-UNIT_MAIN(UNIT_TESTS(test_utf8_chars, test_body_must_be_object, test_unknown_top_level_field,
-		     test_name, test_description, test_metadata_accepted,
-		     test_metadata_too_many_keys, test_metadata_key_length,
-		     test_metadata_value_rules, test_metadata_names_each_problem,
-		     test_metadata_key_echo_sanitised, test_meta_functions, test_config_defaults,
-		     test_config_type, test_self_hosted, test_cloud_unknown_field,
-		     test_networking_unrestricted, test_networking_limited,
-		     test_networking_flags_must_be_boolean, test_allowed_hosts_shape,
-		     test_allowed_hosts_entry_refused, test_host_pattern_valid,
-		     test_packages_normalised, test_packages_shape, test_package_entries_refused,
-		     test_package_entries_accepted, test_package_limits, test_scope_create,
-		     test_backend_table_known, test_admission_table, test_admission_messages,
-		     test_admission_after_validation),
-	  FULL_ENV_TEST(test_update_empty), FULL_ENV_TEST(test_update_body),
-	  FULL_ENV_TEST(test_update_name), FULL_ENV_TEST(test_update_description),
-	  FULL_ENV_TEST(test_update_metadata_patch),
-	  UNIT_TESTS(test_update_metadata_limits_on_merge),
-	  FULL_ENV_TEST(test_update_config_type_required),
-	  FULL_ENV_TEST(test_update_cloud_keeps_omitted), FULL_ENV_TEST(test_update_limited_merge),
-	  UNIT_TESTS(test_update_unrestricted_to_limited),
-	  FULL_ENV_TEST(test_update_null_networking_packages),
-	  FULL_ENV_TEST(test_update_type_change), UNIT_TESTS(test_update_scope),
-	  FULL_ENV_TEST(test_update_admission_on_merged),
-	  UNIT_TESTS(test_update_failure_leaves_cur))
+UNIT_MAIN(
+	UNIT_TESTS(test_utf8_chars, test_body_must_be_object, test_unknown_top_level_field,
+		   test_name, test_description, test_metadata_accepted, test_metadata_too_many_keys,
+		   test_metadata_key_length, test_metadata_value_rules,
+		   test_metadata_names_each_problem, test_metadata_key_echo_sanitised,
+		   test_meta_functions, test_config_defaults, test_config_type, test_self_hosted,
+		   test_cloud_unknown_field, test_networking_unrestricted, test_networking_limited,
+		   test_networking_flags_must_be_boolean, test_allowed_hosts_shape,
+		   test_allowed_hosts_entry_refused, test_host_pattern_valid,
+		   test_packages_normalised, test_packages_shape, test_package_entries,
+		   test_package_limits, test_scope_create, test_backend_table_known,
+		   test_admission_table, test_admission_messages, test_admission_after_validation),
+	FULL_ENV_TEST(test_update_empty), FULL_ENV_TEST(test_update_body),
+	FULL_ENV_TEST(test_update_name), FULL_ENV_TEST(test_update_description),
+	FULL_ENV_TEST(test_update_metadata_patch), UNIT_TESTS(test_update_metadata_limits_on_merge),
+	FULL_ENV_TEST(test_update_config_type_required),
+	FULL_ENV_TEST(test_update_cloud_keeps_omitted), FULL_ENV_TEST(test_update_limited_merge),
+	UNIT_TESTS(test_update_unrestricted_to_limited),
+	FULL_ENV_TEST(test_update_null_networking_packages), FULL_ENV_TEST(test_update_type_change),
+	UNIT_TESTS(test_update_scope), FULL_ENV_TEST(test_update_admission_on_merged),
+	UNIT_TESTS(test_update_failure_leaves_cur))
