@@ -87,23 +87,52 @@ static enum model_outcome call(long idle_s, const char *steps, const json_t *bod
 	return o;
 }
 
+/* What a test starts with: the request, its text the test's initial state ("x" when it has
+ * none), a reply and, when the test makes one, a client; the teardown releases them. */
+struct fixture {
+	struct model_client *m;
+	json_t *body;
+	struct model_reply r;
+};
+
+static int fixture_setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	f->body = request(*state ? *state : "x");
+	*state = f;
+	return 0;
+}
+
+static int fixture_teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	model_reply_release(&f->r);
+	model_free(f->m);
+	json_decref(f->body);
+	free(f);
+	return 0;
+}
+
 static void test_text(void **state)
 {
-	json_t *body = request("hello"), *rec;
-	struct model_reply r;
+	struct fixture *f = *state;
+	json_t *rec;
 
-	(void)state;
 	assert_int_equal(
-		call(IDLE_S, "[{\"text\":\"Hello from the fake, w\\u00f6rld\"}]", body, &r),
+		call(IDLE_S, "[{\"text\":\"Hello from the fake, w\\u00f6rld\"}]", f->body, &f->r),
 		MODEL_OK);
-	assert_int_equal(r.http_status, 200);
-	assert_int_equal(r.n, 1);
-	assert_int_equal(r.blocks[0].type, MB_TEXT);
-	assert_string_equal(r.blocks[0].text, "Hello from the fake, w\xc3\xb6rld");
-	assert_string_equal(r.stop_reason, "end_turn");
-	assert_true(r.usage.input > 0 && r.usage.output > 0);
-	assert_int_equal(r.retry_after_ms, -1);
-	model_reply_release(&r);
+	assert_int_equal(f->r.http_status, 200);
+	assert_int_equal(f->r.n, 1);
+	assert_int_equal(f->r.blocks[0].type, MB_TEXT);
+	assert_string_equal(f->r.blocks[0].text, "Hello from the fake, w\xc3\xb6rld");
+	assert_string_equal(f->r.stop_reason, "end_turn");
+	assert_true(f->r.usage.input > 0 && f->r.usage.output > 0);
+	assert_int_equal(f->r.retry_after_ms, -1);
+	model_reply_release(&f->r);
 	/* what went out: the headers, stream: true and the client's max_tokens added to a copy */
 	rec = last_request();
 	assert_true(json_is_true(json_object_get(rec, "has_api_key")));
@@ -117,61 +146,58 @@ static void test_text(void **state)
 	assert_int_equal(
 		json_integer_value(json_object_get(json_object_get(rec, "body"), "max_tokens")),
 		1024);
-	assert_null(json_object_get(body, "stream"));
-	assert_null(json_object_get(body, "max_tokens"));
+	assert_null(json_object_get(f->body, "stream"));
+	assert_null(json_object_get(f->body, "max_tokens"));
 	json_decref(rec);
-	json_decref(body);
 }
 
 /* Thinking, text and a tool_use; then the history with its result is accepted by the fake (the
  * signature came back intact) and the default rule answers with the result. */
 static void test_tool_use(void **state)
 {
-	json_t *body = request("list it"), *assistant, *input, *rec;
-	struct model_reply r;
+	struct fixture *f = *state;
+	json_t *assistant, *input, *rec;
 
-	(void)state;
 	assert_int_equal(call(IDLE_S,
 			      "[{\"thinking\":\"I should list the directory first.\",\"text\":"
 			      "\"Listing.\",\"tool_use\":{\"name\":\"bash\",\"input\":{\"command\":"
 			      "\"ls -la \\\"/tmp/a b\\\"\",\"timeout_ms\":5000}}}]",
-			      body, &r),
+			      f->body, &f->r),
 			 MODEL_OK);
-	assert_int_equal(r.n, 3);
-	assert_string_equal(r.stop_reason, "tool_use");
-	assert_int_equal(r.blocks[0].type, MB_THINKING);
-	assert_string_equal(r.blocks[0].text, "I should list the directory first.");
-	assert_non_null(r.blocks[0].signature);
-	assert_int_equal(r.blocks[1].type, MB_TEXT);
-	assert_int_equal(r.blocks[2].type, MB_TOOL_USE);
-	assert_int_equal(strncmp(r.blocks[2].id, "toolu_", 6), 0);
-	assert_string_equal(r.blocks[2].name, "bash");
+	assert_int_equal(f->r.n, 3);
+	assert_string_equal(f->r.stop_reason, "tool_use");
+	assert_int_equal(f->r.blocks[0].type, MB_THINKING);
+	assert_string_equal(f->r.blocks[0].text, "I should list the directory first.");
+	assert_non_null(f->r.blocks[0].signature);
+	assert_int_equal(f->r.blocks[1].type, MB_TEXT);
+	assert_int_equal(f->r.blocks[2].type, MB_TOOL_USE);
+	assert_int_equal(strncmp(f->r.blocks[2].id, "toolu_", 6), 0);
+	assert_string_equal(f->r.blocks[2].name, "bash");
 	input = json_pack("{s:s, s:i}", "command", "ls -la \"/tmp/a b\"", "timeout_ms", 5000);
-	assert_true(json_equal(r.blocks[2].input, input));
+	assert_true(json_equal(f->r.blocks[2].input, input));
 	json_decref(input);
 
 	assistant = json_pack("{s:s, s:[{s:s, s:s, s:s}, {s:s, s:s}, {s:s, s:s, s:s, s:O}]}",
 			      "role", "assistant", "content", "type", "thinking", "thinking",
-			      r.blocks[0].text, "signature", r.blocks[0].signature, "type", "text",
-			      "text", r.blocks[1].text, "type", "tool_use", "id", r.blocks[2].id,
-			      "name", "bash", "input", r.blocks[2].input);
-	json_array_append_new(json_object_get(body, "messages"), assistant);
-	json_array_append_new(json_object_get(body, "messages"),
+			      f->r.blocks[0].text, "signature", f->r.blocks[0].signature, "type",
+			      "text", "text", f->r.blocks[1].text, "type", "tool_use", "id",
+			      f->r.blocks[2].id, "name", "bash", "input", f->r.blocks[2].input);
+	json_array_append_new(json_object_get(f->body, "messages"), assistant);
+	json_array_append_new(json_object_get(f->body, "messages"),
 			      json_pack("{s:s, s:[{s:s, s:s, s:s}]}", "role", "user", "content",
-					"type", "tool_result", "tool_use_id", r.blocks[2].id,
+					"type", "tool_result", "tool_use_id", f->r.blocks[2].id,
 					"content", "total 0\n"));
-	json_object_set_new(body, "thinking",
+	json_object_set_new(f->body, "thinking",
 			    json_pack("{s:s, s:i}", "type", "enabled", "budget_tokens", 1024));
-	json_object_set_new(body, "max_tokens", json_integer(2048));
-	model_reply_release(&r);
-	assert_int_equal(call(IDLE_S, "[]", body, &r), MODEL_OK);
-	assert_int_equal(r.n, 1);
-	assert_string_equal(r.blocks[0].text, "total 0\n");
-	model_reply_release(&r);
+	json_object_set_new(f->body, "max_tokens", json_integer(2048));
+	model_reply_release(&f->r);
+	assert_int_equal(call(IDLE_S, "[]", f->body, &f->r), MODEL_OK);
+	assert_int_equal(f->r.n, 1);
+	assert_string_equal(f->r.blocks[0].text, "total 0\n");
+	model_reply_release(&f->r);
 	rec = last_request();
 	assert_string_equal(json_string_value(json_object_get(rec, "source")), "rule:tool-result");
 	json_decref(rec);
-	json_decref(body);
 }
 
 /* Requests the real API refuses get its 400; the client does not retry them. */
@@ -204,31 +230,27 @@ static void test_refused(void **state)
 		  "\"user\",\"content\":\"b\"}]",
 		  "Invalid `signature` in `thinking` block" },
 	};
-	struct model_client *m = client(IDLE_S, api_key);
-	json_t *body = request("x"), *tools;
-	struct model_reply r;
+	struct fixture *f = *state;
+	json_t *tools;
 
-	(void)state;
+	f->m = client(IDLE_S, api_key);
 	json_decref(control("POST", "/__fake/reset", NULL));
 	for (size_t i = 0; i < UNIT_LEN(cases); i++) {
-		json_object_set_new(body, "messages", json_loads(cases[i].in, 0, NULL));
-		if (model_call(m, body, NULL, NULL, &r) != MODEL_FAILED || r.http_status != 400 ||
-		    strcmp(r.error_type, "invalid_request_error") ||
-		    !strstr(r.error_message, cases[i].want))
-			fail_msg("case %zu: %d %s: %s", i, r.http_status, r.error_type,
-				 r.error_message);
-		model_reply_release(&r);
+		json_object_set_new(f->body, "messages", json_loads(cases[i].in, 0, NULL));
+		if (model_call(f->m, f->body, NULL, NULL, &f->r) != MODEL_FAILED ||
+		    f->r.http_status != 400 || strcmp(f->r.error_type, "invalid_request_error") ||
+		    !strstr(f->r.error_message, cases[i].want))
+			fail_msg("case %zu: %d %s: %s", i, f->r.http_status, f->r.error_type,
+				 f->r.error_message);
+		model_reply_release(&f->r);
 	}
 	/* tools named twice */
-	json_object_set_new(body, "messages",
+	json_object_set_new(f->body, "messages",
 			    json_loads("[{\"role\":\"user\",\"content\":\"a\"}]", 0, NULL));
-	tools = json_object_get(body, "tools");
+	tools = json_object_get(f->body, "tools");
 	json_array_append_new(tools, json_deep_copy(json_array_get(tools, 0)));
-	assert_int_equal(model_call(m, body, NULL, NULL, &r), MODEL_FAILED);
-	assert_string_equal(r.error_message, "tools: Tool names must be unique.");
-	model_reply_release(&r);
-	model_free(m);
-	json_decref(body);
+	assert_int_equal(model_call(f->m, f->body, NULL, NULL, &f->r), MODEL_FAILED);
+	assert_string_equal(f->r.error_message, "tools: Tool names must be unique.");
 }
 
 /* Error statuses: worth again or not, the API's type and message, retry-after. */
@@ -254,40 +276,32 @@ static void test_errors(void **state)
 		{ "[{\"text\":\"partial\",\"stream_error\":{\"type\":\"overloaded_error\"}}]",
 		  MODEL_RETRY, 200, "overloaded_error", "Overloaded", -1 },
 	};
-	json_t *body = request("x");
-	struct model_reply r;
+	struct fixture *f = *state;
 
-	(void)state;
 	for (size_t i = 0; i < UNIT_LEN(cases); i++) {
-		enum model_outcome o = call(IDLE_S, cases[i].steps, body, &r);
-		if (o != cases[i].o || r.http_status != cases[i].status ||
-		    strcmp(r.error_type, cases[i].type) ||
-		    (cases[i].message && strcmp(r.error_message, cases[i].message)) ||
-		    r.retry_after_ms != cases[i].retry_after_ms || r.n)
+		enum model_outcome o = call(IDLE_S, cases[i].steps, f->body, &f->r);
+		if (o != cases[i].o || f->r.http_status != cases[i].status ||
+		    strcmp(f->r.error_type, cases[i].type) ||
+		    (cases[i].message && strcmp(f->r.error_message, cases[i].message)) ||
+		    f->r.retry_after_ms != cases[i].retry_after_ms || f->r.n)
 			fail_msg("case %zu: %d %d %s: %s, retry after %ld, %zu blocks", i, o,
-				 r.http_status, r.error_type, r.error_message, r.retry_after_ms,
-				 r.n);
-		model_reply_release(&r);
+				 f->r.http_status, f->r.error_type, f->r.error_message,
+				 f->r.retry_after_ms, f->r.n);
+		model_reply_release(&f->r);
 	}
-	json_decref(body);
 }
 
 /* A wrong key: 401, not worth again, and the key is in no message. */
 static void test_wrong_key(void **state)
 {
-	struct model_client *m = client(IDLE_S, "sk-wrong-key-1234");
-	json_t *body = request("x");
-	struct model_reply r;
+	struct fixture *f = *state;
 
-	(void)state;
+	f->m = client(IDLE_S, "sk-wrong-key-1234");
 	json_decref(control("POST", "/__fake/reset", NULL));
-	assert_int_equal(model_call(m, body, NULL, NULL, &r), MODEL_FAILED);
-	assert_int_equal(r.http_status, 401);
-	assert_string_equal(r.error_type, "authentication_error");
-	assert_null(strstr(r.error_message, "sk-wrong"));
-	model_reply_release(&r);
-	model_free(m);
-	json_decref(body);
+	assert_int_equal(model_call(f->m, f->body, NULL, NULL, &f->r), MODEL_FAILED);
+	assert_int_equal(f->r.http_status, 401);
+	assert_string_equal(f->r.error_type, "authentication_error");
+	assert_null(strstr(f->r.error_message, "sk-wrong"));
 }
 
 /* A stream silent for longer than the idle timeout is left after it; one that keeps pinging
@@ -295,45 +309,42 @@ static void test_wrong_key(void **state)
  * complete reply whose answer does not end is taken at the idle timeout. */
 static void test_idle(void **state)
 {
-	json_t *body = request("x");
-	struct model_reply r;
+	struct fixture *f = *state;
 	long long t0 = clock_mono_ms(), ms;
 
-	(void)state;
-	assert_int_equal(call(IDLE_S, "[{\"text\":\"late\",\"hang_ms\":5000}]", body, &r),
+	assert_int_equal(call(IDLE_S, "[{\"text\":\"late\",\"hang_ms\":5000}]", f->body, &f->r),
 			 MODEL_RETRY);
 	ms = clock_mono_ms() - t0;
-	assert_string_equal(r.error_type, "timeout");
-	assert_int_equal(r.n, 0);
+	assert_string_equal(f->r.error_type, "timeout");
+	assert_int_equal(f->r.n, 0);
 	if (ms < IDLE_S * 1000 || ms > IDLE_S * 1000 + 300)
 		fail_msg("idle timeout after %lld ms", ms);
-	model_reply_release(&r);
+	model_reply_release(&f->r);
 
 	t0 = clock_mono_ms();
 	assert_int_equal(call(IDLE_S,
-			      "[{\"text\":\"slow\",\"stall_ms\":2500,\"ping_every_ms\":300}]", body,
-			      &r),
+			      "[{\"text\":\"slow\",\"stall_ms\":2500,\"ping_every_ms\":300}]",
+			      f->body, &f->r),
 			 MODEL_OK);
 	assert_true(clock_mono_ms() - t0 >= 2500);
-	assert_string_equal(r.blocks[0].text, "slow");
-	model_reply_release(&r);
+	assert_string_equal(f->r.blocks[0].text, "slow");
+	model_reply_release(&f->r);
 
 	t0 = clock_mono_ms();
-	assert_int_equal(call(IDLE_S, "[{\"text\":\"waited\",\"delay_ms\":600}]", body, &r),
+	assert_int_equal(call(IDLE_S, "[{\"text\":\"waited\",\"delay_ms\":600}]", f->body, &f->r),
 			 MODEL_OK);
 	assert_true(clock_mono_ms() - t0 >= 600);
-	model_reply_release(&r);
+	model_reply_release(&f->r);
 
 	/* message_stop read, the answer left open: the reply is complete at the idle timeout */
 	t0 = clock_mono_ms();
-	assert_int_equal(call(IDLE_S, "[{\"text\":\"lingers\",\"linger_ms\":4000}]", body, &r),
-			 MODEL_OK);
+	assert_int_equal(
+		call(IDLE_S, "[{\"text\":\"lingers\",\"linger_ms\":4000}]", f->body, &f->r),
+		MODEL_OK);
 	ms = clock_mono_ms() - t0;
 	if (ms > IDLE_S * 1000 + 300)
 		fail_msg("a complete reply returned after %lld ms", ms);
-	assert_string_equal(r.blocks[0].text, "lingers");
-	model_reply_release(&r);
-	json_decref(body);
+	assert_string_equal(f->r.blocks[0].text, "lingers");
 }
 
 struct cancel_state {
@@ -357,19 +368,17 @@ static int cancel_later(void *arg)
 /* A cancel during a silent stream ends the call promptly. */
 static void test_cancel(void **state)
 {
-	struct model_client *m = client(30, api_key);
+	struct fixture *f = *state;
 	struct cancel_state c = { 0 };
-	json_t *body = request("x");
-	struct model_reply r;
 	long long end;
 
-	(void)state;
+	f->m = client(30, api_key);
 	script("[{\"text\":\"never\",\"hang_ms\":10000}]");
 	c.start = clock_mono_ms();
-	assert_int_equal(model_call(m, body, cancel_later, &c, &r), MODEL_CANCELLED);
+	assert_int_equal(model_call(f->m, f->body, cancel_later, &c, &f->r), MODEL_CANCELLED);
 	end = clock_mono_ms();
-	assert_string_equal(r.error_type, "cancelled");
-	assert_int_equal(r.n, 0);
+	assert_string_equal(f->r.error_type, "cancelled");
+	assert_int_equal(f->r.n, 0);
 	assert_true(c.stop_ms > 0);
 	/* asked every MODEL_CANCEL_POLL_MS: about CANCEL_AFTER_MS / that times, not on every loop
 	 */
@@ -378,95 +387,78 @@ static void test_cancel(void **state)
 	if (end - c.start > CANCEL_AFTER_MS + CANCEL_LATENCY_MS)
 		fail_msg("cancelled %lld ms after the start (the callback said stop at %lld ms)",
 			 end - c.start, c.stop_ms - c.start);
-	model_reply_release(&r);
+	model_reply_release(&f->r);
 	/* the client works again after a cancelled call */
 	script("[{\"text\":\"again\"}]");
-	assert_int_equal(model_call(m, body, NULL, NULL, &r), MODEL_OK);
-	assert_string_equal(r.blocks[0].text, "again");
-	model_reply_release(&r);
-	model_free(m);
-	json_decref(body);
+	assert_int_equal(model_call(f->m, f->body, NULL, NULL, &f->r), MODEL_OK);
+	assert_string_equal(f->r.blocks[0].text, "again");
 }
 
 /* A stream cut in the middle (no message_stop) is worth again, and none of it is handed out. */
 static void test_cut(void **state)
 {
-	json_t *body = request("x");
-	struct model_reply r;
+	struct fixture *f = *state;
 
-	(void)state;
 	for (int events = 0; events <= 5; events++) {
 		char steps[128];
 
 		snprintf(steps, sizeof(steps),
 			 "[{\"text\":\"a reply long enough for several deltas\",\"cut_after\":%d}]",
 			 events);
-		assert_int_equal(call(IDLE_S, steps, body, &r), MODEL_RETRY);
-		assert_string_equal(r.error_type, "connection");
-		assert_int_equal(r.n, 0);
-		model_reply_release(&r);
+		assert_int_equal(call(IDLE_S, steps, f->body, &f->r), MODEL_RETRY);
+		assert_string_equal(f->r.error_type, "connection");
+		assert_int_equal(f->r.n, 0);
+		model_reply_release(&f->r);
 	}
-	json_decref(body);
 }
 
 /* A proxy's JSON answer to a streamed request reads as the stream would. */
 static void test_json_answer(void **state)
 {
-	json_t *body = request("x");
-	struct model_reply r;
+	struct fixture *f = *state;
 
-	(void)state;
 	assert_int_equal(call(IDLE_S,
 			      "[{\"text\":\"proxied\",\"tool_use\":{\"name\":\"bash\",\"input\":{"
 			      "\"command\":\"true\"}},\"json\":true}]",
-			      body, &r),
+			      f->body, &f->r),
 			 MODEL_OK);
-	assert_int_equal(r.n, 2);
-	assert_string_equal(r.blocks[0].text, "proxied");
-	assert_string_equal(json_string_value(json_object_get(r.blocks[1].input, "command")),
+	assert_int_equal(f->r.n, 2);
+	assert_string_equal(f->r.blocks[0].text, "proxied");
+	assert_string_equal(json_string_value(json_object_get(f->r.blocks[1].input, "command")),
 			    "true");
-	assert_string_equal(r.stop_reason, "tool_use");
-	model_reply_release(&r);
-	json_decref(body);
+	assert_string_equal(f->r.stop_reason, "tool_use");
 }
 
 /* One client keeps its connection: calls after the first open none. */
 static void test_reuse(void **state)
 {
-	struct model_client *m = client(IDLE_S, api_key);
-	json_t *body = request("x"), *rec;
-	struct model_reply r;
+	struct fixture *f = *state;
+	json_t *rec;
 	json_int_t conn = 0;
 
-	(void)state;
+	f->m = client(IDLE_S, api_key);
 	json_decref(control("POST", "/__fake/reset", NULL));
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(model_call(m, body, NULL, NULL, &r), MODEL_OK);
-		model_reply_release(&r);
+		assert_int_equal(model_call(f->m, f->body, NULL, NULL, &f->r), MODEL_OK);
+		model_reply_release(&f->r);
 		rec = last_request();
 		if (i == 0)
 			conn = json_integer_value(json_object_get(rec, "conn"));
 		assert_int_equal(json_integer_value(json_object_get(rec, "conn")), conn);
 		json_decref(rec);
 	}
-	model_free(m);
-	json_decref(body);
 }
 
 /* The demo's default rules: "run: CMD" calls bash with CMD. */
 static void test_default_rules(void **state)
 {
-	json_t *body = request("please run: echo hi there");
-	struct model_reply r;
+	struct fixture *f = *state;
 
-	(void)state;
-	assert_int_equal(call(IDLE_S, "[]", body, &r), MODEL_OK);
-	assert_int_equal(r.n, 1);
-	assert_int_equal(r.blocks[0].type, MB_TOOL_USE);
-	assert_string_equal(json_string_value(json_object_get(r.blocks[0].input, "command")),
+	assert_int_equal(call(IDLE_S, "[]", f->body, &f->r), MODEL_OK);
+	assert_int_equal(f->r.n, 1);
+	assert_int_equal(f->r.blocks[0].type, MB_TOOL_USE);
+	assert_string_equal(json_string_value(json_object_get(f->r.blocks[0].input, "command")),
 			    "echo hi there");
-	model_reply_release(&r);
-	json_decref(body);
 }
 
 static int setup(void **state)
@@ -482,12 +474,28 @@ static int setup(void **state)
 	return curl_global_init(CURL_GLOBAL_DEFAULT) ? -1 : 0;
 }
 
+/* cmocka's entry of the test F with the fixture: the request "x", or TEXT. */
+#define T(f) cmocka_unit_test_setup_teardown(f, fixture_setup, fixture_teardown)
+#define ASKING(f, text)                                                                            \
+	{                                                                                          \
+		.name = #f, .test_func = f, .setup_func = fixture_setup,                           \
+		.teardown_func = fixture_teardown, .initial_state = (void *)(text)                 \
+	}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		UNIT_TESTS(test_text, test_tool_use, test_refused, test_errors, test_wrong_key,
-			   test_idle, test_cancel, test_cut, test_json_answer, test_reuse,
-			   test_default_rules),
+		ASKING(test_text, "hello"),
+		ASKING(test_tool_use, "list it"),
+		T(test_refused),
+		T(test_errors),
+		T(test_wrong_key),
+		T(test_idle),
+		T(test_cancel),
+		T(test_cut),
+		T(test_json_answer),
+		T(test_reuse),
+		ASKING(test_default_rules, "please run: echo hi there"),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -140,12 +140,19 @@ static void assert_call_text(struct mcp_client *c, const char *tool, const char 
 
 /* ---- the two answer modes ---- */
 
-/* initialize, tools/list over four pages, tools/call, DELETE at the end, on ROUTE; every request
- * after initialize carries the session id and the protocol version, every POST both media
- * types in Accept. */
-static void one_mode(const char *route)
+/* cmocka's entry of the test F, named TEST, on ROUTE: the state it starts with. */
+#define ON_ROUTE(test, f, route)                                                                   \
+	{                                                                                          \
+		.name = #test, .test_func = f, .initial_state = (void *)(route)                    \
+	}
+
+/* initialize, tools/list over four pages, tools/call, DELETE at the end, on the route in
+ * *STATE; every request after initialize carries the session id and the protocol version,
+ * every POST both media types in Accept. */
+static void one_mode(void **state)
 {
 	static const char *const cursors[] = { NULL, "page-2", "page-4", "page-6" };
+	const char *route = *state;
 	struct mcp_error err;
 	struct mcp_client *c;
 	json_t *tools, *log, *r;
@@ -219,18 +226,6 @@ static void one_mode(const char *route)
 	assert_string_equal(json_string_value(json_object_get(json_array_get(log, 1), "rpc")),
 			    "notifications/initialized");
 	json_decref(log);
-}
-
-static void test_sse(void **state)
-{
-	(void)state;
-	one_mode("/mcp");
-}
-
-static void test_json(void **state)
-{
-	(void)state;
-	one_mode("/mcp-json");
 }
 
 /* A server without sessions: no Mcp-Session-Id, none sent, no DELETE. */
@@ -459,12 +454,13 @@ static long long told_cancelled(const char *reason)
 	return id;
 }
 
-/* ROUTE's hang tool with a call limit of SHORT_MS: a timeout within it, the server told
- * (notifications/cancelled with the call's id: its handler is aborted), the client usable. */
-static void hang_on(const char *route)
+/* The hang tool of the route in *STATE with a call limit of SHORT_MS: a timeout within it, the
+ * server told (notifications/cancelled with the call's id: its handler is aborted), the client
+ * usable. */
+static void hang_on(void **state)
 {
 	struct mcp_limits lim = { .call_timeout_ms = SHORT_MS };
-	struct mcp_client *c = connect_ok(route, NULL, &lim);
+	struct mcp_client *c = connect_ok(*state, NULL, &lim);
 	struct mcp_result r;
 	struct mcp_error err;
 	long long t0, took, id;
@@ -484,18 +480,6 @@ static void hang_on(const char *route)
 	json_decref(rec);
 	assert_call_text(c, "add", "{\"a\": 1, \"b\": 2}", "[{\"type\":\"text\",\"text\":\"3\"}]");
 	mcp_close(c);
-}
-
-static void test_hang_sse(void **state)
-{
-	(void)state;
-	hang_on("/mcp");
-}
-
-static void test_hang_json(void **state)
-{
-	(void)state;
-	hang_on("/mcp-json");
 }
 
 /* The cancel callback: says stop from *(long long *)ARG (a clock_mono_ms time) on. */
@@ -659,10 +643,14 @@ static void test_offered(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		UNIT_TESTS(test_sse, test_json, test_stateless, test_session_forgotten,
-			   test_results, test_rpc_errors, test_bearer, test_invalid, test_refused,
-			   test_stall, test_version, test_hang_sse, test_hang_json, test_cancel,
-			   test_text_cap, test_answer_cap, test_tools_cap, test_offered),
+		ON_ROUTE(test_sse, one_mode, "/mcp"),
+		ON_ROUTE(test_json, one_mode, "/mcp-json"),
+		UNIT_TESTS(test_stateless, test_session_forgotten, test_results, test_rpc_errors,
+			   test_bearer, test_invalid, test_refused, test_stall, test_version),
+		ON_ROUTE(test_hang_sse, hang_on, "/mcp"),
+		ON_ROUTE(test_hang_json, hang_on, "/mcp-json"),
+		UNIT_TESTS(test_cancel, test_text_cap, test_answer_cap, test_tools_cap,
+			   test_offered),
 	};
 
 	base_url = getenv("MCP_TEST_URL");

@@ -148,51 +148,97 @@ static void test_stream_max_held(void **state)
 	assert_int_equal(config_stream_max_held(&cfg), 5);
 }
 
+/* A field of struct config and the default it must hold: the string WANT, or (WANT NULL) the
+ * number NUMBER in the field's type (int, unsigned or long). */
+struct field_default {
+	const char *field;
+	size_t offset, size;
+	const char *want;
+	long number;
+};
+
+#define FIELD_(f) #f, offsetof(struct config, f), sizeof(((struct config *)0)->f)
+#define STRING_IS(f, want)                                                                         \
+	{                                                                                          \
+		FIELD_(f), want, 0                                                                 \
+	}
+#define NUMBER_IS(f, number)                                                                       \
+	{                                                                                          \
+		FIELD_(f), NULL, number                                                            \
+	}
+
+/* CFG's field of D holds D's value; a test failure naming the field when not. */
+static void expect_default(const struct config *cfg, const struct field_default *d)
+{
+	const char *at = (const char *)cfg + d->offset;
+	long got;
+
+	if (d->want) {
+		if (strcmp(at, d->want))
+			fail_msg("%s: '%s', want '%s'", d->field, at, d->want);
+		return;
+	}
+	if (d->size == sizeof(long)) {
+		memcpy(&got, at, sizeof(got));
+	} else {
+		int v;
+
+		assert_int_equal(d->size, sizeof(v));
+		memcpy(&v, at, sizeof(v));
+		got = v;
+	}
+	if (got != d->number)
+		fail_msg("%s: %ld, want %ld", d->field, got, d->number);
+}
+
 /* Defaults of an empty file: exactly the values every deployment's file relies on. */
 static void test_defaults(void **state)
 {
+	const struct field_default defaults[] = {
+		STRING_IS(db_socket, ""),
+		STRING_IS(db_host, "localhost"),
+		NUMBER_IS(db_port, 0),
+		STRING_IS(db_user, "terrarium"),
+		STRING_IS(db_password, ""),
+		STRING_IS(db_name, "terrarium"),
+		STRING_IS(db_migrations, "sql"),
+		STRING_IS(api_socket, "var/api.sock"),
+		STRING_IS(api_socket_group, ""),
+		NUMBER_IS(api_socket_mode, 0660),
+		NUMBER_IS(api_workers, 0),
+		NUMBER_IS(api_max_requests, 10000),
+		NUMBER_IS(api_max_rss_mb, 128),
+		STRING_IS(api_user, "www-data"),
+		STRING_IS(api_poll_socket, ""),
+		NUMBER_IS(api_poll_workers, 16),
+		STRING_IS(backend, "local"),
+		STRING_IS(sandbox_root, "var/sandboxes"),
+		STRING_IS(srt_dir, ""),
+		STRING_IS(sandbox_path, ""),
+		STRING_IS(sandbox_pass_env,
+			  "http_proxy,https_proxy,no_proxy,HTTP_PROXY,HTTPS_PROXY,NO_PROXY,"
+			  "NODE_EXTRA_CA_CERTS,SSL_CERT_FILE,SSL_CERT_DIR,REQUESTS_CA_BUNDLE,"
+			  "PIP_CERT,CURL_CA_BUNDLE"),
+		STRING_IS(sandbox_pass_env_extra, ""),
+		STRING_IS(sandbox_ca_bundle, access("/etc/ssl/certs/ca-certificates.crt", R_OK)
+						     ? ""
+						     : "/etc/ssl/certs/ca-certificates.crt"),
+		NUMBER_IS(cache_max_age_days, 14),
+		STRING_IS(reconciler_user, "www-data"),
+		NUMBER_IS(lease_s, 600),
+		NUMBER_IS(max_attempts, 5),
+		NUMBER_IS(backoff_base_s, 10),
+		NUMBER_IS(backoff_cap_s, 900),
+		NUMBER_IS(command_timeout_s, 900),
+		NUMBER_IS(output_max, 65536),
+		NUMBER_IS(last_error_max, 4096),
+		NUMBER_IS(log_level, 1),
+	};
 	struct config cfg;
 	(void)state;
 	assert_int_equal(load_text(&cfg, ""), 0);
-	assert_string_equal(cfg.db_socket, "");
-	assert_string_equal(cfg.db_host, "localhost");
-	assert_int_equal(cfg.db_port, 0);
-	assert_string_equal(cfg.db_user, "terrarium");
-	assert_string_equal(cfg.db_password, "");
-	assert_string_equal(cfg.db_name, "terrarium");
-	assert_string_equal(cfg.db_migrations, "sql");
-	assert_string_equal(cfg.api_socket, "var/api.sock");
-	assert_string_equal(cfg.api_socket_group, "");
-	assert_int_equal(cfg.api_socket_mode, 0660);
-	assert_int_equal(cfg.api_workers, 0);
-	assert_int_equal(cfg.api_max_requests, 10000);
-	assert_int_equal(cfg.api_max_rss_mb, 128);
-	assert_string_equal(cfg.api_user, "www-data");
-	assert_string_equal(cfg.api_poll_socket, "");
-	assert_int_equal(cfg.api_poll_workers, 16);
-	assert_string_equal(cfg.backend, "local");
-	assert_string_equal(cfg.sandbox_root, "var/sandboxes");
-	assert_string_equal(cfg.srt_dir, "");
-	assert_string_equal(cfg.sandbox_path, "");
-	assert_string_equal(cfg.sandbox_pass_env,
-			    "http_proxy,https_proxy,no_proxy,HTTP_PROXY,HTTPS_PROXY,NO_PROXY,"
-			    "NODE_EXTRA_CA_CERTS,SSL_CERT_FILE,SSL_CERT_DIR,REQUESTS_CA_BUNDLE,"
-			    "PIP_CERT,CURL_CA_BUNDLE");
-	assert_string_equal(cfg.sandbox_pass_env_extra, "");
-	assert_string_equal(cfg.sandbox_ca_bundle,
-			    access("/etc/ssl/certs/ca-certificates.crt", R_OK)
-				    ? ""
-				    : "/etc/ssl/certs/ca-certificates.crt");
-	assert_int_equal(cfg.cache_max_age_days, 14);
-	assert_string_equal(cfg.reconciler_user, "www-data");
-	assert_int_equal(cfg.lease_s, 600);
-	assert_int_equal(cfg.max_attempts, 5);
-	assert_int_equal(cfg.backoff_base_s, 10);
-	assert_int_equal(cfg.backoff_cap_s, 900);
-	assert_int_equal(cfg.command_timeout_s, 900);
-	assert_int_equal(cfg.output_max, 65536);
-	assert_int_equal(cfg.last_error_max, 4096);
-	assert_int_equal(cfg.log_level, 1);
+	for (size_t i = 0; i < UNIT_LEN(defaults); i++)
+		expect_default(&cfg, &defaults[i]);
 	for (size_t b = 0; b < BACKEND_TABLE_LEN; b++) {
 		const struct remote_conf *r = config_remote(&cfg, backend_at(b)->name);
 		if (!backend_at(b)->http) {

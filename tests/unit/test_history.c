@@ -118,51 +118,67 @@ static void expect_messages(const struct history *h, const char *want)
 	free(got);
 }
 
+/* Each test's event log and the history built from it, which the teardown releases. */
+struct fixture {
+	struct log l;
+	struct history h;
+};
+
+static int setup(void **state)
+{
+	*state = calloc(1, sizeof(struct fixture));
+	return *state ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	history_release(&f->h);
+	free(f);
+	return 0;
+}
+
 static void test_text_turns(void **state)
 {
-	struct log l = { 0 };
-	struct history h;
-	(void)state;
+	struct fixture *f = *state;
 
-	add(&l, "user.message", NULL, 1,
+	add(&f->l, "user.message", NULL, 1,
 	    "{\"type\":\"user.message\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"},"
 	    "{\"type\":\"redacted\"}]}");
-	add(&l, "session.status_running", NULL, 1, "{\"type\":\"session.status_running\"}");
-	add_text(&l, "agent.message", 1, "hello");
-	add_text(&l, "user.message", 1, "again");
-	add_text(&l, "system.message", 1, "be brief");
-	add_text(&l, "user.message", 0, "later");
-	build(&l, &h);
-	expect_messages(&h,
+	add(&f->l, "session.status_running", NULL, 1, "{\"type\":\"session.status_running\"}");
+	add_text(&f->l, "agent.message", 1, "hello");
+	add_text(&f->l, "user.message", 1, "again");
+	add_text(&f->l, "system.message", 1, "be brief");
+	add_text(&f->l, "user.message", 0, "later");
+	build(&f->l, &f->h);
+	expect_messages(&f->h,
 			"[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]},"
 			"{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":"
 			"\"hello\"}]},{\"role\":\"user\",\"content\":[{\"type\":\"text\","
 			"\"text\":\"again\"},{\"type\":\"text\",\"text\":\"[system] be "
 			"brief\"}]}]");
-	assert_int_equal(h.queued, 1);
-	assert_int_equal(h.nuses, 0);
-	history_release(&h);
+	assert_int_equal(f->h.queued, 1);
+	assert_int_equal(f->h.nuses, 0);
 }
 
 /* Results go first in their user turn, whatever the log's order; a use without a result in the
  * log gets an error result so that the request stays valid. */
 static void test_tool_results(void **state)
 {
-	struct log l = { 0 };
-	struct history h;
-	(void)state;
+	struct fixture *f = *state;
 
-	add_text(&l, "user.message", 1, "go");
-	add_tool_use(&l, "bash", "{\"command\":\"ls\"}", "allow");
-	add(&l, "agent.custom_tool_use", NULL, 1,
+	add_text(&f->l, "user.message", 1, "go");
+	add_tool_use(&f->l, "bash", "{\"command\":\"ls\"}", "allow");
+	add(&f->l, "agent.custom_tool_use", NULL, 1,
 	    "{\"type\":\"agent.custom_tool_use\",\"name\":\"lookup\",\"input\":{}}");
-	add_text(&l, "user.message", 1, "and");
-	add(&l, "agent.tool_result", "sevt_2", 1,
+	add_text(&f->l, "user.message", 1, "and");
+	add(&f->l, "agent.tool_result", "sevt_2", 1,
 	    "{\"type\":\"agent.tool_result\",\"tool_use_id\":\"sevt_2\",\"content\":[{\"type\":"
 	    "\"text\",\"text\":\"a b\"}],\"is_error\":false}");
-	build(&l, &h);
+	build(&f->l, &f->h);
 	expect_messages(
-		&h,
+		&f->h,
 		"[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"go\"}]},"
 		"{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"sevt_2\","
 		"\"name\":\"bash\",\"input\":{\"command\":\"ls\"}},{\"type\":\"tool_use\",\"id\":"
@@ -172,53 +188,46 @@ static void test_tool_results(void **state)
 		"\"tool_use_id\":\"sevt_3\",\"content\":\"no result was recorded for this tool "
 		"use\","
 		"\"is_error\":true},{\"type\":\"text\",\"text\":\"and\"}]}]");
-	assert_int_equal(h.nuses, 2);
-	assert_true(h.uses[0].answered);
-	assert_false(h.uses[1].answered);
-	assert_string_equal(h.uses[1].type, "agent.custom_tool_use");
-	history_release(&h);
+	assert_int_equal(f->h.nuses, 2);
+	assert_true(f->h.uses[0].answered);
+	assert_false(f->h.uses[1].answered);
+	assert_string_equal(f->h.uses[1].type, "agent.custom_tool_use");
 }
 
 /* Confirmations: what the turn needs to settle a use (ask, allowed, denied with a message). */
 static void test_confirmations(void **state)
 {
-	struct log l = { 0 };
-	struct history h;
-	(void)state;
+	struct fixture *f = *state;
 
-	add_text(&l, "user.message", 1, "go");
-	add_tool_use(&l, "bash", "{}", "ask");
-	add_tool_use(&l, "write", "{}", "ask");
-	add_tool_use(&l, "read", "{}", "ask");
-	add(&l, "user.tool_confirmation", "sevt_2", 1,
+	add_text(&f->l, "user.message", 1, "go");
+	add_tool_use(&f->l, "bash", "{}", "ask");
+	add_tool_use(&f->l, "write", "{}", "ask");
+	add_tool_use(&f->l, "read", "{}", "ask");
+	add(&f->l, "user.tool_confirmation", "sevt_2", 1,
 	    "{\"type\":\"user.tool_confirmation\",\"tool_use_id\":\"sevt_2\",\"result\":"
 	    "\"allow\"}");
-	add(&l, "user.tool_confirmation", "sevt_3", 1,
+	add(&f->l, "user.tool_confirmation", "sevt_3", 1,
 	    "{\"type\":\"user.tool_confirmation\",\"tool_use_id\":\"sevt_3\",\"result\":\"deny\","
 	    "\"deny_message\":\"not that file\"}");
-	build(&l, &h);
-	assert_int_equal(h.nuses, 3);
-	assert_true(h.uses[0].ask && h.uses[0].confirmed && !h.uses[0].denied);
-	assert_true(h.uses[1].confirmed && h.uses[1].denied);
-	assert_string_equal(h.uses[1].deny_message, "not that file");
-	assert_true(h.uses[2].ask && !h.uses[2].confirmed);
-	assert_non_null(history_use(&h, "sevt_4"));
-	assert_null(history_use(&h, "sevt_9"));
-	history_release(&h);
+	build(&f->l, &f->h);
+	assert_int_equal(f->h.nuses, 3);
+	assert_true(f->h.uses[0].ask && f->h.uses[0].confirmed && !f->h.uses[0].denied);
+	assert_true(f->h.uses[1].confirmed && f->h.uses[1].denied);
+	assert_string_equal(f->h.uses[1].deny_message, "not that file");
+	assert_true(f->h.uses[2].ask && !f->h.uses[2].confirmed);
+	assert_non_null(history_use(&f->h, "sevt_4"));
+	assert_null(history_use(&f->h, "sevt_9"));
 }
 
 /* A stored event that does not parse is an error, not a history without it. */
 static void test_corrupt(void **state)
 {
-	struct log l = { 0 };
 	struct db_rows rows;
-	struct history h;
-	(void)state;
+	struct fixture *f = *state;
 
-	add(&l, "user.message", NULL, 1, "{\"type\":");
-	rows = rows_of(&l);
-	assert_int_equal(history_build(&rows, NULL, &h), -1);
-	history_release(&h);
+	add(&f->l, "user.message", NULL, 1, "{\"type\":");
+	rows = rows_of(&f->l);
+	assert_int_equal(history_build(&rows, NULL, &f->h), -1);
 }
 
 /* An MCP tool use is the model's call of the name its tool is offered under this turn: another
@@ -232,13 +241,11 @@ static void test_mcp_names(void **state)
 	struct mcp_names names;
 	json_t *taken = json_pack("{s:{}}", "mcp__calc__add");
 	char offered[MCP_TOOL_NAME_MAX + 1];
-	struct history h;
-	(void)state;
+	struct fixture *f = *state;
 
-	struct log l = { 0 };
-	add_text(&l, "user.message", 1, "go");
-	add(&l, "agent.mcp_tool_use", NULL, 1, use);
-	add(&l, "agent.mcp_tool_result", "sevt_2", 1,
+	add_text(&f->l, "user.message", 1, "go");
+	add(&f->l, "agent.mcp_tool_use", NULL, 1, use);
+	add(&f->l, "agent.mcp_tool_result", "sevt_2", 1,
 	    "{\"type\":\"agent.mcp_tool_result\",\"mcp_tool_use_id\":\"sevt_2\",\"content\":"
 	    "[{\"type\":\"text\",\"text\":\"2\"}],\"is_error\":false}");
 	assert_int_equal(mcp_names_init(&names), 0);
@@ -247,29 +254,29 @@ static void test_mcp_names(void **state)
 	assert_string_equal(mcp_names_name(&names, "calc", "add"), offered);
 	assert_null(mcp_names_name(&names, "calc", "sub"));
 
-	build_named(&l, &names, &h);
+	build_named(&f->l, &names, &f->h);
 	assert_string_equal(
 		json_string_value(json_object_get(
-			json_array_get(json_object_get(json_array_get(h.messages, 1), "content"),
+			json_array_get(json_object_get(json_array_get(f->h.messages, 1), "content"),
 				       0),
 			"name")),
 		offered);
-	assert_string_equal(h.uses[0].server, "calc");
-	assert_string_equal(h.uses[0].name, "add");
-	history_release(&h);
+	assert_string_equal(f->h.uses[0].server, "calc");
+	assert_string_equal(f->h.uses[0].name, "add");
+	history_release(&f->h);
 
-	build(&l, &h); /* not offered this turn: the plain name */
+	build(&f->l, &f->h); /* not offered this turn: the plain name */
 	assert_string_equal(
 		json_string_value(json_object_get(
-			json_array_get(json_object_get(json_array_get(h.messages, 1), "content"),
+			json_array_get(json_object_get(json_array_get(f->h.messages, 1), "content"),
 				       0),
 			"name")),
 		"mcp__calc__add");
-	history_release(&h);
 	mcp_names_release(&names);
 	json_decref(taken);
 }
 
-UNIT_MAIN(cmocka_unit_test(test_text_turns), cmocka_unit_test(test_mcp_names),
-	  cmocka_unit_test(test_tool_results), cmocka_unit_test(test_confirmations),
-	  cmocka_unit_test(test_corrupt))
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+UNIT_MAIN(T(test_text_turns), T(test_mcp_names), T(test_tool_results), T(test_confirmations),
+	  T(test_corrupt))

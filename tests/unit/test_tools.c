@@ -229,25 +229,56 @@ static const char *tool(const char *name, const char *input, int *is_error)
 	return last.text;
 }
 
-/* The tool must succeed with WANT. */
-static void ok(const char *name, const char *input, const char *want)
+/* The tool must answer WANT, an error when IS_ERROR. */
+static void expect(const char *name, const char *input, int is_error, const char *want)
 {
 	int e;
 	const char *got = tool(name, input, &e);
 
-	if (e || strcmp(got, want))
-		fail_msg("%s %s: got %s'%s', want '%s'", name, input, e ? "error " : "", got, want);
+	if (!e != !is_error || strcmp(got, want))
+		fail_msg("%s %s: got %s'%s', want %s'%s'", name, input, e ? "error " : "", got,
+			 is_error ? "error " : "", want);
+}
+
+/* The tool must succeed with WANT. */
+static void ok(const char *name, const char *input, const char *want)
+{
+	expect(name, input, 0, want);
 }
 
 /* The tool must fail with WANT. */
 static void bad(const char *name, const char *input, const char *want)
 {
-	int e;
-	const char *got = tool(name, input, &e);
+	expect(name, input, 1, want);
+}
 
-	if (!e || strcmp(got, want))
-		fail_msg("%s %s: got %s'%s', want error '%s'", name, input, e ? "error " : "", got,
-			 want);
+/* Tool NAME must answer each of the N CASES' input with its want, an error when IS_ERROR. */
+static void expect_cases(const char *name, int is_error, const struct unit_text_case *cases,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		expect(name, cases[i].in, is_error, cases[i].want);
+}
+
+/* The file tools' refusal of a path (%s) that leads out of the workdir. */
+#define OUTSIDE_FMT "path \"%s\" is outside the session's working directory"
+
+/* The tool must refuse PATH, named by INPUT, as outside the workdir. */
+static void out_of_workdir(const char *name, const char *input, const char *path)
+{
+	char want[TEST_PATH_MAX * 3];
+
+	snprintf(want, sizeof(want), OUTSIDE_FMT, path);
+	bad(name, input, want);
+}
+
+/* The tool must fail with "WHAT exceeds TOOLS_FILE_MAX-byte limit. THEN". */
+static void bad_over(const char *name, const char *input, const char *what, const char *then)
+{
+	char want[512];
+
+	snprintf(want, sizeof(want), "%s exceeds %d-byte limit. %s", what, TOOLS_FILE_MAX, then);
+	bad(name, input, want);
 }
 
 /* Run NAME with the input object IN (stolen). */
@@ -360,20 +391,25 @@ static void test_bash_state(void **state)
 	assert_true(exists(work) && mode_of(TOOLS_STATE_DIR) == 0700);
 }
 
+/* Commands that fail, and what bash answers. */
+static const struct unit_text_case bash_failures[] = {
+	{ "{\"command\":\"false\"}", "exit 1" },
+	{ "{\"command\":\"(exit 7)\"}", "exit 7" },
+	{ "{\"command\":\"echo oops; false\"}", "oops" },
+	{ "{\"command\":\"ls /nonexistent-dir-of-the-test\"}",
+	  "ls: cannot access '/nonexistent-dir-of-the-test': No such file or directory" },
+	/* a syntax error is the command's failure, the shell lives on */
+	{ "{\"command\":\"if then\"}",
+	  "bash: eval: line 1: syntax error near unexpected token `then'\n"
+	  "bash: eval: line 1: `if then'" },
+};
+
 static void test_bash_status(void **state)
 {
 	char want[TEST_PATH_MAX + 16];
 	(void)state;
 
-	bad("bash", "{\"command\":\"false\"}", "exit 1");
-	bad("bash", "{\"command\":\"(exit 7)\"}", "exit 7");
-	bad("bash", "{\"command\":\"echo oops; false\"}", "oops");
-	bad("bash", "{\"command\":\"ls /nonexistent-dir-of-the-test\"}",
-	    "ls: cannot access '/nonexistent-dir-of-the-test': No such file or directory");
-	/* a syntax error is the command's failure, the shell lives on */
-	bad("bash", "{\"command\":\"if then\"}",
-	    "bash: eval: line 1: syntax error near unexpected token `then'\n"
-	    "bash: eval: line 1: `if then'");
+	expect_cases("bash", 1, bash_failures, UNIT_LEN(bash_failures));
 	/* exit ends the SDK's shell: the session is terminated and the next call starts afresh */
 	ok("bash", "{\"command\":\"mkdir -p d && cd d && export K=1\"}", "(no output)");
 	bad("bash", "{\"command\":\"echo bye; exit 3\"}", "bash: bash session terminated");
@@ -466,47 +502,60 @@ static void test_bash_long_command(void **state)
 	free(cmd);
 }
 
+/* Inputs bash refuses, and why. */
+static const struct unit_text_case bash_refusals[] = {
+	{ "{}", "bash: command is required" },
+	{ "{\"command\":\"\"}", "bash: command is required" },
+	{ "{\"command\":5}", "bash: command must be a string" },
+	{ "{\"command\":\"a\\u0000b\"}", "bash: command must not contain a NUL character" },
+	{ "{\"command\":\"true\",\"restart\":\"yes\"}", "bash: restart must be a boolean" },
+	{ "{\"command\":\"true\",\"timeout_ms\":-1}",
+	  "bash: timeout_ms must be an integer from 0 to 3600000 (0: the default, 120000)" },
+	{ "{\"command\":\"true\",\"timeout_ms\":1.5}",
+	  "bash: timeout_ms must be an integer from 0 to 3600000 (0: the default, 120000)" },
+	{ "[]", "bash: input must be an object" },
+};
+
 static void test_bash_input(void **state)
 {
 	(void)state;
 
-	bad("bash", "{}", "bash: command is required");
-	bad("bash", "{\"command\":\"\"}", "bash: command is required");
-	bad("bash", "{\"command\":5}", "bash: command must be a string");
-	bad("bash", "{\"command\":\"a\\u0000b\"}",
-	    "bash: command must not contain a NUL character");
-	bad("bash", "{\"command\":\"true\",\"restart\":\"yes\"}",
-	    "bash: restart must be a boolean");
-	bad("bash", "{\"command\":\"true\",\"timeout_ms\":-1}",
-	    "bash: timeout_ms must be an integer from 0 to 3600000 (0: the default, 120000)");
-	bad("bash", "{\"command\":\"true\",\"timeout_ms\":1.5}",
-	    "bash: timeout_ms must be an integer from 0 to 3600000 (0: the default, 120000)");
+	expect_cases("bash", 1, bash_refusals, UNIT_LEN(bash_refusals));
 	bad("frobnicate", "{}", "unknown tool frobnicate");
-	bad("bash", "[]", "bash: input must be an object");
 }
 
 /* ---- read ---- */
+
+/* Views of f.txt, the four lines one to four, and what read answers. */
+static const struct unit_text_case read_views[] = {
+	{ "{\"file_path\":\"f.txt\"}", "one\ntwo\nthree\nfour\n" },
+	{ "{\"file_path\":\"f.txt\",\"view_range\":[2,3]}", "two\nthree" },
+	{ "{\"file_path\":\"f.txt\",\"view_range\":[2,0]}", "two\nthree\nfour\n" },
+	{ "{\"file_path\":\"f.txt\",\"view_range\":[3,-1]}", "three\nfour\n" },
+	{ "{\"file_path\":\"f.txt\",\"view_range\":[0,1]}", "one" },
+	{ "{\"file_path\":\"f.txt\",\"view_range\":[4,9]}", "four\n" },
+	{ "{\"file_path\":\"f.txt\",\"view_range\":[3,2]}", "(no output)" },
+	{ "{\"file_path\":\"f.txt\",\"view_range\":[]}", "one\ntwo\nthree\nfour\n" },
+	{ "{\"file_path\":\"./sub/../f.txt\",\"view_range\":[1,1]}", "one" },
+};
+
+/* Inputs read refuses with f.txt there, and why. */
+static const struct unit_text_case read_refusals[] = {
+	{ "{\"file_path\":\"f.txt\",\"view_range\":[1]}",
+	  "read: view_range must be [start_line, end_line]" },
+	{ "{\"file_path\":\"f.txt\",\"view_range\":[1,\"2\"]}",
+	  "read: view_range must be [start_line, end_line]" },
+	{ "{}", "read: file_path is required" },
+	{ "{\"file_path\":\"nope.txt\"}", "read: nope.txt: no such file or directory" },
+};
 
 static void test_read(void **state)
 {
 	(void)state;
 
 	spit("f.txt", "one\ntwo\nthree\nfour\n", 19);
-	ok("read", "{\"file_path\":\"f.txt\"}", "one\ntwo\nthree\nfour\n");
-	ok("read", "{\"file_path\":\"f.txt\",\"view_range\":[2,3]}", "two\nthree");
-	ok("read", "{\"file_path\":\"f.txt\",\"view_range\":[2,0]}", "two\nthree\nfour\n");
-	ok("read", "{\"file_path\":\"f.txt\",\"view_range\":[3,-1]}", "three\nfour\n");
-	ok("read", "{\"file_path\":\"f.txt\",\"view_range\":[0,1]}", "one");
-	ok("read", "{\"file_path\":\"f.txt\",\"view_range\":[4,9]}", "four\n");
-	ok("read", "{\"file_path\":\"f.txt\",\"view_range\":[3,2]}", "(no output)");
-	ok("read", "{\"file_path\":\"f.txt\",\"view_range\":[]}", "one\ntwo\nthree\nfour\n");
-	ok("read", "{\"file_path\":\"./sub/../f.txt\",\"view_range\":[1,1]}", "one");
-	bad("read", "{\"file_path\":\"f.txt\",\"view_range\":[1]}",
-	    "read: view_range must be [start_line, end_line]");
-	bad("read", "{\"file_path\":\"f.txt\",\"view_range\":[1,\"2\"]}",
-	    "read: view_range must be [start_line, end_line]");
-	bad("read", "{}", "read: file_path is required");
-	bad("read", "{\"file_path\":\"nope.txt\"}", "read: nope.txt: no such file or directory");
+	expect_cases("read", 0, read_views, UNIT_LEN(read_views));
+	expect_cases("read", 1, read_refusals, UNIT_LEN(read_refusals));
 	shf("mkdir d && mkfifo fifo");
 	bad("read", "{\"file_path\":\"d\"}", "read: d is not a regular file");
 	bad("read", "{\"file_path\":\"fifo\"}", "read: fifo is not a regular file");
@@ -524,16 +573,14 @@ static void test_read(void **state)
 
 static void test_read_big(void **state)
 {
-	char want[512];
+	static const char narrow[] = "Narrow the view_range to read a smaller portion.";
 	(void)state;
 
 	/* 300000 bytes of 6-byte lines "00001\n"... */
 	shf("seq -w 1 50000 > big; wc -c < big | grep -qx 300000");
-	snprintf(want, sizeof(want),
-		 "read: big is 300000 bytes, exceeds %d-byte limit. Use the view_range parameter "
-		 "to read specific line ranges, e.g. view_range: [1, 500].",
-		 TOOLS_FILE_MAX);
-	bad("read", "{\"file_path\":\"big\"}", want);
+	bad_over("read", "{\"file_path\":\"big\"}", "read: big is 300000 bytes,",
+		 "Use the view_range parameter to read specific line ranges, e.g. view_range: "
+		 "[1, 500].");
 	ok("read", "{\"file_path\":\"big\",\"view_range\":[2,3]}", "00002\n00003");
 	ok("read", "{\"file_path\":\"big\",\"view_range\":[49999,0]}", "49999\n50000\n");
 	ok("read", "{\"file_path\":\"big\",\"view_range\":[49999,60000]}", "49999\n50000\n");
@@ -542,27 +589,29 @@ static void test_read_big(void **state)
 	tool("read", "{\"file_path\":\"big\",\"view_range\":[1,43690]}", NULL);
 	assert_false(last.is_error);
 	assert_int_equal(strlen(last.text), 43690 * 6 - 1);
-	snprintf(want, sizeof(want),
-		 "read: view_range [1, 43700] of big exceeds %d-byte limit. Narrow the view_range "
-		 "to read a smaller portion.",
-		 TOOLS_FILE_MAX);
-	bad("read", "{\"file_path\":\"big\",\"view_range\":[1,43700]}", want);
-	snprintf(want, sizeof(want),
-		 "read: view_range [10, 0] of big exceeds %d-byte limit. Narrow the view_range "
-		 "to read a smaller portion.",
-		 TOOLS_FILE_MAX);
-	bad("read", "{\"file_path\":\"big\",\"view_range\":[10,0]}", want);
+	bad_over("read", "{\"file_path\":\"big\",\"view_range\":[1,43700]}",
+		 "read: view_range [1, 43700] of big", narrow);
+	bad_over("read", "{\"file_path\":\"big\",\"view_range\":[10,0]}",
+		 "read: view_range [10, 0] of big", narrow);
 	/* one line over the limit */
 	shf("head -c 300000 /dev/zero | tr '\\0' x > long; echo >> long; echo tail >> long");
-	snprintf(want, sizeof(want),
-		 "read: line 1 of long alone exceeds %d-byte limit. The read tool cannot return "
-		 "part of a line, so view_range cannot narrow this further.",
-		 TOOLS_FILE_MAX);
-	bad("read", "{\"file_path\":\"long\",\"view_range\":[1,1]}", want);
+	bad_over("read", "{\"file_path\":\"long\",\"view_range\":[1,1]}",
+		 "read: line 1 of long alone",
+		 "The read tool cannot return part of a line, so view_range cannot narrow this "
+		 "further.");
 	ok("read", "{\"file_path\":\"long\",\"view_range\":[2,2]}", "tail");
 }
 
 /* ---- write ---- */
+
+/* Inputs write refuses with a/b/c.txt there, and why. */
+static const struct unit_text_case write_refusals[] = {
+	{ "{\"file_path\":\"a/b\",\"content\":\"x\"}", "write: a/b: is a directory" },
+	{ "{\"file_path\":\"a/b/c.txt/d\",\"content\":\"x\"}",
+	  "write: a/b/c.txt/d: not a directory" },
+	{ "{\"content\":\"x\"}", "write: file_path is required" },
+	{ "{\"file_path\":\"q\",\"content\":7}", "write: content must be a string" },
+};
 
 static void test_write(void **state)
 {
@@ -590,11 +639,7 @@ static void test_write(void **state)
 	snprintf(tmpl, sizeof(tmpl), "{\"file_path\":\"%s/abs.txt\",\"content\":\"x\"}", work);
 	tool("write", tmpl, NULL);
 	assert_false(last.is_error);
-	bad("write", "{\"file_path\":\"a/b\",\"content\":\"x\"}", "write: a/b: is a directory");
-	bad("write", "{\"file_path\":\"a/b/c.txt/d\",\"content\":\"x\"}",
-	    "write: a/b/c.txt/d: not a directory");
-	bad("write", "{\"content\":\"x\"}", "write: file_path is required");
-	bad("write", "{\"file_path\":\"q\",\"content\":7}", "write: content must be a string");
+	expect_cases("write", 1, write_refusals, UNIT_LEN(write_refusals));
 	/* no temporary file is left behind */
 	shf("! ls -A a/b a | grep -q tmp-terrarium");
 }
@@ -650,7 +695,7 @@ static void test_write_big(void **state)
 static void test_edit(void **state)
 {
 	size_t len;
-	char *got, want[512];
+	char *got;
 	(void)state;
 
 	spit("e.txt", "alpha beta\nbeta gamma\n", 22);
@@ -691,11 +736,9 @@ static void test_edit(void **state)
 	bad("edit", "{\"file_path\":\"dir\",\"old_string\":\"A\",\"new_string\":\"B\"}",
 	    "edit: dir is not a regular file");
 	shf("head -c 300000 /dev/zero | tr '\\0' x > big");
-	snprintf(want, sizeof(want),
-		 "edit: big is 300000 bytes, exceeds %d-byte limit. The edit tool loads the whole "
-		 "file and cannot modify a file this large.",
-		 TOOLS_FILE_MAX);
-	bad("edit", "{\"file_path\":\"big\",\"old_string\":\"x\",\"new_string\":\"y\"}", want);
+	bad_over("edit", "{\"file_path\":\"big\",\"old_string\":\"x\",\"new_string\":\"y\"}",
+		 "edit: big is 300000 bytes,",
+		 "The edit tool loads the whole file and cannot modify a file this large.");
 	/* bytes that are not UTF-8 stay as they are */
 	spit("bin",
 	     "\xff"
@@ -730,6 +773,15 @@ static void test_edit(void **state)
 }
 
 /* ---- glob ---- */
+
+/* Patterns glob refuses, and why. */
+static const struct unit_text_case glob_refusals[] = {
+	{ "{\"pattern\":\"/etc/*\"}",
+	  "glob: absolute pattern not permitted; pass a relative pattern (and optionally path)" },
+	{ "{\"pattern\":\"../*\"}", "glob: \"..\" is not permitted in the pattern" },
+	{ "{\"pattern\":\"src/{..,x}/*\"}", "glob: \"..\" is not permitted in the pattern" },
+	{ "{}", "glob: pattern is required" },
+};
 
 static void test_glob(void **state)
 {
@@ -767,14 +819,8 @@ static void test_glob(void **state)
 	ok("glob", "{\"pattern\":\"*.zip\"}", "no matches");
 	ok("glob", "{\"pattern\":\"src/\"}", "no matches");
 	ok("glob", "{\"pattern\":\"*\",\"path\":\"missing\"}", "no matches");
-	bad("glob", "{\"pattern\":\"/etc/*\"}",
-	    "glob: absolute pattern not permitted; pass a relative pattern (and optionally path)");
-	bad("glob", "{\"pattern\":\"../*\"}", "glob: \"..\" is not permitted in the pattern");
-	bad("glob", "{\"pattern\":\"src/{..,x}/*\"}",
-	    "glob: \"..\" is not permitted in the pattern");
-	bad("glob", "{\"pattern\":\"*\",\"path\":\"..\"}",
-	    "path \"..\" is outside the session's working directory");
-	bad("glob", "{}", "glob: pattern is required");
+	expect_cases("glob", 1, glob_refusals, UNIT_LEN(glob_refusals));
+	out_of_workdir("glob", "{\"pattern\":\"*\",\"path\":\"..\"}", "..");
 	/* a..b is a name, not a way up */
 	shf("echo > 'a..b'");
 	snprintf(want, sizeof(want), "%s/a..b", work);
@@ -837,8 +883,7 @@ static void grep_cases(int rg)
 	ok("grep", "{\"pattern\":\"nothing-like-this\"}", "no matches");
 	snprintf(want, sizeof(want), rg ? "2:hello there\n" : "%s/src/b.txt:2:hello there", work);
 	ok("grep", "{\"pattern\":\"there\",\"path\":\"src/b.txt\"}", want);
-	bad("grep", "{\"pattern\":\"x\",\"path\":\"../\"}",
-	    "path \"../\" is outside the session's working directory");
+	out_of_workdir("grep", "{\"pattern\":\"x\",\"path\":\"../\"}", "../");
 	bad("grep", "{}", "grep: pattern is required");
 	got = tool("grep", "{\"pattern\":\"(\"}", &e);
 	assert_true(e);
@@ -976,36 +1021,23 @@ static void test_confinement(void **state)
 	    "&& ln -s loop1 loop2 && ln -s loop2 loop1 && echo in > inside.txt && ln -s inside.txt "
 	    "ok-link",
 	    outfile, outfile, outside, outside);
-	bad("read", "{\"file_path\":\"../outside/secret\"}",
-	    "path \"../outside/secret\" is outside the session's working directory");
-	bad("read", "{\"file_path\":\"link\"}",
-	    "path \"link\" is outside the session's working directory");
-	bad("read", "{\"file_path\":\"linkdir/secret\"}",
-	    "path \"linkdir/secret\" is outside the session's working directory");
+	out_of_workdir("read", "{\"file_path\":\"../outside/secret\"}", "../outside/secret");
+	out_of_workdir("read", "{\"file_path\":\"link\"}", "link");
+	out_of_workdir("read", "{\"file_path\":\"linkdir/secret\"}", "linkdir/secret");
 	snprintf(in, sizeof(in), "{\"file_path\":\"%s\"}", outfile);
-	{
-		char want[TEST_PATH_MAX * 3];
-
-		snprintf(want, sizeof(want),
-			 "path \"%s\" is outside the session's working directory", outfile);
-		bad("read", in, want);
-	}
-	bad("read", "{\"file_path\":\"/etc/passwd\"}",
-	    "path \"/etc/passwd\" is outside the session's working directory");
+	out_of_workdir("read", in, outfile);
+	out_of_workdir("read", "{\"file_path\":\"/etc/passwd\"}", "/etc/passwd");
 	bad("read", "{\"file_path\":\"loop1\"}",
 	    "path \"loop1\": too many levels of symbolic links");
 	ok("read", "{\"file_path\":\"ok-link\"}", "in\n");
 	/* a dangling link out: refused, nothing made outside */
-	bad("write", "{\"file_path\":\"dangling\",\"content\":\"x\"}",
-	    "path \"dangling\" is outside the session's working directory");
+	out_of_workdir("write", "{\"file_path\":\"dangling\",\"content\":\"x\"}", "dangling");
 	snprintf(in, sizeof(in), "%s/new", outside);
 	assert_false(exists(in));
-	bad("write", "{\"file_path\":\"linkdir/x\",\"content\":\"x\"}",
-	    "path \"linkdir/x\" is outside the session's working directory");
-	bad("edit", "{\"file_path\":\"link\",\"old_string\":\"s\",\"new_string\":\"x\"}",
-	    "path \"link\" is outside the session's working directory");
-	bad("grep", "{\"pattern\":\"secret\",\"path\":\"linkdir\"}",
-	    "path \"linkdir\" is outside the session's working directory");
+	out_of_workdir("write", "{\"file_path\":\"linkdir/x\",\"content\":\"x\"}", "linkdir/x");
+	out_of_workdir("edit", "{\"file_path\":\"link\",\"old_string\":\"s\",\"new_string\":\"x\"}",
+		       "link");
+	out_of_workdir("grep", "{\"pattern\":\"secret\",\"path\":\"linkdir\"}", "linkdir");
 	/* glob does not walk through a link out */
 	ok("glob", "{\"pattern\":\"**/secret\"}", "no matches");
 	ok("glob", "{\"pattern\":\"linkdir/*\"}", "no matches");
@@ -1077,8 +1109,53 @@ static const char *names(const struct toolset *ts)
 	return buf;
 }
 
+/* TS offers NAME as a tool of KIND under the policy POL. */
+static void expect_kind(const struct toolset *ts, const char *name, enum tool_kind kind,
+			enum tool_policy pol)
+{
+	enum tool_policy got;
+
+	assert_int_equal(toolset_kind(ts, name, &got), kind);
+	assert_int_equal(got, pol);
+}
+
+/* TS offers TOOL of the MCP server SERVER under the policy POL. */
+static void expect_mcp_policy(const struct toolset *ts, const char *server, const char *tool,
+			      enum tool_policy pol)
+{
+	enum tool_policy got;
+
+	assert_int_equal(toolset_mcp_policy(ts, server, tool, &got), 1);
+	assert_int_equal(got, pol);
+}
+
 static void test_toolset_builtins(void **state)
 {
+	/* configurations of the toolset: the names offered, and some of them with their policy */
+	static const struct {
+		const char *tools, *names;
+		struct {
+			const char *name;
+			enum tool_policy pol;
+		} offered[2];
+	} configured[] = {
+		/* defaults off, some on; web_fetch is never offered */
+		{ "[{\"type\":\"agent_toolset_20260401\",\"default_config\":{\"enabled\":false,"
+		  "\"permission_policy\":{\"type\":\"always_ask\"}},"
+		  "\"configs\":[{\"name\":\"read\",\"enabled\":true},{\"name\":\"bash\","
+		  "\"type\":\"bash\",\"enabled\":true,"
+		  "\"permission_policy\":{\"type\":\"always_allow\"}},{\"name\":\"web_fetch\","
+		  "\"enabled\":true,\"allowed_domains\":[\"example.com\"]}]}]",
+		  "bash read",
+		  { { "bash", TOOL_ALLOW }, { "read", TOOL_ASK } } },
+		/* the resolved shape of an agent as the API returns it; auto asks */
+		{ "[{\"type\":\"agent_toolset_20260401\",\"default_config\":{\"enabled\":true,"
+		  "\"permission_policy\":{\"type\":\"auto\"}},\"configs\":[{\"name\":\"grep\","
+		  "\"enabled\":false,\"permission_policy\":{\"type\":\"always_allow\"}},"
+		  "{\"name\":\"edit\",\"enabled\":null,\"permission_policy\":null}]}]",
+		  "bash read write edit glob",
+		  { { "edit", TOOL_ASK } } },
+	};
 	struct toolset ts;
 	enum tool_policy pol;
 	(void)state;
@@ -1091,36 +1168,20 @@ static void test_toolset_builtins(void **state)
 		assert_true(json_equal(want, json_array_get(ts.definitions, i)));
 		json_decref(want);
 	}
-	assert_int_equal(toolset_kind(&ts, "bash", &pol), TOOL_BUILTIN);
-	assert_int_equal(pol, TOOL_ALLOW);
+	expect_kind(&ts, "bash", TOOL_BUILTIN, TOOL_ALLOW);
 	assert_int_equal(toolset_kind(&ts, "web_fetch", &pol), TOOL_UNKNOWN);
 	assert_int_equal(toolset_kind(&ts, "nope", &pol), TOOL_UNKNOWN);
 	toolset_release(&ts);
 
-	/* defaults off, some on; web_fetch is never offered */
-	load("[{\"type\":\"agent_toolset_20260401\",\"default_config\":{\"enabled\":false,"
-	     "\"permission_policy\":{\"type\":\"always_ask\"}},\"configs\":[{\"name\":\"read\","
-	     "\"enabled\":true},{\"name\":\"bash\",\"type\":\"bash\",\"enabled\":true,"
-	     "\"permission_policy\":{\"type\":\"always_allow\"}},{\"name\":\"web_fetch\","
-	     "\"enabled\":true,\"allowed_domains\":[\"example.com\"]}]}]",
-	     &ts);
-	assert_string_equal(names(&ts), "bash read");
-	assert_int_equal(toolset_kind(&ts, "bash", &pol), TOOL_BUILTIN);
-	assert_int_equal(pol, TOOL_ALLOW);
-	assert_int_equal(toolset_kind(&ts, "read", &pol), TOOL_BUILTIN);
-	assert_int_equal(pol, TOOL_ASK);
-	toolset_release(&ts);
-
-	/* the resolved shape of an agent as the API returns it; auto asks */
-	load("[{\"type\":\"agent_toolset_20260401\",\"default_config\":{\"enabled\":true,"
-	     "\"permission_policy\":{\"type\":\"auto\"}},\"configs\":[{\"name\":\"grep\","
-	     "\"enabled\":false,\"permission_policy\":{\"type\":\"always_allow\"}},{\"name\":"
-	     "\"edit\",\"enabled\":null,\"permission_policy\":null}]}]",
-	     &ts);
-	assert_string_equal(names(&ts), "bash read write edit glob");
-	assert_int_equal(toolset_kind(&ts, "edit", &pol), TOOL_BUILTIN);
-	assert_int_equal(pol, TOOL_ASK);
-	toolset_release(&ts);
+	for (size_t i = 0; i < UNIT_LEN(configured); i++) {
+		load(configured[i].tools, &ts);
+		assert_string_equal(names(&ts), configured[i].names);
+		for (size_t k = 0; k < UNIT_LEN(configured[i].offered); k++)
+			if (configured[i].offered[k].name)
+				expect_kind(&ts, configured[i].offered[k].name, TOOL_BUILTIN,
+					    configured[i].offered[k].pol);
+		toolset_release(&ts);
+	}
 
 	load(NULL, &ts);
 	assert_int_equal(json_array_size(ts.definitions), 0);
@@ -1157,16 +1218,12 @@ static void test_toolset_custom_mcp(void **state)
 	want = json_loads(custom, 0, NULL);
 	assert_true(json_equal(want, json_array_get(ts.definitions, 0)));
 	json_decref(want);
-	assert_int_equal(toolset_kind(&ts, "get_weather", &pol), TOOL_CUSTOM);
-	assert_int_equal(pol, TOOL_ALLOW);
+	expect_kind(&ts, "get_weather", TOOL_CUSTOM, TOOL_ALLOW);
 	assert_int_equal(toolset_kind(&ts, "bash", &pol), TOOL_CUSTOM);
 	/* MCP: always_ask by default, then each server's and tool's configuration */
-	assert_int_equal(toolset_mcp_policy(&ts, "gh", "anything", &pol), 1);
-	assert_int_equal(pol, TOOL_ASK);
-	assert_int_equal(toolset_mcp_policy(&ts, "docs", "other", &pol), 1);
-	assert_int_equal(pol, TOOL_ALLOW);
-	assert_int_equal(toolset_mcp_policy(&ts, "docs", "search", &pol), 1);
-	assert_int_equal(pol, TOOL_ASK);
+	expect_mcp_policy(&ts, "gh", "anything", TOOL_ASK);
+	expect_mcp_policy(&ts, "docs", "other", TOOL_ALLOW);
+	expect_mcp_policy(&ts, "docs", "search", TOOL_ASK);
 	assert_int_equal(toolset_mcp_policy(&ts, "docs", "drop", &pol), 0);
 	assert_int_equal(toolset_mcp_policy(&ts, "nope", "x", &pol), -1);
 	assert_int_equal(toolset_kind(&ts, "gh", &pol), TOOL_UNKNOWN);
