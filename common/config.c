@@ -191,6 +191,11 @@ static const struct config_key keys[] = {
 		"1 lets the model's built-in tools run on a backend without isolation (local: host "
 		"processes of the runner's account, which read what it can read: for tests and "
 		"development only); 0 answers each with an error result naming this setting"),
+	KEY_NUM("runner", "mcp_local_addresses", CONFIG_INT, runner_mcp_local_addresses, 0, 1, 0,
+		"1 lets an agent's MCP server be at an address of this machine (loopback, "
+		"link-local, its interfaces': a server beside the runner, for tests and "
+		"development); 0 refuses such a server (mcp_connection_failed_error), so that an "
+		"agent's URL cannot reach the runner's host"),
 
 	KEY_STR("vault", "key_file", vault_key_file, "", CONFIG_ABSOLUTE,
 		"the vault key: a file of exactly 32 random bytes, readable by the API and the "

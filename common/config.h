@@ -144,6 +144,7 @@ struct config {
 	long runner_max_round_trips;
 	long runner_mcp_call_timeout_s;
 	int runner_host_tools; /* 1: built-in tools may run on a backend without isolation */
+	int runner_mcp_local_addresses; /* 1: MCP servers may be at this machine's addresses */
 
 	char vault_key_file[CONFIG_STR_MAX];
 

@@ -5,19 +5,23 @@
 #include "mcp.h"
 #include "mcp_answer.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "../common/clock.h"
+#include "../common/hostaddr.h"
 #include "../common/redact.h"
 #include "../sandbox/transfer.h"
 
 #define MCP_PROTOCOLS "http,https"
 #define MCP_USER_AGENT MCP_CLIENT_NAME "/" MCP_CLIENT_VERSION
-#define MCP_VERSION_MAX 32 /* bytes of a protocol version kept */
+#define MCP_VERSION_MAX 32			/* bytes of a protocol version kept */
+#define MCP_REFUSED_MAX (INET6_ADDRSTRLEN + 96) /* the refusal of an address of this machine */
 #define MCP_METHOD_NOT_FOUND (-32601L)
 
 /* The protocol versions whose tools/list and tools/call this client speaks: the one it asks for
@@ -37,6 +41,7 @@ struct mcp_client {
 	char protocol[MCP_VERSION_MAX]; /* agreed at initialize; "" before */
 	long long next_id;
 	char errbuf[CURL_ERROR_SIZE];
+	char refused[INET6_ADDRSTRLEN]; /* the address open_socket last refused, or "" */
 };
 
 static void wipe(void *p, size_t n)
@@ -68,6 +73,27 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
 	/* 0 ends the transfer (CURLE_WRITE_ERROR): the reader has decided */
 	return mcp_answer_feed(arg, data, size * nmemb) ? 0 : size * nmemb;
+}
+
+/* libcurl's socket for each address it tries: none for an address of this machine unless the
+ * limits allow it (mcp_limits.local_addresses). Checked here, on the address being dialled, so
+ * that a name resolving to one (or re-resolving, between requests) is refused too. */
+static curl_socket_t open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct mcp_client *c = arg;
+	const void *addr = NULL;
+
+	(void)purpose;
+	if (a->family == AF_INET)
+		addr = &((const struct sockaddr_in *)(const void *)&a->addr)->sin_addr;
+	else if (a->family == AF_INET6)
+		addr = &((const struct sockaddr_in6 *)(const void *)&a->addr)->sin6_addr;
+	if (!c->lim.local_addresses && (!addr || hostaddr_is_local(a->family, addr))) {
+		if (!addr || !inet_ntop(a->family, addr, c->refused, sizeof(c->refused)))
+			snprintf(c->refused, sizeof(c->refused), "(family %d)", a->family);
+		return CURL_SOCKET_BAD;
+	}
+	return socket(a->family, a->socktype, a->protocol);
 }
 
 /* Append "NAME: VALUE" to *LIST. -1 when out of memory. */
@@ -176,7 +202,7 @@ static int exchange(struct mcp_client *c, const json_t *msg, long long id, long 
 	struct mcp_answer a;
 	enum run_end end;
 	const char *broken = NULL;
-	char *body = NULL;
+	char *body = NULL, refused[MCP_REFUSED_MAX];
 	curl_off_t connected = 0;
 	CURLcode rc;
 	int ret = -1;
@@ -192,7 +218,7 @@ static int exchange(struct mcp_client *c, const json_t *msg, long long id, long 
 		mcp_fail(err, MCP_ERR_NOMEM, "out of memory building a request");
 		goto out;
 	}
-	c->errbuf[0] = '\0';
+	c->errbuf[0] = c->refused[0] = '\0';
 	if (msg) {
 		curl_easy_setopt(c->easy, CURLOPT_CUSTOMREQUEST, NULL);
 		curl_easy_setopt(c->easy, CURLOPT_POSTFIELDS, body);
@@ -229,10 +255,17 @@ static int exchange(struct mcp_client *c, const json_t *msg, long long id, long 
 		err->http_status = a.status;
 		goto out;
 	}
-	if (end == RUN_BROKEN)
+	if (end == RUN_BROKEN) {
 		broken = "the transfer failed";
-	else if (end == RUN_ENDED && rc != CURLE_OK && !a.failed)
+	} else if (end == RUN_ENDED && rc != CURLE_OK && !a.failed && c->refused[0] && !connected) {
+		snprintf(refused, sizeof(refused),
+			 "the server's address %s is this machine's, refused unless [runner] "
+			 "mcp_local_addresses = 1",
+			 c->refused);
+		broken = refused;
+	} else if (end == RUN_ENDED && rc != CURLE_OK && !a.failed) {
 		broken = c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc);
+	}
 	ret = mcp_answer_finish(&a, broken, result, err);
 	if (!ret && a.session_id[0])
 		memcpy(c->session_id, a.session_id, sizeof(c->session_id));
@@ -453,6 +486,8 @@ struct mcp_client *mcp_connect(const char *url, const char *bearer, const struct
 	curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, c->errbuf);
+	curl_easy_setopt(c->easy, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	curl_easy_setopt(c->easy, CURLOPT_OPENSOCKETDATA, c);
 	if (initialize(c, err)) {
 		c->session_id[0] = '\0'; /* nothing to end */
 		mcp_close(c);

@@ -93,6 +93,10 @@ struct mcp_limits {
 	size_t answer_max;	 /* MCP_ANSWER_MAX */
 	size_t result_text_max;	 /* MCP_RESULT_TEXT_MAX */
 	size_t tools_max;	 /* MCP_TOOLS_MAX */
+	/* 1: the server may be at an address of this machine (common/hostaddr.h: loopback,
+	 * link-local, its interfaces'); 0, the default: such an address is refused, so that an
+	 * agent's URL cannot reach the runner's host ([runner] mcp_local_addresses) */
+	int local_addresses;
 };
 
 struct mcp_client;

@@ -472,8 +472,10 @@ static const char *turn_bearer(struct turn *t, const char *url, const char **why
 static int turn_mcp_open(struct turn *t)
 {
 	json_t *servers = json_object_get(t->agent, "mcp_servers"), *srv;
-	const struct mcp_limits limits = { .call_timeout_ms =
-						   t->r->cfg->runner_mcp_call_timeout_s * 1000 };
+	const struct mcp_limits limits = {
+		.call_timeout_ms = t->r->cfg->runner_mcp_call_timeout_s * 1000,
+		.local_addresses = t->r->cfg->runner_mcp_local_addresses,
+	};
 	size_t i;
 
 	if (mcp_names_init(&t->names))

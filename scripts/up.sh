@@ -23,7 +23,9 @@
 #
 # Environment: RUNDIR PORT BACKEND WORKSPACE WORKERS LOG_LEVEL BUILD_DIR SERVER MODEL_BASE_URL,
 # RECONCILER=1 to also run the reconciler in --loop mode in the background, RUNNER=0 to leave
-# the runner out, and SKIP_INSTALL_DEPS=1 to skip scripts/install-deps.sh.
+# the runner out, RUNNER_MCP_LOCAL=1 to let agents' MCP servers be on this machine ([runner]
+# mcp_local_addresses: the README's walk-through), and SKIP_INSTALL_DEPS=1 to skip
+# scripts/install-deps.sh.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -77,6 +77,8 @@ api_config() {
 			# RUNNER_HOST_TOOLS=1: the model's tools may run as host processes (local)
 			printf '\n[runner]\n'
 			_stack_ini_line host_tools "${RUNNER_HOST_TOOLS:-}"
+			# RUNNER_MCP_LOCAL=1: agents' MCP servers may be on this machine
+			_stack_ini_line mcp_local_addresses "${RUNNER_MCP_LOCAL:-}"
 			# one tailer per nginx (docs/events.md): API_TAILER=0 for the other
 			# supervisors behind it on the same database
 			printf '\n[stream]\n'

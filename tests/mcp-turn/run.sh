@@ -23,6 +23,9 @@
 #   demo         the README's walk-through (tests/mcp-turn/demo.mjs), its output as the README says
 #   kill -9      of the runner while a call hangs at the server: the next runner ends the turn
 #                with an error result saying the outcome is unknown; the server counted one call
+#   local        a runner without [runner] mcp_local_addresses: the server (on loopback) is
+#                refused, a session.error mcp_connection_failed_error names the address and the
+#                setting, nothing reaches the server
 #   secrets      no token in any API answer (vaults and credentials retrieved and listed), event,
 #                request to the model; then `grep -r` over the run directory (logs of the API,
 #                the runner, nginx, the fakes; MariaDB's general log, on for this part, the
@@ -103,9 +106,11 @@ echo "  MCP server $MCP, fake model $FAKE, nothing at $DEAD"
 	umask 077
 	cat "$CONFIG"
 	printf '\n; tests/mcp-turn/run.sh\n[model]\nbase_url = %s\n' "$FAKE"
-	# host_tools: the sandbox check runs `env` with bash on the stack's local backend
+	# host_tools: the sandbox check runs `env` with bash on the stack's local backend;
+	# mcp_local_addresses: the MCP server is on loopback
 	printf '\n[runner]\nlease_seconds = %s\nmcp_call_timeout_seconds = %s\nhost_tools = 1\n' \
 		"$LEASE_S" "$CALL_TIMEOUT_S"
+	printf 'mcp_local_addresses = 1\n'
 ) >"$RUN/$NAME.ini" || exit 1
 check "[runner] mcp_call_timeout_seconds reads back as $CALL_TIMEOUT_S" \
 	test "$(api_setting "$RUN" "$NAME" runner mcp_call_timeout_seconds)" = "$CALL_TIMEOUT_S"
@@ -170,6 +175,16 @@ if [ -s "$T/state" ] && pid=$(stack_running "$RUN/runner.pid" terrarium-runner);
 	driver kill-finish
 else
 	not_ok "the kill: no call running, or no runner"
+fi
+
+# the same runner without [runner] mcp_local_addresses: the MCP server on loopback is refused
+runner_stop "$RUN"
+{ cat "$RUN/$NAME.ini" && printf '\n[runner]\nmcp_local_addresses = 0\n'; } >"$RUN/$NAME-refuse.ini" ||
+	exit 1
+if (runner_start "$RUN" "$NAME-refuse"); then
+	driver local
+else
+	not_ok "a runner without mcp_local_addresses starts"
 fi
 
 runner_stop "$RUN"

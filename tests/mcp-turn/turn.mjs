@@ -7,6 +7,7 @@
 //   node tests/mcp-turn/turn.mjs main          every scenario but the kill
 //   node tests/mcp-turn/turn.mjs kill-start    a call that hangs: its state to MCP_TURN_STATE
 //   node tests/mcp-turn/turn.mjs kill-finish   after run.sh killed the runner and started one
+//   node tests/mcp-turn/turn.mjs local         a runner without [runner] mcp_local_addresses
 //
 // Environment: TERRARIUM_URL, TERRARIUM_KEY; MCP_URL (the MCP server), MCP_DEAD_URL (an MCP URL
 // nothing listens on), FAKE_URL (the fake model), MCP_TOKEN (the bearer the server wants) and
@@ -506,6 +507,20 @@ async function killFinish() {
   await secrets(ids, [id]);
 }
 
+// ---- a runner that refuses this machine's addresses (the MCP server is on loopback) ----
+
+async function local() {
+  const ids = await setup();
+  const id = await unusable(ids, 'local address', {}, 'mcp_connection_failed_error', SERVER);
+  const err = ofType(await listEvents(id), 'session.error')[0]?.error;
+  check("local address: the error names the address and [runner] mcp_local_addresses", () => {
+    assert.match(err.message, /127\.0\.0\.1/);
+    assert.match(err.message, /mcp_local_addresses/);
+  });
+  const log = await serverLog();
+  check('local address: nothing reached the server', () => assert.deepEqual(log.filter((e) => e.http), []));
+}
+
 async function main() {
   const ids = await setup();
   const sessions = [];
@@ -521,7 +536,7 @@ async function main() {
   await secrets(ids, sessions);
 }
 
-const commands = { main, 'kill-start': killStart, 'kill-finish': killFinish };
+const commands = { main, 'kill-start': killStart, 'kill-finish': killFinish, local };
 const cmd = commands[process.argv[2]];
 if (!cmd) {
   console.error(`usage: turn.mjs ${Object.keys(commands).join('|')}`);

@@ -1,9 +1,10 @@
 /* The MCP client (runner/mcp.c) against a real MCP server built on the official TypeScript SDK
  * (tests/mcp/server.mjs): initialize, tools/list over pages and tools/call with SSE and with JSON
  * answers, the session id and protocol version on every later request, a forgotten session, the
- * bearer (right, wrong, none), a refused connection, a server that never answers, a tool that
- * hangs (timeout, then notifications/cancelled), a cancel, the size caps, JSON-RPC errors, an
- * unknown protocol version; then the names the model is offered for the server's tools.
+ * bearer (right, wrong, none), a refused connection, this machine's addresses refused by
+ * default, a server that never answers, a tool that hangs (timeout, then
+ * notifications/cancelled), a cancel, the size caps, JSON-RPC errors, an unknown protocol
+ * version; then the names the model is offered for the server's tools.
  * tests/mcp/run.sh starts the server and sets MCP_TEST_URL (its base) and MCP_TEST_TOKEN. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +38,11 @@
 #define SERVER_TOOLS 8	      /* tools server.mjs offers (two a page) */
 
 static const char *base_url, *token;
+
+/* The server runs on loopback: every client here may reach this machine's addresses but the
+ * ones test_local_refused makes. */
+#define HERE .local_addresses = 1
+static const struct mcp_limits here = { HERE };
 
 /* METHOD PATH on the server's control routes; its JSON answer (new reference). A test failure
  * unless it answers 200. */
@@ -102,7 +108,8 @@ static struct mcp_client *connect_ok(const char *route, const char *bearer,
 				     const struct mcp_limits *lim)
 {
 	struct mcp_error err;
-	struct mcp_client *c = mcp_connect(url_of(route), bearer, lim, NULL, NULL, &err);
+	struct mcp_client *c =
+		mcp_connect(url_of(route), bearer, lim ? lim : &here, NULL, NULL, &err);
 
 	if (!c)
 		fail_msg("connect %s: kind %d, HTTP %ld: %s", route, err.kind, err.http_status,
@@ -348,14 +355,14 @@ static void test_bearer(void **state)
 	json_decref(log);
 
 	snprintf(wrong, sizeof(wrong), "%s-wrong", token);
-	assert_null(mcp_connect(url_of("/mcp-auth"), wrong, NULL, NULL, NULL, &err));
+	assert_null(mcp_connect(url_of("/mcp-auth"), wrong, &here, NULL, NULL, &err));
 	assert_int_equal(err.kind, MCP_ERR_AUTH);
 	assert_int_equal(err.http_status, 401);
 	assert_string_equal(mcp_error_type(&err), "mcp_authentication_failed_error");
 	assert_null(strstr(err.message, token));
 	assert_non_null(strstr(err.message, "invalid token"));
 
-	assert_null(mcp_connect(url_of("/mcp-auth"), NULL, NULL, NULL, NULL, &err));
+	assert_null(mcp_connect(url_of("/mcp-auth"), NULL, &here, NULL, NULL, &err));
 	assert_int_equal(err.kind, MCP_ERR_AUTH);
 	assert_int_equal(err.http_status, 401);
 	assert_string_equal(mcp_error_type(&err), "mcp_authentication_failed_error");
@@ -370,7 +377,7 @@ static void test_invalid(void **state)
 	(void)state;
 	assert_null(mcp_connect("ftp://127.0.0.1/mcp", NULL, NULL, NULL, NULL, &err));
 	assert_int_equal(err.kind, MCP_ERR_INVALID);
-	assert_null(mcp_connect(url_of("/mcp-auth"), "abc\r\nX-Evil: 1", NULL, NULL, NULL, &err));
+	assert_null(mcp_connect(url_of("/mcp-auth"), "abc\r\nX-Evil: 1", &here, NULL, NULL, &err));
 	assert_int_equal(err.kind, MCP_ERR_INVALID);
 	assert_null(strstr(err.message, "abc"));
 	assert_null(strstr(err.message, "Evil"));
@@ -397,7 +404,7 @@ static void test_refused(void **state)
 	close(fd); /* the port is free: nothing listens on it */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/mcp", ntohs(sa.sin_port));
 	t0 = clock_mono_ms();
-	assert_null(mcp_connect(url, token, NULL, NULL, NULL, &err));
+	assert_null(mcp_connect(url, token, &here, NULL, NULL, &err));
 	assert_true(clock_mono_ms() - t0 < SLACK_MS);
 	assert_int_equal(err.kind, MCP_ERR_CONNECTION);
 	assert_int_equal(err.http_status, 0);
@@ -405,10 +412,37 @@ static void test_refused(void **state)
 	assert_null(strstr(err.message, token));
 }
 
+/* The client's default: no connection to an address of this machine (common/hostaddr.h),
+ * written as one or as a name that resolves to one, and nothing reaches the server. */
+static void test_local_refused(void **state)
+{
+	static const char *const hosts[] = { "127.0.0.1", "localhost" };
+	const char *port = strrchr(base_url, ':'); /* MCP_TEST_URL is http://127.0.0.1:PORT */
+	struct mcp_error err;
+	char url[512];
+	json_t *log;
+
+	(void)state;
+	assert_non_null(port);
+	reset_log();
+	for (size_t i = 0; i < UNIT_LEN(hosts); i++) {
+		snprintf(url, sizeof(url), "http://%s%s/mcp", hosts[i], port);
+		assert_null(mcp_connect(url, token, NULL, NULL, NULL, &err));
+		assert_int_equal(err.kind, MCP_ERR_CONNECTION);
+		assert_string_equal(mcp_error_type(&err), "mcp_connection_failed_error");
+		if (!strstr(err.message, "127.0.0.1") && !strstr(err.message, "::1"))
+			fail_msg("%s: the refusal names no address: %s", hosts[i], err.message);
+		assert_non_null(strstr(err.message, "[runner] mcp_local_addresses"));
+	}
+	log = server_log();
+	assert_int_equal(json_array_size(log), 0);
+	json_decref(log);
+}
+
 /* A server that takes the request and never answers: initialize times out at its limit. */
 static void test_stall(void **state)
 {
-	struct mcp_limits lim = { .request_timeout_ms = SHORT_MS };
+	struct mcp_limits lim = { .request_timeout_ms = SHORT_MS, HERE };
 	struct mcp_error err;
 	long long t0 = clock_mono_ms(), took;
 
@@ -428,7 +462,7 @@ static void test_version(void **state)
 	struct mcp_error err;
 
 	(void)state;
-	assert_null(mcp_connect(url_of("/mcp-old"), NULL, NULL, NULL, NULL, &err));
+	assert_null(mcp_connect(url_of("/mcp-old"), NULL, &here, NULL, NULL, &err));
 	assert_int_equal(err.kind, MCP_ERR_PROTOCOL);
 	assert_non_null(strstr(err.message, "1999-01-01"));
 }
@@ -459,7 +493,7 @@ static long long told_cancelled(const char *reason)
  * usable. */
 static void hang_on(void **state)
 {
-	struct mcp_limits lim = { .call_timeout_ms = SHORT_MS };
+	struct mcp_limits lim = { .call_timeout_ms = SHORT_MS, HERE };
 	struct mcp_client *c = connect_ok(*state, NULL, &lim);
 	struct mcp_result r;
 	struct mcp_error err;
@@ -492,7 +526,8 @@ static int stop_after(void *arg)
  * callback's first yes; a cancel before connecting stops at once, and is not reported. */
 static void test_cancel(void **state)
 {
-	struct mcp_limits lim = { .call_timeout_ms = 10 * CANCEL_AFTER_MS }; /* a cancel not seen */
+	struct mcp_limits lim = { .call_timeout_ms = 10 * CANCEL_AFTER_MS,
+				  HERE }; /* a cancel not seen */
 	struct mcp_client *c;
 	struct mcp_result r;
 	struct mcp_error err;
@@ -514,7 +549,7 @@ static void test_cancel(void **state)
 	mcp_close(c);
 
 	at = clock_mono_ms();
-	assert_null(mcp_connect(url_of("/mcp"), NULL, NULL, stop_after, &at, &err));
+	assert_null(mcp_connect(url_of("/mcp"), NULL, &here, stop_after, &at, &err));
 	assert_int_equal(err.kind, MCP_ERR_CANCELLED);
 }
 
@@ -523,7 +558,7 @@ static void test_cancel(void **state)
 /* A result over the text cap: cut on a character boundary, a note saying so. */
 static void test_text_cap(void **state)
 {
-	struct mcp_limits lim = { .result_text_max = TEXT_CAP };
+	struct mcp_limits lim = { .result_text_max = TEXT_CAP, HERE };
 	struct mcp_client *c = connect_ok("/mcp-json", NULL, &lim);
 	struct mcp_result r;
 	char args[64], *got;
@@ -559,7 +594,7 @@ static void test_text_cap(void **state)
 static void test_answer_cap(void **state)
 {
 	static const char *const routes[] = { "/mcp", "/mcp-json" };
-	struct mcp_limits lim = { .answer_max = ANSWER_CAP };
+	struct mcp_limits lim = { .answer_max = ANSWER_CAP, HERE };
 	struct mcp_result r;
 	struct mcp_error err;
 	json_t *args = json_pack("{s:i}", "bytes", HUGE_BYTES);
@@ -581,7 +616,7 @@ static void test_answer_cap(void **state)
 /* More tools than the client takes. */
 static void test_tools_cap(void **state)
 {
-	struct mcp_limits lim = { .tools_max = 3 };
+	struct mcp_limits lim = { .tools_max = 3, HERE };
 	struct mcp_client *c = connect_ok("/mcp", NULL, &lim);
 	struct mcp_error err;
 	json_t *tools;
@@ -646,7 +681,8 @@ int main(void)
 		ON_ROUTE(test_sse, one_mode, "/mcp"),
 		ON_ROUTE(test_json, one_mode, "/mcp-json"),
 		UNIT_TESTS(test_stateless, test_session_forgotten, test_results, test_rpc_errors,
-			   test_bearer, test_invalid, test_refused, test_stall, test_version),
+			   test_bearer, test_invalid, test_refused, test_local_refused, test_stall,
+			   test_version),
 		ON_ROUTE(test_hang_sse, hang_on, "/mcp"),
 		ON_ROUTE(test_hang_json, hang_on, "/mcp-json"),
 		UNIT_TESTS(test_cancel, test_text_cap, test_answer_cap, test_tools_cap,

@@ -287,6 +287,7 @@ static void test_bounds(void **state)
 		{ "runner", "max_round_trips", 1, 100000, 0 },
 		{ "runner", "mcp_call_timeout_seconds", 1, 3600, 0 },
 		{ "runner", "host_tools", 0, 1, 0 },
+		{ "runner", "mcp_local_addresses", 0, 1, 0 },
 		{ "sandbox", "cache_max_age_days", 0, 3650, 0 },
 		{ "reconciler", "lease_seconds", 1, 86400, 0 },
 		{ "reconciler", "max_attempts", 1, 1000, 0 },
