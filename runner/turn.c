@@ -402,7 +402,7 @@ static int run_mcp(struct turn *t, const struct tool_use *u)
 	struct mcp_result res = { 0 };
 	struct mcp_error err = { 0 };
 	struct turn_mcp *m = NULL;
-	char msg[MCP_ERROR_MAX + 128];
+	char msg[MCP_ERROR_MAX + 192]; /* the server's and the tool's names (64 bytes each) first */
 	int rc;
 
 	for (int i = 0; i < t->nmcp; i++)
@@ -420,7 +420,8 @@ static int run_mcp(struct turn *t, const struct tool_use *u)
 	if (mcp_call(m->client, u->name, u->input, &res, &err)) {
 		if (t->stopping || t->lost)
 			return -1;
-		snprintf(msg, sizeof(msg), "%s", err.message);
+		snprintf(msg, sizeof(msg), "MCP server '%.64s', tool '%.64s': %s", m->name, u->name,
+			 err.message);
 		return mcp_answer(t, u->id, msg);
 	}
 	{

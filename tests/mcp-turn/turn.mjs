@@ -347,7 +347,8 @@ async function hang(ids) {
     assert.equal(use?.evaluated_permission, 'allow');
     assert.ok(!evs.some((e) => idleReason(e) === 'requires_action'));
   });
-  const said = `no answer from the server within ${CALL_TIMEOUT_S * 1000} ms`; // runner/mcp.c
+  // runner/turn.c names the server and the tool before runner/mcp.c's words
+  const said = `MCP server '${SERVER}', tool 'hang': no answer from the server within ${CALL_TIMEOUT_S * 1000} ms`;
   check(`hang: an error result saying no answer came within ${CALL_TIMEOUT_S} s (${ms} ms)`, () => {
     assert.deepEqual(results.map((e) => e.type), ['agent.mcp_tool_result']);
     assert.equal(results[0].is_error, true);
