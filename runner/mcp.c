@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "../common/clock.h"
 #include "../common/hostaddr.h"
@@ -77,7 +78,8 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 
 /* libcurl's socket for each address it tries: none for an address of this machine unless the
  * limits allow it (mcp_limits.local_addresses). Checked here, on the address being dialled, so
- * that a name resolving to one (or re-resolving, between requests) is refused too. */
+ * that a name resolving to one (or re-resolving, between requests) is refused too; a refusal
+ * ends the connect (libcurl tries no other address of the name). */
 static curl_socket_t open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
 	struct mcp_client *c = arg;
@@ -93,7 +95,8 @@ static curl_socket_t open_socket(void *arg, curlsocktype purpose, struct curl_so
 			snprintf(c->refused, sizeof(c->refused), "(family %d)", a->family);
 		return CURL_SOCKET_BAD;
 	}
-	return socket(a->family, a->socktype, a->protocol);
+	/* close-on-exec: nothing the runner forks may inherit the connection */
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
 /* Append "NAME: VALUE" to *LIST. -1 when out of memory. */
