@@ -189,8 +189,8 @@ static enum db_status fields_from_row(struct db *db, const char *id, const struc
 	enum db_status st;
 
 	memset(f, 0, sizeof(*f));
-	st = db_json_load(db, db_cell(rows, 0, ENV_C_METADATA), "environment", id, "metadata",
-			  &f->metadata);
+	st = db_json_load_object(db, db_cell(rows, 0, ENV_C_METADATA), "environment", id,
+				 "metadata", &f->metadata);
 	if (!st)
 		st = db_json_load(db, db_cell(rows, 0, ENV_C_CONFIG), "environment", id, "config",
 				  &f->config);

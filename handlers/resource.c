@@ -332,7 +332,7 @@ enum db_status meta_change_load(struct db *db, const char *stored, const char *k
 	enum db_status st;
 
 	memset(m, 0, sizeof(*m));
-	st = db_json_load(db, stored, kind, id, "metadata", &m->old);
+	st = db_json_load_object(db, stored, kind, id, "metadata", &m->old);
 	if (st)
 		return st;
 	m->meta = meta_patch(m->old, patch, "metadata", err);

@@ -58,7 +58,8 @@ static json_t *session_object(struct db *db, const struct db_rows *rows, unsigne
 
 	/* the MCP server list is optional (SQL NULL: the agent's own) */
 	if (db_json_load(db, db_cell(rows, r, SES_C_AGENT), "session", id, "agent", &agent) ||
-	    db_json_load(db, db_cell(rows, r, SES_C_METADATA), "session", id, "metadata", &meta) ||
+	    db_json_load_object(db, db_cell(rows, r, SES_C_METADATA), "session", id, "metadata",
+				&meta) ||
 	    (mcp_text && db_json_load(db, mcp_text, "session", id, "MCP servers", &mcp)) ||
 	    db_json_load(db, db_cell(rows, r, SES_C_VAULT_IDS), "session", id, "vault ids",
 			 &vaults)) {

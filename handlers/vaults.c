@@ -31,8 +31,8 @@ static json_t *vault_object(struct db *db, const struct db_rows *rows, unsigned 
 	const char *archived = db_cell(rows, r, VAULT_C_ARCHIVED);
 	json_t *meta = NULL;
 
-	if (db_json_load(db, db_cell(rows, r, VAULT_C_METADATA), "vault",
-			 db_cell(rows, r, VAULT_C_ID), "metadata", &meta))
+	if (db_json_load_object(db, db_cell(rows, r, VAULT_C_METADATA), "vault",
+				db_cell(rows, r, VAULT_C_ID), "metadata", &meta))
 		return NULL;
 	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:o}", "id", db_cell(rows, r, VAULT_C_ID),
 			 "type", "vault", "display_name", db_cell(rows, r, VAULT_C_NAME),
@@ -50,8 +50,8 @@ static json_t *cred_object(struct db *db, const struct db_rows *rows, unsigned r
 	const char *name = db_cell(rows, r, CRED_C_NAME);
 	json_t *meta = NULL;
 
-	if (db_json_load(db, db_cell(rows, r, CRED_C_METADATA), "credential",
-			 db_cell(rows, r, CRED_C_ID), "metadata", &meta))
+	if (db_json_load_object(db, db_cell(rows, r, CRED_C_METADATA), "credential",
+				db_cell(rows, r, CRED_C_ID), "metadata", &meta))
 		return NULL;
 	return json_pack("{s:s, s:s, s:s, s:o, s:{s:s, s:s}, s:o, s:s, s:s, s:o}", "id",
 			 db_cell(rows, r, CRED_C_ID), "type", "vault_credential", "vault_id",

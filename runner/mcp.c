@@ -260,14 +260,15 @@ static int exchange(struct mcp_client *c, const json_t *msg, long long id, long 
 	}
 	if (end == RUN_BROKEN) {
 		broken = "the transfer failed";
-	} else if (end == RUN_ENDED && rc != CURLE_OK && !a.failed && c->refused[0] && !connected) {
-		snprintf(refused, sizeof(refused),
-			 "the server's address %s is this machine's, refused unless [runner] "
-			 "mcp_local_addresses = 1",
-			 c->refused);
-		broken = refused;
 	} else if (end == RUN_ENDED && rc != CURLE_OK && !a.failed) {
 		broken = c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc);
+		if (c->refused[0] && !connected) { /* open_socket refused the address */
+			snprintf(refused, sizeof(refused),
+				 "the server's address %s is this machine's, refused unless "
+				 "[runner] mcp_local_addresses = 1",
+				 c->refused);
+			broken = refused;
+		}
 	}
 	ret = mcp_answer_finish(&a, broken, result, err);
 	if (!ret && a.session_id[0])

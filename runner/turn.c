@@ -26,6 +26,9 @@
 	"not have run: check before running it again"
 #define TURN_NO_CLIENT_RESULT "no result arrived from the client within %ld s"
 #define TURN_UNAVAILABLE "tool '%s' is not available to this agent"
+#define TURN_MCP_NAME_SHOWN 64 /* bytes of an MCP server's or tool's name in a message */
+/* a message about an MCP server: the names, the client's error and the words around them */
+#define TURN_MCP_MSG_MAX (MCP_ERROR_MAX + 2 * TURN_MCP_NAME_SHOWN + 64)
 #define STOP_END_TURN "{\"type\":\"end_turn\"}"
 
 struct turn {
@@ -402,15 +405,16 @@ static int run_mcp(struct turn *t, const struct tool_use *u)
 	struct mcp_result res = { 0 };
 	struct mcp_error err = { 0 };
 	struct turn_mcp *m = NULL;
-	char msg[MCP_ERROR_MAX + 192]; /* the server's and the tool's names (64 bytes each) first */
+	char msg[TURN_MCP_MSG_MAX];
 	int rc;
 
 	for (int i = 0; i < t->nmcp; i++)
 		if (u->server && !strcmp(t->mcp[i].name, u->server))
 			m = &t->mcp[i];
 	if (!m || !m->client) {
-		snprintf(msg, sizeof(msg), "MCP server '%.64s' is not available%s%s",
-			 u->server ? u->server : "", m ? ": " : "", m ? m->error : "");
+		snprintf(msg, sizeof(msg), "MCP server '%.*s' is not available%s%s",
+			 TURN_MCP_NAME_SHOWN, u->server ? u->server : "", m ? ": " : "",
+			 m ? m->error : "");
 		return mcp_answer(t, u->id, msg);
 	}
 	if (turn_write(t, start_change, &start, W_KEEP_STATE))
@@ -420,8 +424,8 @@ static int run_mcp(struct turn *t, const struct tool_use *u)
 	if (mcp_call(m->client, u->name, u->input, &res, &err)) {
 		if (t->stopping || t->lost)
 			return -1;
-		snprintf(msg, sizeof(msg), "MCP server '%.64s', tool '%.64s': %s", m->name, u->name,
-			 err.message);
+		snprintf(msg, sizeof(msg), "MCP server '%.*s', tool '%.*s': %s",
+			 TURN_MCP_NAME_SHOWN, m->name, TURN_MCP_NAME_SHOWN, u->name, err.message);
 		return mcp_answer(t, u->id, msg);
 	}
 	{
@@ -441,12 +445,12 @@ static enum db_status mcp_error_change(struct turn *t, struct db *db, struct ev_
 				       void *arg)
 {
 	const struct mcp_error_arg *a = arg;
-	char msg[MCP_ERROR_MAX + 128];
+	char msg[TURN_MCP_MSG_MAX];
 	json_t *ev;
 
 	(void)t;
-	snprintf(msg, sizeof(msg), "MCP server '%.64s': %s; the turn goes on without its tools",
-		 a->server, a->err->message);
+	snprintf(msg, sizeof(msg), "MCP server '%.*s': %s; the turn goes on without its tools",
+		 TURN_MCP_NAME_SHOWN, a->server, a->err->message);
 	ev = session_error(mcp_error_type(a->err), msg, "terminal");
 	/* the SDK's MCP error objects name their server */
 	if (!ev || json_object_set_new(json_object_get(ev, "error"), "mcp_server_name",

@@ -20,9 +20,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdint.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

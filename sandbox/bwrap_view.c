@@ -273,6 +273,7 @@ int bwrap_view_prepare(struct bwrap_view *v, const struct sbx *s, const char *ca
 		       size_t errsz)
 {
 	static const char *const roots[] = SBX_VIEW_ROOTS;
+	int rc = 0;
 
 	memset(v, 0, sizeof(*v));
 	v->layered = 1;
@@ -281,15 +282,11 @@ int bwrap_view_prepare(struct bwrap_view *v, const struct sbx *s, const char *ca
 		snprintf(err, errsz, "the sandbox root's path is too long");
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
-		if (root_add(v, s, roots[i], ca)) {
-			snprintf(err, errsz,
-				 "the sandbox view has more than %d entries (or memory ran out)",
-				 BWRAP_VIEW_OPS_MAX);
-			return -1;
-		}
-	if (mount_point(v, BWRAP_RESOLV) || mount_point(v, ca)) {
-		snprintf(err, errsz, "the sandbox view has more than %d entries",
+	for (size_t i = 0; !rc && i < sizeof(roots) / sizeof(roots[0]); i++)
+		rc = root_add(v, s, roots[i], ca);
+	if (rc || mount_point(v, BWRAP_RESOLV) || mount_point(v, ca)) {
+		snprintf(err, errsz,
+			 "the sandbox view has more than %d entries (or memory ran out)",
 			 BWRAP_VIEW_OPS_MAX);
 		return -1;
 	}
