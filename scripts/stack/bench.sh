@@ -17,11 +17,15 @@ bench_init() {
 # bench_env NAME=VARIABLE:DEFAULT...: the settings a benchmark script reads from its environment
 # (its header lists them): each NAME set to $VARIABLE, or to DEFAULT when that is unset or empty.
 bench_env() {
-	local a name var
-	for a; do
-		name=${a%%=*} var=${a#*=}
-		var=${var%%:*}
-		printf -v "$name" '%s' "${!var:-${a#*:}}"
+	local _bench_a _bench_name _bench_var
+	for _bench_a; do
+		case $_bench_a in
+		?*=?*:*) ;;
+		*) die "bench_env: '$_bench_a' is not NAME=VARIABLE:DEFAULT" ;;
+		esac
+		_bench_name=${_bench_a%%=*} _bench_var=${_bench_a#*=}
+		_bench_var=${_bench_var%%:*}
+		printf -v "$_bench_name" '%s' "${!_bench_var:-${_bench_a#*:}}"
 	done
 }
 

@@ -179,8 +179,10 @@ fi
 
 # the same runner without [runner] mcp_local_addresses: the MCP server on loopback is refused
 runner_stop "$RUN"
-{ cat "$RUN/$NAME.ini" && printf '\n[runner]\nmcp_local_addresses = 0\n'; } >"$RUN/$NAME-refuse.ini" ||
-	exit 1
+# (its configuration without the setting: the default, not an explicit 0, is what is tried)
+grep -v '^mcp_local_addresses' "$RUN/$NAME.ini" >"$RUN/$NAME-refuse.ini" || exit 1
+check "the refusing runner's [runner] mcp_local_addresses is the default, 0" \
+	test "$(api_setting "$RUN" "$NAME-refuse" runner mcp_local_addresses)" = 0
 if (runner_start "$RUN" "$NAME-refuse"); then
 	driver local
 else

@@ -35,14 +35,15 @@
 #define TEXT_CAP 10000	      /* the text cap the truncation case sets */
 #define ANSWER_CAP 65536      /* the answer cap the answer-size case sets */
 #define HUGE_BYTES 1000000    /* the text the huge tool returns */
+#define URL_MAX 512	      /* a URL the tests make */
 #define SERVER_TOOLS 8	      /* tools server.mjs offers (two a page) */
 
 static const char *base_url, *token;
 
 /* The server runs on loopback: every client here may reach this machine's addresses but the
  * ones test_local_refused makes. */
-#define HERE .local_addresses = 1
-static const struct mcp_limits here = { HERE };
+#define LOCAL_OK .local_addresses = 1
+static const struct mcp_limits here = { LOCAL_OK };
 
 /* METHOD PATH on the server's control routes; its JSON answer (new reference). A test failure
  * unless it answers 200. */
@@ -98,7 +99,7 @@ static json_t *wait_record(const char *key, const char *value, long long id)
 /* The URL of ROUTE on the server (a static buffer). */
 static const char *url_of(const char *route)
 {
-	static char url[512];
+	static char url[URL_MAX];
 
 	snprintf(url, sizeof(url), "%s%s", base_url, route);
 	return url;
@@ -419,7 +420,7 @@ static void test_local_refused(void **state)
 	static const char *const hosts[] = { "127.0.0.1", "localhost" };
 	const char *port = strrchr(base_url, ':'); /* MCP_TEST_URL is http://127.0.0.1:PORT */
 	struct mcp_error err;
-	char url[512];
+	char url[URL_MAX];
 	json_t *log;
 
 	(void)state;
@@ -442,7 +443,7 @@ static void test_local_refused(void **state)
 /* A server that takes the request and never answers: initialize times out at its limit. */
 static void test_stall(void **state)
 {
-	struct mcp_limits lim = { .request_timeout_ms = SHORT_MS, HERE };
+	struct mcp_limits lim = { .request_timeout_ms = SHORT_MS, LOCAL_OK };
 	struct mcp_error err;
 	long long t0 = clock_mono_ms(), took;
 
@@ -493,7 +494,7 @@ static long long told_cancelled(const char *reason)
  * usable. */
 static void hang_on(void **state)
 {
-	struct mcp_limits lim = { .call_timeout_ms = SHORT_MS, HERE };
+	struct mcp_limits lim = { .call_timeout_ms = SHORT_MS, LOCAL_OK };
 	struct mcp_client *c = connect_ok(*state, NULL, &lim);
 	struct mcp_result r;
 	struct mcp_error err;
@@ -527,7 +528,7 @@ static int stop_after(void *arg)
 static void test_cancel(void **state)
 {
 	struct mcp_limits lim = { .call_timeout_ms = 10 * CANCEL_AFTER_MS,
-				  HERE }; /* a cancel not seen */
+				  LOCAL_OK }; /* a cancel not seen */
 	struct mcp_client *c;
 	struct mcp_result r;
 	struct mcp_error err;
@@ -558,7 +559,7 @@ static void test_cancel(void **state)
 /* A result over the text cap: cut on a character boundary, a note saying so. */
 static void test_text_cap(void **state)
 {
-	struct mcp_limits lim = { .result_text_max = TEXT_CAP, HERE };
+	struct mcp_limits lim = { .result_text_max = TEXT_CAP, LOCAL_OK };
 	struct mcp_client *c = connect_ok("/mcp-json", NULL, &lim);
 	struct mcp_result r;
 	char args[64], *got;
@@ -594,7 +595,7 @@ static void test_text_cap(void **state)
 static void test_answer_cap(void **state)
 {
 	static const char *const routes[] = { "/mcp", "/mcp-json" };
-	struct mcp_limits lim = { .answer_max = ANSWER_CAP, HERE };
+	struct mcp_limits lim = { .answer_max = ANSWER_CAP, LOCAL_OK };
 	struct mcp_result r;
 	struct mcp_error err;
 	json_t *args = json_pack("{s:i}", "bytes", HUGE_BYTES);
@@ -616,7 +617,7 @@ static void test_answer_cap(void **state)
 /* More tools than the client takes. */
 static void test_tools_cap(void **state)
 {
-	struct mcp_limits lim = { .tools_max = 3, HERE };
+	struct mcp_limits lim = { .tools_max = 3, LOCAL_OK };
 	struct mcp_client *c = connect_ok("/mcp", NULL, &lim);
 	struct mcp_error err;
 	json_t *tools;

@@ -312,7 +312,7 @@ out=$("$RECON" -c "$INI_BWRAP" --exec "$SL2" -- sh -c 'for f in /etc/escaped /et
 check "view: /etc and its entries are read-only, without the secrets, as many entries as the host's but those ($out)" \
 	test "$out" = "$(find /etc -mindepth 1 -maxdepth 1 ! -name shadow ! -name shadow- ! -name gshadow ! -name gshadow- | wc -l)"
 check "view: nothing stays mounted on the host, its mount point is empty" \
-	bash -c '! grep -q "/.bwrap-view" /proc/self/mountinfo && [ -z "$(ls -A "$1/.bwrap-view")" ]' _ "$T/root-bwrap"
+	bash -c '! grep -q "/.bwrap-view" /proc/self/mountinfo && [ -d "$1/.bwrap-view" ] && [ -z "$(ls -A "$1/.bwrap-view")" ]' _ "$T/root-bwrap"
 key=$(basename "$entry")
 db_query "$RUN" "UPDATE sandbox_cache SET last_used_at = UTC_TIMESTAMP(6) - INTERVAL 30 DAY WHERE cache_key = '$key'"
 "$RECON" -c "$INI_BWRAP" --once >"$T/layers3.log" 2>&1

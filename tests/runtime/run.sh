@@ -169,9 +169,10 @@ for ph in "${PHASES[@]}"; do
 		fi
 		derived_config crash-bwrap bwrap '[runner]' "lease_seconds = $CRASH_LEASE_S" ||
 			{ not_ok "crash-bwrap: its configuration"; continue; }
-		RUNTIME_CRASH_CONFIG=$RUN/runtime-crash-bwrap.ini \
-			RUNTIME_CRASH_SANDBOX_ROOT=$(awk -F ' *= *' '$1 == "root" { r = $2 } END { print r }' \
-				"$RUN/runtime-crash-bwrap.ini") \
+		# the sandboxes' directory as the binary reads its configuration
+		root=$(api_setting "$RUN" runtime-crash-bwrap sandbox root) && [ -n "$root" ] ||
+			{ not_ok "crash-bwrap: [sandbox] root of its configuration"; continue; }
+		RUNTIME_CRASH_CONFIG=$RUN/runtime-crash-bwrap.ini RUNTIME_CRASH_SANDBOX_ROOT=$root \
 			phase crash-bwrap bwrap runtime-crash-bwrap 0 crash.test.mjs
 		;;
 	overdue)

@@ -492,8 +492,14 @@ describe('answers are checked against the log (agent events written with SQL)', 
     sql(`UPDATE sessions SET status = 'idle', turn_pending = 0, blocking = ${q(JSON.stringify([a, b]))} WHERE id = ${q(s)}`);
     const w = await watch(s);
     // the rows written with SQL reach the stream through the tailer's next look: a watcher that
-    // came first gets them live; what this test watches is what came after them
-    const after = (ev) => ev.filter((e) => e.id !== a && e.id !== b);
+    // came first gets them live, before anything written after them; what this test watches is
+    // what came after them
+    const lead = (ev) => {
+      let i = 0;
+      while (i < ev.length && (ev[i].id === a || ev[i].id === b)) i++;
+      return i;
+    };
+    const after = (ev) => ev.slice(lead(ev));
     await send(s, [toolResult(a)]);
     await w.until((ev) => after(ev).length >= 2, 'the result and an idle');
     assert.equal(after(w.events)[1].type, 'session.status_idle');
@@ -504,6 +510,8 @@ describe('answers are checked against the log (agent events written with SQL)', 
     assert.deepEqual(after(w.events).slice(2).map((e) => e.type), ['user.custom_tool_result', 'session.status_running']);
     assert.equal((await client.beta.sessions.retrieve(s)).status, 'running');
     assert.deepEqual((await listAll(s)).slice(-4), after(w.events));
+    const early = w.events.slice(0, lead(w.events)).map((e) => e.id);
+    assert.equal(new Set(early).size, early.length, `a and b at most once each: ${early}`);
     await w.close();
   });
 });

@@ -353,10 +353,14 @@ static const char *const mcp_urls_bad[] = {
 	"https://ex_ample.com",
 };
 
-/* unit_pred_cases's predicate: agent_url_host accepts URL. */
+/* unit_pred_cases's predicate: agent_url_host accepts URL (0); a refusal must be -1. */
 static int url_accepted(const char *url)
 {
-	return !agent_url_host(url, NULL, 0);
+	int rc = agent_url_host(url, NULL, 0);
+
+	if (rc != 0 && rc != -1)
+		fail_msg("agent_url_host('%s') returned %d, want 0 or -1", url, rc);
+	return rc == 0;
 }
 
 static void test_mcp_servers_refused(void **state)

@@ -183,7 +183,9 @@ static void expect_default(const struct config *cfg, const struct field_default 
 	} else {
 		int v;
 
-		assert_int_equal(d->size, sizeof(v));
+		if (d->size != sizeof(v))
+			fail_msg("%s: a field of %zu bytes, neither an int nor a long", d->field,
+				 d->size);
 		memcpy(&v, at, sizeof(v));
 		got = v;
 	}

@@ -172,6 +172,19 @@ static void test_json_cells(void **state)
 	assert_null(v);
 	assert_string_equal(db_error(db), "environment env_x: stored config does not parse");
 
+	/* a cell that must hold an object (metadata, a definition): an array is corrupt too */
+	assert_int_equal(
+		db_json_load_object(db, "{\"k\": \"v\"}", "vault", "vlt_x", "metadata", &v), DB_OK);
+	assert_string_equal(json_string_value(json_object_get(v, "k")), "v");
+	json_decref(v);
+	assert_int_equal(db_json_load_object(db, "[1]", "vault", "vlt_x", "metadata", &v),
+			 DB_CORRUPT);
+	assert_null(v);
+	assert_string_equal(db_error(db), "vault vlt_x: stored metadata is not an object");
+	assert_int_equal(db_json_load_object(db, "{", "vault", "vlt_x", "metadata", &v),
+			 DB_CORRUPT);
+	assert_string_equal(db_error(db), "vault vlt_x: stored metadata does not parse");
+
 	/* NULL: what a json_pack that ran out of memory leaves */
 	text = &mark;
 	assert_int_equal(db_json_dump(db, NULL, "session", "ses_x", "intent", &text), DB_NOMEM);

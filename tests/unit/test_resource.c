@@ -439,11 +439,12 @@ static void test_meta_change(void **state)
 		{ "{\"a\":\"1\"}", NULL, DB_OK, 0, 0, "{\"a\":\"1\"}" },
 		{ "{\"a\":\"1\"}", "{\"a\":null}", DB_OK, 0, 1, "{}" },
 		{ "{\"a\":\"1\"}", "[1]", DB_OK, 1, 0, NULL }, /* not an object: 400 */
-		{ "{\"cut", "{}", DB_CORRUPT, 0, 0, NULL },    /* the stored cell does not parse */
+		{ "[\"a\"]", "{}", DB_CORRUPT, 0, 0, NULL }, /* the stored cell is not an object */
+		{ "{\"cut", "{}", DB_CORRUPT, 0, 0, NULL },  /* the stored cell does not parse */
 	};
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (size_t i = 0; i < UNIT_LEN(cases); i++) {
 		json_t *patch = cases[i].patch ? json_loads(cases[i].patch, 0, NULL) : NULL;
 		struct verr err = { 0 };
 		struct meta_change m;
@@ -451,8 +452,15 @@ static void test_meta_change(void **state)
 		assert_int_equal(
 			meta_change_load(w.db, cases[i].stored, "thing", "thg_a1", patch, &m, &err),
 			cases[i].st);
-		assert_int_equal(m.meta == NULL, cases[i].refused || cases[i].st);
+		assert_int_equal(m.meta == NULL, cases[i].refused || cases[i].st != DB_OK);
 		assert_int_equal(err.status, cases[i].refused ? 400 : 0);
+		if (cases[i].refused) {
+			assert_string_equal(err.code, "invalid_metadata");
+			assert_non_null(strstr(err.msg, "'metadata'"));
+		}
+		if (cases[i].st == DB_CORRUPT && cases[i].stored[0] == '[')
+			assert_string_equal(db_error(w.db),
+					    "thing thg_a1: stored metadata is not an object");
 		assert_int_equal(m.changed, cases[i].changed);
 		if (cases[i].text)
 			assert_string_equal(m.text, cases[i].text);

@@ -23,6 +23,7 @@
 
 #define ARG_LIMIT (128 * 1024) /* the kernel's MAX_ARG_STRLEN */
 #define TEST_PATH_MAX 4096
+#define TEST_WANT_MAX 512 /* an answer a check builds */
 
 /* ---- a struct tool_exec over plain processes ---- */
 
@@ -275,7 +276,7 @@ static void out_of_workdir(const char *name, const char *input, const char *path
 /* The tool must fail with "WHAT exceeds TOOLS_FILE_MAX-byte limit. THEN". */
 static void bad_over(const char *name, const char *input, const char *what, const char *then)
 {
-	char want[512];
+	char want[TEST_WANT_MAX];
 
 	snprintf(want, sizeof(want), "%s exceeds %d-byte limit. %s", what, TOOLS_FILE_MAX, then);
 	bad(name, input, want);
@@ -1113,20 +1114,23 @@ static const char *names(const struct toolset *ts)
 static void expect_kind(const struct toolset *ts, const char *name, enum tool_kind kind,
 			enum tool_policy pol)
 {
-	enum tool_policy got;
+	enum tool_policy got = (enum tool_policy) - 1; /* -1: not set */
+	enum tool_kind k = toolset_kind(ts, name, &got);
 
-	assert_int_equal(toolset_kind(ts, name, &got), kind);
-	assert_int_equal(got, pol);
+	if (k != kind || got != pol)
+		fail_msg("%s: kind %d, policy %d; want %d, %d", name, k, got, kind, pol);
 }
 
 /* TS offers TOOL of the MCP server SERVER under the policy POL. */
 static void expect_mcp_policy(const struct toolset *ts, const char *server, const char *tool,
 			      enum tool_policy pol)
 {
-	enum tool_policy got;
+	enum tool_policy got = (enum tool_policy) - 1; /* -1: not set */
+	int offered = toolset_mcp_policy(ts, server, tool, &got);
 
-	assert_int_equal(toolset_mcp_policy(ts, server, tool, &got), 1);
-	assert_int_equal(got, pol);
+	if (offered != 1 || got != pol)
+		fail_msg("%s/%s: offered %d, policy %d; want 1, %d", server, tool, offered, got,
+			 pol);
 }
 
 static void test_toolset_builtins(void **state)
