@@ -189,6 +189,13 @@ static const char *status_event(const char *status)
 enum db_status evdb_status(struct db *db, struct ev_session *s, const char *status,
 			   const char *stop_reason, const char *event_id)
 {
+	return evdb_status_details(db, s, status, stop_reason, NULL, event_id);
+}
+
+enum db_status evdb_status_details(struct db *db, struct ev_session *s, const char *status,
+				   const char *stop_reason, const char *stop_details,
+				   const char *event_id)
+{
 	const char *type = status_event(status);
 	int idle = !strcmp(status, SES_IDLE);
 	char small[128], *body, id[64];
@@ -204,14 +211,15 @@ enum db_status evdb_status(struct db *db, struct ev_session *s, const char *stat
 	if (!idle && !strcmp(s->status, status))
 		return DB_OK;
 	if (idle) {
-		size_t n = strlen(stop_reason) + 96;
+		const char *details = stop_details ? stop_details : "null";
+		size_t n = strlen(stop_reason) + strlen(details) + 96;
 		body = malloc(n);
 		if (!body)
 			return db_fail(db, DB_NOMEM, "session %s: its idle event", s->id);
 		snprintf(body, n,
 			 "{\"type\":\"session.status_idle\",\"stop_reason\":%s,"
-			 "\"stop_details\":null}",
-			 stop_reason);
+			 "\"stop_details\":%s}",
+			 stop_reason, details);
 	} else {
 		snprintf(small, sizeof(small), "{\"type\":\"%s\"}", type);
 		body = small;

@@ -83,6 +83,12 @@ enum db_status evdb_append_rows(struct db *db, struct ev_session *s, const struc
 enum db_status evdb_status(struct db *db, struct ev_session *s, const char *status,
 			   const char *stop_reason, const char *event_id);
 
+/* evdb_status with the idle event's stop_details: STOP_DETAILS, a JSON object text (NULL:
+ * null), as a refusal has them. */
+enum db_status evdb_status_details(struct db *db, struct ev_session *s, const char *status,
+				   const char *stop_reason, const char *stop_details,
+				   const char *event_id);
+
 /* Provisioning moved session SESSION_ID to STATUS (docs/design.md, Provisioning): a failed
  * attempt to rescheduling, the last one to terminated, a bound sandbox (or --retry) back to
  * idle from either. A session with a turn pending or running is the runner's: left as it is. */

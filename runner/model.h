@@ -53,6 +53,8 @@ struct model_reply {
 	struct model_block *blocks; /* owned, n of them, in the reply's order */
 	size_t n;
 	char stop_reason[32]; /* end_turn, tool_use, max_tokens, stop_sequence, pause_turn... */
+	json_t *stop_details; /* the reply's stop_details object (a refusal's category and
+			       * explanation), or NULL (new reference) */
 	struct model_usage usage;
 	int http_status;     /* 0 when no answer came */
 	char error_type[64]; /* the API's error.type, or "timeout", "connection"... */

@@ -212,11 +212,19 @@ static const char *str_member(const json_t *obj, const char *key)
 	return json_string_value(json_object_get(obj, key));
 }
 
+/* OBJ's stop_reason and stop_details (an object; anything else is taken as none), when
+ * present. */
 static int set_stop_reason(struct model_stream *s, const json_t *obj)
 {
-	const json_t *v = json_object_get(obj, "stop_reason");
+	const json_t *v = json_object_get(obj, "stop_reason"),
+		     *details = json_object_get(obj, "stop_details");
 	const char *r = json_string_value(v);
 
+	if (json_is_object(details)) {
+		json_decref(s->out->stop_details);
+		if (!(s->out->stop_details = json_deep_copy(details)))
+			return nomem(s);
+	}
 	if (!v || json_is_null(v))
 		return 0;
 	if (!r || strlen(r) >= sizeof(s->out->stop_reason))
@@ -699,6 +707,7 @@ void model_stream_release(struct model_stream *s)
 void model_reply_release(struct model_reply *r)
 {
 	drop_blocks(r);
+	json_decref(r->stop_details);
 	memset(r, 0, sizeof(*r));
 	r->retry_after_ms = -1;
 }

@@ -30,6 +30,7 @@
 /* a message about an MCP server: the names, the client's error and the words around them */
 #define TURN_MCP_MSG_MAX (MCP_ERROR_MAX + 2 * TURN_MCP_NAME_SHOWN + 64)
 #define STOP_END_TURN "{\"type\":\"end_turn\"}"
+#define STOP_REFUSAL "{\"type\":\"refusal\"}"
 
 struct turn {
 	const struct runner *r;
@@ -57,6 +58,7 @@ struct turn {
 	int overdue;	      /* claimed because the client's results are overdue */
 	long writes;	      /* fenced writes committed so far */
 	long long tokens[4];  /* input, output, cache creation, cache read of this process */
+	json_t *refusal;      /* the last reply was a refusal: the idle's stop_details */
 };
 
 /* ---- writes, fenced on the claim ---- */
@@ -243,9 +245,10 @@ static int turn_sleep(struct turn *t, long ms)
 /* ---- the end of a turn ---- */
 
 struct idle_arg {
-	const char *stop_reason; /* JSON object text */
-	json_t *error;		 /* a session.error to append first (stolen), or NULL */
-	json_t *blocking;	 /* requires_action: the ids (borrowed) */
+	const char *stop_reason;  /* JSON object text */
+	json_t *error;		  /* a session.error to append first (stolen), or NULL */
+	json_t *blocking;	  /* requires_action: the ids (borrowed) */
+	const char *stop_details; /* JSON object text, or NULL (null) */
 };
 
 static enum db_status idle_change(struct turn *t, struct db *db, struct ev_session *s, void *arg)
@@ -264,13 +267,14 @@ static enum db_status idle_change(struct turn *t, struct db *db, struct ev_sessi
 		st = db_json_dump(db, a->blocking, "session", s->id, "blocking ids", &s->blocking);
 	s->turn_pending = 0;
 	s->interrupt = 0;
-	return st ? st : evdb_status(db, s, SES_IDLE, a->stop_reason, NULL);
+	return st ? st
+		  : evdb_status_details(db, s, SES_IDLE, a->stop_reason, a->stop_details, NULL);
 }
 
 /* End the turn idle with STOP_REASON, after ERROR (stolen, may be NULL). */
 static int turn_idle(struct turn *t, const char *stop_reason, json_t *error)
 {
-	struct idle_arg a = { stop_reason, error, NULL };
+	struct idle_arg a = { stop_reason, error, NULL, NULL };
 	int rc = turn_write(t, idle_change, &a, W_RELEASE);
 
 	json_decref(a.error);
@@ -582,7 +586,7 @@ static enum db_status park_change(struct turn *t, struct db *db, struct ev_sessi
 		}
 	}
 	if (!st && json_array_size(left)) {
-		struct idle_arg idle = { NULL, NULL, left };
+		struct idle_arg idle = { NULL, NULL, left, NULL };
 
 		st = db_json_dump(db, left, "session", s->id, "blocking ids", &ids);
 		reason = st ? NULL : malloc(strlen(ids) + 64);
@@ -859,6 +863,18 @@ static json_t *request_body(struct turn *t)
 	return body;
 }
 
+/* The stop_details of a session idle after the refusal R: {type: "refusal", category,
+ * explanation}, each null when the reply names none. New reference, NULL when out of memory. */
+static json_t *refusal_details(const struct model_reply *r)
+{
+	const json_t *c = json_object_get(r->stop_details, "category"),
+		     *e = json_object_get(r->stop_details, "explanation");
+
+	return json_pack("{s:s, s:O, s:O}", "type", "refusal", "category",
+			 json_is_string(c) ? c : json_null(), "explanation",
+			 json_is_string(e) ? e : json_null());
+}
+
 /* One model request, retried as the configuration says. */
 static enum round model_round(struct turn *t)
 {
@@ -873,6 +889,8 @@ static enum round model_round(struct turn *t)
 
 	memset(&reply, 0, sizeof(reply));
 	ra.start_id = start_id;
+	json_decref(t->refusal);
+	t->refusal = NULL;
 	if (!body || turn_write(t, span_start_change, start_id, 0))
 		goto out;
 	for (long attempt = 0;; attempt++) {
@@ -912,6 +930,9 @@ static enum round model_round(struct turn *t)
 	}
 	if (turn_write(t, reply_change, &ra, 0))
 		goto out;
+	/* the session's idle says so, with the reply's category and explanation */
+	if (!strcmp(reply.stop_reason, "refusal") && !(t->refusal = refusal_details(&reply)))
+		goto out;
 	ret = strcmp(reply.stop_reason, "tool_use") ? ROUND_END : ROUND_TOOLS;
 out:
 	model_reply_release(&reply);
@@ -922,16 +943,23 @@ out:
 /* ---- the turn ---- */
 
 /* The end of a turn, under the lock: messages queued while it ran start the next one (*ARG
- * = how many; the session stays running), else the session goes idle and the claim ends. */
+ * = how many; the session stays running), else the session goes idle (end_turn, or refusal
+ * when the model refused) and the claim ends. */
 static enum db_status finish_change(struct turn *t, struct db *db, struct ev_session *s, void *arg)
 {
-	struct idle_arg idle = { STOP_END_TURN, NULL, NULL };
+	struct idle_arg idle = { t->refusal ? STOP_REFUSAL : STOP_END_TURN, NULL, NULL, NULL };
+	char *details = NULL;
 	int *queued = arg;
 	enum db_status st = evdb_process_queued(db, s, queued);
 
 	if (st || *queued)
 		return st;
-	st = idle_change(t, db, s, &idle);
+	if (t->refusal)
+		st = db_json_dump(db, t->refusal, "session", s->id, "stop details", &details);
+	idle.stop_details = details;
+	if (!st)
+		st = idle_change(t, db, s, &idle);
+	free(details);
 	return st ? st : turns_release(db, s);
 }
 
@@ -1020,6 +1048,7 @@ static void turn_free(struct turn *t)
 	mcp_names_release(&t->names);
 	vault_secrets_free(&t->secrets);
 	json_decref(t->offered);
+	json_decref(t->refusal);
 	turn_sandbox_close(t->sandbox);
 	history_release(&t->h);
 	toolset_release(&t->tools);

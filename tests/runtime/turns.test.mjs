@@ -17,6 +17,8 @@
 //               times, then the reply, idle end_turn
 //   exhausted   overloaded every time: session.error exhausted, idle retries_exhausted
 //   idle        a stream silent past idle_timeout_seconds is abandoned and retried
+//   refusal     a reply that stops with refusal: idle refusal with its stop_details (the
+//               SDK's BetaManagedAgentsSessionRefusal), the text kept; the next turn runs
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -101,6 +103,21 @@ describe('turns', { concurrency: true }, () => {
     const last = (await modelRequests(T)).at(-1);
     assertModelSawOneResultEach(last, 'custom');
     assert.equal(blockText(resultsSeen(last).get(u.id)[0]), `found ${T}`);
+  });
+
+  test('a refusal: idle refusal with stop_details, the next message runs a turn', async () => {
+    const T = token('refusal');
+    const session = await mkSession(c, await mkAgent(c), await mkEnv(c));
+    await script(T, [say(`I cannot ${T}`, { stop_reason: 'refusal' }), say(`fine ${T}`)]);
+    const evs = await turn(c, session.id, text(`ask ${T}`), { until: isIdle });
+    const idle = evs.at(-1);
+    assert.deepEqual(idle.stop_reason, { type: 'refusal' });
+    assert.deepEqual(idle.stop_details, { type: 'refusal', category: null, explanation: null });
+    assert.equal(resultText(evs.find((e) => e.type === 'agent.message')), `I cannot ${T}`);
+    const next = await turn(c, session.id, text(`again ${T}`), { until: isIdle });
+    assert.deepEqual(next.at(-1).stop_reason, { type: 'end_turn' });
+    assert.equal(next.at(-1).stop_details, null);
+    assert.equal(resultText(next.find((e) => e.type === 'agent.message')), `fine ${T}`);
   });
 
   test('an interrupt during a model stream ends it at once: idle end_turn, no reply', async () => {

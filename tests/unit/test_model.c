@@ -23,7 +23,7 @@
 static const char *const outcome_names[] = { "OK", "RETRY", "FAILED", "CANCELLED" };
 
 /* The reply as one line of text, to compare: outcome, status, stop reason, usage, error, retry
- * after, then each block. */
+ * after, its stop_details when it has them, then each block. */
 static void summary(enum model_outcome o, const struct model_reply *r, struct strbuf *sb)
 {
 	static const char *const types[] = { "text", "thinking", "redacted", "tool_use" };
@@ -33,6 +33,11 @@ static void summary(enum model_outcome o, const struct model_reply *r, struct st
 		    outcome_names[o], r->http_status, r->stop_reason, r->usage.input,
 		    r->usage.output, r->usage.cache_creation, r->usage.cache_read, r->error_type,
 		    r->error_message, r->retry_after_ms);
+	if (r->stop_details) {
+		char *d = json_dumps(r->stop_details, JSON_COMPACT | JSON_SORT_KEYS);
+		strbuf_addf(sb, " sd=%s", d);
+		free(d);
+	}
 	for (size_t i = 0; i < r->n; i++) {
 		const struct model_block *b = &r->blocks[i];
 		strbuf_addf(sb, " | %s", types[b->type]);
@@ -297,6 +302,38 @@ static void test_redacted_and_empty(void **state)
 		SSE_HEADERS, s,
 		"OK 200 max_tokens in=0 out=1 cc=0 cr=0 err=: ra=-1 | redacted [EmwKAhgBEgy3va] "
 		"| text []");
+}
+
+/* A refusal keeps its stop_details (category, explanation), streamed or in one message. */
+static void test_refusal(void **state)
+{
+	static const char s[] =
+		"event: message_start\n"
+		"data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5},"
+		"\"stop_reason\":null,\"stop_details\":null}}\n\n"
+		"event: content_block_start\n"
+		"data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":"
+		"\"text\",\"text\":\"I can\"}}\n\n"
+		"event: content_block_stop\n"
+		"data: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+		"event: message_delta\n"
+		"data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"refusal\","
+		"\"stop_sequence\":null,\"stop_details\":{\"type\":\"refusal\",\"category\":"
+		"\"cyber\",\"explanation\":\"not this\"}},\"usage\":{\"output_tokens\":3}}\n\n"
+		"event: message_stop\n"
+		"data: {\"type\":\"message_stop\"}\n\n";
+	static const char msg[] =
+		"{\"type\":\"message\",\"content\":[{\"type\":\"text\",\"text\":\"I can\"}],"
+		"\"stop_reason\":\"refusal\",\"stop_details\":{\"type\":\"refusal\","
+		"\"category\":null,\"explanation\":null},\"usage\":{\"output_tokens\":3}}";
+
+	(void)state;
+	check_stream(SSE_HEADERS, s,
+		     "OK 200 refusal in=5 out=3 cc=0 cr=0 err=: ra=-1 sd={\"category\":\"cyber\","
+		     "\"explanation\":\"not this\",\"type\":\"refusal\"} | text [I can]");
+	check_stream("HTTP/2 200\r\ncontent-type: application/json\r\n", msg,
+		     "OK 200 refusal in=0 out=3 cc=0 cr=0 err=: ra=-1 sd={\"category\":null,"
+		     "\"explanation\":null,\"type\":\"refusal\"} | text [I can]");
 }
 
 /* An error event in the middle of a stream ends the answer with the API's error. */
@@ -597,6 +634,6 @@ static void test_call_local(void **state)
 }
 
 UNIT_MAIN(UNIT_TESTS(test_text, test_tool_use, test_cr_and_nameless, test_json_message,
-		     test_redacted_and_empty, test_error_event, test_cut, test_malformed,
-		     test_error_answers, test_retry_after_date, test_classify, test_cap,
-		     test_call_local))
+		     test_redacted_and_empty, test_refusal, test_error_event, test_cut,
+		     test_malformed, test_error_answers, test_retry_after_date, test_classify,
+		     test_cap, test_call_local))
