@@ -47,6 +47,8 @@ struct model_block {
 	char *id;	 /* MB_TOOL_USE: the model's tool_use id (owned) */
 	char *name;	 /* MB_TOOL_USE (owned) */
 	json_t *input;	 /* MB_TOOL_USE: the input object (new reference) */
+	int incomplete;	 /* MB_TOOL_USE: the reply reached max_tokens before its input was
+			  * complete; input is {} */
 };
 
 struct model_reply {

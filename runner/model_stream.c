@@ -261,8 +261,23 @@ static char *take(struct strbuf *sb)
 	return p ? p : strdup("");
 }
 
+/* Whether the reply's stop reason says that it was cut short: a tool_use's input may then be
+ * incomplete JSON. */
+static int stop_cuts_input(const struct model_stream *s)
+{
+	return !strcmp(s->out->stop_reason, "max_tokens") ||
+	       !strcmp(s->out->stop_reason, "model_context_window_exceeded");
+}
+
+/* The first tool_use input that did not parse, now that the stop reason does not excuse it. */
+static int bad_input(struct model_stream *s)
+{
+	return malformed(s, "%s", s->bad_input);
+}
+
 /* Block I is complete: its texts move to out->blocks[I], a tool_use's input is parsed (an empty
- * input means {}). */
+ * input means {}; one that does not parse is incomplete, which only a reply that stops at
+ * max_tokens may have). */
 static int close_part(struct model_stream *s, size_t i)
 {
 	struct model_block *b = &s->out->blocks[i];
@@ -279,8 +294,19 @@ static int close_part(struct model_stream *s, size_t i)
 		}
 		input = json_loadb(p->json.buf, p->json.len, 0, &jerr);
 		strbuf_release(&p->json);
-		if (!input)
-			return malformed(s, "tool_use %s: input is not JSON: %s", b->id, jerr.text);
+		if (!input) {
+			char why[MODEL_ERROR_MAX];
+
+			snprintf(why, sizeof(why), "tool_use %s: input is not JSON: %s", b->id,
+				 jerr.text);
+			b->incomplete = 1;
+			json_decref(b->input);
+			if (!(b->input = json_object()))
+				return nomem(s);
+			if (!s->bad_input && !(s->bad_input = strdup(why)))
+				return nomem(s);
+			return 0;
+		}
 		json_decref(b->input);
 		b->input = input;
 		if (!json_is_object(input))
@@ -486,7 +512,9 @@ static int on_block_stop(struct model_stream *s, const json_t *ev)
 static int on_message_delta(struct model_stream *s, const json_t *ev)
 {
 	read_usage(&s->out->usage, json_object_get(ev, "usage"));
-	return set_stop_reason(s, json_object_get(ev, "delta"));
+	if (set_stop_reason(s, json_object_get(ev, "delta")))
+		return -1;
+	return s->bad_input && s->out->stop_reason[0] && !stop_cuts_input(s) ? bad_input(s) : 0;
 }
 
 static int on_message_stop(struct model_stream *s, const json_t *ev)
@@ -666,7 +694,9 @@ enum model_outcome model_stream_finish(struct model_stream *s, const char *broke
 	out->http_status = (int)s->status;
 	if (s->decided)
 		goto out;
-	if (!s->status)
+	if (s->bad_input && !(s->stopped && stop_cuts_input(s)))
+		bad_input(s);
+	else if (!s->status)
 		model_stream_fail(s, MODEL_RETRY, "connection", "%s",
 				  broken ? broken : "no answer");
 	else if (!is_2xx(s->status))
@@ -700,6 +730,8 @@ void model_stream_release(struct model_stream *s)
 	}
 	free(s->parts);
 	s->parts = NULL;
+	free(s->bad_input);
+	s->bad_input = NULL;
 	strbuf_release(&s->body);
 	sse_release(&s->sse);
 }

@@ -38,8 +38,10 @@ struct model_stream {
 	size_t nparts;			 /* parts in use */
 	size_t nalloc;			 /* parts and out->blocks allocated */
 	size_t kept;			 /* bytes of block contents held */
-	int decided;			 /* the outcome is known; the rest need not be read */
-	enum model_outcome outcome;	 /* when decided */
+	char *bad_input; /* why a tool_use's input did not parse (owned): an error unless the
+			  * reply stops at max_tokens, which cuts the input short */
+	int decided;	 /* the outcome is known; the rest need not be read */
+	enum model_outcome outcome; /* when decided */
 };
 
 /* Start reading an answer into OUT (emptied: no blocks, retry_after_ms -1). */

@@ -26,7 +26,11 @@
 	"not have run: check before running it again"
 #define TURN_NO_CLIENT_RESULT "no result arrived from the client within %ld s"
 #define TURN_UNAVAILABLE "tool '%s' is not available to this agent"
-#define TURN_MCP_NAME_SHOWN 64 /* bytes of an MCP server's or tool's name in a message */
+#define TURN_CUT_INPUT                                                                             \
+	"the reply stopped (%s) before the input of this call of '%s' was complete: it was not "   \
+	"run; make the call again with a smaller input (a large file in several parts)"
+#define TURN_REFUSE_MSG_MAX 512 /* the error result of a tool use that is not run */
+#define TURN_MCP_NAME_SHOWN 64	/* bytes of an MCP server's or tool's name in a message */
 /* a message about an MCP server: the names, the client's error and the words around them */
 #define TURN_MCP_MSG_MAX (MCP_ERROR_MAX + 2 * TURN_MCP_NAME_SHOWN + 64)
 #define STOP_END_TURN "{\"type\":\"end_turn\"}"
@@ -711,19 +715,22 @@ static enum db_status usage_events(struct turn *t, struct batch *b, struct db *d
 		       NULL, NULL);
 }
 
-/* A tool use of a tool the agent does not offer: announced denied, answered with an error;
- * into OUT. */
+/* A tool use that is not run (of a tool the agent does not offer, or cut short at STOP, the
+ * reply's stop reason, when not NULL): announced denied, answered with an error; into OUT. */
 static enum db_status refuse(struct batch *out, struct db *db, struct ev_session *s,
-			     const struct model_block *b)
+			     const struct model_block *b, const char *stop)
 {
-	char id[64], msg[256];
+	char id[64], msg[TURN_REFUSE_MSG_MAX];
 	enum db_status st =
 		emit_to(out, db, s,
 			json_pack("{s:s, s:s, s:O, s:s}", "type", "agent.tool_use", "name", b->name,
 				  "input", b->input, "evaluated_permission", "deny"),
 			NULL, id);
 
-	snprintf(msg, sizeof(msg), TURN_UNAVAILABLE, b->name);
+	if (stop)
+		snprintf(msg, sizeof(msg), TURN_CUT_INPUT, stop, b->name);
+	else
+		snprintf(msg, sizeof(msg), TURN_UNAVAILABLE, b->name);
 	return st ? st
 		  : emit_to(out, db, s,
 			    json_pack("{s:s, s:s, s:[{s:s, s:s}], s:b}", "type",
@@ -761,6 +768,10 @@ static enum db_status reply_change(struct turn *t, struct db *db, struct ev_sess
 					     NULL, NULL);
 			break;
 		case MB_TOOL_USE:
+			if (b->incomplete) {
+				st = refuse(&out, db, s, b, a->reply->stop_reason);
+				break;
+			}
 			switch (toolset_kind(&t->tools, b->name, &policy)) {
 			case TOOL_CUSTOM:
 				st = emit_to(&out, db, s,
@@ -781,7 +792,7 @@ static enum db_status reply_change(struct turn *t, struct db *db, struct ev_sess
 				const char *server, *tool;
 
 				if (mcp_names_find(&t->names, b->name, &server, &tool)) {
-					st = refuse(&out, db, s, b); /* not offered: refused */
+					st = refuse(&out, db, s, b, NULL); /* not offered */
 					break;
 				}
 				if (toolset_mcp_policy(&t->tools, server, tool, &policy) != 1)
@@ -934,6 +945,10 @@ static enum round model_round(struct turn *t)
 	if (!strcmp(reply.stop_reason, "refusal") && !(t->refusal = refusal_details(&reply)))
 		goto out;
 	ret = strcmp(reply.stop_reason, "tool_use") ? ROUND_END : ROUND_TOOLS;
+	/* a call cut short was answered with an error: the model makes it again */
+	for (size_t i = 0; i < reply.n; i++)
+		if (reply.blocks[i].incomplete)
+			ret = ROUND_TOOLS;
 out:
 	model_reply_release(&reply);
 	json_decref(body);

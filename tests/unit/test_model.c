@@ -43,7 +43,8 @@ static void summary(enum model_outcome o, const struct model_reply *r, struct st
 		strbuf_addf(sb, " | %s", types[b->type]);
 		if (b->type == MB_TOOL_USE) {
 			char *in = json_dumps(b->input, JSON_COMPACT | JSON_SORT_KEYS);
-			strbuf_addf(sb, " %s %s %s", b->id, b->name, in);
+			strbuf_addf(sb, " %s %s %s%s", b->id, b->name, in,
+				    b->incomplete ? " incomplete" : "");
 			free(in);
 		} else {
 			assert_non_null(b->text);
@@ -334,6 +335,58 @@ static void test_refusal(void **state)
 	check_stream("HTTP/2 200\r\ncontent-type: application/json\r\n", msg,
 		     "OK 200 refusal in=0 out=3 cc=0 cr=0 err=: ra=-1 sd={\"category\":null,"
 		     "\"explanation\":null,\"type\":\"refusal\"} | text [I can]");
+}
+
+/* A reply that reaches max_tokens inside a tool_use's input keeps its blocks, the cut call
+ * marked incomplete; the same input with another stop reason is malformed. */
+static void test_cut_input(void **state)
+{
+	static const char head[] =
+		"event: message_start\n"
+		"data: "
+		"{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9}}}\n\n"
+		"event: content_block_start\n"
+		"data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":"
+		"\"text\",\"text\":\"Writing.\"}}\n\n"
+		"event: content_block_stop\n"
+		"data: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+		"event: content_block_start\n"
+		"data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":"
+		"\"tool_use\",\"id\":\"toolu_9\",\"name\":\"write\",\"input\":{}}}\n\n"
+		"event: content_block_delta\n"
+		"data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":"
+		"\"input_json_delta\",\"partial_json\":\"{\\\"file_path\\\": \\\"a.txt\\\", "
+		"\\\"content\\\": \\\"abc\"}}\n\n"
+		"event: content_block_stop\n"
+		"data: {\"type\":\"content_block_stop\",\"index\":1}\n\n"
+		"event: message_delta\n"
+		"data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"";
+	static const char tail[] = "\"},\"usage\":{\"output_tokens\":8192}}\n\n"
+				   "event: message_stop\n"
+				   "data: {\"type\":\"message_stop\"}\n\n";
+	static const char *const stops[] = { "max_tokens", "end_turn", "tool_use" };
+	struct strbuf sb = STRBUF_INIT;
+	char want[SUMMARY_MAX];
+
+	(void)state;
+	for (size_t i = 0; i < UNIT_LEN(stops); i++) {
+		strbuf_reset(&sb);
+		strbuf_addf(&sb, "%s%s%s", head, stops[i], tail);
+		if (!i)
+			check_stream(SSE_HEADERS, sb.buf,
+				     "OK 200 max_tokens in=9 out=8192 cc=0 cr=0 err=: ra=-1 | text "
+				     "[Writing.] | tool_use toolu_9 write {} incomplete");
+		else {
+			snprintf(want, sizeof(want),
+				 "FAILED 200 %s in=9 out=8192 cc=0 cr=0 "
+				 "err=malformed_reply:tool_use "
+				 "toolu_9: input is not JSON: premature end of input near '\"abc' "
+				 "ra=-1",
+				 stops[i]);
+			check_once(SSE_HEADERS, sb.buf, NULL, want);
+		}
+	}
+	strbuf_release(&sb);
 }
 
 /* An error event in the middle of a stream ends the answer with the API's error. */
@@ -634,6 +687,6 @@ static void test_call_local(void **state)
 }
 
 UNIT_MAIN(UNIT_TESTS(test_text, test_tool_use, test_cr_and_nameless, test_json_message,
-		     test_redacted_and_empty, test_refusal, test_error_event, test_cut,
-		     test_malformed, test_error_answers, test_retry_after_date, test_classify,
-		     test_cap, test_call_local))
+		     test_redacted_and_empty, test_refusal, test_cut_input, test_error_event,
+		     test_cut, test_malformed, test_error_answers, test_retry_after_date,
+		     test_classify, test_cap, test_call_local))
