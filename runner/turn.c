@@ -361,15 +361,17 @@ static int run_builtin(struct turn *t, const struct tool_use *u)
 		return answer(t, u->id, TURN_UNKNOWN_OUTCOME, 1);
 	turn_sandbox_exec(t->sandbox, turn_stop, t, &x);
 	tools_run(&x, u->name, u->input, &res);
-	if (t->stopping || t->lost) {
+	if (t->lost || (t->stopping && !res.text)) {
 		tool_result_release(&res);
 		return -1;
 	}
 	{
+		/* an interrupted tool's result says so (the SDK's "aborted"), not that a runner
+		 * died without recording the outcome */
 		struct result_arg a = { u->id, res.text, res.is_error };
 		int rc = turn_write(t, result_change, &a, 0);
 		tool_result_release(&res);
-		return rc;
+		return rc || t->stopping ? -1 : 0;
 	}
 }
 
@@ -430,18 +432,20 @@ static int run_mcp(struct turn *t, const struct tool_use *u)
 	if (start.already)
 		return mcp_answer(t, u->id, TURN_UNKNOWN_OUTCOME);
 	if (mcp_call(m->client, u->name, u->input, &res, &err)) {
-		if (t->stopping || t->lost)
+		if (t->lost)
 			return -1;
+		/* a call the interrupt cancelled is answered so too */
 		snprintf(msg, sizeof(msg), "MCP server '%.*s', tool '%.*s': %s",
 			 TURN_MCP_NAME_SHOWN, m->name, TURN_MCP_NAME_SHOWN, u->name, err.message);
-		return mcp_answer(t, u->id, msg);
+		rc = mcp_answer(t, u->id, msg);
+		return rc || t->stopping ? -1 : 0;
 	}
 	{
 		struct mcp_result_arg a = { u->id, res.content, res.is_error };
 		rc = turn_write(t, mcp_result_change, &a, 0);
 	}
 	mcp_result_release(&res);
-	return rc;
+	return rc || t->stopping ? -1 : 0;
 }
 
 struct mcp_error_arg {

@@ -6,15 +6,16 @@
 //               results as the SDK's tools give them; a second turn sees the first's files
 //               (bash, read) and bash's working directory (cd in one call, pwd in the next)
 //   interrupt   (local, bwrap: the tool is a host process) user.interrupt during `sleep 30`:
-//               the sleep is gone within ~1 s, the session idle end_turn; the next turn runs
+//               the sleep is gone within ~1 s, the call's result says it was aborted, the
+//               session idle end_turn; the next turn runs and the model sees that result
 //   packages    (bwrap, docker) an environment with npm is-number: the first turn provisions it
 //               and bash uses it
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  alive, BACKEND, assertConsistent, assertModelSawOneResultEach, assertToolsetResults, cleanup, client,
-  idleWith, listEvents, mkAgent, mkEnv, mkSession, modelRequests, processesWith, resultsById,
-  resultText, say, script, text, token, toolsetSteps, turn, until, use, watch,
+  alive, BACKEND, assertConsistent, assertModelSawOneResultEach, assertToolsetResults, blockText, cleanup,
+  client, idleWith, listEvents, mkAgent, mkEnv, mkSession, modelRequests, processesWith, resultsById,
+  resultsSeen, resultText, say, script, text, token, toolsetSteps, turn, until, use, watch,
 } from './lib.mjs';
 
 const c = client();
@@ -89,7 +90,8 @@ const INTERRUPT_MAX_MS = 1500;
     const agent = await mkAgent(c);
     const session = await mkSession(c, agent, await mkEnv(c));
     await script(T, [use('bash', { command: `echo started; sleep ${arg}; echo slept` })]);
-    await turn(c, session.id, text(`sleep ${T}`), { until: (e) => e.type === 'agent.tool_use' });
+    const started = await turn(c, session.id, text(`sleep ${T}`), { until: (e) => e.type === 'agent.tool_use' });
+    const u = started.find((e) => e.type === 'agent.tool_use');
     const procs = await until('the sleep runs', () => processesWith(arg).then((p) => p.length && p), { timeoutMs: 15000 });
     const pids = procs.map((l) => Number(l.split(/\s+/)[0]));
     // from the moment the API took the interrupt to the moment the sleep's process is gone
@@ -106,11 +108,18 @@ const INTERRUPT_MAX_MS = 1500;
     assert.ok(gone <= INTERRUPT_MAX_MS, `the sleep was gone ${gone} ms after the interrupt (want ~1 s)`);
     assert.deepEqual(await processesWith(arg), []);
     assert.ok(!evs.some((e) => e.type === 'agent.message'), 'the model was not asked again');
+    // the SDK's bash tool answers an aborted call so, not as an outcome nobody recorded
+    const aborted = evs.find((e) => e.type === 'agent.tool_result' && e.tool_use_id === u.id);
+    assert.ok(aborted, `a result for the interrupted call: ${evs.map((e) => e.type)}`);
+    assert.equal(aborted.is_error, true);
+    assert.equal(resultText(aborted), 'bash: This operation was aborted');
     // the next turn runs, and the model sees a result for the interrupted call
     await script(T, [say(`after ${T}`)]);
     const next = await turn(c, session.id, text(`again ${T}`), { until: idleWith('end_turn') });
     assert.ok(next.some((e) => e.type === 'agent.message' && resultText(e) === `after ${T}`), `next turn: ${next.map((e) => e.type)}`);
-    assertModelSawOneResultEach((await modelRequests(T)).at(-1), 'after the interrupt');
+    const last = (await modelRequests(T)).at(-1);
+    assertModelSawOneResultEach(last, 'after the interrupt');
+    assert.equal(blockText(resultsSeen(last).get(u.id)[0]), 'bash: This operation was aborted');
   });
 
   const PACKAGES = ['bwrap', 'docker'];
