@@ -52,14 +52,33 @@ static void wipe(void *p, size_t n)
 		*v++ = 0;
 }
 
-/* Every copy of the bearer in ERR's message masked. */
+/* The length of the piece of BEARER that ends TEXT (LEN bytes): its first MCP_BEARER_CUT_MIN
+ * bytes or more, not all of it, as a cap (a quote's, a message's, a result's) leaves a copy it
+ * cut; 0 when there is none. The longest such piece. */
+static size_t bearer_cut(const char *text, size_t len, const char *bearer)
+{
+	size_t n = strlen(bearer);
+	const char *end = text + len, *p = len >= n ? end - n + 1 : text;
+
+	for (; end - p >= MCP_BEARER_CUT_MIN && (p = memchr(p, bearer[0], (size_t)(end - p))); p++)
+		if (end - p >= MCP_BEARER_CUT_MIN && !memcmp(p, bearer, (size_t)(end - p)))
+			return (size_t)(end - p);
+	return 0;
+}
+
+/* Every copy of the bearer in ERR's message masked, and a cut one that ends it. */
 static void scrub(const struct mcp_client *c, struct mcp_error *err)
 {
-	size_t n = c->bearer ? strlen(c->bearer) : 0;
+	size_t n = c->bearer ? strlen(c->bearer) : 0, len, cut;
 	char *p;
 
-	while (n && (p = strstr(err->message, c->bearer)))
+	if (!n)
+		return;
+	while ((p = strstr(err->message, c->bearer)))
 		memset(p, '*', n);
+	len = strlen(err->message);
+	cut = bearer_cut(err->message, len, c->bearer);
+	memset(err->message + len - cut, '*', cut);
 }
 
 /* ---- one exchange ---- */
@@ -608,18 +627,22 @@ fail:
 	return -1;
 }
 
-/* TEXT with every copy of the bearer as REDACT_MASK (new string, caller frees), or NULL when it
- * has none or memory ran out. */
+/* TEXT with every copy of the bearer, and a cut one that ends it (bearer_cut), as REDACT_MASK
+ * (new string, caller frees), or NULL when it has none or memory ran out. */
 static char *masked(const char *text, const char *bearer)
 {
-	size_t n = strlen(bearer), m = strlen(REDACT_MASK);
-	const char *p = text, *q;
+	size_t n = strlen(bearer), m = strlen(REDACT_MASK), count = 0, rest, cut;
+	const char *p = text, *q, *after = text;
 	char *out = NULL, *w;
-	size_t count = 0;
 
-	for (q = text; (q = strstr(q, bearer)); q += n)
+	for (q = text; (q = strstr(q, bearer)); q += n) {
 		count++;
-	if (!count || !(out = malloc(strlen(text) - count * n + count * m + 1)))
+		after = q + n;
+	}
+	rest = strlen(after);
+	cut = bearer_cut(after, rest, bearer);
+	if ((!count && !cut) ||
+	    !(out = malloc(strlen(text) - count * n + count * m - cut + (cut ? m : 0) + 1)))
 		return NULL;
 	for (w = out; (q = strstr(p, bearer)); p = q + n) {
 		memcpy(w, p, (size_t)(q - p));
@@ -627,7 +650,13 @@ static char *masked(const char *text, const char *bearer)
 		memcpy(w, REDACT_MASK, m);
 		w += m;
 	}
-	strcpy(w, p);
+	memcpy(w, p, rest - cut);
+	w += rest - cut;
+	if (cut) {
+		memcpy(w, REDACT_MASK, m);
+		w += m;
+	}
+	*w = '\0';
 	return out;
 }
 

@@ -7,7 +7,8 @@
  * (following nextCursor) and calls them. The Mcp-Session-Id the server gives is sent on every
  * later request, with MCP-Protocol-Version; a session the server forgot (404) is initialized
  * again once and the request sent again (it was not run). The bearer, when there is one, is sent
- * as Authorization and nowhere else: it is never in an error message, and is masked in results.
+ * as Authorization and nowhere else: it is never in an error message, and is masked in results
+ * (so is a copy that a cap cut short at the end of either).
  *
  * Not done: requests from the server (sampling, elicitation, roots, ping) are not answered (the
  * client declares no capabilities); the GET stream for unsolicited messages is not opened; a
@@ -39,6 +40,7 @@
 #define MCP_SERVERS_MAX 20		 /* servers of one agent (the API validates it) */
 #define MCP_URL_MAX 2048		 /* a server's URL (the API's AGENT_MCP_URL_MAX) */
 #define MCP_BEARER_MAX 8192		 /* a bearer token's bytes */
+#define MCP_BEARER_CUT_MIN 4		 /* bytes of a cut copy of the bearer masked at least */
 #define MCP_SESSION_ID_MAX 256		 /* an Mcp-Session-Id taken */
 #define MCP_LIST_PAGES_MAX 64		 /* tools/list pages followed */
 #define MCP_IMAGE_MAX (5 * 1024 * 1024)	 /* base64 bytes of one image passed on */
@@ -132,7 +134,8 @@ struct mcp_result {
  * with an error result saying so (a JSON-RPC error is the server refusing the call: an unknown
  * tool, invalid arguments). After a timeout or a cancel the server is sent
  * notifications/cancelled for the request. The bearer is masked (REDACT_MASK) wherever it occurs
- * in the result's text. */
+ * in the result's text, and so is the start of it that ends a text block (a copy the text cap
+ * cut, from MCP_BEARER_CUT_MIN bytes). */
 int mcp_call(struct mcp_client *c, const char *tool, const json_t *args, struct mcp_result *out,
 	     struct mcp_error *err);
 

@@ -176,6 +176,7 @@ const ROUTES = {
   '/mcp': { json: false },
   '/mcp-json': { json: true },
   '/mcp-auth': { json: false, auth: true },
+  '/mcp-auth-echo': { json: false, auth: true, echo: true },
   '/mcp-stateless': { json: true, stateless: true },
 };
 
@@ -227,6 +228,7 @@ async function handle(req, res) {
   if (!r) return rpcError(res, 404, -32000, `no route ${route}`);
   if (r.auth && entry.auth !== 'right') {
     res.setHeader('www-authenticate', 'Bearer error="invalid_token"');
+    if (r.echo) return rpcError(res, 401, -32001, `invalid token: ${auth}`);
     return rpcError(res, 401, -32001, entry.auth === 'none' ? 'a bearer token is required' : 'invalid token');
   }
   return mcp(route, req, res, body, r);

@@ -37,6 +37,8 @@
 #define HUGE_BYTES 1000000    /* the text the huge tool returns */
 #define URL_MAX 512	      /* a URL the tests make */
 #define SERVER_TOOLS 8	      /* tools server.mjs offers (two a page) */
+#define LONG_BEARER 400	      /* a bearer longer than the quote of an error answer */
+#define BEARER_PIECE 12	      /* bytes of the bearer that must not be left anywhere */
 
 static const char *base_url, *token;
 
@@ -369,6 +371,43 @@ static void test_bearer(void **state)
 	assert_string_equal(mcp_error_type(&err), "mcp_authentication_failed_error");
 }
 
+/* A server that quotes the Authorization it got in its 401, or a result cut in the middle of
+ * the bearer: no piece of the bearer is left in the message or the text, not even the part a
+ * cut leaves at the end. */
+static void test_bearer_cut(void **state)
+{
+	struct mcp_limits lim = { LOCAL_OK };
+	struct mcp_client *c;
+	struct mcp_error err;
+	struct mcp_result r;
+	char bearer[LONG_BEARER + 1], head[BEARER_PIECE + 1];
+	const char *text;
+
+	(void)state;
+	for (size_t i = 0; i < LONG_BEARER; i++)
+		bearer[i] = "0123456789abcdef"[(i * 7 + 3) % 16];
+	bearer[LONG_BEARER] = '\0';
+	memcpy(head, bearer, BEARER_PIECE);
+	head[BEARER_PIECE] = '\0';
+	assert_null(mcp_connect(url_of("/mcp-auth-echo"), bearer, &here, NULL, NULL, &err));
+	assert_int_equal(err.kind, MCP_ERR_AUTH);
+	assert_non_null(strstr(err.message, "invalid token: Bearer "));
+	if (strstr(err.message, head))
+		fail_msg("the bearer's start is in the message: %s", err.message);
+
+	/* the cap falls inside the token the server echoes */
+	lim.result_text_max = strlen("you sent: Bearer ") + BEARER_PIECE;
+	c = connect_ok("/mcp-auth", token, &lim);
+	free(call_ok(c, "echo_auth", NULL, &r));
+	assert_true(r.truncated);
+	text = json_string_value(json_object_get(json_array_get(r.content, 0), "text"));
+	memcpy(head, token, BEARER_PIECE);
+	if (strstr(text, head))
+		fail_msg("the bearer's start is in the result: %s", text);
+	mcp_result_release(&r);
+	mcp_close(c);
+}
+
 /* Input the client refuses before any request: not an http(s) URL, a token with a line break
  * (a header injection), never echoed. */
 static void test_invalid(void **state)
@@ -682,8 +721,8 @@ int main(void)
 		ON_ROUTE(test_sse, one_mode, "/mcp"),
 		ON_ROUTE(test_json, one_mode, "/mcp-json"),
 		UNIT_TESTS(test_stateless, test_session_forgotten, test_results, test_rpc_errors,
-			   test_bearer, test_invalid, test_refused, test_local_refused, test_stall,
-			   test_version),
+			   test_bearer, test_bearer_cut, test_invalid, test_refused,
+			   test_local_refused, test_stall, test_version),
 		ON_ROUTE(test_hang_sse, hang_on, "/mcp"),
 		ON_ROUTE(test_hang_json, hang_on, "/mcp-json"),
 		UNIT_TESTS(test_cancel, test_text_cap, test_answer_cap, test_tools_cap,
