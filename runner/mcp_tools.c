@@ -16,6 +16,7 @@
 	(MCP_TOOL_NAME_MAX - (sizeof(MCP_TOOL_NAME_PREFIX) - 1) - 2 - 1 - MCP_NAME_HASH_HEX)
 #define MCP_NAME_SERVER_MIN 32	    /* bytes of the server's name a shortened name keeps at least */
 #define MCP_NOTE_MAX 512	    /* a note's bytes */
+#define MCP_TYPE_SHOWN 64	    /* bytes of an unknown content block type a note shows */
 #define MCP_NO_OUTPUT "(no output)" /* the content of a result that has none */
 
 /* The media types of images the Messages API takes. */
@@ -403,7 +404,8 @@ static int add_block(struct conv *cv, const json_t *b)
 		return add_note(cv, "[audio (%s) is not shown: the model takes no audio]",
 				mime ? mime : "no type");
 	}
-	return add_note(cv, "[content of type %.64s is not shown]", type);
+	return add_note(cv, "[content of type %.*s is not shown]",
+			(int)utf8_cut(type, strlen(type), MCP_TYPE_SHOWN), type);
 }
 
 /* CONTENT (an array, or NULL) and, without content, STRUCTURED into CV's blocks, then the note

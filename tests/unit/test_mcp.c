@@ -456,6 +456,7 @@ static void check_result(const char *result, size_t text_max, const char *want)
 }
 
 #define T(s) "{\"text\":\"" s "\",\"type\":\"text\"}"
+#define X63 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" /* 63 bytes */
 
 static void test_results(void **state)
 {
@@ -503,6 +504,9 @@ static void test_results(void **state)
 		     "0 1 [" T("abcd") "," T("e") "," T("[truncated: the tool returned 10 bytes of "
 							"text; 5 bytes of the result are shown "
 							"(the limit)]") "]");
+	/* a type shown cut at MCP_TYPE_SHOWN bytes: before the character that would cross it */
+	check_result("{\"content\":[{\"type\":\"" X63 "\u00e9\"}]}", 200,
+		     "0 0 [" T("[content of type " X63 " is not shown]") "]");
 	check_result("[]", 100, "err the tools/call result is not an object");
 	check_result("{\"content\":{}}", 100,
 		     "err the tools/call result's content is not an array");
