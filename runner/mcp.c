@@ -558,11 +558,23 @@ static json_t *list_entry(const json_t *t, size_t i, struct mcp_error *err)
 	return out;
 }
 
+/* Whether ALL (the tools kept so far) has one named as T is. */
+static int listed(const json_t *all, const json_t *t)
+{
+	const json_t *name = json_object_get(t, "name"), *k;
+	size_t i;
+
+	json_array_foreach (all, i, k)
+		if (json_equal(json_object_get(k, "name"), name))
+			return 1;
+	return 0;
+}
+
 int mcp_list_tools(struct mcp_client *c, json_t **tools, struct mcp_error *err)
 {
 	json_t *all = json_array(), *result = NULL, *params = NULL, *entry, *t;
 	const json_t *page, *next;
-	size_t i;
+	size_t i, seen = 0; /* tools of every page so far, repeats included */
 	int pages = 0, rc;
 
 	*tools = NULL;
@@ -588,15 +600,19 @@ int mcp_list_tools(struct mcp_client *c, json_t **tools, struct mcp_error *err)
 			goto fail;
 		}
 		json_array_foreach (page, i, t) {
-			if (json_array_size(all) >= c->lim.tools_max) {
+			if (seen >= c->lim.tools_max) { /* repeats count: they cost the same */
 				mcp_fail(err, MCP_ERR_PROTOCOL,
-					 "tools/list: the server offers more than %zu tools (the "
+					 "tools/list: the server lists more than %zu tools (the "
 					 "limit)",
 					 c->lim.tools_max);
 				goto fail;
 			}
-			if (!(entry = list_entry(t, json_array_size(all), err)))
+			if (!(entry = list_entry(t, seen++, err)))
 				goto fail;
+			if (listed(all, entry)) { /* the model takes each name once: the first */
+				json_decref(entry);
+				continue;
+			}
 			if (json_array_append_new(all, entry)) {
 				mcp_fail(err, MCP_ERR_NOMEM, "out of memory reading the tools");
 				goto fail;

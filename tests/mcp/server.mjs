@@ -64,14 +64,16 @@ function makeServer(route) {
     { capabilities: { tools: {}, logging: {} } },
   );
   server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+    const again = { ...TOOLS[0], inputSchema: { type: 'object' } }; // the first, another schema
+    const tools = route === '/mcp-dup' ? [...TOOLS, again] : TOOLS;
     const start = request.params?.cursor ? Number(request.params.cursor.replace(/^page-/, '')) : 0;
-    if (!Number.isInteger(start) || start < 0 || start > TOOLS.length)
+    if (!Number.isInteger(start) || start < 0 || start > tools.length)
       throw new McpError(ErrorCode.InvalidParams, `bad cursor ${request.params.cursor}`);
     const end = start + PAGE_SIZE;
     record({ route, event: 'tools/list', cursor: request.params?.cursor ?? null });
     return {
-      tools: TOOLS.slice(start, end),
-      ...(end < TOOLS.length ? { nextCursor: `page-${end}` } : {}),
+      tools: tools.slice(start, end),
+      ...(end < tools.length ? { nextCursor: `page-${end}` } : {}),
     };
   });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -178,6 +180,7 @@ const ROUTES = {
   '/mcp-auth': { json: false, auth: true },
   '/mcp-auth-echo': { json: false, auth: true, echo: true },
   '/mcp-stateless': { json: true, stateless: true },
+  '/mcp-dup': { json: true },
 };
 
 async function handle(req, res) {

@@ -653,6 +653,31 @@ static void test_answer_cap(void **state)
 	json_decref(args);
 }
 
+/* A server that lists a tool twice: the model is offered each name once (the Messages API
+ * refuses a request whose tools repeat a name), the first listing kept. */
+static void test_tools_repeated(void **state)
+{
+	struct mcp_client *c = connect_ok("/mcp-dup", NULL, NULL);
+	struct mcp_error err;
+	json_t *tools;
+
+	(void)state;
+	assert_int_equal(mcp_list_tools(c, &tools, &err), 0);
+	assert_int_equal(json_array_size(tools), SERVER_TOOLS);
+	for (size_t i = 0; i < SERVER_TOOLS; i++)
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(json_string_value(json_object_get(
+							json_array_get(tools, i), "name")),
+						json_string_value(json_object_get(
+							json_array_get(tools, j), "name")));
+	assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 0), "name")),
+			    "add");
+	assert_non_null(json_object_get(json_object_get(json_array_get(tools, 0), "inputSchema"),
+					"required"));
+	json_decref(tools);
+	mcp_close(c);
+}
+
 /* More tools than the client takes. */
 static void test_tools_cap(void **state)
 {
@@ -725,8 +750,8 @@ int main(void)
 			   test_local_refused, test_stall, test_version),
 		ON_ROUTE(test_hang_sse, hang_on, "/mcp"),
 		ON_ROUTE(test_hang_json, hang_on, "/mcp-json"),
-		UNIT_TESTS(test_cancel, test_text_cap, test_answer_cap, test_tools_cap,
-			   test_offered),
+		UNIT_TESTS(test_cancel, test_text_cap, test_answer_cap, test_tools_repeated,
+			   test_tools_cap, test_offered),
 	};
 
 	base_url = getenv("MCP_TEST_URL");
