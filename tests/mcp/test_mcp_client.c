@@ -456,7 +456,12 @@ static void test_refused(void **state)
  * written as one or as a name that resolves to one, and nothing reaches the server. */
 static void test_local_refused(void **state)
 {
-	static const char *const hosts[] = { "127.0.0.1", "localhost" };
+	/* and other spellings of loopback: decimal, hex and octal IPv4, short forms, the
+	 * unspecified address, IPv6 loopback and IPv4-mapped loopback (the server listens on
+	 * 127.0.0.1, which these reach) */
+	static const char *const hosts[] = { "127.0.0.1",  "localhost",	 "2130706433",
+					     "0x7f000001", "0177.0.0.1", "127.1",
+					     "0.0.0.0",	   "[::1]",	 "[::ffff:127.0.0.1]" };
 	const char *port = strrchr(base_url, ':'); /* MCP_TEST_URL is http://127.0.0.1:PORT */
 	struct mcp_error err;
 	char url[URL_MAX];
@@ -470,7 +475,8 @@ static void test_local_refused(void **state)
 		assert_null(mcp_connect(url, token, NULL, NULL, NULL, &err));
 		assert_int_equal(err.kind, MCP_ERR_CONNECTION);
 		assert_string_equal(mcp_error_type(&err), "mcp_connection_failed_error");
-		if (!strstr(err.message, "127.0.0.1") && !strstr(err.message, "::1"))
+		if (!strstr(err.message, "127.0.0.1") && !strstr(err.message, "::1") &&
+		    !strstr(err.message, "0.0.0.0"))
 			fail_msg("%s: the refusal names no address: %s", hosts[i], err.message);
 		assert_non_null(strstr(err.message, "[runner] mcp_local_addresses"));
 	}
