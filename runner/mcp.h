@@ -193,7 +193,8 @@ json_t *mcp_tool_definition(const json_t *tool, const char *name);
 
 /* RESULT (a tools/call result: {"content": [...], "structuredContent"?, "isError"?}) as OUT:
  * text blocks as they are (empty ones dropped), images of the media types the API takes
- * (jpeg, png, gif, webp) with valid base64 of at most MCP_IMAGE_MAX bytes as image blocks,
+ * (jpeg, png, gif, webp) with valid base64 of at most MCP_IMAGE_MAX bytes as image blocks
+ * (media_type the one their first bytes show; data that is none of the four is a note),
  * embedded text resources as text; what the model cannot take (audio, binary resources, other
  * images, unknown types) as a text note naming it; a resource link as a text line. Without
  * content, structuredContent's JSON text. Nothing at all: "(no output)". Text past TEXT_MAX
