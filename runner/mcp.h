@@ -36,25 +36,25 @@
 #define MCP_CALL_TIMEOUT_MS (CONFIG_DEFAULT_MCP_CALL_TIMEOUT_S * 1000L)
 #define MCP_ANSWER_MAX (8 * 1024 * 1024) /* bytes of one answer held; more: MCP_ERR_PROTOCOL */
 #define MCP_RESULT_TEXT_MAX (100 * 1024) /* bytes of a result's text kept (the rest: a note) */
-#define MCP_TOOLS_MAX 256      /* tools one server may list (repeats count); more: an error */
-#define MCP_SERVERS_MAX 20     /* servers of one agent (the API validates it) */
-#define MCP_URL_MAX 2048       /* a server's URL (the API's AGENT_MCP_URL_MAX) */
-#define MCP_BEARER_MAX 8192    /* a bearer token's bytes */
-#define MCP_BEARER_CUT_MIN 4   /* bytes of a cut copy of the bearer masked at least */
-#define MCP_SESSION_ID_MAX 256 /* an Mcp-Session-Id taken */
-#define MCP_LIST_PAGES_MAX 64  /* tools/list pages followed */
-#define MCP_IMAGE_MAX (5 * 1024 * 1024) /* base64 bytes of one image passed on */
-#define MCP_DESCRIPTION_MAX (10 * 1024) /* bytes of a tool's description offered */
-#define MCP_REMOTE_NAME_MAX 255		/* a tool's name as its server spells it */
-#define MCP_ERROR_MAX 512		/* an error's message */
-#define MCP_CANCEL_POLL_MS 50		/* how often the cancel callback is asked */
-#define MCP_NOTICE_TIMEOUT_MS 1000	/* notifications/cancelled after a timeout; DELETE */
-#define MCP_CANCEL_NOTICE_MS 100	/* notifications/cancelled after a cancel */
-#define MCP_LINGER_MS 100		/* waited for the end of a stream once its answer came */
-#define MCP_TOOL_NAME_MAX 128		/* the Messages API's ^[a-zA-Z0-9_-]{1,128}$ */
-#define MCP_TOOL_NAME_PREFIX "mcp__"	/* every MCP tool's name as offered starts so */
-#define MCP_NAME_HASH_HEX 8		/* hex digits of the hash in a shortened name */
-#define MCP_NAME_TRIES 16		/* salts tried for a name that collides */
+#define MCP_TOOLS_MAX 256		 /* tools listed (repeats too); more: MCP_ERR_PROTOCOL */
+#define MCP_SERVERS_MAX 20		 /* servers of one agent (the API validates it) */
+#define MCP_URL_MAX 2048		 /* a server's URL (the API's AGENT_MCP_URL_MAX) */
+#define MCP_BEARER_MAX 8192		 /* a bearer token's bytes */
+#define MCP_BEARER_CUT_MIN 4		 /* bytes of a cut copy of the bearer masked, at least */
+#define MCP_SESSION_ID_MAX 256		 /* an Mcp-Session-Id taken */
+#define MCP_LIST_PAGES_MAX 64		 /* tools/list pages followed */
+#define MCP_IMAGE_MAX (5 * 1024 * 1024)	 /* base64 bytes of one image passed on */
+#define MCP_DESCRIPTION_MAX (10 * 1024)	 /* bytes of a tool's description offered */
+#define MCP_REMOTE_NAME_MAX 255		 /* a tool's name as its server spells it */
+#define MCP_ERROR_MAX 512		 /* an error's message */
+#define MCP_CANCEL_POLL_MS 50		 /* how often the cancel callback is asked */
+#define MCP_NOTICE_TIMEOUT_MS 1000	 /* notifications/cancelled after a timeout; DELETE */
+#define MCP_CANCEL_NOTICE_MS 100	 /* notifications/cancelled after a cancel */
+#define MCP_LINGER_MS 100		 /* waited for the end of a stream once its answer came */
+#define MCP_TOOL_NAME_MAX 128		 /* the Messages API's ^[a-zA-Z0-9_-]{1,128}$ */
+#define MCP_TOOL_NAME_PREFIX "mcp__"	 /* every MCP tool's name as offered starts so */
+#define MCP_NAME_HASH_HEX 8		 /* hex digits of the hash in a shortened name */
+#define MCP_NAME_TRIES 16		 /* salts tried for a name that collides */
 
 /* ---- errors ---- */
 
