@@ -52,14 +52,33 @@ static void wipe(void *p, size_t n)
 		*v++ = 0;
 }
 
-/* Every copy of the bearer in ERR's message masked. */
+/* The length of the piece of BEARER that ends TEXT (LEN bytes): its first MCP_BEARER_CUT_MIN
+ * bytes or more, not all of it, as a cap (a quote's, a message's, a result's) leaves a copy it
+ * cut; 0 when there is none. The longest such piece. */
+static size_t bearer_cut(const char *text, size_t len, const char *bearer)
+{
+	size_t n = strlen(bearer);
+	const char *end = text + len, *p = len >= n ? end - n + 1 : text;
+
+	for (; end - p >= MCP_BEARER_CUT_MIN && (p = memchr(p, bearer[0], (size_t)(end - p))); p++)
+		if (end - p >= MCP_BEARER_CUT_MIN && !memcmp(p, bearer, (size_t)(end - p)))
+			return (size_t)(end - p);
+	return 0;
+}
+
+/* Every copy of the bearer in ERR's message masked, and a cut one that ends it. */
 static void scrub(const struct mcp_client *c, struct mcp_error *err)
 {
-	size_t n = c->bearer ? strlen(c->bearer) : 0;
+	size_t n = c->bearer ? strlen(c->bearer) : 0, len, cut;
 	char *p;
 
-	while (n && (p = strstr(err->message, c->bearer)))
+	if (!n)
+		return;
+	while ((p = strstr(err->message, c->bearer)))
 		memset(p, '*', n);
+	len = strlen(err->message);
+	cut = bearer_cut(err->message, len, c->bearer);
+	memset(err->message + len - cut, '*', cut);
 }
 
 /* ---- one exchange ---- */
@@ -539,11 +558,23 @@ static json_t *list_entry(const json_t *t, size_t i, struct mcp_error *err)
 	return out;
 }
 
+/* Whether ALL (the tools kept so far) has one named as T is. */
+static int listed(const json_t *all, const json_t *t)
+{
+	const json_t *name = json_object_get(t, "name"), *k;
+	size_t i;
+
+	json_array_foreach (all, i, k)
+		if (json_equal(json_object_get(k, "name"), name))
+			return 1;
+	return 0;
+}
+
 int mcp_list_tools(struct mcp_client *c, json_t **tools, struct mcp_error *err)
 {
 	json_t *all = json_array(), *result = NULL, *params = NULL, *entry, *t;
 	const json_t *page, *next;
-	size_t i;
+	size_t i, seen = 0; /* tools of every page so far, repeats included */
 	int pages = 0, rc;
 
 	*tools = NULL;
@@ -569,15 +600,19 @@ int mcp_list_tools(struct mcp_client *c, json_t **tools, struct mcp_error *err)
 			goto fail;
 		}
 		json_array_foreach (page, i, t) {
-			if (json_array_size(all) >= c->lim.tools_max) {
+			if (seen >= c->lim.tools_max) { /* repeats count: they cost the same */
 				mcp_fail(err, MCP_ERR_PROTOCOL,
-					 "tools/list: the server offers more than %zu tools (the "
+					 "tools/list: the server lists more than %zu tools (the "
 					 "limit)",
 					 c->lim.tools_max);
 				goto fail;
 			}
-			if (!(entry = list_entry(t, json_array_size(all), err)))
+			if (!(entry = list_entry(t, seen++, err)))
 				goto fail;
+			if (listed(all, entry)) { /* the model takes each name once: the first */
+				json_decref(entry);
+				continue;
+			}
 			if (json_array_append_new(all, entry)) {
 				mcp_fail(err, MCP_ERR_NOMEM, "out of memory reading the tools");
 				goto fail;
@@ -608,18 +643,22 @@ fail:
 	return -1;
 }
 
-/* TEXT with every copy of the bearer as REDACT_MASK (new string, caller frees), or NULL when it
- * has none or memory ran out. */
+/* TEXT with every copy of the bearer, and a cut one that ends it (bearer_cut), as REDACT_MASK
+ * (new string, caller frees), or NULL when it has none or memory ran out. */
 static char *masked(const char *text, const char *bearer)
 {
-	size_t n = strlen(bearer), m = strlen(REDACT_MASK);
-	const char *p = text, *q;
+	size_t n = strlen(bearer), m = strlen(REDACT_MASK), count = 0, rest, cut;
+	const char *p = text, *q, *after = text;
 	char *out = NULL, *w;
-	size_t count = 0;
 
-	for (q = text; (q = strstr(q, bearer)); q += n)
+	for (q = text; (q = strstr(q, bearer)); q += n) {
 		count++;
-	if (!count || !(out = malloc(strlen(text) - count * n + count * m + 1)))
+		after = q + n;
+	}
+	rest = strlen(after);
+	cut = bearer_cut(after, rest, bearer);
+	if ((!count && !cut) ||
+	    !(out = malloc(strlen(text) - count * n + count * m - cut + (cut ? m : 0) + 1)))
 		return NULL;
 	for (w = out; (q = strstr(p, bearer)); p = q + n) {
 		memcpy(w, p, (size_t)(q - p));
@@ -627,7 +666,13 @@ static char *masked(const char *text, const char *bearer)
 		memcpy(w, REDACT_MASK, m);
 		w += m;
 	}
-	strcpy(w, p);
+	memcpy(w, p, rest - cut);
+	w += rest - cut;
+	if (cut) {
+		memcpy(w, REDACT_MASK, m);
+		w += m;
+	}
+	*w = '\0';
 	return out;
 }
 

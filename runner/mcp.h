@@ -7,7 +7,8 @@
  * (following nextCursor) and calls them. The Mcp-Session-Id the server gives is sent on every
  * later request, with MCP-Protocol-Version; a session the server forgot (404) is initialized
  * again once and the request sent again (it was not run). The bearer, when there is one, is sent
- * as Authorization and nowhere else: it is never in an error message, and is masked in results.
+ * as Authorization and nowhere else: it is never in an error message, and is masked in results
+ * (so is a copy that a cap cut short at the end of either).
  *
  * Not done: requests from the server (sampling, elicitation, roots, ping) are not answered (the
  * client declares no capabilities); the GET stream for unsolicited messages is not opened; a
@@ -35,10 +36,11 @@
 #define MCP_CALL_TIMEOUT_MS (CONFIG_DEFAULT_MCP_CALL_TIMEOUT_S * 1000L)
 #define MCP_ANSWER_MAX (8 * 1024 * 1024) /* bytes of one answer held; more: MCP_ERR_PROTOCOL */
 #define MCP_RESULT_TEXT_MAX (100 * 1024) /* bytes of a result's text kept (the rest: a note) */
-#define MCP_TOOLS_MAX 256		 /* tools one server may offer; more: MCP_ERR_PROTOCOL */
+#define MCP_TOOLS_MAX 256		 /* tools listed (repeats too); more: MCP_ERR_PROTOCOL */
 #define MCP_SERVERS_MAX 20		 /* servers of one agent (the API validates it) */
 #define MCP_URL_MAX 2048		 /* a server's URL (the API's AGENT_MCP_URL_MAX) */
 #define MCP_BEARER_MAX 8192		 /* a bearer token's bytes */
+#define MCP_BEARER_CUT_MIN 4		 /* bytes of a cut copy of the bearer masked, at least */
 #define MCP_SESSION_ID_MAX 256		 /* an Mcp-Session-Id taken */
 #define MCP_LIST_PAGES_MAX 64		 /* tools/list pages followed */
 #define MCP_IMAGE_MAX (5 * 1024 * 1024)	 /* base64 bytes of one image passed on */
@@ -111,10 +113,11 @@ struct mcp_client *mcp_connect(const char *url, const char *bearer, const struct
 			       int (*cancel)(void *), void *arg, struct mcp_error *err);
 
 /* The server's tools: *TOOLS gets an array of {"name", "description"?, "inputSchema"} (new
- * reference, caller decrefs), every page of tools/list, in the server's order. A server that does
- * not know tools/list (-32601) has none. 0, or -1 with ERR set (*TOOLS NULL): a tool whose name
- * is not a string of 1-MCP_REMOTE_NAME_MAX bytes without control characters, or whose
- * inputSchema is not an object schema, fails the list as the SDK's parse does; more than
+ * reference, caller decrefs), every page of tools/list, in the server's order; a name listed
+ * again is passed over (the first kept: the Messages API refuses tools that repeat a name). A
+ * server that does not know tools/list (-32601) has none. 0, or -1 with ERR set (*TOOLS NULL): a
+ * tool whose name is not a string of 1-MCP_REMOTE_NAME_MAX bytes without control characters, or
+ * whose inputSchema is not an object schema, fails the list as the SDK's parse does; more than
  * tools_max tools or MCP_LIST_PAGES_MAX pages too. */
 int mcp_list_tools(struct mcp_client *c, json_t **tools, struct mcp_error *err);
 
@@ -132,7 +135,8 @@ struct mcp_result {
  * with an error result saying so (a JSON-RPC error is the server refusing the call: an unknown
  * tool, invalid arguments). After a timeout or a cancel the server is sent
  * notifications/cancelled for the request. The bearer is masked (REDACT_MASK) wherever it occurs
- * in the result's text. */
+ * in the result's text, and so is the start of it that ends a text block (a copy the text cap
+ * cut, from MCP_BEARER_CUT_MIN bytes). */
 int mcp_call(struct mcp_client *c, const char *tool, const json_t *args, struct mcp_result *out,
 	     struct mcp_error *err);
 
@@ -189,7 +193,8 @@ json_t *mcp_tool_definition(const json_t *tool, const char *name);
 
 /* RESULT (a tools/call result: {"content": [...], "structuredContent"?, "isError"?}) as OUT:
  * text blocks as they are (empty ones dropped), images of the media types the API takes
- * (jpeg, png, gif, webp) with valid base64 of at most MCP_IMAGE_MAX bytes as image blocks,
+ * (jpeg, png, gif, webp) with valid base64 of at most MCP_IMAGE_MAX bytes as image blocks
+ * (media_type the one their first bytes show; data that is none of the four is a note),
  * embedded text resources as text; what the model cannot take (audio, binary resources, other
  * images, unknown types) as a text note naming it; a resource link as a text line. Without
  * content, structuredContent's JSON text. Nothing at all: "(no output)". Text past TEXT_MAX

@@ -14,8 +14,11 @@
 /* the shortened name: PREFIX S "__" T "_" HASH */
 #define MCP_NAME_ROOM                                                                              \
 	(MCP_TOOL_NAME_MAX - (sizeof(MCP_TOOL_NAME_PREFIX) - 1) - 2 - 1 - MCP_NAME_HASH_HEX)
-#define MCP_NAME_SERVER_MIN 32	    /* bytes of the server's name a shortened name keeps at least */
-#define MCP_NOTE_MAX 512	    /* a note's bytes */
+#define MCP_NAME_SERVER_MIN 32 /* bytes of the server's name a shortened name keeps at least */
+#define MCP_NOTE_MAX 512       /* a note's bytes */
+#define MCP_TYPE_SHOWN 64      /* bytes of an unknown content block type a note shows */
+#define MCP_IMAGE_HEAD 12      /* bytes of an image read for its type (WebP's "RIFF....WEBP") */
+#define MCP_IMAGE_HEAD_B64 16  /* base64 characters of those bytes */
 #define MCP_NO_OUTPUT "(no output)" /* the content of a result that has none */
 
 /* The media types of images the Messages API takes. */
@@ -340,12 +343,31 @@ static int image_type_ok(const char *mime)
 	return 0;
 }
 
+/* The media type of the image whose base64 is D (LEN bytes, valid base64), by its first bytes:
+ * one of image_types, or NULL when it is none of them. */
+static const char *image_sniff(const char *d, size_t len)
+{
+	unsigned char head[MCP_IMAGE_HEAD];
+	long n = base64_decode(d, len < MCP_IMAGE_HEAD_B64 ? len : MCP_IMAGE_HEAD_B64, head,
+			       sizeof(head));
+
+	if (n >= 3 && !memcmp(head, "\xff\xd8\xff", 3))
+		return "image/jpeg";
+	if (n >= 8 && !memcmp(head, "\x89PNG\r\n\x1a\n", 8))
+		return "image/png";
+	if (n >= 6 && (!memcmp(head, "GIF87a", 6) || !memcmp(head, "GIF89a", 6)))
+		return "image/gif";
+	if (n >= 12 && !memcmp(head, "RIFF", 4) && !memcmp(head + 8, "WEBP", 4))
+		return "image/webp";
+	return NULL;
+}
+
 /* An image content block B: an image block, or a note saying why not. */
 static int add_image(struct conv *cv, const json_t *b)
 {
 	const char *mime = json_string_value(json_object_get(b, "mimeType"));
 	const json_t *data = json_object_get(b, "data");
-	const char *d = json_string_value(data);
+	const char *d = json_string_value(data), *sniffed;
 	size_t len = json_string_length(data);
 
 	if (!image_type_ok(mime))
@@ -358,9 +380,15 @@ static int add_image(struct conv *cv, const json_t *b)
 				mime, len, MCP_IMAGE_MAX);
 	if (!d || !is_base64(d, len))
 		return add_note(cv, "[an image (%s) is not shown: its data is not base64]", mime);
-	return json_array_append_new(cv->blocks,
-				     json_pack("{s:s,s:{s:s,s:s,s:O}}", "type", "image", "source",
-					       "type", "base64", "media_type", mime, "data", data));
+	/* the type its bytes have: the Messages API refuses an image labelled otherwise */
+	if (!(sniffed = image_sniff(d, len)))
+		return add_note(cv,
+				"[an image (%s) is not shown: its data is not a jpeg, png, gif or "
+				"webp image]",
+				mime);
+	return json_array_append_new(cv->blocks, json_pack("{s:s,s:{s:s,s:s,s:O}}", "type", "image",
+							   "source", "type", "base64", "media_type",
+							   sniffed, "data", data));
 }
 
 /* An embedded resource B ({"resource": {uri, mimeType?, text | blob}}). */
@@ -403,7 +431,8 @@ static int add_block(struct conv *cv, const json_t *b)
 		return add_note(cv, "[audio (%s) is not shown: the model takes no audio]",
 				mime ? mime : "no type");
 	}
-	return add_note(cv, "[content of type %.64s is not shown]", type);
+	return add_note(cv, "[content of type %.*s is not shown]",
+			(int)utf8_cut(type, strlen(type), MCP_TYPE_SHOWN), type);
 }
 
 /* CONTENT (an array, or NULL) and, without content, STRUCTURED into CV's blocks, then the note

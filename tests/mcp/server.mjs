@@ -64,14 +64,16 @@ function makeServer(route) {
     { capabilities: { tools: {}, logging: {} } },
   );
   server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+    const again = { ...TOOLS[0], inputSchema: { type: 'object' } }; // the first, another schema
+    const tools = route === '/mcp-dup' ? [...TOOLS, again] : TOOLS;
     const start = request.params?.cursor ? Number(request.params.cursor.replace(/^page-/, '')) : 0;
-    if (!Number.isInteger(start) || start < 0 || start > TOOLS.length)
+    if (!Number.isInteger(start) || start < 0 || start > tools.length)
       throw new McpError(ErrorCode.InvalidParams, `bad cursor ${request.params.cursor}`);
     const end = start + PAGE_SIZE;
     record({ route, event: 'tools/list', cursor: request.params?.cursor ?? null });
     return {
-      tools: TOOLS.slice(start, end),
-      ...(end < TOOLS.length ? { nextCursor: `page-${end}` } : {}),
+      tools: tools.slice(start, end),
+      ...(end < tools.length ? { nextCursor: `page-${end}` } : {}),
     };
   });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -176,7 +178,9 @@ const ROUTES = {
   '/mcp': { json: false },
   '/mcp-json': { json: true },
   '/mcp-auth': { json: false, auth: true },
+  '/mcp-auth-echo': { json: false, auth: true, echo: true },
   '/mcp-stateless': { json: true, stateless: true },
+  '/mcp-dup': { json: true },
 };
 
 async function handle(req, res) {
@@ -227,6 +231,7 @@ async function handle(req, res) {
   if (!r) return rpcError(res, 404, -32000, `no route ${route}`);
   if (r.auth && entry.auth !== 'right') {
     res.setHeader('www-authenticate', 'Bearer error="invalid_token"');
+    if (r.echo) return rpcError(res, 401, -32001, `invalid token: ${auth}`);
     return rpcError(res, 401, -32001, entry.auth === 'none' ? 'a bearer token is required' : 'invalid token');
   }
   return mcp(route, req, res, body, r);

@@ -37,6 +37,8 @@
 #define HUGE_BYTES 1000000    /* the text the huge tool returns */
 #define URL_MAX 512	      /* a URL the tests make */
 #define SERVER_TOOLS 8	      /* tools server.mjs offers (two a page) */
+#define LONG_BEARER 400	      /* a bearer longer than the quote of an error answer */
+#define BEARER_PIECE 12	      /* bytes of the bearer that must not be left anywhere */
 
 static const char *base_url, *token;
 
@@ -369,6 +371,43 @@ static void test_bearer(void **state)
 	assert_string_equal(mcp_error_type(&err), "mcp_authentication_failed_error");
 }
 
+/* A server that quotes the Authorization it got in its 401, or a result cut in the middle of
+ * the bearer: no piece of the bearer is left in the message or the text, not even the part a
+ * cut leaves at the end. */
+static void test_bearer_cut(void **state)
+{
+	struct mcp_limits lim = { LOCAL_OK };
+	struct mcp_client *c;
+	struct mcp_error err;
+	struct mcp_result r;
+	char bearer[LONG_BEARER + 1], head[BEARER_PIECE + 1];
+	const char *text;
+
+	(void)state;
+	for (size_t i = 0; i < LONG_BEARER; i++)
+		bearer[i] = "0123456789abcdef"[(i * 7 + 3) % 16];
+	bearer[LONG_BEARER] = '\0';
+	memcpy(head, bearer, BEARER_PIECE);
+	head[BEARER_PIECE] = '\0';
+	assert_null(mcp_connect(url_of("/mcp-auth-echo"), bearer, &here, NULL, NULL, &err));
+	assert_int_equal(err.kind, MCP_ERR_AUTH);
+	assert_non_null(strstr(err.message, "invalid token: Bearer "));
+	if (strstr(err.message, head))
+		fail_msg("the bearer's start is in the message: %s", err.message);
+
+	/* the cap falls inside the token the server echoes */
+	lim.result_text_max = strlen("you sent: Bearer ") + BEARER_PIECE;
+	c = connect_ok("/mcp-auth", token, &lim);
+	free(call_ok(c, "echo_auth", NULL, &r));
+	assert_true(r.truncated);
+	text = json_string_value(json_object_get(json_array_get(r.content, 0), "text"));
+	memcpy(head, token, BEARER_PIECE);
+	if (strstr(text, head))
+		fail_msg("the bearer's start is in the result: %s", text);
+	mcp_result_release(&r);
+	mcp_close(c);
+}
+
 /* Input the client refuses before any request: not an http(s) URL, a token with a line break
  * (a header injection), never echoed. */
 static void test_invalid(void **state)
@@ -417,7 +456,12 @@ static void test_refused(void **state)
  * written as one or as a name that resolves to one, and nothing reaches the server. */
 static void test_local_refused(void **state)
 {
-	static const char *const hosts[] = { "127.0.0.1", "localhost" };
+	/* and other spellings of loopback: decimal, hex and octal IPv4, short forms, the
+	 * unspecified address, IPv6 loopback and IPv4-mapped loopback (the server listens on
+	 * 127.0.0.1, which these reach) */
+	static const char *const hosts[] = { "127.0.0.1",  "localhost",	 "2130706433",
+					     "0x7f000001", "0177.0.0.1", "127.1",
+					     "0.0.0.0",	   "[::1]",	 "[::ffff:127.0.0.1]" };
 	const char *port = strrchr(base_url, ':'); /* MCP_TEST_URL is http://127.0.0.1:PORT */
 	struct mcp_error err;
 	char url[URL_MAX];
@@ -431,7 +475,8 @@ static void test_local_refused(void **state)
 		assert_null(mcp_connect(url, token, NULL, NULL, NULL, &err));
 		assert_int_equal(err.kind, MCP_ERR_CONNECTION);
 		assert_string_equal(mcp_error_type(&err), "mcp_connection_failed_error");
-		if (!strstr(err.message, "127.0.0.1") && !strstr(err.message, "::1"))
+		if (!strstr(err.message, "127.0.0.1") && !strstr(err.message, "::1") &&
+		    !strstr(err.message, "0.0.0.0"))
 			fail_msg("%s: the refusal names no address: %s", hosts[i], err.message);
 		assert_non_null(strstr(err.message, "[runner] mcp_local_addresses"));
 	}
@@ -614,6 +659,31 @@ static void test_answer_cap(void **state)
 	json_decref(args);
 }
 
+/* A server that lists a tool twice: the model is offered each name once (the Messages API
+ * refuses a request whose tools repeat a name), the first listing kept. */
+static void test_tools_repeated(void **state)
+{
+	struct mcp_client *c = connect_ok("/mcp-dup", NULL, NULL);
+	struct mcp_error err;
+	json_t *tools;
+
+	(void)state;
+	assert_int_equal(mcp_list_tools(c, &tools, &err), 0);
+	assert_int_equal(json_array_size(tools), SERVER_TOOLS);
+	for (size_t i = 0; i < SERVER_TOOLS; i++)
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(json_string_value(json_object_get(
+							json_array_get(tools, i), "name")),
+						json_string_value(json_object_get(
+							json_array_get(tools, j), "name")));
+	assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 0), "name")),
+			    "add");
+	assert_non_null(json_object_get(json_object_get(json_array_get(tools, 0), "inputSchema"),
+					"required"));
+	json_decref(tools);
+	mcp_close(c);
+}
+
 /* More tools than the client takes. */
 static void test_tools_cap(void **state)
 {
@@ -682,12 +752,12 @@ int main(void)
 		ON_ROUTE(test_sse, one_mode, "/mcp"),
 		ON_ROUTE(test_json, one_mode, "/mcp-json"),
 		UNIT_TESTS(test_stateless, test_session_forgotten, test_results, test_rpc_errors,
-			   test_bearer, test_invalid, test_refused, test_local_refused, test_stall,
-			   test_version),
+			   test_bearer, test_bearer_cut, test_invalid, test_refused,
+			   test_local_refused, test_stall, test_version),
 		ON_ROUTE(test_hang_sse, hang_on, "/mcp"),
 		ON_ROUTE(test_hang_json, hang_on, "/mcp-json"),
-		UNIT_TESTS(test_cancel, test_text_cap, test_answer_cap, test_tools_cap,
-			   test_offered),
+		UNIT_TESTS(test_cancel, test_text_cap, test_answer_cap, test_tools_repeated,
+			   test_tools_cap, test_offered),
 	};
 
 	base_url = getenv("MCP_TEST_URL");

@@ -456,6 +456,8 @@ static void check_result(const char *result, size_t text_max, const char *want)
 }
 
 #define T(s) "{\"text\":\"" s "\",\"type\":\"text\"}"
+#define PNG64 "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ"		      /* a PNG's start */
+#define X63 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" /* 63 bytes */
 
 static void test_results(void **state)
 {
@@ -503,6 +505,32 @@ static void test_results(void **state)
 		     "0 1 [" T("abcd") "," T("e") "," T("[truncated: the tool returned 10 bytes of "
 							"text; 5 bytes of the result are shown "
 							"(the limit)]") "]");
+	/* the media type the data has, not the one it is labelled with (the Messages API refuses
+	 * an image whose bytes are not of its media_type, and the result stays in the history):
+	 * a PNG sent as jpeg, a GIF and a WebP as png; data that is none of the four, a note */
+	check_result("{\"content\":[{\"type\":\"image\",\"mimeType\":\"image/jpeg\",\"data\":"
+		     "\"" PNG64 "\"}]}",
+		     100,
+		     "0 0 [{\"source\":{\"data\":\"" PNG64 "\",\"media_type\":\"image/png\","
+		     "\"type\":\"base64\"},\"type\":\"image\"}]");
+	check_result(
+		"{\"content\":[{\"type\":\"image\",\"mimeType\":\"image/png\",\"data\":"
+		"\"R0lGODlhAQABAAAAACw=\"},{\"type\":\"image\",\"mimeType\":\"image/png\","
+		"\"data\":\"UklGRhoAAABXRUJQVlA4TA0AAAAv\"}]}",
+		100,
+		"0 0 [{\"source\":{\"data\":\"R0lGODlhAQABAAAAACw=\",\"media_type\":\"image/gif\","
+		"\"type\":\"base64\"},\"type\":\"image\"},{\"source\":{\"data\":"
+		"\"UklGRhoAAABXRUJQVlA4TA0AAAAv\",\"media_type\":\"image/webp\",\"type\":"
+		"\"base64\"},\"type\":\"image\"}]");
+	check_result(
+		"{\"content\":[{\"type\":\"image\",\"mimeType\":\"image/png\",\"data\":"
+		"\"aGVsbG8gd29ybGQsIG5vdCBhbiBpbWFnZQ==\"}]}",
+		200,
+		"0 0 [" T("[an image (image/png) is not shown: its data is not a jpeg, png, gif "
+			  "or webp image]") "]");
+	/* a type shown cut at MCP_TYPE_SHOWN bytes: before the character that would cross it */
+	check_result("{\"content\":[{\"type\":\"" X63 "\u00e9\"}]}", 200,
+		     "0 0 [" T("[content of type " X63 " is not shown]") "]");
 	check_result("[]", 100, "err the tools/call result is not an object");
 	check_result("{\"content\":{}}", 100,
 		     "err the tools/call result's content is not an array");
