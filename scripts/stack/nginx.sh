@@ -217,10 +217,10 @@ nginx_start() {
 		sleep 1
 	else
 		_stack_say "starting nginx on ${addrs[*]}"
-		# a socket left by an nginx killed -9 would make its bind fail
-		for p in "${addrs[@]}"; do
-			case "$p" in /*) rm -f "$p" ;; esac
-		done
+		# a unix socket left by an nginx killed -9, or by one that bound it and then failed on
+		# a taken port, would make its bind fail: remove every one the configuration listens on
+		sed -n 's/^[[:space:]]*listen[[:space:]]\{1,\}unix:\([^;[:space:]]*\).*/\1/p' \
+			"$run"/nginx*.conf | while IFS= read -r p; do rm -f -- "$p"; done
 		# nginx binds its ports, then daemonises and writes RUN/nginx.pid.
 		if ! "${nginx[@]}"; then
 			_stack_err "nginx failed to start"

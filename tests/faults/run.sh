@@ -14,6 +14,8 @@
 #                handed over on fd 0 by spawn-fcgi
 #   socket       the FastCGI socket's path swapped for a symlink after the bind: its target keeps
 #                its group and mode, the supervisor refuses to serve (build/socket_swap.so)
+#   nginx again  an nginx that bound its unix sockets and then failed on a taken port starts
+#                on the next try (the e2e harness's retry with other ports)
 # Needs (from tests/e2e/run.sh): TERRARIUM_RUN, TERRARIUM_URL (the "local" API), KEY.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -280,5 +282,33 @@ check "... and says why" grep -q "is no longer the socket just bound" "$SWAP/ser
 check "... the symlink's target keeps its mode and group ($before -> $(stat -c '%a %G' "$SWAP/victim"))" \
 	test "$(stat -c '%a %G' "$SWAP/victim")" = "$before"
 rm -rf "$SWAP"
+
+# ---- nginx starts again after a start that failed on a taken port ----
+# nginx binds the event publisher's unix socket, fails on the port another process holds and
+# exits without removing the socket; the next start (other ports) must not fail on it.
+AGAIN=$RUN/again
+rm -rf "$AGAIN" && mkdir -p "$AGAIN" && ln -s "$RUN/$NAME.sock" "$AGAIN/$NAME.sock"
+held=$(stack_free_port) && port=$(stack_free_port "$held") || die "no free port"
+timeout 30 python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+time.sleep(30)' "$held" &
+holder=$!
+for _ in $(seq 50); do ss -Hltn "sport = :$held" | grep -q . && break; sleep 0.1; done
+nginx_start "$AGAIN" "$held:$NAME" >"$AGAIN/first.log" 2>&1
+rc=$?
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+check "nginx on a taken port fails to start (exit $rc)" test "$rc" -ne 0
+if stack_nchan_modules >/dev/null; then
+	check "... leaving its event publisher's socket behind" test -S "$AGAIN/events-pub.sock"
+fi
+nginx_start "$AGAIN" "$port:$NAME" >"$AGAIN/second.log" 2>&1
+rc=$?
+check "... and starts on the next try (exit $rc)" test "$rc" -eq 0
+check "... serving the API" bash -c 'curl -sf "http://127.0.0.1:$1/readyz" >/dev/null' _ "$port"
+nginx_stop "$AGAIN"
+rm -rf "$AGAIN"
 
 check_summary
