@@ -17,6 +17,20 @@ static int version_known(const char *v)
 	return 0;
 }
 
+/* How much of Jansson's error TEXT a refusal shows. Jansson ends a syntax error with the token it
+ * stopped in when that is short ("... near '<token>'", up to 20 bytes): bytes of the body,
+ * perhaps a secret (a credential's token before a stray newline), so the refusal stops before
+ * it; only a duplicate key keeps it, the token then being the key, which names the field. */
+static int json_error_shown(const char *text)
+{
+	static const char dup[] = "duplicate object key";
+	const char *near = strstr(text, " near '");
+
+	if (near && strncmp(text, dup, sizeof(dup) - 1))
+		return (int)(near - text);
+	return (int)strlen(text);
+}
+
 /* Parse the body as a JSON object into req->json. 0, or -1 with RESP filled. */
 static int parse_body(struct request *req, struct response *resp, int optional)
 {
@@ -40,8 +54,8 @@ static int parse_body(struct request *req, struct response *resp, int optional)
 				jerr.position);
 		else
 			resp_error(resp, req, 400, NULL,
-				   "request body is not valid JSON: %s (at position %d)", jerr.text,
-				   jerr.position);
+				   "request body is not valid JSON: %.*s (at position %d)",
+				   json_error_shown(jerr.text), jerr.text, jerr.position);
 		return -1;
 	}
 	if (!json_is_object(req->json)) {
