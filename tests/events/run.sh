@@ -47,6 +47,7 @@ SLOT_FREE_MS=600      # a held stream's slot is free this soon after its client 
 STOP_MAX_S=10         # a supervisor with a tailer stops within this (api_stop waits 35 s)
 GET_MAX_MS=500        # a GET while the streams are held, at worst (a loaded machine)
 GET_PROBES=100
+BODY_MAX=1048576      # the request body limit (REQ_MAX_BODY, nginx's client_max_body_size)
 
 H=(-H "x-api-key: $KEY" -H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01")
 EVW=$RUN/evw
@@ -158,8 +159,40 @@ framing() {
 		test "$(frames "$f.again" | jq -c .types)" = '["user.message"]'
 }
 
+# largest URL LABEL: an event as large as a send may be (one user.message filling the request
+# body limit, BODY_MAX) reaches a stream whole (it is published with its id and processed_at
+# added: more than BODY_MAX)
+largest() {
+	local f="$RUN/ev-largest-$2" s n got code
+	local head='{"events":[{"type":"user.message","content":[{"type":"text","text":"' tail='"}]}]}'
+	s=$(mksession "$1")
+	stream_bg "$1" "$s" "$f" $((EVENT_WAIT_S + 2))
+	wait_for 5 test -s "$f.h"
+	n=$((BODY_MAX - ${#head} - ${#tail}))
+	{
+		printf %s "$head"
+		head -c "$n" /dev/zero | tr '\0' x
+		printf %s "$tail"
+	} >"$f.body"
+	code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "$1/v1/sessions/$s/events" \
+		"${H[@]}" -H 'content-type: application/json' --data-binary "@$f.body")
+	check "$2: a send of $BODY_MAX bytes (one user.message) is taken ($code)" \
+		test "$code $(wc -c <"$f.body")" = "200 $BODY_MAX"
+	wait_for "$EVENT_WAIT_S" has_events "$f" 2
+	kill "$STREAM_PID" 2>/dev/null
+	wait "$STREAM_PID" 2>/dev/null
+	got=$(node --input-type=module -e "
+		import { parseFrames } from '$HERE/sse.mjs';
+		import fs from 'node:fs';
+		const f = parseFrames(fs.readFileSync(process.argv[1], 'utf8'));
+		console.log(f.events.map((e) => e.type + ' ' + (e.json.content?.[0].text.length ?? 0)).join());" "$f")
+	check "$2: the stream carries it whole ($got)" \
+		test "$got" = "user.message $n,session.status_running 0"
+}
+
 # ---- framing through nchan ----
 framing "$URL" nchan "$NCHAN_PING_WAIT_S"
+largest "$URL" nchan
 
 # ---- the fallback without nchan: a second nginx and supervisor, the workers hold streams ----
 workers_fallback() {
@@ -187,6 +220,7 @@ workers_fallback() {
 		_ "$started" "$EVW" || return 1
 	url2="http://127.0.0.1:$port"
 	framing "$url2" workers 3
+	largest "$url2" workers
 	# the worker that held it sees that its client left (nginx shuts the connection)
 	wait_for 5 test "$(fastcgi_conns "$EVW" evw)" = 0
 	# a stream held by a worker is a FastCGI connection (what the 1,000 streams check counts)
