@@ -253,6 +253,7 @@ static enum db_status send_tx(struct db *db, void *arg)
 	int answered = 0;
 
 	c->err.status = 0;
+	c->work_queued = 0; /* a retried attempt: the work item of one rolled back is not there */
 	resource_key(&RES_SESSION, req, req->params[0], &k);
 	st = evdb_lock(db, &k, c->now_db, &s, &c->found);
 	if (st || !c->found)
