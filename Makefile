@@ -211,11 +211,12 @@ $(BUILD)/test_resource: $(call obj,tests/unit/test_resource.c $(HANDLER_TEST_SRC
 UNIT_TESTS += $(BUILD)/test_resource
 
 # a send (handlers/events.c) over a session of the test's own: the event log's and the work
-# queue's writes are wrapped; db_tx runs its function again for the retries a test asks for
+# queue's writes are wrapped, its reads answer one tool use; db_tx runs its function again for
+# the retries a test asks for
 $(BUILD)/test_events: $(call obj,tests/unit/test_events.c $(HANDLER_TEST_SRC))
 	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--wrap=db_tx,--wrap=evdb_lock,--wrap=evdb_append \
 		-Wl,--wrap=evdb_status,--wrap=evdb_save,--wrap=workdb_requeue,--wrap=workdb_wake \
-		-o $@ $^ $(HANDLER_TEST_LIBS)
+		-Wl,--wrap=db_exec,--wrap=db_rows_free -o $@ $^ $(HANDLER_TEST_LIBS)
 UNIT_TESTS += $(BUILD)/test_events
 
 # every kind of credential (handlers/auth.c): its lookups wrapped by a table of known keys

@@ -2,6 +2,7 @@
 
 #include "../common/crypto.h"
 
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -434,6 +435,21 @@ enum db_status evdb_purge_deleted(struct db *db, const char *before, long long m
 	return db_exec(db, sql, DB_PARAMS(DB_STR(before), DB_INT(max)), NULL, NULL);
 }
 
+/* Whether member KEY of event ROW of ROWS (its stored body) is the string VALUE, into *YES: the
+ * event's own member, never one of its input's. */
+static enum db_status body_says(struct db *db, const struct db_rows *rows, unsigned row,
+				const char *key, const char *value, int *yes)
+{
+	json_t *body = NULL;
+	enum db_status st = db_json_load_object(db, db_cell(rows, row, EV_C_BODY), "event",
+						db_cell(rows, row, EV_C_ID), "body", &body);
+	const char *v = json_string_value(json_object_get(body, key));
+
+	*yes = !st && v && !strcmp(v, value);
+	json_decref(body);
+	return st;
+}
+
 enum db_status evdb_await(struct db *db, const struct ev_session *s, const char *id,
 			  enum ev_await *out, int *denied)
 {
@@ -454,10 +470,10 @@ enum db_status evdb_await(struct db *db, const struct ev_session *s, const char 
 	    strcmp(type, "agent.custom_tool_use"))
 		goto out;
 	st = evdb_refs(db, s->id, id, &refs);
+	if (!st) /* the use's own member: its input (the model's) may hold one of that name */
+		st = body_says(db, &use, 0, "evaluated_permission", "ask", &ask);
 	if (st)
 		goto out;
-	/* the stored body is the server's own: a plain search for what it wrote is exact */
-	ask = strstr(db_cell(&use, 0, EV_C_BODY), "\"evaluated_permission\":\"ask\"") != NULL;
 	builtin = !strcmp(type, "agent.tool_use");
 	*out = !strcmp(type, "agent.custom_tool_use") ? AW_CUSTOM
 	       : ask				      ? AW_CONFIRMATION
@@ -469,7 +485,9 @@ enum db_status evdb_await(struct db *db, const struct ev_session *s, const char 
 			goto out;
 		}
 		confirmed = 1;
-		*denied = strstr(db_cell(&refs, r, EV_C_BODY), "\"result\":\"deny\"") != NULL;
+		st = body_says(db, &refs, r, "result", "deny", denied);
+		if (st)
+			goto out;
 	}
 	if (*out == AW_CONFIRMATION && confirmed)
 		*out = !*denied && s->self_hosted && builtin ? AW_RESULT : AW_RESOLVED;

@@ -111,6 +111,47 @@ enum db_status __wrap_workdb_wake(struct db *db, const char *env_id)
 	return DB_OK;
 }
 
+/* The log holds one event: the tool use TOOL_USE_ID of body tool_use (NULL: none), with no
+ * answer; evdb_await's two reads are the only statements a send runs past the wrapped writes. */
+#define TOOL_USE_ID "sevt_tooluse0123456789abcdef"
+static const char *tool_use;
+
+enum db_status __wrap_db_exec(struct db *db, const char *sql, const struct db_val *params,
+			      unsigned nparams, struct db_rows *rows, unsigned long long *affected);
+enum db_status __wrap_db_exec(struct db *db, const char *sql, const struct db_val *params,
+			      unsigned nparams, struct db_rows *rows, unsigned long long *affected)
+{
+	static char id[] = TOOL_USE_ID, type[] = "agent.tool_use", body[4096];
+	static char *cell[EV_C_COUNT];
+	static unsigned long len[EV_C_COUNT];
+
+	(void)db;
+	(void)params;
+	(void)nparams;
+	if (affected)
+		*affected = 0;
+	if (!rows)
+		return DB_OK;
+	*rows = (struct db_rows){ .ncols = EV_C_COUNT, .cell = cell, .len = len };
+	if (!tool_use || strstr(sql, "ref_id = ?")) /* no answers */
+		return DB_OK;
+	snprintf(body, sizeof(body), "%s", tool_use);
+	cell[EV_C_ID] = id;
+	cell[EV_C_TYPE] = type;
+	cell[EV_C_BODY] = body;
+	for (unsigned c = 0; c < EV_C_COUNT; c++)
+		len[c] = cell[c] ? strlen(cell[c]) : 0;
+	rows->nrows = 1;
+	return DB_OK;
+}
+
+/* db_rows_free for __wrap_db_exec's rows (they own nothing). */
+void __wrap_db_rows_free(struct db_rows *rows);
+void __wrap_db_rows_free(struct db_rows *rows)
+{
+	memset(rows, 0, sizeof(*rows));
+}
+
 static struct config cfg;
 static struct worker w;
 
@@ -118,6 +159,7 @@ static int setup(void **state)
 {
 	(void)state;
 	retries = attempts = requeued = self_hosted = 0;
+	tool_use = NULL;
 	status[0] = '\0';
 	memset(&w, 0, sizeof(w));
 	w.cfg = &cfg;
@@ -190,5 +232,26 @@ static void test_cloud_turn_no_work_item(void **state)
 	expect_turn(0, 2, 0);
 }
 
+/* What a tool use waits for is its own evaluated_permission, whatever its input holds: a
+ * self_hosted session's allowed tool use takes its result, even when the model's input has a
+ * member of that name. */
+static void test_permission_not_from_input(void **state)
+{
+	static const char result[] =
+		"{\"events\":[{\"type\":\"user.tool_result\",\"tool_use_id\":\"" TOOL_USE_ID
+		"\",\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}]}";
+
+	(void)state;
+	self_hosted = 1;
+	tool_use = "{\"type\":\"agent.tool_use\",\"name\":\"bash\",\"input\":{\"command\":"
+		   "\"true\",\"evaluated_permission\":\"ask\"},\"evaluated_permission\":\"allow\"}";
+	assert_int_equal(send_events(result), 200);
+	/* and the other way round: an ask is asked, whatever the input says */
+	tool_use = "{\"type\":\"agent.tool_use\",\"name\":\"bash\",\"input\":{\"a\":{"
+		   "\"evaluated_permission\":\"allow\"}},\"evaluated_permission\":\"ask\"}";
+	assert_int_equal(send_events(result), 400);
+}
+
 UNIT_MAIN(cmocka_unit_test_setup_teardown(test_turn_work_item_on_retry, setup, teardown),
-	  cmocka_unit_test_setup_teardown(test_cloud_turn_no_work_item, setup, teardown))
+	  cmocka_unit_test_setup_teardown(test_cloud_turn_no_work_item, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_permission_not_from_input, setup, teardown))
