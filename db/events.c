@@ -334,20 +334,56 @@ enum db_status evdb_refs(struct db *db, const char *session_id, const char *ref,
 	return db_exec(db, sql, DB_PARAMS(DB_STR(session_id), DB_STR(ref)), rows, NULL);
 }
 
-enum db_status evdb_list(struct db *db, const struct ev_query *q, struct db_rows *rows)
-{
 #define EV_LIST_WHERE                                                                              \
 	"WHERE session_id = ? AND (? IS NULL OR FIND_IN_SET(type, ?) > 0)"                         \
 	" AND (? IS NULL OR processed_at > ?) AND (? IS NULL OR processed_at >= ?)"                \
 	" AND (? IS NULL OR processed_at < ?) AND (? IS NULL OR processed_at <= ?) "
-	static const char asc[] = EV_SELECT EV_LIST_WHERE "AND ord > ? ORDER BY ord LIMIT ?";
-	static const char desc[] = EV_SELECT EV_LIST_WHERE "AND ord < ? ORDER BY ord DESC LIMIT ?";
+#define EV_LIST_ASC "AND ord > ? ORDER BY ord LIMIT ?"
+#define EV_LIST_DESC "AND ord < ? ORDER BY ord DESC LIMIT ?"
+#define EV_SIZES "SELECT LENGTH(body) FROM session_events "
+
+/* How many of the Q->rows events Q asks for to read: those whose bodies fit in Q->bytes (at
+ * least one), and one more that says a next page follows. */
+static enum db_status list_rows(struct db *db, const struct ev_query *q, const struct db_val *p,
+				unsigned n, long long *out)
+{
+	static const char asc[] = EV_SIZES EV_LIST_WHERE EV_LIST_ASC;
+	static const char desc[] = EV_SIZES EV_LIST_WHERE EV_LIST_DESC;
+	unsigned long long sum = 0;
+	struct db_rows sizes;
+	enum db_status st;
+	unsigned r = 0;
+
+	*out = q->rows;
+	if (q->bytes <= 0)
+		return DB_OK;
+	st = db_exec(db, q->desc ? desc : asc, p, n, &sizes, NULL);
+	for (; !st && r < sizes.nrows; r++) {
+		sum += strtoull(db_cell(&sizes, r, 0), NULL, 10);
+		if (r && sum > (unsigned long long)q->bytes)
+			break;
+	}
+	if (!st && r < sizes.nrows)
+		*out = (long long)r + 1;
+	db_rows_free(&sizes);
+	return st;
+}
+
+enum db_status evdb_list(struct db *db, const struct ev_query *q, struct db_rows *rows)
+{
+	static const char asc[] = EV_SELECT EV_LIST_WHERE EV_LIST_ASC;
+	static const char desc[] = EV_SELECT EV_LIST_WHERE EV_LIST_DESC;
 	struct db_val p[] = { DB_STR(q->session_id), db_opt(q->types), db_opt(q->types),
 			      db_opt(q->gt),	     db_opt(q->gt),    db_opt(q->gte),
 			      db_opt(q->gte),	     db_opt(q->lt),    db_opt(q->lt),
 			      db_opt(q->lte),	     db_opt(q->lte),   DB_INT(q->after_ord),
 			      DB_INT(q->rows) };
+	long long n;
+	enum db_status st = list_rows(db, q, DB_ARRAY(p), &n);
 
+	if (st)
+		return st;
+	p[sizeof(p) / sizeof(p[0]) - 1] = DB_INT(n);
 	return db_exec(db, q->desc ? desc : asc, DB_ARRAY(p), rows, NULL);
 }
 

@@ -155,11 +155,14 @@ struct ev_query {
 	long long after_ord; /* the cursor's position; 0 (asc) / LLONG_MAX (desc): ords are
 			      * below 2^63 */
 	long long rows;	     /* at most this many */
+	long long bytes;     /* and no more than one past those whose bodies fit in this many
+			      * bytes (the first always counts): 0, no bound */
 	const char *types;   /* comma-separated types, or NULL for all */
 	const char *gt, *gte, *lt, *lte; /* processed_at bounds (DB format), or NULL */
 };
 
-/* The events Q asks for, in its order, into ROWS. */
+/* The events Q asks for, in its order, into ROWS. The bodies' sizes are read first, so that
+ * a page of large events reads no more of them than it may show. */
 enum db_status evdb_list(struct db *db, const struct ev_query *q, struct db_rows *rows);
 
 /* Events appended after global position AFTER_SEQ (every session), at most MAX, by seq. */

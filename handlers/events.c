@@ -500,6 +500,7 @@ void events_list(struct worker *w, struct request *req, struct response *resp)
 		return;
 	q.after_ord = paged ? strtoll(pos, NULL, 10) : q.desc ? LLONG_MAX : 0;
 	q.rows = limit + 1;
+	q.bytes = LIST_PAGE_BYTES_MAX; /* what list_page_rows may show: read no more bodies */
 	q.types = types[0] ? types : NULL;
 	q.gt = times[0][0] ? times[0] : NULL;
 	q.gte = times[1][0] ? times[1] : NULL;

@@ -48,6 +48,7 @@ STOP_MAX_S=10         # a supervisor with a tailer stops within this (api_stop w
 GET_MAX_MS=500        # a GET while the streams are held, at worst (a loaded machine)
 GET_PROBES=100
 BODY_MAX=1048576      # the request body limit (REQ_MAX_BODY, nginx's client_max_body_size)
+LARGE_EVENTS=140      # ... events of that size: more than an API worker's 128 MiB
 
 H=(-H "x-api-key: $KEY" -H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01")
 EVW=$RUN/evw
@@ -189,6 +190,40 @@ largest() {
 	check "$2: the stream carries it whole ($got)" \
 		test "$got" = "user.message $n,session.status_running 0"
 }
+
+# large_list: a list of a session whose events are large reads no more of them than its page
+# (1 MiB) shows: LARGE_EVENTS events of 1 MiB each, listed with limit=1000 (as the SDK's
+# SessionToolRunner lists) page by page, every event once, and no API worker passes its memory
+# bound ([api] max_rss_mb, 128 MiB: a page that read them all did)
+large_list() {
+	local s f="$RUN/ev-large-list" i code page='' n=0 pages=0 ids=0 log="$RUN/$NAME.log" before
+	local head='{"events":[{"type":"user.define_outcome","rubric":{"type":"text","content":"r"},"description":"' tail='"}]}'
+	s=$(mksession)
+	{
+		printf %s "$head"
+		head -c $((BODY_MAX - ${#head} - ${#tail})) /dev/zero | tr '\0' x
+		printf %s "$tail"
+	} >"$f.body"
+	for ((i = 0; i < LARGE_EVENTS; i++)); do
+		code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "$URL/v1/sessions/$s/events" \
+			"${H[@]}" -H 'content-type: application/json' --data-binary "@$f.body")
+		[ "$code" = 200 ] && n=$((n + 1))
+	done
+	before=$(grep -c 'peak RSS passed' "$log")
+	while [ $pages -le $LARGE_EVENTS ]; do
+		curl -sS --max-time 10 -o "$f.page" "$URL/v1/sessions/$s/events?limit=1000${page:+&page=$page}" \
+			"${H[@]}" || break
+		pages=$((pages + 1))
+		ids=$((ids + $(jq '.data | length' "$f.page")))
+		page=$(jq -r '.next_page // empty | @uri' "$f.page")
+		[ -n "$page" ] || break
+	done
+	check "large events: $n of $LARGE_EVENTS sends of 1 MiB taken, listed in $pages pages: $ids events" \
+		test "$n $ids" = "$LARGE_EVENTS $LARGE_EVENTS"
+	check "large events: no API worker passed its memory bound listing them ($(($(grep -c 'peak RSS passed' "$log") - before)) did)" \
+		test "$(grep -c 'peak RSS passed' "$log")" = "$before"
+}
+large_list
 
 # ---- framing through nchan ----
 framing "$URL" nchan "$NCHAN_PING_WAIT_S"
