@@ -387,12 +387,23 @@ enum db_status evdb_list(struct db *db, const struct ev_query *q, struct db_rows
 	return db_exec(db, q->desc ? desc : asc, DB_ARRAY(p), rows, NULL);
 }
 
-enum db_status evdb_tail(struct db *db, unsigned long long after_seq, long long max,
-			 struct db_rows *rows)
+enum db_status evdb_tail_seqs(struct db *db, unsigned long long after_seq, long long max,
+			      struct db_rows *rows)
 {
-	static const char sql[] = EV_SELECT "WHERE seq > ? ORDER BY seq LIMIT ?";
+	static const char sql[] =
+		"SELECT seq FROM session_events WHERE seq > ? ORDER BY seq LIMIT ?";
 
 	return db_exec(db, sql, DB_PARAMS(DB_INT((long long)after_seq), DB_INT(max)), rows, NULL);
+}
+
+enum db_status evdb_tail(struct db *db, unsigned long long after_seq, unsigned long long upto_seq,
+			 struct db_rows *rows)
+{
+	static const char sql[] = EV_SELECT "WHERE seq > ? AND seq <= ? ORDER BY seq";
+
+	return db_exec(db, sql,
+		       DB_PARAMS(DB_INT((long long)after_seq), DB_INT((long long)upto_seq)), rows,
+		       NULL);
 }
 
 enum db_status evdb_session_last_seq(struct db *db, const char *session_id, unsigned long long *seq)

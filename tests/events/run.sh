@@ -49,6 +49,8 @@ GET_MAX_MS=500        # a GET while the streams are held, at worst (a loaded mac
 GET_PROBES=100
 BODY_MAX=1048576      # the request body limit (REQ_MAX_BODY, nginx's client_max_body_size)
 LARGE_EVENTS=140      # ... events of that size: more than an API worker's 128 MiB
+GAP_EVENTS=15         # ... sent while the tailer waits for a gap (at 5 a second)
+GAP_READS_MAX=3       # ... read at most this many times each (the tailer, the answer, a list)
 
 H=(-H "x-api-key: $KEY" -H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01")
 EVW=$RUN/evw
@@ -224,6 +226,29 @@ large_list() {
 		test "$(grep -c 'peak RSS passed' "$log")" = "$before"
 }
 large_list
+
+# gap_reads: a refused send rolls back what it appended, leaving a gap in seq that the tailer
+# waits for (TAIL_GAP_WAIT_MS, 10 s); meanwhile it reads what follows the gap every [stream]
+# tail_ms, but not again the events it published already: GAP_EVENTS events of 1 MiB sent after
+# the gap cost the database at most GAP_READS_MAX times their size in bytes sent
+gap_reads() {
+	local s code b0 b1 i mib
+	s=$(mksession)
+	code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "$URL/v1/sessions/$s/events" \
+		"${H[@]}" -H 'content-type: application/json' --data-binary \
+		"{\"events\":[$(msg gap),{\"type\":\"user.tool_confirmation\",\"tool_use_id\":\"sevt_none\",\"result\":\"allow\"}]}")
+	b0=$(e2e_sql "SHOW GLOBAL STATUS LIKE 'Bytes_sent'" | cut -f2)
+	for ((i = 0; i < GAP_EVENTS; i++)); do
+		curl -sS --max-time 10 -o /dev/null "$URL/v1/sessions/$s/events" "${H[@]}" \
+			-H 'content-type: application/json' --data-binary "@$RUN/ev-large-list.body"
+		sleep 0.2
+	done
+	b1=$(e2e_sql "SHOW GLOBAL STATUS LIKE 'Bytes_sent'" | cut -f2)
+	mib=$(((b1 - b0) / 1048576))
+	check "gap: a refused send (400: $code) leaves a gap; $GAP_EVENTS events of 1 MiB after it cost the database $mib MiB sent (at most $((GAP_READS_MAX * GAP_EVENTS)))" \
+		test "$code" = 400 -a "$mib" -le $((GAP_READS_MAX * GAP_EVENTS))
+}
+gap_reads
 
 # ---- framing through nchan ----
 framing "$URL" nchan "$NCHAN_PING_WAIT_S"
