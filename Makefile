@@ -197,14 +197,27 @@ $(BUILD)/test_router: $(call obj,tests/unit/test_router.c $(HTTP_SRC) common/cry
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -ljansson -lcmocka $(LDLIBS_CRYPTO)
 UNIT_TESTS += $(BUILD)/test_router
 
+# the handlers without the route table, and what they link with, for tests that wrap their
+# database calls
+HANDLER_TEST_SRC = $(HTTP_SRC) $(filter-out handlers/routes.c handlers/dispatch.c,$(HANDLER_SRC)) \
+	$(DB_SRC) $(COMMON_SRC) $(VAULT_SRC)
+HANDLER_TEST_LIBS = -ljansson -lcmocka -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
+
 # the resource table's generic handlers (handlers/resource.c) over a resource of the test's own:
 # its db operations are in memory; db_tx runs its function once, rows are the test's own
-$(BUILD)/test_resource: $(call obj,tests/unit/test_resource.c $(HTTP_SRC) \
-	$(filter-out handlers/routes.c handlers/dispatch.c,$(HANDLER_SRC)) $(DB_SRC) $(COMMON_SRC) \
-	$(VAULT_SRC))
-	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--wrap=db_tx,--wrap=db_rows_free -o $@ $^ -ljansson \
-		-lcmocka -linih $(LDLIBS_DB) $(LDLIBS_CRYPTO)
+$(BUILD)/test_resource: $(call obj,tests/unit/test_resource.c $(HANDLER_TEST_SRC))
+	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--wrap=db_tx,--wrap=db_rows_free -o $@ $^ \
+		$(HANDLER_TEST_LIBS)
 UNIT_TESTS += $(BUILD)/test_resource
+
+# a send (handlers/events.c) over a session of the test's own: the event log's and the work
+# queue's writes are wrapped, its reads answer one tool use; db_tx runs its function again for
+# the retries a test asks for
+$(BUILD)/test_events: $(call obj,tests/unit/test_events.c $(HANDLER_TEST_SRC))
+	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--wrap=db_tx,--wrap=evdb_lock,--wrap=evdb_append \
+		-Wl,--wrap=evdb_status,--wrap=evdb_save,--wrap=workdb_requeue,--wrap=workdb_wake \
+		-Wl,--wrap=db_exec,--wrap=db_rows_free -o $@ $^ $(HANDLER_TEST_LIBS)
+UNIT_TESTS += $(BUILD)/test_events
 
 # every kind of credential (handlers/auth.c): its lookups wrapped by a table of known keys
 $(BUILD)/test_auth: $(call obj,tests/unit/test_auth.c handlers/auth.c handlers/auth_guard.c \

@@ -252,11 +252,25 @@ static void tail_publish(struct tail *t, struct publisher *p, const struct db_ro
 	}
 }
 
-/* The next read: what follows low, the published seqs above it included (skipped), so that a
- * late commit arrives in order with the rest. */
+/* The next read: the seqs that follow low, the published ones above it included, so that a
+ * late commit arrives in order with the rest; then the events from the first of them not
+ * published to the last. While a gap waits, what was published after it is not read again. */
 static enum db_status tail_read(struct db *db, struct tail *t, struct db_rows *rows)
 {
-	return evdb_tail(db, t->low, (long long)t->n + TAIL_BATCH, rows);
+	struct db_rows seqs;
+	unsigned long long first = 0, last = 0;
+	enum db_status st = evdb_tail_seqs(db, t->low, (long long)t->n + TAIL_BATCH, &seqs);
+
+	for (unsigned r = 0; !st && r < seqs.nrows; r++) {
+		unsigned long long seq = strtoull(db_cell(&seqs, r, 0), NULL, 10);
+
+		if (tail_has(t, seq))
+			continue;
+		first = first ? first : seq;
+		last = seq;
+	}
+	db_rows_free(&seqs);
+	return st || !first ? st : evdb_tail(db, first - 1, last, rows);
 }
 
 /* Remove the logs deleted sessions left, once their session.deleted has been published long

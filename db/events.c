@@ -2,6 +2,7 @@
 
 #include "../common/crypto.h"
 
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,29 +342,76 @@ enum db_status evdb_refs(struct db *db, const char *session_id, const char *ref,
 	return db_exec(db, sql, DB_PARAMS(DB_STR(session_id), DB_STR(ref)), rows, NULL);
 }
 
-enum db_status evdb_list(struct db *db, const struct ev_query *q, struct db_rows *rows)
-{
 #define EV_LIST_WHERE                                                                              \
 	"WHERE session_id = ? AND (? IS NULL OR FIND_IN_SET(type, ?) > 0)"                         \
 	" AND (? IS NULL OR processed_at > ?) AND (? IS NULL OR processed_at >= ?)"                \
 	" AND (? IS NULL OR processed_at < ?) AND (? IS NULL OR processed_at <= ?) "
-	static const char asc[] = EV_SELECT EV_LIST_WHERE "AND ord > ? ORDER BY ord LIMIT ?";
-	static const char desc[] = EV_SELECT EV_LIST_WHERE "AND ord < ? ORDER BY ord DESC LIMIT ?";
+#define EV_LIST_ASC "AND ord > ? ORDER BY ord LIMIT ?"
+#define EV_LIST_DESC "AND ord < ? ORDER BY ord DESC LIMIT ?"
+#define EV_SIZES "SELECT LENGTH(body) FROM session_events "
+
+/* How many of the Q->rows events Q asks for to read: those whose bodies fit in Q->bytes (at
+ * least one), and one more that says a next page follows. */
+static enum db_status list_rows(struct db *db, const struct ev_query *q, const struct db_val *p,
+				unsigned n, long long *out)
+{
+	static const char asc[] = EV_SIZES EV_LIST_WHERE EV_LIST_ASC;
+	static const char desc[] = EV_SIZES EV_LIST_WHERE EV_LIST_DESC;
+	unsigned long long sum = 0;
+	struct db_rows sizes;
+	enum db_status st;
+	unsigned r = 0;
+
+	*out = q->rows;
+	if (q->bytes <= 0)
+		return DB_OK;
+	st = db_exec(db, q->desc ? desc : asc, p, n, &sizes, NULL);
+	for (; !st && r < sizes.nrows; r++) {
+		sum += strtoull(db_cell(&sizes, r, 0), NULL, 10);
+		if (r && sum > (unsigned long long)q->bytes)
+			break;
+	}
+	if (!st && r < sizes.nrows)
+		*out = (long long)r + 1;
+	db_rows_free(&sizes);
+	return st;
+}
+
+enum db_status evdb_list(struct db *db, const struct ev_query *q, struct db_rows *rows)
+{
+	static const char asc[] = EV_SELECT EV_LIST_WHERE EV_LIST_ASC;
+	static const char desc[] = EV_SELECT EV_LIST_WHERE EV_LIST_DESC;
 	struct db_val p[] = { DB_STR(q->session_id), db_opt(q->types), db_opt(q->types),
 			      db_opt(q->gt),	     db_opt(q->gt),    db_opt(q->gte),
 			      db_opt(q->gte),	     db_opt(q->lt),    db_opt(q->lt),
 			      db_opt(q->lte),	     db_opt(q->lte),   DB_INT(q->after_ord),
 			      DB_INT(q->rows) };
+	long long n;
+	enum db_status st = list_rows(db, q, DB_ARRAY(p), &n);
 
+	if (st)
+		return st;
+	p[sizeof(p) / sizeof(p[0]) - 1] = DB_INT(n);
 	return db_exec(db, q->desc ? desc : asc, DB_ARRAY(p), rows, NULL);
 }
 
-enum db_status evdb_tail(struct db *db, unsigned long long after_seq, long long max,
-			 struct db_rows *rows)
+enum db_status evdb_tail_seqs(struct db *db, unsigned long long after_seq, long long max,
+			      struct db_rows *rows)
 {
-	static const char sql[] = EV_SELECT "WHERE seq > ? ORDER BY seq LIMIT ?";
+	static const char sql[] =
+		"SELECT seq FROM session_events WHERE seq > ? ORDER BY seq LIMIT ?";
 
 	return db_exec(db, sql, DB_PARAMS(DB_INT((long long)after_seq), DB_INT(max)), rows, NULL);
+}
+
+enum db_status evdb_tail(struct db *db, unsigned long long after_seq, unsigned long long upto_seq,
+			 struct db_rows *rows)
+{
+	static const char sql[] = EV_SELECT "WHERE seq > ? AND seq <= ? ORDER BY seq";
+
+	return db_exec(db, sql,
+		       DB_PARAMS(DB_INT((long long)after_seq), DB_INT((long long)upto_seq)), rows,
+		       NULL);
 }
 
 enum db_status evdb_session_last_seq(struct db *db, const char *session_id, unsigned long long *seq)
@@ -442,6 +490,21 @@ enum db_status evdb_purge_deleted(struct db *db, const char *before, long long m
 	return db_exec(db, sql, DB_PARAMS(DB_STR(before), DB_INT(max)), NULL, NULL);
 }
 
+/* Whether member KEY of event ROW of ROWS (its stored body) is the string VALUE, into *YES: the
+ * event's own member, never one of its input's. */
+static enum db_status body_says(struct db *db, const struct db_rows *rows, unsigned row,
+				const char *key, const char *value, int *yes)
+{
+	json_t *body = NULL;
+	enum db_status st = db_json_load_object(db, db_cell(rows, row, EV_C_BODY), "event",
+						db_cell(rows, row, EV_C_ID), "body", &body);
+	const char *v = json_string_value(json_object_get(body, key));
+
+	*yes = !st && v && !strcmp(v, value);
+	json_decref(body);
+	return st;
+}
+
 enum db_status evdb_await(struct db *db, const struct ev_session *s, const char *id,
 			  enum ev_await *out, int *denied)
 {
@@ -462,10 +525,10 @@ enum db_status evdb_await(struct db *db, const struct ev_session *s, const char 
 	    strcmp(type, "agent.custom_tool_use"))
 		goto out;
 	st = evdb_refs(db, s->id, id, &refs);
+	if (!st) /* the use's own member: its input (the model's) may hold one of that name */
+		st = body_says(db, &use, 0, "evaluated_permission", "ask", &ask);
 	if (st)
 		goto out;
-	/* the stored body is the server's own: a plain search for what it wrote is exact */
-	ask = strstr(db_cell(&use, 0, EV_C_BODY), "\"evaluated_permission\":\"ask\"") != NULL;
 	builtin = !strcmp(type, "agent.tool_use");
 	*out = !strcmp(type, "agent.custom_tool_use") ? AW_CUSTOM
 	       : ask				      ? AW_CONFIRMATION
@@ -477,7 +540,9 @@ enum db_status evdb_await(struct db *db, const struct ev_session *s, const char 
 			goto out;
 		}
 		confirmed = 1;
-		*denied = strstr(db_cell(&refs, r, EV_C_BODY), "\"result\":\"deny\"") != NULL;
+		st = body_says(db, &refs, r, "result", "deny", denied);
+		if (st)
+			goto out;
 	}
 	if (*out == AW_CONFIRMATION && confirmed)
 		*out = !*denied && s->self_hosted && builtin ? AW_RESULT : AW_RESOLVED;

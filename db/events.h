@@ -161,15 +161,24 @@ struct ev_query {
 	long long after_ord; /* the cursor's position; 0 (asc) / LLONG_MAX (desc): ords are
 			      * below 2^63 */
 	long long rows;	     /* at most this many */
+	long long bytes;     /* and no more than one past those whose bodies fit in this many
+			      * bytes (the first always counts): 0, no bound */
 	const char *types;   /* comma-separated types, or NULL for all */
 	const char *gt, *gte, *lt, *lte; /* processed_at bounds (DB format), or NULL */
 };
 
-/* The events Q asks for, in its order, into ROWS. */
+/* The events Q asks for, in its order, into ROWS. The bodies' sizes are read first, so that
+ * a page of large events reads no more of them than it may show. */
 enum db_status evdb_list(struct db *db, const struct ev_query *q, struct db_rows *rows);
 
-/* Events appended after global position AFTER_SEQ (every session), at most MAX, by seq. */
-enum db_status evdb_tail(struct db *db, unsigned long long after_seq, long long max,
+/* The seqs of the events appended after global position AFTER_SEQ (every session), at most
+ * MAX, ascending, into ROWS (one column): what a tailer has to publish, without the events. */
+enum db_status evdb_tail_seqs(struct db *db, unsigned long long after_seq, long long max,
+			      struct db_rows *rows);
+
+/* The events of every session whose global position is above AFTER_SEQ and at most UPTO_SEQ,
+ * by seq. */
+enum db_status evdb_tail(struct db *db, unsigned long long after_seq, unsigned long long upto_seq,
 			 struct db_rows *rows);
 
 /* The highest seq of session SESSION_ID now (0: none): a stream starts after it. */

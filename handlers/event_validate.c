@@ -13,6 +13,7 @@ enum fkind { FK_STR, FK_BOOL, FK_INT, FK_OBJ, FK_ARR };
 
 #define FF_REQ 0x1  /* required */
 #define FF_NULL 0x2 /* null allowed (an optional field's "absent") */
+#define FF_TEXT 0x4 /* FK_STR: not empty (the model refuses an empty text block) */
 
 struct shape;
 
@@ -86,7 +87,7 @@ static const struct shape *const image_sources[] = { &s_base64_image, &s_url, &s
 static const struct shape *const doc_sources[] = { &s_base64_doc, &s_text_doc, &s_url, &s_file,
 						   NULL };
 
-static const struct field f_text[] = { STR("text", FF_REQ), END };
+static const struct field f_text[] = { STR("text", FF_REQ | FF_TEXT), END };
 static const struct field f_image[] = { OBJ("source", FF_REQ, image_sources), END };
 static const struct field f_document[] = { OBJ("source", FF_REQ, doc_sources),
 					   STR("context", FF_NULL), STR("title", FF_NULL), END };
@@ -212,6 +213,11 @@ static int check_field(json_t *v, const struct field *f, const char *path, struc
 	case FK_STR:
 		if (!json_is_string(v))
 			return verr_set(err, 400, NULL, "'%s' must be a string", path);
+		if ((f->flags & FF_TEXT) && !json_string_length(v))
+			return verr_set(err, 400, NULL,
+					"'%s' must not be empty (the model refuses an empty text "
+					"block)",
+					path);
 		if (f->max && (long long)utf8_chars(json_string_value(v)) > f->max)
 			return verr_set(err, 400, NULL, "'%s' must be at most %lld characters",
 					path, f->max);

@@ -253,6 +253,7 @@ static enum db_status send_tx(struct db *db, void *arg)
 	int answered = 0;
 
 	c->err.status = 0;
+	c->work_queued = 0; /* a retried attempt: the work item of one rolled back is not there */
 	resource_key(&RES_SESSION, req, req->params[0], &k);
 	st = evdb_lock(db, &k, c->now_db, &s, &c->found);
 	if (st || !c->found)
@@ -499,6 +500,7 @@ void events_list(struct worker *w, struct request *req, struct response *resp)
 		return;
 	q.after_ord = paged ? strtoll(pos, NULL, 10) : q.desc ? LLONG_MAX : 0;
 	q.rows = limit + 1;
+	q.bytes = LIST_PAGE_BYTES_MAX; /* what list_page_rows may show: read no more bodies */
 	q.types = types[0] ? types : NULL;
 	q.gt = times[0][0] ? times[0] : NULL;
 	q.gte = times[1][0] ? times[1] : NULL;

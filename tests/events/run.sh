@@ -47,6 +47,10 @@ SLOT_FREE_MS=600      # a held stream's slot is free this soon after its client 
 STOP_MAX_S=10         # a supervisor with a tailer stops within this (api_stop waits 35 s)
 GET_MAX_MS=500        # a GET while the streams are held, at worst (a loaded machine)
 GET_PROBES=100
+BODY_MAX=1048576      # the request body limit (REQ_MAX_BODY, nginx's client_max_body_size)
+LARGE_EVENTS=140      # ... events of that size: more than an API worker's 128 MiB
+GAP_EVENTS=15         # ... sent while the tailer waits for a gap (at 5 a second)
+GAP_READS_MAX=3       # ... read at most this many times each (the tailer, the answer, a list)
 
 H=(-H "x-api-key: $KEY" -H "anthropic-version: 2023-06-01" -H "anthropic-beta: managed-agents-2026-04-01")
 EVW=$RUN/evw
@@ -158,8 +162,97 @@ framing() {
 		test "$(frames "$f.again" | jq -c .types)" = '["user.message"]'
 }
 
+# largest URL LABEL: an event as large as a send may be (one user.message filling the request
+# body limit, BODY_MAX) reaches a stream whole (it is published with its id and processed_at
+# added: more than BODY_MAX)
+largest() {
+	local f="$RUN/ev-largest-$2" s n got code
+	local head='{"events":[{"type":"user.message","content":[{"type":"text","text":"' tail='"}]}]}'
+	s=$(mksession "$1")
+	stream_bg "$1" "$s" "$f" $((EVENT_WAIT_S + 2))
+	wait_for 5 test -s "$f.h"
+	n=$((BODY_MAX - ${#head} - ${#tail}))
+	{
+		printf %s "$head"
+		head -c "$n" /dev/zero | tr '\0' x
+		printf %s "$tail"
+	} >"$f.body"
+	code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "$1/v1/sessions/$s/events" \
+		"${H[@]}" -H 'content-type: application/json' --data-binary "@$f.body")
+	check "$2: a send of $BODY_MAX bytes (one user.message) is taken ($code)" \
+		test "$code $(wc -c <"$f.body")" = "200 $BODY_MAX"
+	wait_for "$EVENT_WAIT_S" has_events "$f" 2
+	kill "$STREAM_PID" 2>/dev/null
+	wait "$STREAM_PID" 2>/dev/null
+	got=$(node --input-type=module -e "
+		import { parseFrames } from '$HERE/sse.mjs';
+		import fs from 'node:fs';
+		const f = parseFrames(fs.readFileSync(process.argv[1], 'utf8'));
+		console.log(f.events.map((e) => e.type + ' ' + (e.json.content?.[0].text.length ?? 0)).join());" "$f")
+	check "$2: the stream carries it whole ($got)" \
+		test "$got" = "user.message $n,session.status_running 0"
+}
+
+# large_list: a list of a session whose events are large reads no more of them than its page
+# (1 MiB) shows: LARGE_EVENTS events of 1 MiB each, listed with limit=1000 (as the SDK's
+# SessionToolRunner lists) page by page, every event once, and no API worker passes its memory
+# bound ([api] max_rss_mb, 128 MiB: a page that read them all did)
+large_list() {
+	local s f="$RUN/ev-large-list" i code page='' n=0 pages=0 ids=0 log="$RUN/$NAME.log" before
+	local head='{"events":[{"type":"user.define_outcome","rubric":{"type":"text","content":"r"},"description":"' tail='"}]}'
+	s=$(mksession)
+	{
+		printf %s "$head"
+		head -c $((BODY_MAX - ${#head} - ${#tail})) /dev/zero | tr '\0' x
+		printf %s "$tail"
+	} >"$f.body"
+	for ((i = 0; i < LARGE_EVENTS; i++)); do
+		code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "$URL/v1/sessions/$s/events" \
+			"${H[@]}" -H 'content-type: application/json' --data-binary "@$f.body")
+		[ "$code" = 200 ] && n=$((n + 1))
+	done
+	before=$(grep -c 'peak RSS passed' "$log")
+	while [ $pages -le $LARGE_EVENTS ]; do
+		curl -sS --max-time 10 -o "$f.page" "$URL/v1/sessions/$s/events?limit=1000${page:+&page=$page}" \
+			"${H[@]}" || break
+		pages=$((pages + 1))
+		ids=$((ids + $(jq '.data | length' "$f.page")))
+		page=$(jq -r '.next_page // empty | @uri' "$f.page")
+		[ -n "$page" ] || break
+	done
+	check "large events: $n of $LARGE_EVENTS sends of 1 MiB taken, listed in $pages pages: $ids events" \
+		test "$n $ids" = "$LARGE_EVENTS $LARGE_EVENTS"
+	check "large events: no API worker passed its memory bound listing them ($(($(grep -c 'peak RSS passed' "$log") - before)) did)" \
+		test "$(grep -c 'peak RSS passed' "$log")" = "$before"
+}
+large_list
+
+# gap_reads: a refused send rolls back what it appended, leaving a gap in seq that the tailer
+# waits for (TAIL_GAP_WAIT_MS, 10 s); meanwhile it reads what follows the gap every [stream]
+# tail_ms, but not again the events it published already: GAP_EVENTS events of 1 MiB sent after
+# the gap cost the database at most GAP_READS_MAX times their size in bytes sent
+gap_reads() {
+	local s code b0 b1 i mib
+	s=$(mksession)
+	code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "$URL/v1/sessions/$s/events" \
+		"${H[@]}" -H 'content-type: application/json' --data-binary \
+		"{\"events\":[$(msg gap),{\"type\":\"user.tool_confirmation\",\"tool_use_id\":\"sevt_none\",\"result\":\"allow\"}]}")
+	b0=$(e2e_sql "SHOW GLOBAL STATUS LIKE 'Bytes_sent'" | cut -f2)
+	for ((i = 0; i < GAP_EVENTS; i++)); do
+		curl -sS --max-time 10 -o /dev/null "$URL/v1/sessions/$s/events" "${H[@]}" \
+			-H 'content-type: application/json' --data-binary "@$RUN/ev-large-list.body"
+		sleep 0.2
+	done
+	b1=$(e2e_sql "SHOW GLOBAL STATUS LIKE 'Bytes_sent'" | cut -f2)
+	mib=$(((b1 - b0) / 1048576))
+	check "gap: a refused send (400: $code) leaves a gap; $GAP_EVENTS events of 1 MiB after it cost the database $mib MiB sent (at most $((GAP_READS_MAX * GAP_EVENTS)))" \
+		test "$code" = 400 -a "$mib" -le $((GAP_READS_MAX * GAP_EVENTS))
+}
+gap_reads
+
 # ---- framing through nchan ----
 framing "$URL" nchan "$NCHAN_PING_WAIT_S"
+largest "$URL" nchan
 
 # ---- the fallback without nchan: a second nginx and supervisor, the workers hold streams ----
 workers_fallback() {
@@ -187,6 +280,7 @@ workers_fallback() {
 		_ "$started" "$EVW" || return 1
 	url2="http://127.0.0.1:$port"
 	framing "$url2" workers 3
+	largest "$url2" workers
 	# the worker that held it sees that its client left (nginx shuts the connection)
 	wait_for 5 test "$(fastcgi_conns "$EVW" evw)" = 0
 	# a stream held by a worker is a FastCGI connection (what the 1,000 streams check counts)
