@@ -30,6 +30,7 @@
 	"the reply stopped (%s) before the input of this call of '%s' was complete: it was not "   \
 	"run; make the call again with a smaller input (a large file in several parts)"
 #define TURN_REFUSE_MSG_MAX 512 /* the error result of a tool use that is not run */
+#define TURN_ERR_MAX 512	/* a session.error's message made by the turn */
 #define TURN_MCP_NAME_SHOWN 64	/* bytes of an MCP server's or tool's name in a message */
 /* a message about an MCP server: the names, the client's error and the words around them */
 #define TURN_MCP_MSG_MAX (MCP_ERROR_MAX + 2 * TURN_MCP_NAME_SHOWN + 64)
@@ -993,12 +994,28 @@ static enum db_status resume_change(struct turn *t, struct db *db, struct ev_ses
 	return evdb_status(db, s, SES_RUNNING, NULL, NULL);
 }
 
-/* The interrupted turn ends: idle, end_turn (the queued messages were cancelled by the
- * interrupt itself, docs/api.md §7). */
-static void turn_interrupted(struct turn *t)
+/* The interrupted turn ends, under the lock: idle, end_turn (what was queued when the interrupt
+ * came, the interrupt itself processed: docs/api.md §7). Messages sent since (*ARG = how many)
+ * start the next turn at once, as at a turn's end (finish_change); else the claim ends. */
+static enum db_status interrupted_change(struct turn *t, struct db *db, struct ev_session *s,
+					 void *arg)
 {
-	if (!t->lost)
-		turn_idle(t, STOP_END_TURN, NULL);
+	struct idle_arg idle = { STOP_END_TURN, NULL, NULL, NULL };
+	int *queued = arg;
+	enum db_status st = idle_change(t, db, s, &idle);
+
+	/* the idle saved before a next turn is pending: interrupt_at outlives the save of a
+	 * pending turn (evdb_save), and the next turn must not find it */
+	if (!st)
+		st = evdb_save(db, s);
+	if (!st)
+		st = evdb_process_queued(db, s, queued);
+	if (st)
+		return st;
+	if (!*queued)
+		return turns_release(db, s);
+	s->turn_pending = 1;
+	return evdb_status(db, s, SES_RUNNING, NULL, NULL);
 }
 
 /* The session's agent snapshot (with its session-local MCP servers) and environment type. */
@@ -1076,12 +1093,61 @@ static void turn_free(struct turn *t)
 	db_free(t->db);
 }
 
+/* The rounds of a turn (model request, tools) until it ends: 0 when it ended (idle, or parked
+ * on what the client must answer), 1 when it stopped (an interrupt, the claim lost, a failure
+ * logged). */
+static int turn_rounds(struct turn *t)
+{
+	const struct config *cfg = t->r->cfg;
+	char err[TURN_ERR_MAX];
+	long round_trips = 0;
+
+	for (;;) {
+		enum settle settled;
+		enum round round;
+		int queued = 0;
+		long writes;
+
+		if (turn_stop(t) || turn_history(t))
+			return 1;
+		writes = t->writes;
+		settled = settle_uses(t);
+		if (settled == SETTLE_PARKED)
+			return 0;
+		if (settled == SETTLE_STOP)
+			return 1;
+		t->overdue = 0;
+		/* the results settling wrote go to the model: the log read again (not when it
+		 * wrote nothing) */
+		if (t->writes != writes && turn_history(t))
+			return 1;
+		if (++round_trips > cfg->runner_max_round_trips) {
+			snprintf(err, sizeof(err),
+				 "the turn made %ld model requests, the most one "
+				 "may ([runner] max_round_trips)",
+				 cfg->runner_max_round_trips);
+			turn_idle(t, STOP_END_TURN,
+				  session_error("tool_use_limit_reached_error", err, "terminal"));
+			return 0;
+		}
+		round = model_round(t);
+		if (round == ROUND_STOP)
+			return 1;
+		if (round == ROUND_TOOLS)
+			continue;
+		/* the turn ended: messages that came while it ran start the next one */
+		if (turn_write(t, finish_change, &queued, 0))
+			return 1;
+		if (!queued)
+			return 0;
+	}
+}
+
 int turn_run(const struct runner *r, const struct turn_claim *c)
 {
 	const struct config *cfg = r->cfg;
 	struct turn t;
-	char err[512];
-	long round_trips = 0;
+	char err[TURN_ERR_MAX];
 	int ret = 1;
 
 	memset(&t, 0, sizeof(t));
@@ -1114,52 +1180,16 @@ int turn_run(const struct runner *r, const struct turn_claim *c)
 	if (turn_mcp_open(&t))
 		goto out;
 	for (;;) {
-		enum settle settled;
-		enum round round;
 		int queued = 0;
-		long writes;
 
-		if (turn_stop(&t) || turn_history(&t))
+		ret = turn_rounds(&t);
+		if (!ret || !t.stopping || t.lost)
 			break;
-		writes = t.writes;
-		settled = settle_uses(&t);
-		if (settled == SETTLE_PARKED) {
-			ret = 0;
-			break;
-		}
-		if (settled == SETTLE_STOP)
-			break;
-		t.overdue = 0;
-		/* the results settling wrote go to the model: the log read again (not when it
-		 * wrote nothing) */
-		if (t.writes != writes && turn_history(&t))
-			break;
-		if (++round_trips > cfg->runner_max_round_trips) {
-			snprintf(err, sizeof(err),
-				 "the turn made %ld model requests, the most one "
-				 "may ([runner] max_round_trips)",
-				 cfg->runner_max_round_trips);
-			turn_idle(&t, STOP_END_TURN,
-				  session_error("tool_use_limit_reached_error", err, "terminal"));
-			ret = 0;
-			break;
-		}
-		round = model_round(&t);
-		if (round == ROUND_STOP)
-			break;
-		if (round == ROUND_TOOLS)
-			continue;
-		/* the turn ended: messages that came while it ran start the next one */
-		if (turn_write(&t, finish_change, &queued, 0))
-			break;
-		if (queued)
-			continue;
+		/* interrupted: the turn ends idle; messages sent since start the next one */
 		ret = 0;
-		break;
-	}
-	if (t.stopping && !t.lost) {
-		turn_interrupted(&t);
-		ret = 0;
+		if (turn_write(&t, interrupted_change, &queued, 0) || !queued)
+			break;
+		t.stopping = 0;
 	}
 out:
 	turn_free(&t);

@@ -9,7 +9,9 @@
 //   custom      a custom tool: agent.custom_tool_use, idle requires_action naming it,
 //               user.custom_tool_result resumes the turn, the model sees the result
 //   interrupts  during a model stream (kept alive by pings): idle end_turn within 2 s, the
-//               request abandoned; while waiting for a custom tool: the wait ends at once
+//               request abandoned; with a message (one send, or two): idle end_turn, then
+//               the message's turn runs, nothing left queued; while waiting for a custom tool:
+//               the wait ends at once
 //   queued      a user.message sent while a turn runs is taken by that turn (one idle)
 //   parallel    two bash calls in one answer: both run, one user turn holds both results; a
 //               built-in and a custom call: the built-in runs, the session waits for the other
@@ -140,6 +142,39 @@ describe('turns', { concurrency: true }, () => {
     await until('the model request is abandoned', async () => (await modelRequests(T))[0].ended_ms !== null, { timeoutMs: 2000 });
     assert.equal(req.complete, false);
   });
+
+  // docs/api.md §7: the interrupt processes what was queued before it; a message sent with it
+  // or after it starts the next turn once the interrupted one is idle (it must not stay queued)
+  for (const how of ['one send', 'two sends']) {
+    test(`an interrupt, then a message (${how}): idle end_turn, then the message's turn runs`, async () => {
+      const T = token(`intmsg${how.length}`);
+      const session = await mkSession(c, await mkAgent(c), await mkEnv(c));
+      await script(T, [say(`never ${T}`, { stall_ms: 60000, ping_every_ms: 300 }), say(`after ${T}`)]);
+      await turn(c, session.id, text(`think ${T}`), { until: (e) => e.type === 'span.model_request_start' });
+      const interrupt = { type: 'user.interrupt' }, instead = text(`instead ${T}`);
+      let answered = false;
+      const evs = await watch(c, session.id, async () => {
+        if (how === 'one send') {
+          await c.beta.sessions.events.send(session.id, { events: [interrupt, instead] });
+        } else {
+          await c.beta.sessions.events.send(session.id, { events: [interrupt] });
+          await c.beta.sessions.events.send(session.id, { events: [instead] });
+        }
+      }, {
+        until: (e) => (answered ||= e.type === 'agent.message' && resultText(e) === `after ${T}`) && isIdle(e),
+        timeoutMs: 20000,
+      });
+      assert.ok(!evs.some((e) => e.type === 'agent.message' && resultText(e) === `never ${T}`));
+      assert.deepEqual(evs.at(-1).stop_reason, { type: 'end_turn' });
+      const all = await listEvents(c, session.id);
+      const queued = all.filter((e) => e.processed_at === null).map((e) => e.type);
+      assert.deepEqual(queued, [], 'nothing is left queued');
+      const reqs = await modelRequests(T);
+      assert.equal(reqs.length, 2, 'the interrupted request, then the message\'s');
+      assert.ok(JSON.stringify(reqs[1].body).includes(`instead ${T}`), 'the model got the message');
+      assertConsistent(all, `interrupt, then a message (${how})`);
+    });
+  }
 
   test('an interrupt while waiting for a custom tool ends the wait at once; the session goes on', async () => {
     const T = token('intwait');
