@@ -40,6 +40,17 @@
 #define LONG_BEARER 400	      /* a bearer longer than the quote of an error answer */
 #define BEARER_PIECE 12	      /* bytes of the bearer that must not be left anywhere */
 
+/* Member KEY of element I of the array A, or NULL; and its string value. */
+static json_t *at(const json_t *a, size_t i, const char *key)
+{
+	return json_object_get(json_array_get(a, i), key);
+}
+
+static const char *at_str(const json_t *a, size_t i, const char *key)
+{
+	return json_string_value(at(a, i, key));
+}
+
 static const char *base_url, *token;
 
 /* The server runs on loopback: every client here may reach this machine's addresses but the
@@ -176,13 +187,9 @@ static void one_mode(void **state)
 	snprintf(sid, sizeof(sid), "%s", mcp_session_id(c));
 	assert_int_equal(mcp_list_tools(c, &tools, &err), 0);
 	assert_int_equal(json_array_size(tools), SERVER_TOOLS);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 0), "name")),
-			    "add");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 7), "name")),
-			    "naming.test/é");
-	assert_string_equal(
-		json_string_value(json_object_get(json_array_get(tools, 0), "description")),
-		"Adds two numbers");
+	assert_string_equal(at_str(tools, 0, "name"), "add");
+	assert_string_equal(at_str(tools, 7, "name"), "naming.test/é");
+	assert_string_equal(at_str(tools, 0, "description"), "Adds two numbers");
 	json_decref(tools);
 	assert_call_text(c, "add", "{\"a\": 2, \"b\": 3.5}",
 			 "[{\"type\":\"text\",\"text\":\"5.5\"}]");
@@ -233,8 +240,7 @@ static void one_mode(void **state)
 				 rpc && !strncmp(rpc, "notifications/", 14) ? 202 : 200);
 	}
 	assert_int_equal(lists, UNIT_LEN(cursors));
-	assert_string_equal(json_string_value(json_object_get(json_array_get(log, 1), "rpc")),
-			    "notifications/initialized");
+	assert_string_equal(at_str(log, 1, "rpc"), "notifications/initialized");
 	json_decref(log);
 }
 
@@ -277,9 +283,8 @@ static void test_session_forgotten(void **state)
 	assert_string_not_equal(mcp_session_id(c), sid);
 	assert_true(strlen(mcp_session_id(c)) > 0);
 	r = server_log();
-	assert_int_equal(json_integer_value(json_object_get(json_array_get(r, 0), "status")), 404);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(r, 1), "rpc")),
-			    "initialize");
+	assert_int_equal(json_integer_value(at(r, 0, "status")), 404);
+	assert_string_equal(at_str(r, 1, "rpc"), "initialize");
 	json_decref(r);
 	mcp_close(c);
 }
@@ -400,7 +405,7 @@ static void test_bearer_cut(void **state)
 	c = connect_ok("/mcp-auth", token, &lim);
 	free(call_ok(c, "echo_auth", NULL, &r));
 	assert_true(r.truncated);
-	text = json_string_value(json_object_get(json_array_get(r.content, 0), "text"));
+	text = at_str(r.content, 0, "text");
 	memcpy(head, token, BEARER_PIECE);
 	if (strstr(text, head))
 		fail_msg("the bearer's start is in the result: %s", text);
@@ -616,10 +621,10 @@ static void test_text_cap(void **state)
 	free(got);
 	assert_true(r.truncated);
 	assert_int_equal(json_array_size(r.content), 2);
-	text = json_string_value(json_object_get(json_array_get(r.content, 0), "text"));
+	text = at_str(r.content, 0, "text");
 	/* two-byte characters: the cut falls before the one that would cross the cap */
 	assert_int_equal(strlen(text), TEXT_CAP);
-	note = json_string_value(json_object_get(json_array_get(r.content, 1), "text"));
+	note = at_str(r.content, 1, "text");
 	assert_non_null(strstr(note, "truncated"));
 	assert_non_null(strstr(note, "1000000 bytes"));
 	mcp_result_release(&r);
@@ -629,9 +634,7 @@ static void test_text_cap(void **state)
 	c = connect_ok("/mcp", NULL, NULL);
 	free(call_ok(c, "huge", args, &r));
 	assert_true(r.truncated);
-	assert_int_equal(
-		strlen(json_string_value(json_object_get(json_array_get(r.content, 0), "text"))),
-		MCP_RESULT_TEXT_MAX);
+	assert_int_equal(strlen(at_str(r.content, 0, "text")), MCP_RESULT_TEXT_MAX);
 	mcp_result_release(&r);
 	mcp_close(c);
 }
@@ -657,31 +660,6 @@ static void test_answer_cap(void **state)
 		mcp_close(c);
 	}
 	json_decref(args);
-}
-
-/* A server that lists a tool twice: the model is offered each name once (the Messages API
- * refuses a request whose tools repeat a name), the first listing kept. */
-static void test_tools_repeated(void **state)
-{
-	struct mcp_client *c = connect_ok("/mcp-dup", NULL, NULL);
-	struct mcp_error err;
-	json_t *tools;
-
-	(void)state;
-	assert_int_equal(mcp_list_tools(c, &tools, &err), 0);
-	assert_int_equal(json_array_size(tools), SERVER_TOOLS);
-	for (size_t i = 0; i < SERVER_TOOLS; i++)
-		for (size_t j = 0; j < i; j++)
-			assert_string_not_equal(json_string_value(json_object_get(
-							json_array_get(tools, i), "name")),
-						json_string_value(json_object_get(
-							json_array_get(tools, j), "name")));
-	assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 0), "name")),
-			    "add");
-	assert_non_null(json_object_get(json_object_get(json_array_get(tools, 0), "inputSchema"),
-					"required"));
-	json_decref(tools);
-	mcp_close(c);
 }
 
 /* More tools than the client takes. */
@@ -746,6 +724,26 @@ static void test_offered(void **state)
 	mcp_close(c);
 }
 
+/* A server that lists a tool twice: the model is offered each name once (the Messages API
+ * refuses a request whose tools repeat a name), the first listing kept. */
+static void test_tools_repeated(void **state)
+{
+	struct mcp_client *c = connect_ok("/mcp-dup", NULL, NULL);
+	struct mcp_error err;
+	json_t *tools;
+
+	(void)state;
+	assert_int_equal(mcp_list_tools(c, &tools, &err), 0);
+	assert_int_equal(json_array_size(tools), SERVER_TOOLS);
+	for (size_t i = 0; i < SERVER_TOOLS; i++)
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(at_str(tools, i, "name"), at_str(tools, j, "name"));
+	assert_string_equal(at_str(tools, 0, "name"), "add");
+	assert_non_null(json_object_get(at(tools, 0, "inputSchema"), "required"));
+	json_decref(tools);
+	mcp_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -756,8 +754,8 @@ int main(void)
 			   test_local_refused, test_stall, test_version),
 		ON_ROUTE(test_hang_sse, hang_on, "/mcp"),
 		ON_ROUTE(test_hang_json, hang_on, "/mcp-json"),
-		UNIT_TESTS(test_cancel, test_text_cap, test_answer_cap, test_tools_repeated,
-			   test_tools_cap, test_offered),
+		UNIT_TESTS(test_cancel, test_text_cap, test_answer_cap, test_tools_cap,
+			   test_offered, test_tools_repeated),
 	};
 
 	base_url = getenv("MCP_TEST_URL");
