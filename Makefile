@@ -136,6 +136,9 @@ $(BUILD)/test_$(1): $$(call obj,tests/unit/test_$(1).c $(2))
 UNIT_TESTS += $(BUILD)/test_$(1)
 endef
 
+# running a command (sandbox/process.c): a job left behind does not hold it
+$(eval $(call unit_test,process,sandbox/process.c common/clock.c))
+
 # configuration table, config dump, docs/config.md against the table (common/config.c)
 $(eval $(call unit_test,config,common/config.c common/backend.c,-linih))
 # the runner's history rebuilt from a session's events (runner/history.c)

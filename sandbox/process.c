@@ -10,6 +10,7 @@ extern char **environ;
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -169,20 +170,45 @@ static int exit_fd(pid_t pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
+/* After P's command exited: what its output pipe holds now (bytes written before the exit
+ * among them), never more, so a job that outlived the command and writes on (killed at once,
+ * but perhaps in another group) cannot keep this going. */
+static void drain_held(struct proc *p, struct proc_result *res)
+{
+	char buf[PROC_READ_CHUNK];
+	int held = 0;
+
+	if (ioctl(p->out_fd, FIONREAD, &held))
+		return;
+	while (held > 0) {
+		ssize_t n = read(p->out_fd, buf,
+				 (size_t)held < sizeof(buf) ? (size_t)held : sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		keep_tail(res, buf, (size_t)n, p->out_max);
+		held -= (int)n;
+	}
+}
+
 void proc_wait(struct proc *p, long timeout_s, const struct proc_watch *watch,
 	       struct proc_result *res)
 {
 	long deadline = clock_mono_ms() + timeout_s * 1000L, next_tick = 0;
-	int status = 0, eof = 0, pidfd = -1;
+	int status = 0, eof = 0, pidfd = exit_fd(p->pid);
 	pid_t pid = p->pid;
 
 	if (watch)
 		next_tick = clock_mono_ms() + watch->interval_ms;
-	/* the output until its end, then the command's exit: the time limit and the watch hold
-	 * until both, since a command may close its output and run on */
+	/* the output until the command exits: the time limit and the watch hold until then, even
+	 * for a command that closed its output and runs on. A job it left behind may hold the
+	 * output open for ever (`sleep 300 &`): the command is done when it exits, not when its
+	 * output ends. */
 	for (;;) {
 		char buf[PROC_READ_CHUNK];
-		struct pollfd pf = { eof ? pidfd : p->out_fd, POLLIN, 0 };
+		struct pollfd pf[2] = { { eof ? -1 : p->out_fd, POLLIN, 0 }, { pidfd, POLLIN, 0 } };
 		long now = clock_mono_ms(), left = deadline - now, wait = left > 1000 ? 1000 : left;
 		ssize_t n;
 		int rc;
@@ -202,25 +228,25 @@ void proc_wait(struct proc *p, long timeout_s, const struct proc_watch *watch,
 			if (next_tick - now < wait)
 				wait = next_tick - now > 0 ? next_tick - now : 0;
 		}
-		if (eof) {
-			if (waitpid(pid, &status, WNOHANG) == pid)
-				goto reaped;
-			if (pidfd < 0 && wait > PROC_REAP_POLL_MS)
-				wait = PROC_REAP_POLL_MS;
-		}
-		rc = poll(&pf, 1, (int)wait); /* a pf.fd of -1 only waits */
-		if (rc < 0 && errno != EINTR && !eof) {
+		if (pidfd < 0 && wait > PROC_REAP_POLL_MS)
+			wait = PROC_REAP_POLL_MS;
+		rc = poll(pf, 2, (int)wait); /* an fd of -1 is not looked at */
+		if (rc < 0 && errno != EINTR)
 			eof = 1; /* the output cannot be read: wait for the exit alone */
-			pidfd = exit_fd(pid);
+		if ((pidfd < 0 || pf[1].revents) && waitpid(pid, &status, WNOHANG) == pid) {
+			/* its group goes first, so that what is left to read is bounded */
+			kill(-pid, SIGKILL);
+			if (!eof)
+				drain_held(p, res);
+			goto reaped;
 		}
-		if (rc <= 0 || eof)
+		if (rc <= 0 || eof || !pf[0].revents)
 			continue;
 		n = read(p->out_fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
 			eof = 1;
-			pidfd = exit_fd(pid);
 			continue;
 		}
 		keep_tail(res, buf, (size_t)n, p->out_max);

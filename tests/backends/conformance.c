@@ -33,7 +33,9 @@
 #define CONF_SEQ_N 300 /* `seq 1 300` prints 1092 bytes */
 #define CONF_TIMEOUT_S 60
 #define CONF_ENV_VALUE "two words, 'quoted' and $NOT_EXPANDED"
-#define CONF_LIST_MAX 1000 /* sandboxes one list call may return here */
+#define CONF_LIST_MAX 1000   /* sandboxes one list call may return here */
+#define CONF_BG_TIMEOUT_S 30 /* the background check's time limit */
+#define CONF_BG_PROMPT_S 10  /* ... and how soon its command must be answered */
 
 static const char *const conf_envp[] = {
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8",
@@ -205,6 +207,36 @@ static void check_stdin(struct sbx *s, const char *id)
 	proc_result_release(&res);
 }
 
+/* A command that leaves a background job holding its output (`sleep 300 &`) is answered when
+ * its own process ends, with its status and output, not at its time limit; the next command
+ * runs. Where commands are host processes (the protocol fakes answer only the commands they
+ * know). */
+static void check_background(struct sbx *s, const char *id)
+{
+	const char *const bg[] = { "sh", "-c", "sleep 300 & echo started; exit 4", NULL };
+	const char *const after[] = { "echo", "after", NULL };
+	struct proc_result res;
+	time_t t0 = time(NULL);
+	long took;
+	int rc;
+
+	if (s->caps->http)
+		return;
+	rc = run_ex(s, id, bg, &(struct sbx_exec){ .timeout_s = CONF_BG_TIMEOUT_S }, &res);
+	took = (long)(time(NULL) - t0);
+	check(rc == 0 && !res.timed_out && res.exit_code == 4 &&
+		      !strcmp(out_of(&res), "started\n") && took < CONF_BG_PROMPT_S,
+	      "a command leaving a background job is answered when it ends (%lds, rc %d, exit %d, "
+	      "timed out %d, '%s')",
+	      took, rc, res.exit_code, res.timed_out, shown(out_of(&res)));
+	proc_result_release(&res);
+	rc = run(s, id, after, &res);
+	check(rc == 0 && res.exit_code == 0 && !strcmp(out_of(&res), "after\n"),
+	      "the next command runs (rc %d, exit %d, '%s')", rc, res.exit_code,
+	      shown(out_of(&res)));
+	proc_result_release(&res);
+}
+
 /* The policy states the fake (its log at URL) recorded for sandbox ID, or NULL. New reference. */
 static json_t *fake_policies(const char *url, const char *id)
 {
@@ -365,6 +397,7 @@ int main(int argc, char **argv)
 	check_commands(&s, id);
 	check_output_cap(&s, &cfg, id);
 	check_stdin(&s, id);
+	check_background(&s, id);
 	check_egress(&s, id);
 	check_list(&s, id, name);
 

@@ -5,6 +5,9 @@
 //   toolset     one turn: bash, write, read, edit, glob, grep (the fake model calls them); the
 //               results as the SDK's tools give them; a second turn sees the first's files
 //               (bash, read) and bash's working directory (cd in one call, pwd in the next)
+//   background  a bash call that leaves a job holding its output (`sleep 300 &`) is answered
+//               when its shell is done, with its output and its working directory kept; the
+//               next call runs (and, but on docker, sees no process of the job)
 //   interrupt   (local, bwrap: the tool is a host process) user.interrupt during `sleep 30`:
 //               the sleep is gone within ~1 s, the call's result says it was aborted, the
 //               session idle end_turn; the next turn runs and the model sees that result
@@ -78,6 +81,38 @@ describe(BACKEND, { concurrency: true }, () => {
     assertConsistent(all, 'both turns');
     const last = (await modelRequests(T)).at(-1);
     assert.equal(assertModelSawOneResultEach(last, 'toolset').length, 10);
+  });
+
+  // far below the call's timeout_ms: the job's 300 s, or the time limit, would be over it
+  const BACKGROUND_PROMPT_MS = 15000;
+  test(`bash leaving a background job is answered when its shell is done; the next call runs`, async () => {
+    const T = token('background');
+    const secs = `300.${Math.floor(Math.random() * 1e6)}`; // unique among the processes
+    const agent = await mkAgent(c);
+    const session = await mkSession(c, agent, await mkEnv(c));
+    await script(T, [
+      use('bash', { command: `mkdir -p bg && cd bg; sleep ${secs} & echo started ${T}`, timeout_ms: 60000 }),
+      use('bash', { command: `pwd; echo after ${T}` }),
+      // the job's processes the next call sees (the pattern does not match its own text)
+      use('bash', { command: `grep -l '${secs.replace('.', '[.]')}' /proc/[0-9]*/cmdline 2>/dev/null | wc -l` }),
+      say(`done ${T}`),
+    ]);
+    const evs = await turn(c, session.id, text(`background ${T}`), { until: idleWith('end_turn'), timeoutMs: 180000 });
+    const got = calls(evs);
+    await explainProvisioning(session, got[0]);
+    assert.deepEqual(got.slice(0, 2).map((x) => [x.name, x.is_error, x.result]), [
+      ['bash', false, `started ${T}`],
+      ['bash', false, got[1].result.replace(/\n.*$/s, '') + `\nafter ${T}`],
+    ]);
+    // docs/runner.md: on local, bwrap and srt the job ends with its call
+    console.log(`# ${BACKEND}: the job's processes seen by the next call: ${got[2].result}`);
+    if (BACKEND !== 'docker') assert.equal(got[2].result.trim(), '0', 'the job ended with its call');
+    assert.match(got[1].result, /\/bg\nafter /, 'the first call\'s working directory was kept');
+    const uses = evs.filter((e) => e.type === 'agent.tool_use');
+    const results = resultsById(evs);
+    const took = Date.parse(results.get(uses[0].id)[0].processed_at) - Date.parse(uses[0].processed_at);
+    console.log(`# ${BACKEND}: the call leaving a background job took ${took} ms`);
+    assert.ok(took < BACKGROUND_PROMPT_MS, `the call took ${took} ms`);
   });
 
   const HOST_PROCESSES = ['local', 'bwrap'];
