@@ -335,6 +335,13 @@ static enum db_status start_change(struct turn *t, struct db *db, struct ev_sess
 	return turns_tool_start(db, s, a->id, &a->already);
 }
 
+/* After a tool use's result was written (RC its write's): -1 when the turn goes no further
+ * (the write failed, or an interrupt stopped the tool: its result says so), else 0. */
+static int result_written(const struct turn *t, int rc)
+{
+	return (rc || t->stopping) ? -1 : 0;
+}
+
 /* Run built-in tool use U in the session's sandbox: its start committed first, its result
  * after. 0, or -1 when the turn must stop. */
 static int run_builtin(struct turn *t, const struct tool_use *u)
@@ -372,7 +379,7 @@ static int run_builtin(struct turn *t, const struct tool_use *u)
 		struct result_arg a = { u->id, res.text, res.is_error };
 		int rc = turn_write(t, result_change, &a, 0);
 		tool_result_release(&res);
-		return rc || t->stopping ? -1 : 0;
+		return result_written(t, rc);
 	}
 }
 
@@ -439,14 +446,14 @@ static int run_mcp(struct turn *t, const struct tool_use *u)
 		snprintf(msg, sizeof(msg), "MCP server '%.*s', tool '%.*s': %s",
 			 TURN_MCP_NAME_SHOWN, m->name, TURN_MCP_NAME_SHOWN, u->name, err.message);
 		rc = mcp_answer(t, u->id, msg);
-		return rc || t->stopping ? -1 : 0;
+		return result_written(t, rc);
 	}
 	{
 		struct mcp_result_arg a = { u->id, res.content, res.is_error };
 		rc = turn_write(t, mcp_result_change, &a, 0);
 	}
 	mcp_result_release(&res);
-	return rc || t->stopping ? -1 : 0;
+	return result_written(t, rc);
 }
 
 struct mcp_error_arg {
